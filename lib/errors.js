@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: MIT
+// Error classes and the codes they carry: every code lua-tasks throws is here.
+'use strict';
+
+/** Every `err.code` this package produces (DESIGN §10), plus Node's argument codes. */
+const codes = Object.freeze({
+  ERR_LUA_SYNTAX: 'ERR_LUA_SYNTAX',
+  ERR_LUA_RUNTIME: 'ERR_LUA_RUNTIME',
+  ERR_TASK_CANCELLED: 'ERR_TASK_CANCELLED',
+  ERR_TASK_TIMEOUT: 'ERR_TASK_TIMEOUT',
+  ERR_MEMORY_LIMIT: 'ERR_MEMORY_LIMIT',
+  ERR_BAD_YIELD: 'ERR_BAD_YIELD',
+  ERR_CRON_SYNTAX: 'ERR_CRON_SYNTAX',
+  ERR_CONVERSION: 'ERR_CONVERSION',
+  ERR_NOT_IN_TASK: 'ERR_NOT_IN_TASK',
+  ERR_RUNTIME_CLOSED: 'ERR_RUNTIME_CLOSED',
+  ERR_COMMIT_FAILED: 'ERR_COMMIT_FAILED',
+  ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
+  ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
+  ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',
+});
+
+/** Base class for failures of lua-tasks itself (not of Lua code). */
+class LuaTasksError extends Error {
+  constructor(code, message, props) {
+    super(message);
+    this.code = code;
+    if (props) Object.assign(this, props);
+  }
+  get name() {
+    return this.constructor.name;
+  }
+}
+
+/**
+ * An error raised by Lua code, or a Lua syntax or memory error.
+ * Fields: `code` (ERR_LUA_SYNTAX | ERR_LUA_RUNTIME | ERR_MEMORY_LIMIT | ...),
+ * `luaStack` (the Lua traceback, when there is one), `value` (the original
+ * Lua error value when it was not a string), `source` and `line` (where the
+ * error was raised, when Lua's message names them).
+ */
+class LuaError extends LuaTasksError {}
+
+/** A cron expression that does not parse, or has no next time. */
+class CronSyntaxError extends LuaTasksError {}
+
+/** A value that cannot cross between JavaScript and Lua. */
+class ConversionError extends LuaTasksError {}
+
+/** A call on a runtime that was closed. */
+class RuntimeClosedError extends LuaTasksError {}
+
+/** A task that was cancelled, timed out or could not commit. */
+class TaskError extends LuaTasksError {}
+
+const byCode = {
+  ERR_LUA_SYNTAX: LuaError,
+  ERR_LUA_RUNTIME: LuaError,
+  ERR_MEMORY_LIMIT: LuaError,
+  ERR_BAD_YIELD: LuaError,
+  ERR_NOT_IN_TASK: LuaError,
+  ERR_CRON_SYNTAX: CronSyntaxError,
+  ERR_CONVERSION: ConversionError,
+  ERR_RUNTIME_CLOSED: RuntimeClosedError,
+  ERR_TASK_CANCELLED: TaskError,
+  ERR_TASK_TIMEOUT: TaskError,
+  ERR_COMMIT_FAILED: TaskError,
+};
+
+// "[string \"x\"]:3: msg" or "name:3: msg" -> { source, line }
+const locationRe = /^(\[string "(?:[^"\\]|\\.)*"\]|[^:\n]+):(\d+): /;
+
+/**
+ * Builds the error for a code. The native addon calls this for every error it
+ * raises, so JS and C++ produce the same classes.
+ * @param {string} code one of `codes`
+ * @param {string} message
+ * @param {object} [props] extra fields (luaStack, value, ...)
+ * @returns {Error}
+ */
+function makeError(code, message, props) {
+  if (code === 'ERR_INVALID_ARG_TYPE') return Object.assign(new TypeError(message), { code });
+  if (code === 'ERR_OUT_OF_RANGE') return Object.assign(new RangeError(message), { code });
+  if (code === 'ERR_INVALID_ARG_VALUE') return Object.assign(new TypeError(message), { code });
+  const Cls = byCode[code] || LuaTasksError;
+  const err = new Cls(code, message, props);
+  if (Cls === LuaError && typeof message === 'string') {
+    const m = locationRe.exec(message);
+    if (m) {
+      err.source = m[1];
+      err.line = Number(m[2]);
+    }
+  }
+  return err;
+}
+
+module.exports = {
+  codes,
+  makeError,
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+};
