@@ -1,0 +1,16 @@
+// SPDX-License-Identifier: MIT
+// Loads the native addon built by scripts/build.js (once per environment).
+'use strict';
+const path = require('node:path');
+const { makeError } = require('./errors');
+
+let binding;
+try {
+  binding = require(path.join(__dirname, '..', 'build', 'lua_tasks.node'));
+} catch (e) {
+  e.message = `lua-tasks: the native addon is not built (${e.message}). Run "npm install" (or "npm run build") in the package directory.`;
+  throw e;
+}
+binding.init({ makeError });
+
+module.exports = binding;

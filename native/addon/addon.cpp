@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: MIT
+// The addon's entry point: a context-aware module, one instance per environment.
+#include <napi.h>
+
+#include "addon_data.hpp"
+#include "runtime.hpp"
+
+namespace lua_tasks {
+
+class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
+ public:
+  LuaTasksAddon(Napi::Env env, Napi::Object exports) {
+    Napi::Object global = env.Global();
+    Napi::Function map = global.Get("Map").As<Napi::Function>();
+    Napi::Object map_proto = map.Get("prototype").As<Napi::Object>();
+    AddonData& d = data;
+    d.map_ctor = Napi::Persistent(map);
+    d.map_get = Napi::Persistent(map_proto.Get("get").As<Napi::Function>());
+    d.map_set = Napi::Persistent(map_proto.Get("set").As<Napi::Function>());
+    d.array_from = Napi::Persistent(global.Get("Array").As<Napi::Object>().Get("from").As<Napi::Function>());
+    d.object_proto = Napi::Persistent(global.Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>());
+
+    DefineAddon(exports, {
+                             InstanceMethod<&LuaTasksAddon::JS_init>("init"),
+                             InstanceValue("NativeRuntime", Runtime::Init(env)),
+                         });
+  }
+
+  AddonData data;
+
+ private:
+  // init({ makeError }): lib/errors.js hands over its error factory.
+  Napi::Value JS_init(const Napi::CallbackInfo& info) {
+    Napi::Object helpers = info[0].As<Napi::Object>();
+    data.make_error = Napi::Persistent(helpers.Get("makeError").As<Napi::Function>());
+    return info.Env().Undefined();
+  }
+};
+
+AddonData* AddonData::From(napi_env env) { return &Napi::Env(env).GetInstanceData<LuaTasksAddon>()->data; }
+
+}  // namespace lua_tasks
+
+using lua_tasks::LuaTasksAddon;
+NODE_API_ADDON(LuaTasksAddon)

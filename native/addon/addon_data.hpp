@@ -1,0 +1,23 @@
+// SPDX-License-Identifier: MIT
+// AddonData: the per-environment state of the addon (one per main thread or Worker).
+#pragma once
+
+#include <napi.h>
+
+namespace lua_tasks {
+
+// Lives as the Napi::Addon instance, so each Worker has its own; nothing in
+// the addon is a process global.
+struct AddonData {
+  Napi::FunctionReference make_error;  // lib/errors.js makeError(code, message, props)
+  Napi::FunctionReference map_ctor;    // globalThis.Map
+  Napi::FunctionReference map_get;     // Map.prototype.get
+  Napi::FunctionReference map_set;     // Map.prototype.set
+  Napi::FunctionReference array_from;  // Array.from (Map entries -> pairs)
+  Napi::ObjectReference object_proto;  // Object.prototype, for the plain-object test
+
+  // The data of the environment `env` (defined in addon.cpp).
+  static AddonData* From(napi_env env);
+};
+
+}  // namespace lua_tasks

@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: MIT
+// Value conversion between JS and Lua (DESIGN §5).
+#pragma once
+
+#include <node_api.h>
+
+#include <lua.hpp>
+
+namespace lua_tasks {
+
+class RuntimeCore;
+
+// Deepest table/object nesting either way; deeper values give ERR_CONVERSION.
+inline constexpr int kMaxConvertDepth = 500;
+
+// Pushes the Lua equivalent of `v` onto L (exactly one value). The caller is
+// in a HostSection (no Lua code runs here, allocations cannot fail for the
+// limit). Throws Napi::Error: ERR_CONVERSION, a RangeError for a BigInt
+// outside int64, or the JS exception of a throwing getter. After a throw, L's
+// stack may hold partial values: the caller restores its top.
+void PushJs(RuntimeCore* core, lua_State* L, napi_value v);
+
+// Returns the JS equivalent of the Lua value at `idx`. Leaves L's stack as it
+// was. Throws Napi::Error (ERR_CONVERSION) for what cannot cross.
+napi_value ToJs(RuntimeCore* core, lua_State* L, int idx);
+
+// Builds the JS error for a failed load/pcall: `status` is the Lua status and
+// the error value is on top of L's stack (left there). A JS value thrown
+// through Lua comes back as the very same value.
+napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status);
+
+}  // namespace lua_tasks

@@ -1,0 +1,223 @@
+// SPDX-License-Identifier: MIT
+// JsRef: a JS value held by Lua (a function to call, an object kept by identity).
+//
+// A JsRef is a full userdata holding a strong napi_ref. A JS function crosses
+// as a C closure (l_js_call) with its JsRef as upvalue 1, so Lua calls it like
+// any function and the converter can still find the original JS function.
+// Calling into JS from Lua follows the Lua/C++ rule of this codebase: the
+// lua_CFunction is a thin shell; all C++ (handle scopes, exceptions,
+// conversions) lives in a helper that returns a count or -1 with the error
+// value pushed, and only then does the shell raise.
+#include "js_ref.hpp"
+
+#include <string>
+#include <vector>
+
+#include <napi.h>
+
+#include "convert.hpp"
+#include "errors.hpp"
+#include "runtime_core.hpp"
+
+namespace lua_tasks {
+
+namespace {
+
+constexpr const char kMetaName[] = "lua-tasks.JsRef";
+
+struct JsRefBox {
+  napi_env env;
+  napi_ref ref;  // strong; deleted by __gc
+};
+
+RuntimeCore* CoreOf(lua_State* L) { return static_cast<RuntimeCore*>(LuaHost::From(L)->embedder); }
+
+JsRefBox* ToBox(RuntimeCore* core, lua_State* L, int idx) {
+  if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return nullptr;
+  const bool ours = lua_topointer(L, -1) == core->jsref_mt;
+  lua_pop(L, 1);
+  return ours ? static_cast<JsRefBox*>(lua_touserdata(L, idx)) : nullptr;
+}
+
+int l_jsref_gc(lua_State* L) {
+  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+  if (box->ref != nullptr) napi_delete_reference(box->env, box->ref);
+  box->ref = nullptr;
+  return 0;
+}
+
+// Pushes the error for a failed JS call: the thrown value kept by reference.
+void PushThrown(RuntimeCore* core, lua_State* L, const Napi::Error& e) {
+  napi_value v = e.Value();
+  if (v == nullptr) {
+    lua_pushstring(L, e.what());
+  } else {
+    PushJsError(core, L, v);
+  }
+}
+
+// The body of l_js_call. Returns the number of results, or -1 with the error
+// value pushed.
+int CallJs(lua_State* L) noexcept {
+  RuntimeCore* core = CoreOf(L);
+  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1)));
+  napi_env env = box->env;
+  LuaHost::HostSection section(core->host.get(), L);
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    lua_pushliteral(L, "cannot open a JS handle scope");
+    return -1;
+  }
+  int result = 1;
+  try {
+    const int argc = lua_gettop(L);
+    napi_value small[8];
+    std::vector<napi_value> big;
+    napi_value* argv = small;
+    if (argc > 8) {
+      big.resize(argc);
+      argv = big.data();
+    }
+    for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1);
+    napi_value fn, recv, out;
+    napi_get_reference_value(env, box->ref, &fn);
+    napi_get_undefined(env, &recv);
+    const napi_status st = napi_call_function(env, recv, fn, argc, argv, &out);
+    if (st != napi_ok) ThrowPending(env, "calling a JS function");
+    lua_settop(L, 0);
+    PushJs(core, L, out);
+  } catch (const Napi::Error& e) {
+    lua_settop(L, 0);
+    PushThrown(core, L, e);
+    result = -1;
+  } catch (const std::exception& e) {
+    lua_settop(L, 0);
+    lua_pushstring(L, e.what());
+    result = -1;
+  }
+  napi_close_handle_scope(env, scope);
+  return result;
+}
+
+int l_js_call(lua_State* L) {
+  const int n = CallJs(L);
+  if (n < 0) return lua_error(L);
+  return n;
+}
+
+// __tostring / __index bodies: like CallJs, C++ only in here.
+int JsToString(lua_State* L) noexcept {
+  RuntimeCore* core = CoreOf(L);
+  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+  LuaHost::HostSection section(core->host.get(), L);
+  napi_handle_scope scope;
+  napi_open_handle_scope(box->env, &scope);
+  napi_value v, s;
+  napi_get_reference_value(box->env, box->ref, &v);
+  std::string text = "JS value";
+  if (napi_coerce_to_string(box->env, v, &s) == napi_ok) {
+    size_t n = 0;
+    napi_get_value_string_utf8(box->env, s, nullptr, 0, &n);
+    text.resize(n + 1);
+    napi_get_value_string_utf8(box->env, s, text.data(), n + 1, &n);
+    text.resize(n);
+  } else {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(box->env, &ignored);
+  }
+  lua_pushlstring(L, text.data(), text.size());
+  napi_close_handle_scope(box->env, scope);
+  return 1;
+}
+
+int l_jsref_tostring(lua_State* L) { return JsToString(L); }
+
+int JsIndex(lua_State* L) noexcept {
+  RuntimeCore* core = CoreOf(L);
+  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+  LuaHost::HostSection section(core->host.get(), L);
+  napi_handle_scope scope;
+  napi_open_handle_scope(box->env, &scope);
+  int result = 1;
+  try {
+    napi_value obj, key = ToJs(core, L, 2), out;
+    napi_get_reference_value(box->env, box->ref, &obj);
+    napi_valuetype t;
+    napi_typeof(box->env, obj, &t);
+    if (t != napi_object && t != napi_function) {
+      lua_pushnil(L);
+    } else {
+      Check(box->env, napi_get_property(box->env, obj, key, &out), "get property");
+      lua_settop(L, 2);
+      PushJs(core, L, out);
+    }
+  } catch (const Napi::Error& e) {
+    lua_settop(L, 2);
+    PushThrown(core, L, e);
+    result = -1;
+  } catch (const std::exception& e) {
+    lua_settop(L, 2);
+    lua_pushstring(L, e.what());
+    result = -1;
+  }
+  napi_close_handle_scope(box->env, scope);
+  return result;
+}
+
+int l_jsref_index(lua_State* L) {
+  const int n = JsIndex(L);
+  if (n < 0) return lua_error(L);
+  return n;
+}
+
+void NewBox(RuntimeCore* core, lua_State* L, napi_value v) {
+  auto* box = static_cast<JsRefBox*>(lua_newuserdatauv(L, sizeof(JsRefBox), 0));
+  box->env = core->env;
+  box->ref = nullptr;
+  luaL_setmetatable(L, kMetaName);
+  Check(core->env, napi_create_reference(core->env, v, 1, &box->ref), "create reference");
+}
+
+}  // namespace
+
+void RegisterJsRef(RuntimeCore* core, lua_State* L) {
+  static const luaL_Reg kMeta[] = {
+      {"__gc", l_jsref_gc},
+      {"__tostring", l_jsref_tostring},
+      {"__index", l_jsref_index},
+      {nullptr, nullptr},
+  };
+  luaL_newmetatable(L, kMetaName);
+  luaL_setfuncs(L, kMeta, 0);
+  lua_pushliteral(L, "JS value");
+  lua_setfield(L, -2, "__name");
+  lua_pushboolean(L, false);  // getmetatable() answers false: the metatable stays ours
+  lua_setfield(L, -2, "__metatable");
+  core->jsref_mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+}
+
+void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable) {
+  NewBox(core, L, v);
+  if (callable) lua_pushcclosure(L, l_js_call, 1);
+}
+
+void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown) { NewBox(core, L, thrown); }
+
+napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
+  JsRefBox* box = nullptr;
+  if (lua_type(L, idx) == LUA_TFUNCTION) {
+    if (lua_tocfunction(L, idx) != l_js_call) return nullptr;
+    lua_getupvalue(L, idx, 1);
+    box = ToBox(core, L, -1);
+    lua_pop(L, 1);
+  } else {
+    box = ToBox(core, L, idx);
+  }
+  if (box == nullptr || box->ref == nullptr) return nullptr;
+  napi_value v;
+  if (napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
+  return v;
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,33 @@
+// SPDX-License-Identifier: MIT
+// Runtime: the JS class over one Lua state (lib/index.js wraps it).
+#pragma once
+
+#include <memory>
+
+#include <napi.h>
+
+#include "runtime_core.hpp"
+
+namespace lua_tasks {
+
+class Runtime : public Napi::ObjectWrap<Runtime> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  explicit Runtime(const Napi::CallbackInfo& info);
+
+ private:
+  // new NativeRuntime({ libs, libList, memoryLimit }, print)
+  Napi::Value JS_load(const Napi::CallbackInfo& info);   // (source, name|undefined) -> Array
+  Napi::Value JS_set(const Napi::CallbackInfo& info);    // (name, value)
+  Napi::Value JS_get(const Napi::CallbackInfo& info);    // (name) -> value
+  Napi::Value JS_close(const Napi::CallbackInfo& info);  // () -> undefined
+  Napi::Value JS_stats(const Napi::CallbackInfo& info);  // () -> { memoryUsed, memoryPeak, memoryLimit }
+
+  RuntimeCore* OpenCore(Napi::Env env);
+
+  // Shared with every JS handle of this state's values; the state is closed by
+  // close(), by the environment cleanup hook, or when the last owner goes.
+  std::shared_ptr<RuntimeCore> core_;
+};
+
+}  // namespace lua_tasks

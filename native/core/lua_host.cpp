@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: MIT
+// LuaHost: one Lua state, its allocator, its libraries, and protected entry.
+#include "lua_host.hpp"
+
+#include <cstring>
+
+namespace lua_tasks {
+
+namespace {
+
+struct SetupArgs {
+  const LuaHostOptions* options;
+};
+
+// Runs in protected mode: every error here becomes a status for Create.
+int l_setup(lua_State* L) {
+  auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
+  OpenLibs(L, args->options->libs);
+  return 0;
+}
+
+}  // namespace
+
+std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::string* error) {
+  std::unique_ptr<LuaHost> host(new LuaHost());
+  host->memory_.limit = options.memory_limit;
+  lua_State* L = lua_newstate(MemoryBudget::Alloc, &host->memory_);
+  if (L == nullptr) {
+    *error = "cannot create a Lua state: out of memory";
+    return nullptr;
+  }
+  host->L_ = L;
+  host->current_ = L;
+  *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
+  lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
+
+  SetupArgs args{&options};
+  lua_pushcfunction(L, l_setup);
+  lua_pushlightuserdata(L, &args);
+  const bool enforce = host->memory_.enforce;
+  host->memory_.enforce = true;
+  const int status = lua_pcall(L, 1, 0, 0);
+  host->memory_.enforce = enforce;
+  if (status != LUA_OK) {
+    *error = status == LUA_ERRMEM ? host->MemoryErrorMessage() : lua_tostring(L, -1);
+    return nullptr;
+  }
+  return host;
+}
+
+LuaHost::~LuaHost() {
+  if (L_ != nullptr) lua_close(L_);
+}
+
+int LuaHost::Load(lua_State* L, std::string_view source, const char* chunkname) {
+  return luaL_loadbufferx(L, source.data(), source.size(), chunkname, "t");
+}
+
+int LuaHost::l_traceback(lua_State* L) {
+  // Stack: [err]. Returns err unchanged; records its message and traceback.
+  // It runs in Lua's protected message-handler slot, so raising here (even a
+  // memory error) only turns the status into LUA_ERRERR.
+  if (!luaL_callmeta(L, 1, "__tostring") || lua_type(L, -1) != LUA_TSTRING) {
+    lua_settop(L, 1);
+    const int t = lua_type(L, 1);
+    if (t == LUA_TSTRING || t == LUA_TNUMBER) {
+      luaL_tolstring(L, 1, nullptr);
+    } else {
+      lua_pushfstring(L, "(error object is a %s value)", luaL_typename(L, 1));
+    }
+  }
+  luaL_traceback(L, L, nullptr, 1);
+  From(L)->SaveError(L);
+  lua_settop(L, 1);
+  return 1;
+}
+
+void LuaHost::SaveError(lua_State* L) noexcept {
+  // Stack: [err, message, traceback].
+  try {
+    size_t n;
+    const char* s = lua_tolstring(L, 2, &n);
+    message_.assign(s, n);
+    s = lua_tolstring(L, 3, &n);
+    traceback_.assign(s, n);
+  } catch (...) {
+    message_.clear();
+    traceback_.clear();
+  }
+}
+
+int LuaHost::PCall(lua_State* L, int nargs, int nresults) {
+  if (!deferred_unrefs_.empty()) DrainUnrefs();
+  const int base = lua_gettop(L) - nargs;  // the function's slot
+  lua_pushcfunction(L, l_traceback);
+  lua_insert(L, base);
+  memory_.refused = false;
+  message_.clear();
+  traceback_.clear();
+  const int status = lua_pcall(L, nargs, nresults, base);
+  lua_remove(L, base);
+  return status;
+}
+
+void LuaHost::DrainUnrefs() {
+  for (int ref : deferred_unrefs_) luaL_unref(L_, LUA_REGISTRYINDEX, ref);
+  deferred_unrefs_.clear();
+}
+
+std::string LuaHost::MemoryErrorMessage() const {
+  if (memory_.refused && memory_.limit != 0) {
+    return "Lua memory limit exceeded: an allocation of " + std::to_string(memory_.refused_size) +
+           " bytes with " + std::to_string(memory_.used) + " in use passes memoryLimit " +
+           std::to_string(memory_.limit);
+  }
+  return "Lua ran out of memory";
+}
+
+LuaHost::Entry::Entry(LuaHost* host, lua_State* L)
+    : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+  host->current_ = L;
+  host->memory_.enforce = true;
+  ++host->depth_;
+}
+
+LuaHost::Entry::~Entry() {
+  host_->current_ = saved_current_;
+  host_->memory_.enforce = saved_enforce_;
+  --host_->depth_;
+}
+
+LuaHost::HostSection::HostSection(LuaHost* host, lua_State* L)
+    : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+  host->current_ = L;
+  host->memory_.enforce = false;
+}
+
+LuaHost::HostSection::~HostSection() {
+  host_->current_ = saved_current_;
+  host_->memory_.enforce = saved_enforce_;
+}
+
+}  // namespace lua_tasks

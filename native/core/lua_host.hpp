@@ -1,0 +1,124 @@
+// SPDX-License-Identifier: MIT
+// LuaHost: one Lua state, its allocator, its libraries, and protected entry.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <lua.hpp>
+
+#include "lua_libs.hpp"
+#include "memory_budget.hpp"
+
+namespace lua_tasks {
+
+struct LuaHostOptions {
+  LibProfile libs;
+  size_t memory_limit = 0;  // bytes; 0 = unlimited
+};
+
+// Owns a lua_State. The LuaHost pointer lives in the state's extra space, so
+// every thread of the state finds it with LuaHost::From(L).
+//
+// Calling convention for the C++ around it: Lua API calls made by host code
+// outside protected mode must not raise. Allocation is the only way the calls
+// we make there can fail, and MemoryBudget never refuses while `enforce` is off
+// (see memory_budget.hpp); Enter turns enforcement on for the Lua code it runs.
+class LuaHost {
+ public:
+  // Creates the state and opens the profile's libraries; on failure returns
+  // nullptr and sets *error.
+  static std::unique_ptr<LuaHost> Create(const LuaHostOptions& options, std::string* error);
+  ~LuaHost();
+  LuaHost(const LuaHost&) = delete;
+  LuaHost& operator=(const LuaHost&) = delete;
+
+  static LuaHost* From(lua_State* L) { return *static_cast<LuaHost**>(lua_getextraspace(L)); }
+
+  lua_State* main() const { return L_; }
+  // The innermost thread running Lua code now, or the main thread when none
+  // runs. A call into Lua made while Lua is running (Lua -> JS -> Lua) goes on
+  // this thread, so a yield inside it is refused by Lua itself.
+  lua_State* current() const { return current_; }
+  int depth() const { return depth_; }
+
+  // Loads a text chunk onto L. Returns a Lua status; on error the message is
+  // on top of the stack. Binary chunks are refused.
+  int Load(lua_State* L, std::string_view source, const char* chunkname);
+
+  // lua_pcall with the traceback handler. Stack: [func, args...] -> results,
+  // or the error value on failure (the traceback is in last_traceback()).
+  // The caller holds an Entry.
+  int PCall(lua_State* L, int nargs, int nresults);
+
+  // The message and traceback captured for the last runtime error of PCall.
+  // The message is the error value as text: a string or number as is, else its
+  // __tostring, else "(error object is a <type> value)".
+  const std::string& last_message() const { return message_; }
+  const std::string& last_traceback() const { return traceback_; }
+
+  // For the embedder (the addon's RuntimeCore); not owned.
+  void* embedder = nullptr;
+
+  MemoryBudget& memory() { return memory_; }
+
+  // Frees a registry slot now if no Lua code runs, else at the next safe point.
+  // Finalizers of JS objects call this at any moment, even in the middle of a
+  // conversion, so it never touches the stack of a running thread.
+  void DeferUnref(int ref) { deferred_unrefs_.push_back(ref); }
+
+  // RAII: marks Lua code as running on `L` for the lifetime of the object.
+  // Safe around lua_pcall/lua_resume (they never longjmp to their caller).
+  class Entry {
+   public:
+    Entry(LuaHost* host, lua_State* L);
+    ~Entry();
+    Entry(const Entry&) = delete;
+    Entry& operator=(const Entry&) = delete;
+
+   private:
+    LuaHost* host_;
+    lua_State* saved_current_;
+    bool saved_enforce_;
+  };
+
+  // RAII: host C++ code runs (e.g. JS called from Lua): the limit is not
+  // enforced and `current` is the calling thread.
+  class HostSection {
+   public:
+    HostSection(LuaHost* host, lua_State* L);
+    ~HostSection();
+    HostSection(const HostSection&) = delete;
+    HostSection& operator=(const HostSection&) = delete;
+
+   private:
+    LuaHost* host_;
+    lua_State* saved_current_;
+    bool saved_enforce_;
+  };
+
+  // Deepest nesting of JS -> Lua entries; deeper calls are refused.
+  static constexpr int kMaxDepth = 180;
+
+  // The message for a memory error, naming the limit when it caused it.
+  std::string MemoryErrorMessage() const;
+
+ private:
+  LuaHost() = default;
+  void DrainUnrefs();
+  static int l_traceback(lua_State* L);
+  void SaveError(lua_State* L) noexcept;
+
+  MemoryBudget memory_;          // must outlive L_: it is the allocator's state
+  lua_State* L_ = nullptr;       // owned; closed in the destructor
+  lua_State* current_ = nullptr; // borrowed: a thread of L_
+  int depth_ = 0;
+  std::string message_;
+  std::string traceback_;
+  std::vector<int> deferred_unrefs_;
+};
+
+}  // namespace lua_tasks

@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: MIT
+// Library profiles: which standard libraries a runtime's Lua code can reach.
+//
+// The sandbox is an allow list installed once, when the state is created.
+// 'safe' is for scripts the embedder did not write:
+//   base       yes, but without dofile/loadfile (they read the file system)
+//              and with load restricted to text chunks
+//   coroutine, string, table, math, utf8   yes: pure computation
+//   os         only time, clock, date, difftime: reading the clock is harmless;
+//              execute/exit/getenv/remove/rename/tmpname/setlocale reach the host
+//   io, debug, package   no: files, processes, and a way around every rule above
+// In every profile, binary chunks are refused: a crafted bytecode string can
+// corrupt the VM, and no Lua-side check can tell a crafted one from a good one.
+#include "lua_libs.hpp"
+
+#include <algorithm>
+
+namespace lua_tasks {
+
+namespace {
+
+struct Lib {
+  const char* name;
+  lua_CFunction open;
+};
+
+constexpr Lib kLibs[] = {
+    {"_G", luaopen_base},          {LUA_COLIBNAME, luaopen_coroutine},
+    {LUA_STRLIBNAME, luaopen_string}, {LUA_TABLIBNAME, luaopen_table},
+    {LUA_MATHLIBNAME, luaopen_math},  {LUA_UTF8LIBNAME, luaopen_utf8},
+    {LUA_OSLIBNAME, luaopen_os},      {LUA_IOLIBNAME, luaopen_io},
+    {LUA_DBLIBNAME, luaopen_debug},   {LUA_LOADLIBNAME, luaopen_package},
+};
+
+void Open(lua_State* L, std::string_view name) {
+  for (const Lib& lib : kLibs) {
+    if (name == lib.name || (name == "base" && std::string_view(lib.name) == "_G")) {
+      luaL_requiref(L, lib.name, lib.open, 1);
+      lua_pop(L, 1);
+      return;
+    }
+  }
+}
+
+// Replaces os with a table of the clock-reading functions only.
+void RestrictOs(lua_State* L) {
+  static constexpr const char* kKeep[] = {"time", "clock", "date", "difftime"};
+  luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);  // full os, not global
+  lua_createtable(L, 0, 4);
+  for (const char* k : kKeep) {
+    lua_getfield(L, -2, k);
+    lua_setfield(L, -2, k);
+  }
+  lua_setglobal(L, LUA_OSLIBNAME);
+  lua_pop(L, 1);
+  // Keep package.loaded consistent with the global.
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getglobal(L, LUA_OSLIBNAME);
+  lua_setfield(L, -2, LUA_OSLIBNAME);
+  lua_pop(L, 1);
+}
+
+// Text-only wrappers over load/loadfile/dofile, written in Lua so that error
+// levels and multiple returns behave like the originals.
+constexpr const char kTextOnly[] = R"lua(
+local load, loadfile, select, error = ...
+local function mode_ok(mode)
+  if mode ~= nil and mode ~= "t" then
+    error("binary chunks are not allowed (mode " .. tostring(mode) .. " given, only \"t\")", 3)
+  end
+end
+local G = _G
+G.load = function(chunk, name, mode, env)
+  mode_ok(mode)
+  if select("#", chunk, name, mode, env) >= 4 then return load(chunk, name, "t", env) end
+  return load(chunk, name, "t")
+end
+if loadfile then
+  G.loadfile = function(file, mode, env)
+    mode_ok(mode)
+    if select("#", file, mode, env) >= 3 then return loadfile(file, "t", env) end
+    return loadfile(file, "t")
+  end
+  G.dofile = function(file)
+    local f = assert(loadfile(file, "t"))
+    return f()
+  end
+end
+)lua";
+
+void InstallTextOnly(lua_State* L, bool keep_files) {
+  if (luaL_loadbufferx(L, kTextOnly, sizeof(kTextOnly) - 1, "=lua-tasks", "t") != LUA_OK) {
+    lua_error(L);
+  }
+  lua_getglobal(L, "load");
+  if (keep_files) {
+    lua_getglobal(L, "loadfile");
+  } else {
+    lua_pushnil(L);
+  }
+  lua_getglobal(L, "select");
+  lua_getglobal(L, "error");
+  lua_call(L, 4, 0);
+  if (!keep_files) {
+    lua_pushnil(L);
+    lua_setglobal(L, "loadfile");
+    lua_pushnil(L);
+    lua_setglobal(L, "dofile");
+  }
+}
+
+}  // namespace
+
+bool IsLibName(std::string_view name) {
+  return std::find(std::begin(kLibNames), std::end(kLibNames), name) != std::end(kLibNames);
+}
+
+void OpenLibs(lua_State* L, const LibProfile& profile) {
+  switch (profile.kind) {
+    case LibProfile::Kind::kAll:
+      luaL_openlibs(L);
+      InstallTextOnly(L, true);
+      break;
+    case LibProfile::Kind::kSafe:
+      for (const char* n : {"base", "coroutine", "string", "table", "math", "utf8"}) Open(L, n);
+      RestrictOs(L);
+      InstallTextOnly(L, false);
+      break;
+    case LibProfile::Kind::kList: {
+      Open(L, "base");
+      for (const std::string& n : profile.names) Open(L, n);
+      const bool files = std::find(profile.names.begin(), profile.names.end(), "io") != profile.names.end() ||
+                         std::find(profile.names.begin(), profile.names.end(), "package") != profile.names.end();
+      InstallTextOnly(L, files);
+      break;
+    }
+  }
+}
+
+}  // namespace lua_tasks

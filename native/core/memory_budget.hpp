@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// MemoryBudget: the Lua allocator of a runtime, with a byte limit and a peak.
+#pragma once
+
+#include <cstddef>
+
+namespace lua_tasks {
+
+// Accounts every byte a lua_State holds. While `enforce` is set (Lua code is
+// running), an allocation that would pass `limit` fails, which Lua turns into
+// a memory error that pcall can report. While the host's own C++ code pushes
+// values (enforce off) allocations never fail for the limit: the host calls
+// Lua API functions outside protected mode, where a memory error would longjmp
+// over C++ destructors. The overshoot is bounded by the values the host pushes.
+struct MemoryBudget {
+  size_t used = 0;
+  size_t peak = 0;
+  size_t limit = 0;        // 0 = no limit
+  bool enforce = false;    // set while Lua code runs
+  bool refused = false;    // an allocation failed for the limit since last reset
+  size_t refused_size = 0; // the size of that allocation
+
+  // lua_Alloc; `ud` is the MemoryBudget.
+  static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
+};
+
+}  // namespace lua_tasks
