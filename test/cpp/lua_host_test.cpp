@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: MIT
+// Tests for LuaHost: library profiles, protected calls, tracebacks, the memory limit.
+#include "lua_host.hpp"
+
+#include <string>
+
+#include <gtest/gtest.h>
+
+namespace lua_tasks {
+namespace {
+
+std::unique_ptr<LuaHost> MakeHost(LibProfile::Kind kind = LibProfile::Kind::kSafe, size_t limit = 0) {
+  LuaHostOptions o;
+  o.libs.kind = kind;
+  o.memory_limit = limit;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  EXPECT_TRUE(host) << error;
+  return host;
+}
+
+// Runs `src`; returns "ok:<first result as string>" or "err:<message>".
+std::string RunLua(LuaHost* host, const std::string& src) {
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  int status = host->Load(L, src, "=test");
+  if (status == LUA_OK) {
+    LuaHost::Entry entry(host, L);
+    status = host->PCall(L, 0, 1);
+  }
+  std::string out;
+  if (status == LUA_OK) {
+    const char* s = luaL_tolstring(L, -1, nullptr);
+    out = std::string("ok:") + s;
+  } else if (status == LUA_ERRRUN) {
+    out = "err:" + host->last_message();
+  } else if (status == LUA_ERRMEM) {
+    out = "mem:" + host->MemoryErrorMessage();
+  } else {
+    out = std::string("err:") + lua_tostring(L, -1);
+  }
+  lua_settop(L, base);
+  return out;
+}
+
+TEST(LuaHost, SafeProfileHasOnlyTheAllowList) {
+  auto host = MakeHost();
+  const std::pair<const char*, const char*> rows[] = {
+      {"return type(string)", "ok:table"},   {"return type(table)", "ok:table"},
+      {"return type(math)", "ok:table"},     {"return type(utf8)", "ok:table"},
+      {"return type(coroutine)", "ok:table"}, {"return type(io)", "ok:nil"},
+      {"return type(debug)", "ok:nil"},      {"return type(package)", "ok:nil"},
+      {"return type(require)", "ok:nil"},    {"return type(dofile)", "ok:nil"},
+      {"return type(loadfile)", "ok:nil"},   {"return type(os.execute)", "ok:nil"},
+      {"return type(os.exit)", "ok:nil"},    {"return type(os.getenv)", "ok:nil"},
+      {"return type(os.time)", "ok:function"}, {"return type(os.clock)", "ok:function"},
+      {"return type(os.date)", "ok:function"}, {"return type(os.difftime)", "ok:function"},
+  };
+  for (const auto& [src, want] : rows) EXPECT_EQ(RunLua(host.get(), src), want) << src;
+}
+
+TEST(LuaHost, AllProfileOpensEveryLibrary) {
+  auto host = MakeHost(LibProfile::Kind::kAll);
+  EXPECT_EQ(RunLua(host.get(), "return type(io) .. type(debug) .. type(os.getenv) .. type(require)"),
+            "ok:tabletablefunctionfunction");
+}
+
+TEST(LuaHost, BinaryChunksAreRefusedInEveryProfile) {
+  for (auto kind : {LibProfile::Kind::kSafe, LibProfile::Kind::kAll}) {
+    auto host = MakeHost(kind);
+    EXPECT_EQ(RunLua(host.get(), "return select(2, load(string.dump(function() end)))"),
+              "ok:attempt to load a binary chunk (mode is 't')");
+    EXPECT_EQ(RunLua(host.get(), "return (pcall(load, 'return 1', 'x', 'b'))"), "ok:false");
+    lua_State* L = host->main();
+    const std::string dumped("\x1bLua\x54", 5);
+    EXPECT_NE(host->Load(L, dumped, "=bin"), LUA_OK);
+    lua_pop(L, 1);
+  }
+}
+
+TEST(LuaHost, RuntimeErrorsRecordMessageAndTraceback) {
+  auto host = MakeHost();
+  EXPECT_EQ(RunLua(host.get(), "local function f() error('boom') end f()"), "err:test:1: boom");
+  EXPECT_NE(host->last_traceback().find("stack traceback:"), std::string::npos);
+  EXPECT_NE(host->last_traceback().find("in local 'f'"), std::string::npos);
+  EXPECT_EQ(RunLua(host.get(), "error({})"), "err:(error object is a table value)");
+  EXPECT_EQ(RunLua(host.get(), "error(setmetatable({}, {__tostring = function() return 'custom' end}))"),
+            "err:custom");
+  EXPECT_EQ(RunLua(host.get(), "error(42)"), "err:42");
+}
+
+TEST(LuaHost, MemoryLimitFailsTheAllocationAndTheStateStaysUsable) {
+  auto host = MakeHost(LibProfile::Kind::kSafe, 1 << 20);
+  const std::string r = RunLua(host.get(), "local t = {} for i = 1, 1e7 do t[i] = i end return #t");
+  EXPECT_EQ(r.rfind("mem:Lua memory limit exceeded", 0), 0u) << r;
+  EXPECT_LE(host->memory().used, size_t{1} << 20);
+  EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
+  EXPECT_GT(host->memory().peak, size_t{512} << 10);
+}
+
+TEST(LuaHost, StatesAreIsolated) {
+  auto a = MakeHost();
+  auto b = MakeHost();
+  RunLua(a.get(), "shared = 1; getmetatable('').__index = nil");
+  EXPECT_EQ(RunLua(b.get(), "return tostring(shared)"), "ok:nil");
+  EXPECT_EQ(RunLua(b.get(), "return ('x'):upper()"), "ok:X");
+}
+
+}  // namespace
+}  // namespace lua_tasks
