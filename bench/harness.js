@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// Benchmark plumbing shared by the workloads: interleaved sampling, medians, the machine.
+//
+// Workloads measure several implementations in one process. Samples are taken
+// round-robin (one rep of A, one of B, ...), not all of A then all of B, so a
+// slow drift of the machine (a noisy neighbour on a VM, thermal limits) lands
+// on every implementation alike instead of on whichever ran last.
+'use strict';
+
+const { execFileSync } = require('child_process');
+const fs = require('fs');
+const os = require('os');
+const path = require('path');
+
+/** Milliseconds since an arbitrary origin, from the monotonic clock. */
+function nowMs() {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  const m = s.length >> 1;
+  return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+}
+
+/**
+ * Samples every implementation round-robin.
+ * @param {Array<{ name: string, warmup?: number, reps: number,
+ *   once: () => (object|Promise<object>) }>} impls  once() runs one rep and
+ *   returns an object of numeric measures, e.g. { loopMs, wallMs }; it throws
+ *   if the rep computed a wrong result.
+ * @returns {Promise<Map<string, object>>} per implementation, per measure:
+ *   { median, min, max, n, samples } (samples in the order taken, so two
+ *   implementations with equal warmup and reps can be compared round by round)
+ */
+async function sample(impls) {
+  const samples = new Map(impls.map((i) => [i.name, []]));
+  const warm = new Map(impls.map((i) => [i.name, i.warmup || 0]));
+  for (;;) {
+    let busy = false;
+    for (const impl of impls) {
+      const left = warm.get(impl.name);
+      if (left > 0) {
+        await impl.once();
+        warm.set(impl.name, left - 1);
+        busy = true;
+      } else if (samples.get(impl.name).length < impl.reps) {
+        samples.get(impl.name).push(await impl.once());
+        busy = true;
+      }
+    }
+    if (!busy) break;
+  }
+  const out = new Map();
+  for (const [name, reps] of samples) {
+    const stats = {};
+    for (const key of Object.keys(reps[0])) {
+      const xs = reps.map((r) => r[key]);
+      stats[key] = { median: median(xs), min: Math.min(...xs), max: Math.max(...xs), n: xs.length, samples: xs };
+    }
+    out.set(name, stats);
+  }
+  return out;
+}
+
+/** Throws unless `got` equals `want` (compared as BigInt when either is one). */
+function check(what, got, want) {
+  const same = typeof got === 'bigint' || typeof want === 'bigint'
+    ? BigInt(got) === BigInt(want)
+    : got === want;
+  if (!same) throw new Error(`${what}: wrong result ${String(got)}, expected ${String(want)}.`);
+}
+
+function tryExec(file, args) {
+  try {
+    return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
+  } catch {
+    return null;
+  }
+}
+
+function packageVersion(name) {
+  try {
+    return require(path.join(name, 'package.json')).version;
+  } catch {
+    return null;
+  }
+}
+
+/** What the numbers were measured on. */
+function machine() {
+  let cpu = os.cpus()[0] ? os.cpus()[0].model : 'unknown';
+  try {
+    const m = /^model name\s*:\s*(.*)$/m.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+    if (m) cpu = m[1].trim();
+  } catch {
+    // not Linux: os.cpus() it is
+  }
+  const luaCli = tryExec('lua5.4', ['-v']);
+  const liblua = tryExec('dpkg-query', ['-W', '-f=${Version}', 'liblua5.4-0']);
+  return {
+    cpu,
+    cores: os.cpus().length,
+    memory: `${Math.round(os.totalmem() / 2 ** 30)} GiB`,
+    os: `${os.type()} ${os.release()} ${os.arch()}`,
+    node: process.version,
+    lua: luaCli ? luaCli.replace(/\s+Copyright.*$/, '') : 'lua5.4 CLI not found',
+    liblua: liblua ? `liblua5.4-0 ${liblua}` : 'unknown',
+    wasmoon: packageVersion('wasmoon'),
+    fengari: packageVersion('fengari'),
+  };
+}
+
+module.exports = { nowMs, median, sample, check, machine };
