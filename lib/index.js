@@ -2,6 +2,9 @@
 // lua-tasks: the public JavaScript API.
 'use strict';
 
+const { EventEmitter } = require('node:events');
+const fs = require('node:fs');
+const path = require('node:path');
 const binding = require('./binding');
 const errors = require('./errors');
 const { makeError } = errors;
@@ -29,7 +32,19 @@ function normalizeOptions(options) {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
   const out = {};
-  const { libs = 'safe', memoryLimit, print } = options;
+  const { libs = 'safe', memoryLimit, print, keepAlive = true, modules } = options;
+  for (const key of ['timeSlice', 'taskTimeout', 'store', 'name', 'modulePaths', 'timeZone']) {
+    if (options[key] !== undefined) {
+      throw makeError('ERR_INVALID_ARG_VALUE',
+        `The "options.${key}" option is not supported by this version of lua-tasks yet.`);
+    }
+  }
+  if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
+  out.keepAlive = keepAlive;
+  if (modules !== undefined) {
+    if (modules === null || typeof modules !== 'object') throw invalidType('options.modules', 'an object', modules);
+    out.modules = modules;
+  }
   if (libs === 'safe' || libs === 'all') {
     out.libs = libs;
   } else if (Array.isArray(libs)) {
@@ -56,24 +71,150 @@ function normalizeOptions(options) {
   return out;
 }
 
+const END_DONE = 0;
+const END_FAILED = 1;
+const END_CANCELLED = 2;
+
+// Modules shipped with the package, required by name from Lua.
+const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
+
+/**
+ * A Lua coroutine running as a task. `status` and `waiting` are live;
+ * `result` is a Promise made on first access, so a failed task whose result
+ * nobody took never causes an unhandled rejection.
+ */
+class Task {
+  #rt;
+  #outcome; // [kind, value] once ended
+  #promise;
+  #settle;
+
+  constructor(rt, id) {
+    this.#rt = rt;
+    /** Opaque id, unique in the process and across restarts. */
+    this.id = id;
+  }
+
+  /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
+  get status() {
+    if (this.#outcome) return ['done', 'failed', 'cancelled'][this.#outcome[0]];
+    const info = this.#rt._nativeTask(this.id);
+    return info ? info.status : 'cancelled';
+  }
+
+  /** `{ instruction, until? }` while waiting, else undefined. */
+  get waiting() {
+    if (this.#outcome) return undefined;
+    const info = this.#rt._nativeTask(this.id);
+    return info && info.waiting;
+  }
+
+  /** @returns {Promise<*>} the task's first return value, or rejects with its error */
+  get result() {
+    if (!this.#promise) {
+      this.#promise = new Promise((resolve, reject) => {
+        this.#settle = [resolve, reject];
+      });
+      if (this.#outcome) this._end(...this.#outcome);
+    }
+    return this.#promise;
+  }
+
+  _end(kind, value) {
+    this.#outcome = [kind, value];
+    if (!this.#settle) return;
+    const [resolve, reject] = this.#settle;
+    this.#settle = undefined;
+    if (kind === END_DONE) resolve(value);
+    else reject(value);
+  }
+}
+
+function isAbortSignal(v) {
+  return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
+}
+
 /**
  * One Lua 5.4 state on this thread's event loop. Runtimes share nothing.
  * Close what you open: `close()` frees the state at once; the garbage
  * collector only frees a runtime nothing can reach any more.
+ *
+ * Events: 'taskdone' (task, value) for tasks started from JS; 'taskerror'
+ * (task or { id }, error) for every task that fails. A Lua-started task that
+ * fails while no 'taskerror' listener is attached is reported with
+ * process.emitWarning, never dropped.
  */
-class Runtime {
+class Runtime extends EventEmitter {
   #native;
+  #tasks = new Map(); // key -> Task, for tasks started from JS
+  #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
+  #closed = false;
+  #cancelReasons = new Map();
 
   /**
    * @param {object} [options]
    * @param {'safe'|'all'|string[]} [options.libs='safe'] which standard libraries Lua can use
    * @param {number} [options.memoryLimit=0] bytes the Lua state may hold (0 = no limit)
    * @param {(line: string) => void} [options.print] receives each line Lua prints (default: stdout)
+   * @param {boolean} [options.keepAlive=true] whether timed waits keep the process alive
+   * @param {Object<string, string|object>} [options.modules] modules for `require`: Lua source, or a value
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
+    super();
     const opts = normalizeOptions(options);
-    this.#native = new binding.NativeRuntime(opts, opts.print);
+    this.#native = new binding.NativeRuntime(opts, opts.print, (key, kind, value) => this.#onEnd(key, kind, value));
+    if (!opts.keepAlive) this.#native.keepAlive(false);
+    for (const [name, file] of Object.entries(SHIPPED)) {
+      if (fs.existsSync(file)) this.#native.preload(name, fs.readFileSync(file, 'utf8'));
+    }
+    if (opts.modules) {
+      for (const [name, mod] of Object.entries(opts.modules)) {
+        if (mod === undefined || mod === null) {
+          throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" must be Lua source or a value. Received ${typeName(mod)}.`);
+        }
+        this.#native.preload(name, mod);
+      }
+    }
+  }
+
+  #onEnd(key, kind, value) {
+    const task = this.#tasks.get(key);
+    if (kind === END_CANCELLED) {
+      const id = task ? task.id : this.#native.idOf(key);
+      const reason = this.#cancelReasons.get(id);
+      this.#cancelReasons.delete(id);
+      value = makeError('ERR_TASK_CANCELLED',
+        `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`,
+        reason !== undefined ? { reason } : undefined);
+    }
+    if (!task) {
+      if (this.#starting) {
+        this.#early.set(key, [kind, value]);
+        return;
+      }
+      if (kind === END_FAILED) this.#reportUnowned({ id: this.#native.idOf(key) }, value);
+      return;
+    }
+    this.#tasks.delete(key);
+    task._end(kind, value);
+    if (kind === END_DONE) this.emit('taskdone', task, value);
+    else if (kind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
+  }
+
+  #reportUnowned(task, err) {
+    if (this.listenerCount('taskerror') > 0) this.emit('taskerror', task, err);
+    else process.emitWarning(`lua-tasks: task ${task.id} failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+  }
+
+  #starting = 0;
+
+  #check() {
+    if (this.#closed) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
+  }
+
+  _nativeTask(id) {
+    return this.#closed ? undefined : this.#native.task(id);
   }
 
   /**
@@ -115,21 +256,134 @@ class Runtime {
     return this.#native.get(name);
   }
 
-  /** Memory figures of the Lua state, in bytes. */
+  /**
+   * Starts a task and runs it now until its first wait.
+   * @param {string|Function} fn a global name, a 'module.fn' path, or a Lua function
+   * @param {...*} args arguments; an AbortSignal as the last one cancels the task when aborted
+   * @returns {Task}
+   */
+  start(fn, ...args) {
+    this.#check();
+    if (typeof fn !== 'string' && typeof fn !== 'function') {
+      throw invalidType('fn', "a global name, a 'module.fn' path or a Lua function", fn);
+    }
+    let signal;
+    if (args.length > 0 && isAbortSignal(args[args.length - 1])) signal = args.pop();
+    if (signal && signal.aborted) {
+      throw Object.assign(makeError('ERR_TASK_CANCELLED', 'The task was not started: its AbortSignal is already aborted.', { reason: signal.reason }), { name: 'AbortError' });
+    }
+    let key;
+    this.#starting++;
+    try {
+      key = this.#native.start(fn, args);
+    } finally {
+      this.#starting--;
+    }
+    const task = new Task(this, this.#native.idOf(key));
+    const early = this.#early.get(key);
+    if (early) {
+      this.#early.delete(key);
+      task._end(early[0], early[1]);
+      if (early[0] === END_DONE) this.emit('taskdone', task, early[1]);
+      else if (early[0] === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, early[1]);
+    } else {
+      this.#tasks.set(key, task);
+      if (signal) {
+        const onAbort = () => this.cancel(task.id, signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        task.result.then(() => signal.removeEventListener('abort', onAbort), () => signal.removeEventListener('abort', onAbort));
+      }
+    }
+    return task;
+  }
+
+  /**
+   * start() and await its result.
+   * @returns {Promise<*>}
+   */
+  async call(fn, ...args) {
+    return this.start(fn, ...args).result;
+  }
+
+  /**
+   * Resumes a task waiting on a yield instruction with `values` (the yield
+   * returns exactly them); runs it until its next wait before returning.
+   * @returns {boolean} true if a waiting task was resumed
+   */
+  resume(id, ...values) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    return this.#native.resume(id, values);
+  }
+
+  /**
+   * Cancels a task: its <close> variables run and its result rejects with
+   * ERR_TASK_CANCELLED (carrying `reason`).
+   * @returns {boolean} true if a live task was cancelled
+   */
+  cancel(id, reason) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    if (reason !== undefined) this.#cancelReasons.set(id, reason);
+    const ok = this.#native.cancel(id);
+    if (!ok) this.#cancelReasons.delete(id);
+    return ok;
+  }
+
+  /** A snapshot `{ id, status, waiting? }` of a live or recently ended task, or undefined. */
+  task(id) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    return this.#native.task(id);
+  }
+
+  /** Snapshots of every live task, oldest first. */
+  tasks() {
+    this.#check();
+    return this.#native.tasks();
+  }
+
+  /** Timed waits keep the process alive (the default). */
+  ref() {
+    this.#check();
+    this.#native.keepAlive(true);
+    return this;
+  }
+
+  /** Timed waits no longer keep the process alive. */
+  unref() {
+    this.#check();
+    this.#native.keepAlive(false);
+    return this;
+  }
+
+  /** Memory figures of the Lua state in bytes, and the number of live tasks. */
   stats() {
+    this.#check();
     return this.#native.stats();
   }
 
   /**
-   * Frees the Lua state. Idempotent; afterwards every call (including calls
-   * of Lua functions obtained from this runtime) throws ERR_RUNTIME_CLOSED.
+   * Cancels every task (running their <close> variables; their results
+   * reject with ERR_TASK_CANCELLED) and frees the Lua state. Idempotent;
+   * afterwards every call (including calls of Lua functions obtained from this
+   * runtime) throws ERR_RUNTIME_CLOSED.
+   * @returns {Promise<void>}
    */
-  close() {
+  async close() {
+    this.closeSync();
+  }
+
+  /** close(), synchronously. */
+  closeSync() {
+    if (this.#closed) return;
+    this.#closed = true;
     this.#native.close();
   }
 }
 
 module.exports = {
   Runtime,
+  Task,
   ...errors,
 };

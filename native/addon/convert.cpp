@@ -515,18 +515,23 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx) {
   }
 }
 
-napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status) {
+napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback) {
   Napi::Env env(core->env);
   if (napi_value js = JsRefValue(core, L, -1)) return js;  // a JS value thrown through Lua
   LuaHost* host = core->host.get();
   if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage());
   Napi::Object props = Napi::Object::New(env);
   std::string message;
-  if (status == LUA_ERRRUN && !host->last_message().empty()) {
+  if (traceback != nullptr) props.Set("luaStack", Napi::String::New(env, traceback));
+  if (status == LUA_ERRRUN && traceback == nullptr && !host->last_message().empty()) {
     message = host->last_message();
     props.Set("luaStack", Napi::String::New(env, host->last_traceback()));
-  } else if (lua_type(L, -1) == LUA_TSTRING) {
-    message = lua_tostring(L, -1);
+  } else if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {
+    lua_pushvalue(L, -1);  // lua_tolstring converts a number in place: work on a copy
+    size_t n;
+    const char* s = lua_tolstring(L, -1, &n);
+    message.assign(s, n);
+    lua_pop(L, 1);
   } else if (status == LUA_ERRERR) {
     message = "error in Lua error handling";
   } else {

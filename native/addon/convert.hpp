@@ -27,6 +27,8 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx);
 // Builds the JS error for a failed load/pcall: `status` is the Lua status and
 // the error value is on top of L's stack (left there). A JS value thrown
 // through Lua comes back as the very same value.
-napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status);
+// `traceback` overrides the host's last recorded one (task errors, read off
+// the failed coroutine).
+napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback = nullptr);
 
 }  // namespace lua_tasks

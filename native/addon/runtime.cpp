@@ -2,11 +2,14 @@
 // Runtime: the JS class over one Lua state (lib/index.js wraps it).
 #include "runtime.hpp"
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
+#include "lua_api_tasks.hpp"
 #include "lua_value.hpp"
 
 namespace lua_tasks {
@@ -54,6 +57,14 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_get>("get"),
                          InstanceMethod<&Runtime::JS_close>("close"),
                          InstanceMethod<&Runtime::JS_stats>("stats"),
+                         InstanceMethod<&Runtime::JS_start>("start"),
+                         InstanceMethod<&Runtime::JS_resume>("resume"),
+                         InstanceMethod<&Runtime::JS_cancel>("cancel"),
+                         InstanceMethod<&Runtime::JS_task>("task"),
+                         InstanceMethod<&Runtime::JS_tasks>("tasks"),
+                         InstanceMethod<&Runtime::JS_idOf>("idOf"),
+                         InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
+                         InstanceMethod<&Runtime::JS_preload>("preload"),
                      });
 }
 
@@ -70,7 +81,18 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
   core_->host->embedder = core_.get();
-  core_->AttachCleanupHook();
+  core_->Attach(info[2]);
+  Scheduler* sched = core_->scheduler.get();
+  if (core_->host->Protected(
+          [](lua_State* L) {
+            auto* s = static_cast<Scheduler*>(lua_touserdata(L, 1));
+            RegisterTasksApi(L, s);
+            return 0;
+          },
+          sched, &error) != LUA_OK) {
+    core_->Close();
+    ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
+  }
 
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
@@ -158,6 +180,214 @@ Napi::Value Runtime::JS_get(const Napi::CallbackInfo& info) {
   }
 }
 
+namespace {
+
+// Pushes the function a start() names: a Lua function handle, or a global
+// name / dotted path ('mod.fn': globals first, then loaded modules).
+// Returns false (nothing pushed) when the path names no function.
+bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
+  if (!fn.IsString()) {
+    PushJs(core, L, fn);
+    if (lua_isfunction(L, -1) || lua_type(L, -1) == LUA_TTHREAD) return true;
+    lua_pop(L, 1);
+    return false;
+  }
+  const std::string path = fn.As<Napi::String>().Utf8Value();
+  // Try globals, then every split "module.rest" of the loaded modules.
+  for (size_t split = 0; split != std::string::npos;) {
+    std::string_view rest(path);
+    if (split == 0) {
+      lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    } else {
+      luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+      lua_pushlstring(L, path.data(), split);
+      lua_rawget(L, -2);
+      lua_remove(L, -2);
+      rest = std::string_view(path).substr(split + 1);
+    }
+    while (lua_istable(L, -1) && !rest.empty()) {
+      const size_t dot = rest.find('.');
+      const std::string_view part = rest.substr(0, dot);
+      lua_pushlstring(L, part.data(), part.size());
+      lua_rawget(L, -2);
+      lua_remove(L, -2);
+      rest = dot == std::string_view::npos ? std::string_view() : rest.substr(dot + 1);
+    }
+    if (rest.empty() && lua_isfunction(L, -1)) return true;
+    lua_pop(L, 1);
+    split = path.find('.', split == 0 ? 0 : split + 1);
+  }
+  return false;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  Napi::Array args = info[1].As<Napi::Array>();
+  const uint32_t n = args.Length();
+  if (!lua_checkstack(L, static_cast<int>(n) + 8)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  {
+    LuaHost::HostSection section(core->host.get(), L);
+    try {
+      if (!PushTarget(core, L, info[0])) {
+        std::string what = "this value";
+        if (info[0].IsString()) {
+          what.assign(1, '"');
+          what += info[0].As<Napi::String>().Utf8Value();
+          what += '"';
+        }
+        ThrowError(env, "ERR_INVALID_ARG_VALUE",
+                   "Cannot start a task: " + what + " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
+      }
+      for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+    } catch (...) {
+      lua_settop(L, base);
+      throw;
+    }
+  }
+  const uint64_t key = core->scheduler->Start(L, static_cast<int>(n), true);
+  lua_settop(L, base);
+  core->AfterEntry();
+  if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
+  return Napi::Number::New(env, static_cast<double>(key));
+}
+
+Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key;
+  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return Napi::Boolean::New(env, false);
+  Task* t = core->scheduler->Find(key);
+  if (t == nullptr || t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) return Napi::Boolean::New(env, false);
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  Napi::Array args = info[1].As<Napi::Array>();
+  const uint32_t n = args.Length();
+  if (!lua_checkstack(L, static_cast<int>(n) + 4)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  {
+    LuaHost::HostSection section(core->host.get(), L);
+    try {
+      for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+    } catch (...) {
+      lua_settop(L, base);
+      throw;
+    }
+  }
+  const auto r = core->scheduler->Resume(key, L, static_cast<int>(n));
+  lua_settop(L, base);
+  core->AfterEntry();
+  return Napi::Boolean::New(env, r == Scheduler::ResumeResult::kResumed);
+}
+
+Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key;
+  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return Napi::Boolean::New(env, false);
+  const bool ok = core->scheduler->Cancel(key);
+  core->AfterEntry();
+  return Napi::Boolean::New(env, ok);
+}
+
+namespace {
+
+Napi::Object TaskInfo(Napi::Env env, Scheduler* s, const Task& t) {
+  Napi::Object o = Napi::Object::New(env);
+  o.Set("id", s->IdOf(t.key));
+  o.Set("status", TaskStatusName(t.status));
+  if (t.status == TaskStatus::kWaiting) {
+    Napi::Object w = Napi::Object::New(env);
+    w.Set("instruction", WaitKindName(t.wait));
+    if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) {
+      w.Set("until", Napi::Date::New(env, static_cast<double>(t.wall_deadline / 1000000)));
+    }
+    o.Set("waiting", w);
+  }
+  return o;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_task(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Scheduler* s = core->scheduler.get();
+  uint64_t key;
+  if (!s->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  if (Task* t = s->Find(key)) return TaskInfo(env, s, *t);
+  if (const Scheduler::Finished* f = s->FindFinished(key)) {
+    Napi::Object o = Napi::Object::New(env);
+    o.Set("id", s->IdOf(key));
+    o.Set("status", TaskStatusName(f->status));
+    return o;
+  }
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Scheduler* s = core->scheduler.get();
+  std::vector<uint64_t> keys;
+  for (const auto& [k, t] : s->tasks()) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  Napi::Array out = Napi::Array::New(env, keys.size());
+  for (uint32_t i = 0; i < keys.size(); ++i) out.Set(i, TaskInfo(env, s, *s->Find(keys[i])));
+  return out;
+}
+
+Napi::Value Runtime::JS_idOf(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  return Napi::String::New(env, core->scheduler->IdOf(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue())));
+}
+
+Napi::Value Runtime::JS_keepAlive(const Napi::CallbackInfo& info) {
+  if (!core_->closed() && core_->driver) core_->driver->SetKeepAlive(info[0].ToBoolean());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
+  if (info[1].IsString()) {
+    const std::string source = info[1].As<Napi::String>().Utf8Value();
+    std::string chunk(1, '=');
+    chunk += name;
+    int status;
+    {
+      LuaHost::Entry entry(core->host.get(), L);
+      status = core->host->Load(L, source, chunk.c_str());
+    }
+    if (status != LUA_OK) {
+      Napi::Value err(env, LuaErrorToJs(core, L, status));
+      lua_settop(L, base);
+      throw Napi::Error(env, err);
+    }
+    LuaHost::HostSection section(core->host.get(), L);
+    PreloadModule(L, name.c_str());
+  } else {
+    LuaHost::HostSection section(core->host.get(), L);
+    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+    try {
+      PushJs(core, L, info[1]);
+    } catch (...) {
+      lua_settop(L, base);
+      throw;
+    }
+    lua_setfield(L, -2, name.c_str());
+  }
+  lua_settop(L, base);
+  return env.Undefined();
+}
+
 Napi::Value Runtime::JS_close(const Napi::CallbackInfo& info) {
   core_->Close();
   return info.Env().Undefined();
@@ -171,6 +401,7 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("memoryUsed", Napi::Number::New(env, static_cast<double>(m.used)));
   out.Set("memoryPeak", Napi::Number::New(env, static_cast<double>(m.peak)));
   out.Set("memoryLimit", Napi::Number::New(env, static_cast<double>(m.limit)));
+  out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
   return out;
 }
 

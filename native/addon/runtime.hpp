@@ -21,7 +21,15 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_set(const Napi::CallbackInfo& info);    // (name, value)
   Napi::Value JS_get(const Napi::CallbackInfo& info);    // (name) -> value
   Napi::Value JS_close(const Napi::CallbackInfo& info);  // () -> undefined
-  Napi::Value JS_stats(const Napi::CallbackInfo& info);  // () -> { memoryUsed, memoryPeak, memoryLimit }
+  Napi::Value JS_stats(const Napi::CallbackInfo& info);  // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
+  Napi::Value JS_start(const Napi::CallbackInfo& info);  // (fn: string path | Lua function, args[]) -> key
+  Napi::Value JS_resume(const Napi::CallbackInfo& info); // (id, args[]) -> boolean
+  Napi::Value JS_cancel(const Napi::CallbackInfo& info); // (id) -> boolean
+  Napi::Value JS_task(const Napi::CallbackInfo& info);   // (id) -> { id, status, waiting? } | undefined
+  Napi::Value JS_tasks(const Napi::CallbackInfo& info);  // () -> ids of live tasks
+  Napi::Value JS_idOf(const Napi::CallbackInfo& info);   // (key) -> id
+  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);  // (bool)
+  Napi::Value JS_preload(const Napi::CallbackInfo& info);    // (name, source | value)
 
   RuntimeCore* OpenCore(Napi::Env env);
 

@@ -2,34 +2,132 @@
 // RuntimeCore: what a Runtime and the JS handles of its Lua values share.
 #include "runtime_core.hpp"
 
+#include <napi.h>
+
+#include "convert.hpp"
+#include "errors.hpp"
+
 namespace lua_tasks {
 
-void RuntimeCore::AttachCleanupHook() {
+void RuntimeCore::Attach(napi_value listener) {
+  napi_create_reference(env, listener, 1, &listener_);
+  napi_value resource, name;
+  napi_create_object(env, &resource);
+  napi_create_string_utf8(env, "lua-tasks", NAPI_AUTO_LENGTH, &name);
+  napi_async_init(env, resource, name, &async_);
+  scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
+  uv_loop_t* loop = nullptr;
+  napi_get_uv_event_loop(env, &loop);
+  driver = std::make_unique<UvDriver>(loop, scheduler.get(),
+                                      [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
   // The async hook, not napi_add_env_cleanup_hook: the sync one crashes
   // Workers on exit when it touches handles (DESIGN §2).
   napi_add_async_cleanup_hook(env, OnCleanup, this, &cleanup_hook_);
 }
 
+void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
+  if (closed() || !scheduler) return;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  napi_value resource;
+  napi_create_object(env, &resource);
+  napi_callback_scope cb_scope = nullptr;
+  // Closing the callback scope runs microtasks: promise reactions to the
+  // tasks that ended in this step run right after it, as after any callback.
+  napi_open_callback_scope(env, resource, async_, &cb_scope);
+  try {
+    step(scheduler.get());
+  } catch (const Napi::Error& e) {
+    napi_fatal_exception(env, e.Value());
+  } catch (const std::exception& e) {
+    napi_value msg, err;
+    napi_create_string_utf8(env, e.what(), NAPI_AUTO_LENGTH, &msg);
+    napi_create_error(env, nullptr, msg, &err);
+    napi_fatal_exception(env, err);
+  }
+  AfterEntry();
+  if (cb_scope != nullptr) napi_close_callback_scope(env, cb_scope);
+  napi_close_handle_scope(env, scope);
+}
+
+void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) {
+  if (!notify_ || listener_ == nullptr) return;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  try {
+    napi_value argv[3];
+    napi_create_double(env, static_cast<double>(task.key), &argv[0]);
+    int kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
+    napi_create_int32(env, kind, &argv[1]);
+    if (kind == 0) {
+      if (nres > 0) {
+        try {
+          argv[2] = ToJs(this, co, -nres);
+        } catch (const Napi::Error& e) {
+          kind = 1;  // the result cannot cross: the task fails with that error
+          napi_create_int32(env, kind, &argv[1]);
+          argv[2] = e.Value();
+        }
+      } else {
+        napi_get_undefined(env, &argv[2]);
+      }
+    } else if (kind == 1) {
+      argv[2] = LuaErrorToJs(this, co, status, traceback);
+    } else {
+      napi_get_undefined(env, &argv[2]);
+    }
+    napi_value fn, recv, ignored;
+    napi_get_reference_value(env, listener_, &fn);
+    napi_get_undefined(env, &recv);
+    if (napi_call_function(env, recv, fn, 3, argv, &ignored) != napi_ok) {
+      napi_value exc;
+      napi_get_and_clear_last_exception(env, &exc);
+      napi_fatal_exception(env, exc);  // a throwing 'taskdone' listener: uncaught, as in any emit
+    }
+  } catch (const Napi::Error& e) {
+    napi_fatal_exception(env, e.Value());
+  } catch (const std::exception&) {
+  }
+  napi_close_handle_scope(env, scope);
+}
+
 void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   auto* core = static_cast<RuntimeCore*>(arg);
-  core->cleanup_hook_ = nullptr;  // removed below, not again by CloseNow
-  core->closing_ = true;
-  core->host.reset();
-  napi_remove_async_cleanup_hook(handle);
+  core->cleanup_hook_ = handle;
+  core->CloseNow(false);
 }
 
 void RuntimeCore::Close() {
   closing_ = true;
   if (host && host->depth() > 0) return;  // AfterEntry finishes it
-  CloseNow();
+  CloseNow(true);
 }
 
-void RuntimeCore::CloseNow() {
+void RuntimeCore::CloseNow(bool notify) {
   closing_ = true;
+  notify_ = notify;
+  if (scheduler) {
+    scheduler->CancelAll();  // runs <close> variables; observed tasks reject
+    scheduler.reset();
+  }
   host.reset();  // lua_close runs __gc of JS references, which need env alive
-  if (cleanup_hook_ != nullptr) {
-    napi_remove_async_cleanup_hook(cleanup_hook_);
-    cleanup_hook_ = nullptr;
+  if (listener_ != nullptr && notify) {
+    napi_delete_reference(env, listener_);
+  }
+  listener_ = nullptr;
+  if (async_ != nullptr && notify) napi_async_destroy(env, async_);
+  async_ = nullptr;
+  napi_async_cleanup_hook_handle hook = cleanup_hook_;
+  cleanup_hook_ = nullptr;
+  if (driver) {
+    // The hook is removed only once libuv has closed the handles, so a
+    // Worker's loop does not end under them.
+    driver->Close([hook] {
+      if (hook != nullptr) napi_remove_async_cleanup_hook(hook);
+    });
+    driver.reset();
+  } else if (hook != nullptr) {
+    napi_remove_async_cleanup_hook(hook);
   }
 }
 

@@ -7,46 +7,65 @@
 
 #include <node_api.h>
 
+#include "clock.hpp"
 #include "lua_host.hpp"
+#include "scheduler.hpp"
+#include "uv_driver.hpp"
 
 namespace lua_tasks {
 
 // Owned by shared_ptr: the Runtime JS object holds one, and so does every JS
 // function or handle made from one of its Lua values, so the Lua state lives
 // as long as anything can still reach it (or until close()).
-class RuntimeCore : public std::enable_shared_from_this<RuntimeCore> {
+// It is the scheduler's hooks: task ends go to the JS listener, schedule
+// changes re-arm the loop driver.
+class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks {
  public:
   explicit RuntimeCore(napi_env e) : env(e) {}
-  ~RuntimeCore() { CloseNow(); }
+  ~RuntimeCore() override { CloseNow(false); }
   RuntimeCore(const RuntimeCore&) = delete;
   RuntimeCore& operator=(const RuntimeCore&) = delete;
 
-  // Registers the environment cleanup hook; call once the host exists.
-  void AttachCleanupHook();
+  // Creates the scheduler and the loop driver, registers the cleanup hook.
+  void Attach(napi_value listener);
 
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }
 
-  // Idempotent. While Lua code is on the stack (close() called from a JS
-  // function that Lua called), the state is freed when the outermost call
-  // into Lua returns.
+  // Idempotent. Cancels every task, frees the state. While Lua code is on
+  // the stack (close() called from a JS function that Lua called), the state
+  // is freed when the outermost call into Lua returns.
   void Close();
   // Called after every outermost call into Lua.
   void AfterEntry() {
-    if (closing_ && host && host->depth() == 0) CloseNow();
+    if (closing_ && host && host->depth() == 0) CloseNow(true);
+  }
+
+  // SchedulerHooks
+  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
+  void OnScheduleChange() override {
+    if (driver) driver->Sync();
   }
 
   napi_env const env;
-  std::unique_ptr<LuaHost> host;  // null once closed
+  std::unique_ptr<LuaHost> host;            // null once closed
+  std::unique_ptr<Scheduler> scheduler;     // destroyed before host (it holds registry refs)
+  std::unique_ptr<UvDriver> driver;         // closes its handles asynchronously
+  SystemClock clock;
   const void* jsref_mt = nullptr;  // identity of the JsRef metatable in host's state
   std::string scratch;             // reused buffer for JS string -> Lua conversion
 
  private:
-  void CloseNow();
+  void CloseNow(bool notify);
   static void OnCleanup(napi_async_cleanup_hook_handle handle, void* arg);
+  // Runs a scheduler step from a libuv callback: scopes, exceptions.
+  void RunFromLoop(void (*step)(Scheduler*));
 
   bool closing_ = false;
-  napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed when closed
+  bool notify_ = true;                    // false during teardown: no JS may run
+  napi_ref listener_ = nullptr;           // JS onEnd(key, kind, value)
+  napi_async_context async_ = nullptr;    // for callback scopes from the loop
+  napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed once handles are closed
 };
 
 }  // namespace lua_tasks

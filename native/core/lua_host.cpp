@@ -107,6 +107,22 @@ void LuaHost::DrainUnrefs() {
   deferred_unrefs_.clear();
 }
 
+int LuaHost::Protected(lua_CFunction f, void* ud, std::string* error) {
+  lua_State* L = L_;
+  lua_pushcfunction(L, f);
+  lua_pushlightuserdata(L, ud);
+  int status;
+  {
+    Entry entry(this, L);
+    status = PCall(L, 1, 0);
+  }
+  if (status != LUA_OK) {
+    *error = status == LUA_ERRMEM ? MemoryErrorMessage() : message_.empty() ? "error" : message_;
+    lua_pop(L, 1);
+  }
+  return status;
+}
+
 std::string LuaHost::MemoryErrorMessage() const {
   if (memory_.refused && memory_.limit != 0) {
     return "Lua memory limit exceeded: an allocation of " + std::to_string(memory_.refused_size) +

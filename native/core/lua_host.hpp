@@ -103,6 +103,11 @@ class LuaHost {
   // Deepest nesting of JS -> Lua entries; deeper calls are refused.
   static constexpr int kMaxDepth = 180;
 
+  // Runs f(L) with a light userdata `ud` as its only argument in protected
+  // mode, under an Entry. Returns the Lua status (error message on failure in
+  // *error).
+  int Protected(lua_CFunction f, void* ud, std::string* error);
+
   // The message for a memory error, naming the limit when it caused it.
   std::string MemoryErrorMessage() const;
 

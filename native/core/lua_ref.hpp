@@ -15,7 +15,14 @@ class LuaRef {
  public:
   LuaRef() = default;
   // Pops the value on top of L's stack into a new reference.
-  static LuaRef Pop(lua_State* L) { return LuaRef(L, luaL_ref(L, LUA_REGISTRYINDEX)); }
+  // The slot is freed through the main thread, which lives as long as the
+  // state (L itself may be a coroutine that dies first).
+  static LuaRef Pop(lua_State* L) {
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+    lua_State* main = lua_tothread(L, -1);
+    lua_pop(L, 1);
+    return LuaRef(main, luaL_ref(L, LUA_REGISTRYINDEX));
+  }
   LuaRef(LuaRef&& o) noexcept : L_(std::exchange(o.L_, nullptr)), ref_(std::exchange(o.ref_, LUA_NOREF)) {}
   LuaRef& operator=(LuaRef&& o) noexcept {
     if (this != &o) {

@@ -1,0 +1,347 @@
+// SPDX-License-Identifier: MIT
+// The Lua face of the scheduler: coroutine.yield instructions, tasks, namazu.coroutine, require.
+//
+// Design: a task's instruction is parsed where it is given. coroutine.yield
+// is replaced by l_co_yield: on a task's own thread it validates the
+// instruction (raising at the caller's line if it is bad), stores it in the
+// task and yields no values; on any other coroutine it is Lua's plain yield.
+// API waits (tasks.sleep, tasks.wait) may be called from inside coroutines the
+// user made: they store the instruction and yield a sentinel, and the
+// wrapped coroutine.resume / coroutine.wrap pass a sentinel yield up to their
+// own resumer and the resume values back down, until it reaches the task's
+// thread and the scheduler. Every C function here checks its arguments, then
+// calls the scheduler, then pushes results: nothing with a destructor lives in
+// their frames when they raise.
+#include "lua_api_tasks.hpp"
+
+#include <cmath>
+#include <string>
+
+#include "scheduler.hpp"
+
+namespace lua_tasks {
+
+namespace {
+
+constexpr const char kPreloadKey[] = "lua-tasks.preload";
+
+Scheduler* Sched(lua_State* L) { return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1))); }
+
+// Yields the current task from L: directly on its own thread, else by the
+// sentinel that the resume wrappers pass up.
+int Suspend(lua_State* L, Scheduler* s, Task* t) {
+  if (L == t->co) return lua_yield(L, 0);
+  lua_pushlightuserdata(L, s);
+  return lua_yield(L, 1);
+}
+
+// Raises unless a task is running and can be suspended from L.
+Task* NeedTask(lua_State* L, Scheduler* s, const char* fname) {
+  Task* t = s->current();
+  if (t == nullptr) luaL_error(L, "%s: not inside a task (start one with rt.start or tasks.start)", fname);
+  if (!lua_isyieldable(L)) {
+    luaL_error(L, "%s: cannot suspend the task here (inside a metamethod, a C function or a call from JS)",
+               fname);
+  }
+  return t;
+}
+
+int l_co_yield(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
+  char err[256];
+  WaitRequest req;
+  if (!ParseYield(L, 1, lua_gettop(L), s->clock()->WallNs(), &req, err, sizeof err)) {
+    return luaL_error(L, "%s", err);
+  }
+  if (req.kind == WaitKind::kUntilNext) {
+    return luaL_error(L, "UNTIL_NEXT is not available yet in this version (cron scheduling is being built)");
+  }
+  if (req.kind == WaitKind::kCommit) {
+    return luaL_error(L, "COMMIT failed: this runtime has no store, so its state cannot be saved "
+                         "(create it with Runtime.open({ name, store }))");
+  }
+  t->pending = req;
+  t->has_pending = true;
+  return lua_yield(L, 0);
+}
+
+int l_tasks_sleep(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const lua_Number secs = luaL_checknumber(L, 1);
+  luaL_argcheck(L, !std::isnan(secs) && secs >= 0 && secs * 1e9 <= static_cast<double>(kMaxWaitNs), 1,
+                "seconds must be a finite number from 0 to 100 years");
+  Task* t = NeedTask(L, s, "tasks.sleep");
+  t->pending = WaitRequest{};
+  t->pending.kind = WaitKind::kFor;
+  t->pending.duration_ns = static_cast<int64_t>(std::ceil(secs * 1e9));
+  t->has_pending = true;
+  return Suspend(L, s, t);
+}
+
+int l_tasks_current_id(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  if (t == nullptr) {
+    lua_pushnil(L);
+    return 1;
+  }
+  char buf[64];
+  // IdOf builds a std::string; copy out before pushing so nothing lives on.
+  const size_t n = s->IdOf(t->key).copy(buf, sizeof buf - 1);
+  lua_pushlstring(L, buf, n);
+  return 1;
+}
+
+void PushId(lua_State* L, Scheduler* s, uint64_t key) {
+  char buf[64];
+  const size_t n = s->IdOf(key).copy(buf, sizeof buf - 1);
+  lua_pushlstring(L, buf, n);
+}
+
+int l_tasks_start(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const int t = lua_type(L, 1);
+  luaL_argexpected(L, t == LUA_TFUNCTION || t == LUA_TTHREAD, 1, "function or coroutine");
+  const uint64_t key = s->Start(L, lua_gettop(L) - 1, false);
+  if (key == 0) return luaL_argerror(L, 1, "coroutine already started, running or a task");
+  PushId(L, s, key);
+  return 1;
+}
+
+// Key of the task id at arg 1, or 0 (unknown format).
+uint64_t KeyArg(lua_State* L, Scheduler* s) {
+  size_t n;
+  const char* id = luaL_checklstring(L, 1, &n);
+  uint64_t key = 0;
+  if (!s->ParseId(std::string_view(id, n), &key)) return 0;
+  return key;
+}
+
+int l_tasks_resume(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const uint64_t key = KeyArg(L, s);
+  const int nargs = lua_gettop(L) - 1;
+  switch (s->Resume(key, L, nargs)) {
+    case Scheduler::ResumeResult::kResumed:
+      lua_pushboolean(L, 1);
+      return 1;
+    case Scheduler::ResumeResult::kSelf:
+      return luaL_error(L, "tasks.resume: a task cannot resume itself (it is running)");
+    case Scheduler::ResumeResult::kNotFound:
+      lua_pushnil(L);
+      lua_pushliteral(L, "no such task (unknown or finished)");
+      return 2;
+    case Scheduler::ResumeResult::kNotResumable:
+      lua_pushnil(L);
+      lua_pushliteral(L, "task is not waiting on a yield instruction");
+      return 2;
+  }
+  return 0;
+}
+
+int l_tasks_cancel(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const uint64_t key = KeyArg(L, s);
+  if (s->Cancel(key)) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  lua_pushnil(L);
+  lua_pushliteral(L, "no such task (unknown or finished)");
+  return 2;
+}
+
+int l_tasks_status(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const uint64_t key = KeyArg(L, s);
+  if (Task* t = s->Find(key)) {
+    lua_pushstring(L, TaskStatusName(t->status));
+  } else if (const Scheduler::Finished* f = s->FindFinished(key)) {
+    lua_pushstring(L, TaskStatusName(f->status));
+  } else {
+    lua_pushnil(L);
+  }
+  return 1;
+}
+
+// join(id) -> true, results... | false, err | nil, message  (may suspend)
+int l_tasks_join(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const uint64_t key = KeyArg(L, s);
+  Task* target = s->Find(key);
+  if (target != nullptr) {
+    Task* t = NeedTask(L, s, "tasks.wait");
+    if (target == t) return luaL_error(L, "tasks.wait: a task cannot wait for itself");
+    t->pending = WaitRequest{};
+    t->pending.kind = WaitKind::kJoin;
+    t->pending.join_key = key;
+    t->has_pending = true;
+    return Suspend(L, s, t);
+  }
+  if (const Scheduler::Finished* f = s->FindFinished(key)) {
+    lua_settop(L, 0);
+    lua_pushboolean(L, f->status == TaskStatus::kDone);
+    f->values.Push(L);
+    if (f->status != TaskStatus::kDone) return 2;
+    const lua_Integer n = (lua_getfield(L, 2, "n"), lua_tointeger(L, -1));
+    lua_pop(L, 1);
+    luaL_checkstack(L, static_cast<int>(n), "too many results");
+    for (lua_Integer i = 1; i <= n; ++i) lua_rawgeti(L, 2, i);
+    lua_remove(L, 2);
+    return 1 + static_cast<int>(n);
+  }
+  lua_pushnil(L);
+  lua_pushliteral(L, "no such task (unknown, or finished too long ago)");
+  return 2;
+}
+
+// Lua glue: resume/wrap pass-through, tasks.wait, require, namazu.coroutine.
+constexpr const char kPrelude[] = R"lua(
+local SENTINEL, tasks, join, LOADED, PRELOAD = ...
+local co = coroutine
+local create, resume, yield, status, close, isyieldable = co.create, co.resume, co.yield, co.status, co.close, co.isyieldable
+local error, type, select = error, type, select
+
+-- A sentinel yield from a nested coroutine is an API wait of the task:
+-- pass it up, and hand what the task is resumed with back down.
+local function pass(c, ok, ...)
+  if ok and select("#", ...) > 0 and (...) == SENTINEL then
+    if not isyieldable() then
+      error("cannot suspend the task here (inside a metamethod, a C function or a call from JS)", 0)
+    end
+    return pass(c, resume(c, yield(...)))
+  end
+  return ok, ...
+end
+
+co.resume = function(c, ...)
+  return pass(c, resume(c, ...))
+end
+
+co.wrap = function(f)
+  local c = create(f)
+  local function finish(ok, ...)
+    if ok then return ... end
+    local err = ...
+    if status(c) == "dead" then close(c) end
+    if type(err) == "string" then error(err, 2) end
+    error(err, 0)
+  end
+  return function(...)
+    return finish(pass(c, resume(c, ...)))
+  end
+end
+
+local function joined(ok, ...)
+  if ok == true then return ... end
+  if ok == false then error((...), 0) end
+  return nil, (...)
+end
+tasks.wait = function(id)
+  return joined(join(id))
+end
+
+if not require then
+  require = function(name)
+    if type(name) ~= "string" then
+      error("bad argument #1 to 'require' (string expected, got " .. type(name) .. ")", 2)
+    end
+    local v = LOADED[name]
+    if v ~= nil then return v end
+    local loader = PRELOAD[name]
+    if loader == nil then
+      error("module '" .. name .. "' not found (modules come from the Runtime's modules option)", 2)
+    end
+    v = loader(name)
+    if v == nil then v = true end
+    LOADED[name] = v
+    return v
+  end
+end
+
+local namazu = {
+  current_task_id = tasks.current_id,
+  start = tasks.start,
+  resume = tasks.resume,
+}
+LOADED["tasks"] = tasks
+LOADED["namazu.coroutine"] = namazu
+)lua";
+
+const luaL_Reg kTasksFuncs[] = {
+    {"sleep", l_tasks_sleep},   {"current_id", l_tasks_current_id}, {"start", l_tasks_start},
+    {"resume", l_tasks_resume}, {"cancel", l_tasks_cancel},         {"status", l_tasks_status},
+    {nullptr, nullptr},
+};
+
+}  // namespace
+
+void PreloadModule(lua_State* L, const char* name) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kPreloadKey);
+  lua_insert(L, -2);
+  lua_setfield(L, -2, name);
+  lua_pop(L, 1);
+}
+
+void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
+  // coroutine.yield -> l_co_yield
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, -1, LUA_COLIBNAME);
+  if (lua_istable(L, -1)) {
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_co_yield, 1);
+    lua_setfield(L, -2, "yield");
+  }
+  lua_pop(L, 2);
+
+  // The tasks module.
+  lua_newtable(L);
+  lua_pushlightuserdata(L, scheduler);
+  luaL_setfuncs(L, kTasksFuncs, 1);
+  lua_createtable(L, 0, 6);
+  for (const char* k : {"IMMEDIATE", "FOR", "UNTIL_TIME", "UNTIL_NEXT", "INDEFINITELY", "COMMIT"}) {
+    lua_pushstring(L, k);
+    lua_setfield(L, -2, k);
+  }
+  lua_setfield(L, -2, "instruction");
+  lua_createtable(L, 0, 2);
+  for (const char* k : {"SCHEDULER", "COMMIT"}) {
+    lua_pushstring(L, k);
+    lua_setfield(L, -2, k);
+  }
+  lua_setfield(L, -2, "reason");
+  lua_createtable(L, 0, 7);
+  for (const char* k : {"NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"}) {
+    lua_pushstring(L, k);
+    lua_setfield(L, -2, k);
+  }
+  lua_setfield(L, -2, "unit");
+  lua_newtable(L);
+  lua_setfield(L, -2, "state");  // in memory until a store is configured (DESIGN §8)
+  const int tasks = lua_gettop(L);
+
+  // Where require looks: package.preload when the package library is open.
+  lua_getglobal(L, "package");
+  if (lua_istable(L, -1)) {
+    lua_getfield(L, -1, "preload");
+  } else {
+    lua_newtable(L);
+  }
+  lua_setfield(L, LUA_REGISTRYINDEX, kPreloadKey);
+  lua_pop(L, 1);
+
+  if (luaL_loadbufferx(L, kPrelude, sizeof(kPrelude) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
+  lua_pushlightuserdata(L, scheduler);  // the sentinel
+  lua_pushvalue(L, tasks);
+  lua_pushlightuserdata(L, scheduler);
+  lua_pushcclosure(L, l_tasks_join, 1);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_getfield(L, LUA_REGISTRYINDEX, kPreloadKey);
+  lua_call(L, 5, 0);
+
+  lua_setglobal(L, "tasks");
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,19 @@
+// SPDX-License-Identifier: MIT
+// The Lua face of the scheduler: coroutine.yield instructions, tasks, namazu.coroutine, require.
+#pragma once
+
+#include <lua.hpp>
+
+namespace lua_tasks {
+
+class Scheduler;
+
+// Installs everything into L's globals and module tables. Raises on memory
+// errors: call in protected mode. Stack: unchanged.
+void RegisterTasksApi(lua_State* L, Scheduler* scheduler);
+
+// Registers `name` as a module whose loader is the function on top of L's
+// stack (popped): require(name) calls it once. Raises (memory).
+void PreloadModule(lua_State* L, const char* name);
+
+}  // namespace lua_tasks

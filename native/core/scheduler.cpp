@@ -1,0 +1,373 @@
+// SPDX-License-Identifier: MIT
+// Scheduler: Lua coroutines run as tasks that wait on a timer queue and a ready queue.
+#include "scheduler.hpp"
+
+#include <algorithm>
+#include <random>
+
+namespace lua_tasks {
+
+namespace {
+
+// Longest single timer arm for wall-clock waits: they are re-checked at least
+// this often, so a clock that jumps is noticed.
+constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
+
+}  // namespace
+
+const char* TaskStatusName(TaskStatus s) {
+  switch (s) {
+    case TaskStatus::kRunning: return "running";
+    case TaskStatus::kWaiting: return "waiting";
+    case TaskStatus::kDone: return "done";
+    case TaskStatus::kFailed: return "failed";
+    case TaskStatus::kCancelled: return "cancelled";
+  }
+  return "running";
+}
+
+Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
+    : host_(host), clock_(clock), hooks_(hooks) {
+  std::random_device rd;
+  const uint64_t r = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  char buf[12] = {'t'};
+  uint64_t v = r;
+  for (int i = 1; i <= 10; ++i) {
+    buf[i] = kDigits[v % 36];
+    v /= 36;
+  }
+  buf[11] = '-';
+  prefix_.assign(buf, sizeof buf);
+}
+
+Scheduler::~Scheduler() = default;
+
+std::string Scheduler::IdOf(uint64_t key) const {
+  char buf[16];
+  int n = 0;
+  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  do {
+    buf[n++] = kDigits[key % 36];
+    key /= 36;
+  } while (key != 0);
+  std::string id = prefix_;
+  while (n > 0) id.push_back(buf[--n]);
+  return id;
+}
+
+bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
+  if (id.size() <= prefix_.size() || id.substr(0, prefix_.size()) != prefix_) return false;
+  uint64_t k = 0;
+  for (char c : id.substr(prefix_.size())) {
+    int d;
+    if (c >= '0' && c <= '9') {
+      d = c - '0';
+    } else if (c >= 'a' && c <= 'z') {
+      d = c - 'a' + 10;
+    } else {
+      return false;
+    }
+    if (k > (UINT64_MAX - d) / 36) return false;
+    k = k * 36 + d;
+  }
+  *key = k;
+  return true;
+}
+
+uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
+  LuaHost::HostSection section(host_, L);  // no Lua error may unwind these C++ frames
+  const int fn = lua_gettop(L) - nargs;
+  lua_State* co;
+  if (lua_type(L, fn) == LUA_TTHREAD) {
+    co = lua_tothread(L, fn);
+    // Only a coroutine that has not started (its function alone on its
+    // stack) can become a task; a suspended or dead one belongs to its owner.
+    if (co == L || lua_status(co) != LUA_OK || lua_gettop(co) != 1 || lua_isyieldable(co)) {
+      lua_settop(L, fn - 1);
+      return 0;
+    }
+    for (const auto& [k, t] : tasks_) {
+      if (t->co == co) {
+        lua_settop(L, fn - 1);
+        return 0;
+      }
+    }
+    lua_pushvalue(L, fn);
+  } else if (lua_type(L, fn) == LUA_TFUNCTION) {
+    co = lua_newthread(L);
+    lua_pushvalue(L, fn);
+    lua_xmove(L, co, 1);
+  } else {
+    lua_settop(L, fn - 1);
+    return 0;
+  }
+  // Stack: [fn, args..., thread]
+  auto task = std::make_unique<Task>();
+  task->key = next_key_++;
+  task->co = co;
+  task->observed = observed;
+  lua_pushvalue(L, -1);
+  task->thread = LuaRef::Pop(L);
+  lua_pop(L, 1);                 // the thread
+  lua_xmove(L, co, nargs);       // args onto the coroutine, above its function
+  lua_settop(L, fn - 1);
+  Task* t = task.get();
+  const uint64_t key = t->key;
+  tasks_.emplace(key, std::move(task));
+  RunTask(t, L, nargs);
+  return key;
+}
+
+void Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
+  Task* saved = current_;
+  current_ = t;
+  t->status = TaskStatus::kRunning;
+  t->wait = WaitKind::kNone;
+  t->has_pending = false;
+  int nres = 0;
+  int status;
+  {
+    LuaHost::Entry entry(host_, t->co);
+    status = lua_resume(t->co, from, nargs, &nres);
+  }
+  current_ = saved;
+  LuaHost::HostSection section(host_, from);  // allocations below never raise
+  if (status == LUA_YIELD) {
+    lua_pop(t->co, nres);  // the instruction's values: parsed into t->pending already
+    if (t->cancel_pending) {
+      KillNow(t);
+      return;
+    }
+    Park(t);
+    return;
+  }
+  EndTask(t, status, status == LUA_OK ? nres : 1);
+}
+
+void Scheduler::Park(Task* t) {
+  const WaitRequest req = t->has_pending ? t->pending : WaitRequest{};
+  t->has_pending = false;
+  t->status = TaskStatus::kWaiting;
+  t->wait = req.kind;
+  t->unit = req.unit;
+  ++t->gen;
+  t->wait_start = clock_->MonoNs();
+  switch (req.kind) {
+    case WaitKind::kImmediate:
+      ready_.push_back({t->key, t->gen});
+      break;
+    case WaitKind::kFor:
+      ArmTimer(t, t->wait_start + req.duration_ns);
+      break;
+    case WaitKind::kUntilTime:
+    case WaitKind::kUntilNext: {
+      t->wall_deadline = req.wall_ns;
+      const int64_t wait = t->wall_deadline - clock_->WallNs();
+      if (wait <= 0) {
+        ready_.push_back({t->key, t->gen});  // in the past: next turn
+      } else {
+        ArmTimer(t, t->wait_start + std::min(wait, kWallRecheckNs));
+      }
+      break;
+    }
+    case WaitKind::kJoin:
+      t->join_key = req.join_key;
+      break;
+    default:  // INDEFINITELY, promises, commits: woken by someone else
+      break;
+  }
+  hooks_->OnScheduleChange();
+}
+
+void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
+  t->timer = timers_.Add(mono_deadline, t->key);
+}
+
+void Scheduler::ClearWait(Task* t) {
+  if (t->timer != 0) {
+    timers_.Cancel(t->timer, t->key);
+    t->timer = 0;
+  }
+  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) hooks_->OnTaskCancelWait(*t);
+  ++t->gen;  // any ready-queue entry is now stale
+  t->wait = WaitKind::kNone;
+}
+
+void Scheduler::WakeScheduled(Task* t) {
+  const int64_t elapsed = clock_->MonoNs() - t->wait_start;
+  ClearWait(t);
+  lua_State* co = t->co;
+  lua_pushliteral(co, "SCHEDULER");
+  lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
+  lua_pushstring(co, UnitName(t->unit));
+  RunTask(t, host_->current(), 3);
+}
+
+void Scheduler::RunImmediate() {
+  // Only the tasks ready now: one that yields IMMEDIATE again lands behind
+  // the batch and runs on the next loop turn, so I/O is not starved.
+  size_t n = ready_.size();
+  while (n-- > 0 && !ready_.empty()) {
+    const ReadyEntry e = ready_.front();
+    ready_.pop_front();
+    Task* t = Find(e.key);
+    if (t == nullptr || t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
+    WakeScheduled(t);
+  }
+  hooks_->OnScheduleChange();
+}
+
+void Scheduler::RunTimers() {
+  uint64_t key;
+  TimerQueue::Handle h;
+  int64_t now = clock_->MonoNs();
+  while (timers_.PopIfDue(now, &key, &h)) {
+    Task* t = Find(key);
+    if (t == nullptr || t->timer != h) continue;  // stale: never wakes a task
+    t->timer = 0;
+    if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
+      // Wall-clock deadline: if the clock was set back, this fired early.
+      const int64_t left = t->wall_deadline - clock_->WallNs();
+      if (left > 0) {
+        ArmTimer(t, now + std::min(left, kWallRecheckNs));
+        continue;
+      }
+    }
+    WakeScheduled(t);
+    now = clock_->MonoNs();
+  }
+  hooks_->OnScheduleChange();
+}
+
+Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  if (t == nullptr) {
+    lua_pop(from, nargs);
+    return ResumeResult::kNotFound;
+  }
+  if (t == current_) {
+    lua_pop(from, nargs);
+    return ResumeResult::kSelf;
+  }
+  if (t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) {
+    lua_pop(from, nargs);
+    return ResumeResult::kNotResumable;
+  }
+  ClearWait(t);
+  lua_xmove(from, t->co, nargs);
+  RunTask(t, from, nargs);
+  hooks_->OnScheduleChange();
+  return ResumeResult::kResumed;
+}
+
+bool Scheduler::Cancel(uint64_t key) {
+  Task* t = Find(key);
+  if (t == nullptr) return false;
+  if (t->status == TaskStatus::kRunning) {
+    t->cancel_pending = true;  // it is on the C stack: kill at its next yield
+    return true;
+  }
+  KillNow(t);
+  hooks_->OnScheduleChange();
+  return true;
+}
+
+void Scheduler::CancelAll() {
+  std::vector<uint64_t> keys;
+  keys.reserve(tasks_.size());
+  for (const auto& [k, t] : tasks_) keys.push_back(k);
+  std::sort(keys.begin(), keys.end());
+  for (uint64_t k : keys) {
+    Task* t = Find(k);
+    if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
+  }
+  ready_.clear();
+}
+
+void Scheduler::KillNow(Task* t) {
+  ClearWait(t);
+  {
+    // Closing runs the coroutine's pending <close> variables (Lua code).
+    LuaHost::Entry entry(host_, t->co);
+    lua_resetthread(t->co);
+  }
+  lua_settop(t->co, 0);
+  EndTask(t, kCancelledStatus, 0);
+}
+
+void Scheduler::EndTask(Task* t, int status, int nres) {
+  t->status = status == LUA_OK              ? TaskStatus::kDone
+              : status == kCancelledStatus ? TaskStatus::kCancelled
+                                           : TaskStatus::kFailed;
+  ClearWait(t);
+  const char* traceback = nullptr;
+  if (status != LUA_OK && status != kCancelledStatus) {
+    // The failed coroutine keeps its stack: the traceback is read from it.
+    lua_State* M = host_->main();
+    luaL_traceback(M, t->co, nullptr, 0);
+    traceback = lua_tostring(M, -1);
+  }
+  const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
+  if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, traceback);
+  if (traceback != nullptr) lua_pop(host_->main(), 1);
+  if (!t->observed) Remember(t, status, nres);
+
+  // Wake the tasks joined on this one: (true, results...) or (false, error).
+  const uint64_t key = t->key;
+  std::vector<uint64_t> joiners;
+  for (const auto& [k, w] : tasks_) {
+    if (w->status == TaskStatus::kWaiting && w->wait == WaitKind::kJoin && w->join_key == key) {
+      joiners.push_back(k);
+    }
+  }
+  std::sort(joiners.begin(), joiners.end());
+  lua_State* co = t->co;
+  for (uint64_t k : joiners) {
+    Task* w = Find(k);
+    if (w == nullptr || w->wait != WaitKind::kJoin) continue;
+    ClearWait(w);
+    lua_pushboolean(w->co, status == LUA_OK);
+    if (status == kCancelledStatus) {
+      lua_pushliteral(w->co, "task cancelled");
+      RunTask(w, host_->current(), 2);
+      continue;
+    }
+    const int top = lua_gettop(co);
+    for (int i = top - nres + 1; i <= top; ++i) lua_pushvalue(co, i);
+    lua_xmove(co, w->co, nres);
+    RunTask(w, host_->current(), 1 + nres);
+  }
+  lua_settop(co, 0);
+  tasks_.erase(key);  // frees the thread's registry slot
+}
+
+void Scheduler::Remember(Task* t, int status, int nres) {
+  // Stack of t->co: results (nres) or the error value on top.
+  lua_State* co = t->co;
+  if (status == LUA_OK) {
+    lua_createtable(co, nres, 1);
+    for (int i = 1; i <= nres; ++i) {
+      lua_pushvalue(co, -1 - nres - 1 + i);
+      lua_rawseti(co, -2, i);
+    }
+    lua_pushinteger(co, nres);
+    lua_setfield(co, -2, "n");
+  } else if (status == kCancelledStatus) {
+    lua_pushliteral(co, "task cancelled");
+  } else {
+    lua_pushvalue(co, -1);
+  }
+  lua_xmove(co, host_->main(), 1);
+  finished_.push_back({t->key, t->status, LuaRef::Pop(host_->main())});
+  if (finished_.size() > kFinishedKept) finished_.pop_front();
+}
+
+const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {
+  for (auto it = finished_.rbegin(); it != finished_.rend(); ++it) {
+    if (it->key == key) return &*it;
+  }
+  return nullptr;
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+// Scheduler: Lua coroutines run as tasks that wait on a timer queue and a ready queue.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include <lua.hpp>
+
+#include "clock.hpp"
+#include "lua_host.hpp"
+#include "lua_ref.hpp"
+#include "timer_queue.hpp"
+#include "yield_args.hpp"
+
+namespace lua_tasks {
+
+enum class TaskStatus : uint8_t { kRunning, kWaiting, kDone, kFailed, kCancelled };
+const char* TaskStatusName(TaskStatus s);
+
+// One task: a coroutine and its single pending wait.
+struct Task {
+  uint64_t key = 0;           // numeric id; the string id is prefix + base36(key)
+  LuaRef thread;              // anchors `co` in the registry; owned here
+  lua_State* co = nullptr;    // kept alive by `thread`
+  TaskStatus status = TaskStatus::kRunning;
+  WaitKind wait = WaitKind::kNone;
+  Unit unit = Unit::kSeconds;       // unit of the yield's elapsed value
+  uint32_t gen = 0;                 // bumped at every new wait: stale queue entries never wake
+  int64_t wait_start = 0;           // monotonic ns when the wait began
+  int64_t wall_deadline = 0;        // UNTIL_TIME / UNTIL_NEXT target, wall ns
+  TimerQueue::Handle timer = 0;     // the queue entry of a timed wait, 0 if none
+  bool observed = false;            // the embedder wants OnTaskEnd (started from JS)
+  bool cancel_pending = false;      // cancelled while running: killed at its next yield
+  bool has_pending = false;         // `pending` holds the instruction of the current yield
+  WaitRequest pending;
+  uint64_t join_key = 0;            // kJoin: the task waited for
+  void* embedder = nullptr;         // the addon's per-task data (e.g. a promise wait); not owned
+};
+
+// What the embedder (the addon, or a test) supplies.
+class SchedulerHooks {
+ public:
+  virtual ~SchedulerHooks() = default;
+  // A task ended. status: LUA_OK with `nres` results on top of co's stack; a
+  // Lua error status with the error value on top (traceback given); or
+  // kCancelledStatus. Called for observed tasks and for every failure.
+  virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) = 0;
+  // The next deadline or the ready queue changed: re-arm the loop.
+  virtual void OnScheduleChange() = 0;
+  // Cancelling a task that waits on something the embedder owns (a promise).
+  virtual void OnTaskCancelWait(Task& task) {}
+};
+
+inline constexpr int kCancelledStatus = -1;
+
+// How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
+// it yields; the yield wrappers installed in Lua (lua_api_tasks.cpp) have then
+// already parsed its instruction into task.pending, so the scheduler only
+// files the task: IMMEDIATE into `ready_`, timed waits into `timers_`,
+// INDEFINITELY nowhere. The embedder drives RunImmediate from the loop's
+// check phase and RunTimers from its single timer. Queue entries carry the
+// task's `gen`, so an entry left behind by a resume or cancel is skipped.
+class Scheduler {
+ public:
+  Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks);
+  ~Scheduler();  // frees every task's registry slot: destroy before the state
+  Scheduler(const Scheduler&) = delete;
+  Scheduler& operator=(const Scheduler&) = delete;
+
+  // Installs coroutine.yield/resume/wrap wrappers and the tasks and
+  // namazu.coroutine modules. Raises (memory): call in protected mode.
+  void InstallLuaApi(lua_State* L);
+
+  // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
+  // them. Runs it now until its first wait. Returns its key, or 0 when the
+  // value is neither a function nor a fresh/suspended coroutine.
+  uint64_t Start(lua_State* L, int nargs, bool observed);
+
+  enum class ResumeResult { kResumed, kNotFound, kNotResumable, kSelf };
+  // Resumes a waiting task with the `nargs` values on top of `from` (popped
+  // in every case), running it until its next wait.
+  ResumeResult Resume(uint64_t key, lua_State* from, int nargs);
+
+  // Cancels a task: closes its coroutine (running its <close> variables).
+  // A running task is killed at its next yield. Returns false if no such task.
+  bool Cancel(uint64_t key);
+  void CancelAll();
+
+  void RunImmediate();  // one batch: the tasks ready when it starts
+  void RunTimers();     // every timed wait that is due
+
+  bool HasReady() const { return !ready_.empty(); }
+  bool HasTimers() const { return !timers_.empty(); }
+  int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
+  size_t task_count() const { return tasks_.size(); }
+  Task* Find(uint64_t key) {
+    auto it = tasks_.find(key);
+    return it == tasks_.end() ? nullptr : it->second.get();
+  }
+  Task* current() const { return current_; }
+  const Clock* clock() const { return clock_; }
+  LuaHost* host() const { return host_; }
+  const std::unordered_map<uint64_t, std::unique_ptr<Task>>& tasks() const { return tasks_; }
+
+  // Task ids: "<prefix><base36 key>"; the prefix is random per scheduler, so
+  // ids are unique across runtimes and restarts.
+  std::string IdOf(uint64_t key) const;
+  bool ParseId(std::string_view id, uint64_t* key) const;
+  const std::string& id_prefix() const { return prefix_; }
+
+  // Outcome of a task that ended recently (kept for tasks.wait / status).
+  struct Finished {
+    uint64_t key;
+    TaskStatus status;
+    LuaRef values;  // a table {n=, ...} of results, or the error value
+  };
+  const Finished* FindFinished(uint64_t key) const;
+  static constexpr size_t kFinishedKept = 1024;
+
+  // Files the task's pending instruction as its wait (after a yield).
+  void Park(Task* t);
+  // Wakes a waiting task with ("SCHEDULER", elapsed, unit).
+  void WakeScheduled(Task* t);
+
+ private:
+  struct ReadyEntry {
+    uint64_t key;
+    uint32_t gen;
+  };
+  // Runs t->co with `nargs` values already on its stack; handles the result.
+  void RunTask(Task* t, lua_State* from, int nargs);
+  void EndTask(Task* t, int status, int nres);
+  void ClearWait(Task* t);
+  void ArmTimer(Task* t, int64_t mono_deadline);
+  void KillNow(Task* t);
+  void Remember(Task* t, int status, int nres);
+
+  LuaHost* host_;
+  const Clock* clock_;
+  SchedulerHooks* hooks_;
+  std::unordered_map<uint64_t, std::unique_ptr<Task>> tasks_;
+  std::deque<ReadyEntry> ready_;
+  TimerQueue timers_;
+  std::deque<Finished> finished_;
+  Task* current_ = nullptr;  // the task whose coroutine is running, innermost
+  uint64_t next_key_ = 1;
+  std::string prefix_;
+};
+
+}  // namespace lua_tasks

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// TimerQueue: one binary heap of deadlines for all of a runtime's timed waits.
+#include "timer_queue.hpp"
+
+namespace lua_tasks {
+
+TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back({});
+  }
+  slots_[slot].payload = payload;
+  heap_.push_back({});
+  Place(static_cast<uint32_t>(heap_.size() - 1), Node{deadline, next_seq_++, slot});
+  SiftUp(static_cast<uint32_t>(heap_.size() - 1));
+  return slot + 1;
+}
+
+bool TimerQueue::Cancel(Handle h, uint64_t payload) {
+  if (h == 0 || h > slots_.size()) return false;
+  const Slot& s = slots_[h - 1];
+  if (s.pos == kFree || s.payload != payload) return false;
+  RemoveAt(s.pos);
+  return true;
+}
+
+bool TimerQueue::PopIfDue(int64_t now, uint64_t* payload, Handle* handle) {
+  if (heap_.empty() || heap_.front().deadline > now) return false;
+  const uint32_t slot = heap_.front().slot;
+  *payload = slots_[slot].payload;
+  *handle = slot + 1;
+  RemoveAt(0);
+  return true;
+}
+
+void TimerQueue::RemoveAt(uint32_t i) {
+  const uint32_t slot = heap_[i].slot;
+  slots_[slot].pos = kFree;
+  free_.push_back(slot);
+  const Node last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;
+  Place(i, last);
+  if (i > 0 && Less(heap_[i], heap_[(i - 1) / 2])) {
+    SiftUp(i);
+  } else {
+    SiftDown(i);
+  }
+}
+
+void TimerQueue::SiftUp(uint32_t i) {
+  const Node n = heap_[i];
+  while (i > 0) {
+    const uint32_t parent = (i - 1) / 2;
+    if (!Less(n, heap_[parent])) break;
+    Place(i, heap_[parent]);
+    i = parent;
+  }
+  Place(i, n);
+}
+
+void TimerQueue::SiftDown(uint32_t i) {
+  const Node n = heap_[i];
+  const uint32_t size = static_cast<uint32_t>(heap_.size());
+  for (;;) {
+    uint32_t child = 2 * i + 1;
+    if (child >= size) break;
+    if (child + 1 < size && Less(heap_[child + 1], heap_[child])) ++child;
+    if (!Less(heap_[child], n)) break;
+    Place(i, heap_[child]);
+    i = child;
+  }
+  Place(i, n);
+}
+
+}  // namespace lua_tasks

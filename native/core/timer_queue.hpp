@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: MIT
+// TimerQueue: one binary heap of deadlines for all of a runtime's timed waits.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+namespace lua_tasks {
+
+// Entries are ordered by (deadline, insertion order), so waits that fall due
+// at the same instant come out first-in, first-out. Each entry has a slot
+// that remembers its heap position, so Cancel is O(log n) and never leaves a
+// dead entry to fire later. A Handle is only meaningful until its entry pops
+// or is cancelled; the owner forgets it then (slots are reused).
+class TimerQueue {
+ public:
+  using Handle = uint32_t;  // 0 = no timer
+
+  Handle Add(int64_t deadline, uint64_t payload);
+  // Removes the entry if `h` still holds `payload`; returns whether it did.
+  bool Cancel(Handle h, uint64_t payload);
+  bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
+  // The earliest deadline; the queue must not be empty.
+  int64_t NextDeadline() const { return heap_.front().deadline; }
+  // Pops the earliest entry if its deadline is <= now.
+  bool PopIfDue(int64_t now, uint64_t* payload, Handle* handle);
+
+ private:
+  struct Node {
+    int64_t deadline;
+    uint64_t seq;
+    uint32_t slot;
+  };
+  struct Slot {
+    uint32_t pos;  // index in heap_, or kFree
+    uint64_t payload;
+  };
+  static constexpr uint32_t kFree = UINT32_MAX;
+
+  static bool Less(const Node& a, const Node& b) {
+    return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq);
+  }
+  void Place(uint32_t i, const Node& n) {
+    heap_[i] = n;
+    slots_[n.slot].pos = i;
+  }
+  void SiftUp(uint32_t i);
+  void SiftDown(uint32_t i);
+  void RemoveAt(uint32_t i);
+
+  std::vector<Node> heap_;
+  std::vector<Slot> slots_;
+  std::vector<uint32_t> free_;
+  uint64_t next_seq_ = 0;
+};
+
+}  // namespace lua_tasks
