@@ -492,6 +492,32 @@ class LuaToJs {
 }  // namespace
 
 void PushJs(RuntimeCore* core, lua_State* L, napi_value v) {
+  // Fast path for the scalars most calls carry: no converter state needed.
+  napi_env env = core->env;
+  napi_valuetype t;
+  if (napi_typeof(env, v, &t) == napi_ok) {
+    if (t == napi_number) {
+      double d;
+      napi_get_value_double(env, v, &d);
+      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
+          !(d == 0 && std::signbit(d))) {
+        lua_pushinteger(L, static_cast<lua_Integer>(d));
+      } else {
+        lua_pushnumber(L, d);
+      }
+      return;
+    }
+    if (t == napi_undefined || t == napi_null) {
+      lua_pushnil(L);
+      return;
+    }
+    if (t == napi_boolean) {
+      bool b;
+      napi_get_value_bool(env, v, &b);
+      lua_pushboolean(L, b);
+      return;
+    }
+  }
   JsToLua c(core, L);
   try {
     c.Push(v);
@@ -503,6 +529,24 @@ void PushJs(RuntimeCore* core, lua_State* L, napi_value v) {
 }
 
 napi_value ToJs(RuntimeCore* core, lua_State* L, int idx) {
+  napi_value out;
+  switch (lua_type(L, idx)) {  // scalars need no converter state
+    case LUA_TNIL:
+    case LUA_TNONE:
+      napi_get_undefined(core->env, &out);
+      return out;
+    case LUA_TBOOLEAN:
+      napi_get_boolean(core->env, lua_toboolean(L, idx), &out);
+      return out;
+    case LUA_TNUMBER:
+      if (!lua_isinteger(L, idx)) {
+        napi_create_double(core->env, lua_tonumber(L, idx), &out);
+        return out;
+      }
+      break;
+    default:
+      break;
+  }
   const int top = lua_gettop(L);
   LuaToJs c(core, L);
   try {

@@ -50,6 +50,7 @@ int l_co_yield(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
   if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
+  if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
   char err[256];
   WaitRequest req;
   if (!ParseYield(L, 1, lua_gettop(L), s->clock()->WallNs(), &req, err, sizeof err)) {

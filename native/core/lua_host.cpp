@@ -95,10 +95,12 @@ int LuaHost::PCall(lua_State* L, int nargs, int nresults) {
   lua_pushcfunction(L, l_traceback);
   lua_insert(L, base);
   memory_.refused = false;
-  message_.clear();
-  traceback_.clear();
   const int status = lua_pcall(L, nargs, nresults, base);
   lua_remove(L, base);
+  if (status != LUA_OK && status != LUA_ERRRUN) {
+    message_.clear();  // the handler did not run: nothing recorded for this error
+    traceback_.clear();
+  }
   return status;
 }
 

@@ -1,0 +1,231 @@
+// SPDX-License-Identifier: MIT
+// Tests for Scheduler with a fake clock: waits, ordering, resume, cancel, stale timers.
+#include "scheduler.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lua_api_tasks.hpp"
+
+namespace lua_tasks {
+namespace {
+
+class FakeClock final : public Clock {
+ public:
+  int64_t MonoNs() const override { return mono; }
+  int64_t WallNs() const override { return wall; }
+  void Advance(int64_t ns) {
+    mono += ns;
+    wall += ns;
+  }
+  int64_t mono = 1'000'000'000;
+  int64_t wall = int64_t{1'700'000'000} * 1'000'000'000;
+};
+
+class Recorder final : public SchedulerHooks {
+ public:
+  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char*) override {
+    std::string v = status == LUA_OK ? "done" : status == kCancelledStatus ? "cancelled" : "failed";
+    if (status != LUA_OK && status != kCancelledStatus) v += std::string(":") + lua_tostring(co, -1);
+    ends.push_back(v);
+  }
+  void OnScheduleChange() override {}
+  std::vector<std::string> ends;
+};
+
+constexpr int64_t kMs = 1'000'000;
+
+class SchedulerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    LuaHostOptions o;
+    std::string error;
+    host = LuaHost::Create(o, &error);
+    ASSERT_TRUE(host) << error;
+    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
+    ASSERT_EQ(host->Protected(
+                  [](lua_State* L) {
+                    RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                    return 0;
+                  },
+                  sched.get(), &error),
+              LUA_OK)
+        << error;
+    Run("log = {} function note(s) log[#log + 1] = s end");
+  }
+  void TearDown() override {
+    sched.reset();
+    host.reset();
+  }
+  void Run(const std::string& src) {
+    lua_State* L = host->main();
+    ASSERT_EQ(host->Load(L, src, "=test"), LUA_OK) << lua_tostring(L, -1);
+    LuaHost::Entry e(host.get(), L);
+    ASSERT_EQ(host->PCall(L, 0, 0), LUA_OK) << host->last_message();
+  }
+  uint64_t Start(const std::string& global) {
+    lua_State* L = host->main();
+    lua_getglobal(L, global.c_str());
+    return sched->Start(L, 0, true);
+  }
+  std::string Log() {
+    lua_State* L = host->main();
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "concat");
+    lua_getglobal(L, "log");
+    lua_pushliteral(L, ",");
+    lua_call(L, 2, 1);
+    std::string s = lua_tostring(L, -1);
+    lua_pop(L, 2);
+    return s;
+  }
+  // Advances the fake clock and runs what a loop turn would.
+  void Turn(int64_t ns) {
+    clock.Advance(ns);
+    sched->RunTimers();
+    sched->RunImmediate();
+  }
+
+  FakeClock clock;
+  Recorder rec;
+  std::unique_ptr<LuaHost> host;
+  std::unique_ptr<Scheduler> sched;
+};
+
+TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
+  Run(R"(function t() local r, e, u = coroutine.yield("FOR", 50, "MILLISECONDS")
+         note(r .. " " .. string.format("%.1f", e) .. " " .. u) end)");
+  Start("t");
+  Turn(49 * kMs);
+  EXPECT_EQ(Log(), "");
+  Turn(1 * kMs);
+  EXPECT_EQ(Log(), "SCHEDULER 50.0 MILLISECONDS");
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+TEST_F(SchedulerTest, TasksReadyAtTheSameInstantRunFirstInFirstOut) {
+  Run(R"(function mk(i) return function() coroutine.yield("FOR", 1) note(i) end end
+         for i = 1, 5 do _G["t" .. i] = mk(i) end)");
+  for (int i = 1; i <= 5; ++i) Start("t" + std::to_string(i));
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "1,2,3,4,5");
+}
+
+TEST_F(SchedulerTest, ImmediateReyieldRunsInTheNextBatch) {
+  Run(R"(function t() for i = 1, 3 do note("a" .. i) coroutine.yield() end end
+         function u() for i = 1, 3 do note("b" .. i) coroutine.yield("IMMEDIATE") end end)");
+  Start("t");
+  Start("u");
+  EXPECT_EQ(Log(), "a1,b1");
+  sched->RunImmediate();
+  EXPECT_EQ(Log(), "a1,b1,a2,b2");
+  sched->RunImmediate();
+  EXPECT_EQ(Log(), "a1,b1,a2,b2,a3,b3");
+}
+
+TEST_F(SchedulerTest, ResumeByIdReturnsExactlyTheValuesAndCancelsTheTimer) {
+  Run(R"(function t() local a, b = coroutine.yield("FOR", 10) note(tostring(a) .. tostring(b))
+         coroutine.yield("FOR", 100) note("second") end)");
+  const uint64_t key = Start("t");
+  lua_State* L = host->main();
+  lua_pushinteger(L, 1);
+  lua_pushinteger(L, 2);
+  EXPECT_EQ(sched->Resume(key, L, 2), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(Log(), "12");
+  Turn(10'000 * kMs);  // the first timer is stale: it must not wake the second wait
+  EXPECT_EQ(Log(), "12");
+  Turn(90'000 * kMs);
+  EXPECT_EQ(Log(), "12,second");
+}
+
+TEST_F(SchedulerTest, ResumeOfUnknownOrNonResumableTasksIsRefused) {
+  lua_State* L = host->main();
+  EXPECT_EQ(sched->Resume(999, L, 0), Scheduler::ResumeResult::kNotFound);
+  Run(R"(function t() tasks.wait(tasks.start(function() coroutine.yield("INDEFINITELY") end)) end)");
+  const uint64_t key = Start("t");
+  EXPECT_EQ(sched->Resume(key, L, 0), Scheduler::ResumeResult::kNotResumable);  // joining
+}
+
+TEST_F(SchedulerTest, CancelDuringEveryWaitRunsCloseVariables) {
+  Run(R"(function mk(...) local args = {...} return function()
+           local guard <close> = setmetatable({}, {__close = function() note("closed " .. args[1]) end})
+           coroutine.yield(table.unpack(args)) end end
+         a = mk("FOR", 5) b = mk("INDEFINITELY") c = mk("IMMEDIATE") d = mk("UNTIL_TIME", os.time() + 60))");
+  for (const char* g : {"a", "b", "c", "d"}) {
+    const uint64_t key = Start(g);
+    EXPECT_TRUE(sched->Cancel(key));
+  }
+  EXPECT_EQ(Log(), "closed FOR,closed INDEFINITELY,closed IMMEDIATE,closed UNTIL_TIME");
+  Turn(100'000 * kMs);
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"cancelled", "cancelled", "cancelled", "cancelled"}));
+  EXPECT_FALSE(sched->HasTimers());
+}
+
+TEST_F(SchedulerTest, UntilTimeIsAWallClockDeadlineReArmedWhenTheClockMovesBack) {
+  Run(R"(function t(at) coroutine.yield("UNTIL_TIME", at, "MILLISECONDS") note("woke") end)");
+  lua_State* L = host->main();
+  lua_getglobal(L, "t");
+  lua_pushinteger(L, clock.wall / kMs + 1000);
+  sched->Start(L, 1, true);
+  clock.wall -= 500 * kMs;  // the clock is set back half a second
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "");
+  Turn(500 * kMs);
+  EXPECT_EQ(Log(), "woke");
+}
+
+TEST_F(SchedulerTest, BadYieldsRaiseAtTheYieldWithTheCallersLine) {
+  Run(R"(function t()
+    for _, args in ipairs({{"NOPE"}, {"FOR", -1}, {"FOR", 1, "FORTNIGHTS"}, {"FOR", 0/0}, {"FOR", 1e300},
+                           {"UNTIL_TIME", "soon"}, {42}}) do
+      local ok, err = pcall(coroutine.yield, table.unpack(args))
+      note(tostring(ok) .. ":" .. err)
+    end
+  end)");
+  Start("t");
+  const std::string log = Log();
+  EXPECT_NE(log.find("unknown yield instruction \"NOPE\""), std::string::npos) << log;
+  EXPECT_NE(log.find("FOR duration must be >= 0, got -1 SECONDS"), std::string::npos) << log;
+  EXPECT_NE(log.find("unknown time unit \"FORTNIGHTS\""), std::string::npos) << log;
+  EXPECT_NE(log.find("must be finite"), std::string::npos) << log;
+  EXPECT_NE(log.find("too large"), std::string::npos) << log;
+  EXPECT_NE(log.find("UNTIL_TIME needs a number"), std::string::npos) << log;
+  EXPECT_NE(log.find("bad yield instruction: 42"), std::string::npos) << log;
+  EXPECT_EQ(log.find("true"), std::string::npos) << log;
+}
+
+TEST_F(SchedulerTest, SleepInsideNestedCoroutinesSuspendsTheWholeTask) {
+  Run(R"(function t()
+    local gen = coroutine.wrap(function()
+      for i = 1, 3 do tasks.sleep(1) coroutine.yield(i) end
+    end)
+    for _ = 1, 3 do note("got " .. gen()) end
+  end)");
+  Start("t");
+  EXPECT_EQ(Log(), "");
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "got 1");
+  Turn(1000 * kMs);
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "got 1,got 2,got 3");
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
+}
+
+TEST_F(SchedulerTest, WaitJoinsATaskAndReRaisesItsError) {
+  Run(R"(function t()
+    local a = tasks.start(function() coroutine.yield("FOR", 1) return 7, 8 end)
+    local b = tasks.start(function() error("boom", 0) end)
+    local x, y = tasks.wait(a)
+    note(x .. "+" .. y)
+    note(select(2, pcall(tasks.wait, b)))
+  end)");
+  Start("t");
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "7+8,boom");
+}
+
+}  // namespace
+}  // namespace lua_tasks
