@@ -18,7 +18,8 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.map_get = Napi::Persistent(map_proto.Get("get").As<Napi::Function>());
     d.map_set = Napi::Persistent(map_proto.Get("set").As<Napi::Function>());
     d.array_from = Napi::Persistent(global.Get("Array").As<Napi::Object>().Get("from").As<Napi::Function>());
-    d.object_proto = Napi::Persistent(global.Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>());
+    d.object_to_string = Napi::Persistent(
+        global.Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>().Get("toString").As<Napi::Function>());
 
     DefineAddon(exports, {
                              InstanceMethod<&LuaTasksAddon::JS_init>("init"),

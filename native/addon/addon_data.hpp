@@ -14,7 +14,7 @@ struct AddonData {
   Napi::FunctionReference map_get;     // Map.prototype.get
   Napi::FunctionReference map_set;     // Map.prototype.set
   Napi::FunctionReference array_from;  // Array.from (Map entries -> pairs)
-  Napi::ObjectReference object_proto;  // Object.prototype, for the plain-object test
+  Napi::FunctionReference object_to_string;  // Object.prototype.toString, for the Map test
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);

@@ -179,25 +179,44 @@ class JsToLua {
       PushArray(v);
       return;
     }
-    AddonData* data = AddonData::From(env_);
+    // Plain: the prototype is null or an Object.prototype (of any realm: Jest
+    // and vm contexts have their own), i.e. a prototype whose own prototype is null.
     napi_value proto;
     Check(env_, napi_get_prototype(env_, v, &proto), "get prototype");
     napi_valuetype pt;
     napi_typeof(env_, proto, &pt);
     bool plain = pt == napi_null;
-    if (!plain) Check(env_, napi_strict_equals(env_, proto, data->object_proto.Value(), &plain), "equals");
+    if (!plain && pt == napi_object) {
+      napi_value grand;
+      Check(env_, napi_get_prototype(env_, proto, &grand), "get prototype");
+      napi_valuetype gt;
+      napi_typeof(env_, grand, &gt);
+      plain = gt == napi_null;
+    }
     if (plain) {
       PushPlainObject(v);
       return;
     }
-    Check(env_, napi_instanceof(env_, v, data->map_ctor.Value(), &is), "instanceof Map");
-    if (is) {
+    if (IsMap(v)) {
       PushMap(v);
       return;
     }
     // Errors, promises, dates, class instances: kept by reference, so they
     // come back to JS as the same object (and an Error keeps its stack).
     PushJsRef(core_, L_, v, false);
+  }
+
+  // Realm-independent: Object.prototype.toString says "[object Map]".
+  bool IsMap(napi_value v) {
+    AddonData* data = AddonData::From(env_);
+    napi_value tag;
+    if (napi_call_function(env_, v, data->object_to_string.Value(), 0, nullptr, &tag) != napi_ok) {
+      ThrowPending(env_, "Object.prototype.toString");
+    }
+    char buf[16];
+    size_t n = 0;
+    napi_get_value_string_utf8(env_, tag, buf, sizeof buf, &n);
+    return std::string_view(buf, n) == "[object Map]";
   }
 
   // If `v` was converted already, pushes its table and returns true; else

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: MIT
+// Tasks on Node's loop: yields, resume, cancel, nested coroutines, seeds' namazu API.
+'use strict';
+const { Runtime } = require('../..');
+
+let rt;
+let lines;
+beforeEach(() => {
+  lines = [];
+  rt = new Runtime({ print: (l) => lines.push(l) });
+});
+afterEach(() => rt.closeSync());
+
+test('FOR waits about the duration and returns SCHEDULER, elapsed, unit', async () => {
+  rt.load(`function t() return coroutine.yield("FOR", 30, "milliseconds") end`);
+  const task = rt.start('t');
+  expect(task.status).toBe('waiting');
+  expect(task.waiting).toEqual({ instruction: 'FOR' });
+  const t0 = Date.now();
+  const reason = await task.result;
+  expect(reason).toBe('SCHEDULER');
+  expect(Date.now() - t0).toBeGreaterThanOrEqual(25);
+  rt.load(`function t2() local r, e, u = coroutine.yield("FOR", 20, "MILLISECONDS") return {r, e, u} end`);
+  const [r, e, u] = await rt.call('t2');
+  expect([r, u]).toEqual(['SCHEDULER', 'MILLISECONDS']);
+  expect(e).toBeGreaterThanOrEqual(19);
+  expect(e).toBeLessThan(1000);
+});
+
+test('a bare yield is IMMEDIATE and an AbortSignal cancels a task', async () => {
+  rt.load(`function t() local r, e, u = coroutine.yield() return r .. " " .. u end
+           function forever() coroutine.yield("INDEFINITELY") end`);
+  expect(await rt.call('t')).toBe('SCHEDULER SECONDS');
+  const ac = new AbortController();
+  const task = rt.start('forever', ac.signal);
+  ac.abort('stop');
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
+});
+
+test('INDEFINITELY is resumed by id with exactly the resume values', async () => {
+  rt.load(`function t() local a, b, c = coroutine.yield("INDEFINITELY") return {a, b, c} end`);
+  const task = rt.start('t');
+  expect(rt.resume('no-such-id')).toBe(false);
+  expect(rt.resume(task.id, 1, 'two', true)).toBe(true);
+  expect(await task.result).toEqual([1, 'two', true]);
+  expect(rt.resume(task.id)).toBe(false);
+});
+
+test('cancel runs <close> variables and rejects with ERR_TASK_CANCELLED', async () => {
+  rt.load(`function t()
+    local g <close> = setmetatable({}, { __close = function() print("closed") end })
+    coroutine.yield("FOR", 60)
+  end`);
+  const task = rt.start('t');
+  expect(rt.cancel(task.id, 'no longer needed')).toBe(true);
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'no longer needed' });
+  expect(lines).toEqual(['closed']);
+  expect(task.status).toBe('cancelled');
+  expect(rt.stats().tasks).toBe(0);
+});
+
+test('a bad yield raises at the yield with the caller line, catchable by pcall', async () => {
+  rt.load(`function t()
+    local ok, err = pcall(coroutine.yield, "FOR", 5, "FORTNIGHTS")
+    return err
+  end`, { name: 'bad.lua' });
+  expect(await rt.call('t')).toMatch(/unknown time unit "FORTNIGHTS" for FOR \(expected NANOSECONDS.*DAYS\)/);
+  rt.load('function u() coroutine.yield("SOON") end', { name: 'u.lua' });
+  await expect(rt.call('u')).rejects.toMatchObject({ code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^u\.lua:1: unknown yield instruction "SOON"/) });
+});
+
+test('tasks.sleep suspends the whole task from inside a coroutine.wrap iterator', async () => {
+  rt.load(`function t()
+    local gen = coroutine.wrap(function() for i = 1, 3 do tasks.sleep(0.005) coroutine.yield(i) end end)
+    local out = {}
+    for _ = 1, 3 do out[#out + 1] = gen() end
+    return out
+  end`);
+  expect(await rt.call('t')).toEqual([1, 2, 3]);
+});
+
+test('a failed task whose result nobody took causes no unhandled rejection', async () => {
+  const seen = [];
+  const onUnhandled = (r) => seen.push(r);
+  process.on('unhandledRejection', onUnhandled);
+  rt.load('function bad() coroutine.yield() error("oops") end');
+  const task = rt.start('bad');
+  await new Promise((r) => setTimeout(r, 20));
+  process.off('unhandledRejection', onUnhandled);
+  expect(task.status).toBe('failed');
+  expect(seen).toEqual([]);
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_LUA_RUNTIME' });
+});
+
+test('the seed block/awake pair runs through namazu.coroutine', async () => {
+  rt.load(`
+    local namazu_coroutine = require "namazu.coroutine"
+    local coroutine = require "coroutine"
+    local task_id = nil
+    test_coroutine = {}
+    function test_coroutine.block()
+      task_id = namazu_coroutine.current_task_id()
+      print("Blocking coroutine " .. tostring(task_id) .. " indefinitely.")
+      coroutine.yield("INDEFINITELY")
+      print("Got wake signal.  Exiting.")
+      return "OK"
+    end
+    function test_coroutine.awake()
+      while task_id == nil do
+        print("No corresponding task.  Waiting ...")
+        coroutine.yield("FOR", 10, "MILLISECONDS")
+      end
+      print("Waking up " .. tostring(task_id))
+      namazu_coroutine.resume(task_id)
+      return "OK"
+    end
+  `);
+  const awake = rt.start('test_coroutine.awake');
+  await new Promise((r) => setTimeout(r, 15));
+  const block = rt.start('test_coroutine.block');
+  expect(await awake.result).toBe('OK');
+  expect(await block.result).toBe('OK');
+  expect(lines[0]).toBe('No corresponding task.  Waiting ...');
+  expect(lines).toContain(`Blocking coroutine ${block.id} indefinitely.`);
+  expect(lines.slice(-2)).toEqual([`Waking up ${block.id}`, 'Got wake signal.  Exiting.']);
+  expect(rt.load('return require("namazu.coroutine").resume("unknown")')).toEqual([null, 'no such task (unknown or finished)']);
+});
+
+test('tasks.start runs at once and tasks.wait joins', async () => {
+  rt.load(`function fan()
+    local ids = {}
+    for i = 1, 3 do ids[i] = tasks.start(function(n) coroutine.yield("FOR", n * 5, "MILLISECONDS") return n * 10 end, i) end
+    local sum = 0
+    for _, id in ipairs(ids) do sum = sum + tasks.wait(id) end
+    return sum
+  end`);
+  expect(await rt.call('fan')).toBe(60);
+});
+
+test('close() with waiting tasks cancels them', async () => {
+  rt.load('function w() coroutine.yield("FOR", 60) end');
+  const tasks = [rt.start('w'), rt.start('w')];
+  rt.closeSync();
+  for (const t of tasks) await expect(t.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+});
