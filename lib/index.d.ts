@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: MIT
+// Types of the public lua-tasks API.
+import { EventEmitter } from 'node:events';
+
+export type LibName = 'base' | 'coroutine' | 'string' | 'table' | 'math' | 'utf8' | 'os' | 'io' | 'debug' | 'package';
+
+export interface RuntimeOptions {
+  /** Which standard libraries Lua can use. @default 'safe' */
+  libs?: 'safe' | 'all' | LibName[];
+  /** Bytes the Lua state may hold; 0 = no limit. @default 0 */
+  memoryLimit?: number;
+  /** Receives each line Lua prints. @default writes to stdout */
+  print?: (line: string) => void;
+  /** Whether timed waits keep the process alive. @default true */
+  keepAlive?: boolean;
+  /** Modules for `require`: Lua source, or a value. */
+  modules?: Record<string, string | object>;
+}
+
+export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
+
+export interface TaskWaiting {
+  instruction: 'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE';
+  until?: Date;
+}
+
+export interface TaskInfo {
+  id: string;
+  status: TaskStatus;
+  waiting?: TaskWaiting;
+}
+
+export class Task {
+  readonly id: string;
+  readonly status: TaskStatus;
+  readonly waiting: TaskWaiting | undefined;
+  /** The task's first return value; rejects with its error. */
+  readonly result: Promise<unknown>;
+}
+
+export class Runtime extends EventEmitter {
+  constructor(options?: RuntimeOptions);
+  load(source: string, options?: { name?: string }): unknown[];
+  set(name: string, value: unknown): void;
+  get(name: string): unknown;
+  start(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Task;
+  call(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<unknown>;
+  resume(id: string, ...values: unknown[]): boolean;
+  cancel(id: string, reason?: unknown): boolean;
+  task(id: string): TaskInfo | undefined;
+  tasks(): TaskInfo[];
+  ref(): this;
+  unref(): this;
+  stats(): { memoryUsed: number; memoryPeak: number; memoryLimit: number; tasks: number };
+  close(): Promise<void>;
+  closeSync(): void;
+  on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
+  on(event: 'taskerror', listener: (task: Task | { id: string }, error: Error) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
+}
+
+export class LuaTasksError extends Error {
+  code: string;
+}
+export class LuaError extends LuaTasksError {
+  luaStack?: string;
+  value?: unknown;
+  source?: string;
+  line?: number;
+}
+export class CronSyntaxError extends LuaTasksError {}
+export class ConversionError extends LuaTasksError {}
+export class RuntimeClosedError extends LuaTasksError {}
+export class TaskError extends LuaTasksError {
+  reason?: unknown;
+}
+export const codes: Readonly<Record<string, string>>;
+export function makeError(code: string, message: string, props?: object): Error;
