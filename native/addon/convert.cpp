@@ -557,12 +557,19 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx) {
     case LUA_TBOOLEAN:
       napi_get_boolean(core->env, lua_toboolean(L, idx), &out);
       return out;
-    case LUA_TNUMBER:
-      if (!lua_isinteger(L, idx)) {
+    case LUA_TNUMBER: {
+      if (!lua_isinteger(L, idx)) {  // a float stays a number, even when integral
         napi_create_double(core->env, lua_tonumber(L, idx), &out);
         return out;
       }
-      break;
+      const lua_Integer i = lua_tointeger(L, idx);
+      if (i >= -static_cast<lua_Integer>(kMaxSafe) && i <= static_cast<lua_Integer>(kMaxSafe)) {
+        napi_create_double(core->env, static_cast<double>(i), &out);
+      } else {
+        napi_create_bigint_int64(core->env, i, &out);
+      }
+      return out;
+    }
     default:
       break;
   }

@@ -45,6 +45,10 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
     *error = status == LUA_ERRMEM ? host->MemoryErrorMessage() : lua_tostring(L, -1);
     return nullptr;
   }
+  // Slot 1 of the main thread holds the traceback handler for good: calls
+  // made from the top level use it in place instead of moving it per call.
+  lua_settop(L, 0);
+  lua_pushcfunction(L, l_traceback);
   return host;
 }
 
@@ -91,10 +95,20 @@ void LuaHost::SaveError(lua_State* L) noexcept {
 
 int LuaHost::PCall(lua_State* L, int nargs, int nresults) {
   if (!deferred_unrefs_.empty()) DrainUnrefs();
+  memory_.refused = false;
+  // From the top level of the main thread (depth 1: only our own Entry),
+  // stack indices are absolute and slot 1 is the handler.
+  if (L == L_ && depth_ == 1) {
+    const int status = lua_pcall(L, nargs, nresults, 1);
+    if (status != LUA_OK && status != LUA_ERRRUN) {
+      message_.clear();
+      traceback_.clear();
+    }
+    return status;
+  }
   const int base = lua_gettop(L) - nargs;  // the function's slot
   lua_pushcfunction(L, l_traceback);
   lua_insert(L, base);
-  memory_.refused = false;
   const int status = lua_pcall(L, nargs, nresults, base);
   lua_remove(L, base);
   if (status != LUA_OK && status != LUA_ERRRUN) {

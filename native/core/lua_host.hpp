@@ -51,7 +51,8 @@ class LuaHost {
 
   // lua_pcall with the traceback handler. Stack: [func, args...] -> results,
   // or the error value on failure (the traceback is in last_traceback()).
-  // The caller holds an Entry.
+  // The caller holds an Entry. The main thread's slot 1 always holds the
+  // handler: nobody may set the main thread's top below 1.
   int PCall(lua_State* L, int nargs, int nresults);
 
   // The message and traceback captured for the last runtime error of PCall.
