@@ -11,6 +11,11 @@ try {
   e.message = `lua-tasks: the native addon is not built (${e.message}). Run "npm install" (or "npm run build") in the package directory.`;
   throw e;
 }
-binding.init({ makeError });
+// Subscribes a task waiting on `promise`; settle(key, token, ok, value) wakes it.
+function awaitPromise(promise, settle, key, token) {
+  promise.then((v) => settle(key, token, true, v), (e) => settle(key, token, false, e));
+}
+
+binding.init({ makeError, awaitPromise });
 
 module.exports = binding;

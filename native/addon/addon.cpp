@@ -30,10 +30,12 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
   AddonData data;
 
  private:
-  // init({ makeError }): lib/errors.js hands over its error factory.
+  // init({ makeError, awaitPromise }): lib hands over its error factory and
+  // the helper that subscribes to a promise for an awaiting task.
   Napi::Value JS_init(const Napi::CallbackInfo& info) {
     Napi::Object helpers = info[0].As<Napi::Object>();
     data.make_error = Napi::Persistent(helpers.Get("makeError").As<Napi::Function>());
+    data.await_helper = Napi::Persistent(helpers.Get("awaitPromise").As<Napi::Function>());
     return info.Env().Undefined();
   }
 };

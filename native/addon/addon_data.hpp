@@ -10,6 +10,7 @@ namespace lua_tasks {
 // the addon is a process global.
 struct AddonData {
   Napi::FunctionReference make_error;  // lib/errors.js makeError(code, message, props)
+  Napi::FunctionReference await_helper;  // (promise, settle, key, token): calls settle(key, token, ok, v)
   Napi::FunctionReference map_ctor;    // globalThis.Map
   Napi::FunctionReference map_get;     // Map.prototype.get
   Napi::FunctionReference map_set;     // Map.prototype.set

@@ -15,6 +15,7 @@
 
 #include <napi.h>
 
+#include "addon_data.hpp"
 #include "convert.hpp"
 #include "errors.hpp"
 #include "runtime_core.hpp"
@@ -44,6 +45,62 @@ int l_jsref_gc(lua_State* L) {
   if (box->ref != nullptr) napi_delete_reference(box->env, box->ref);
   box->ref = nullptr;
   return 0;
+}
+
+// Results of the C++ halves of the Lua-facing functions below.
+constexpr int kRaise = -1;    // the error value is on top: raise it
+constexpr int kSuspend = -2;  // the task awaits a promise: yield
+
+// Starts awaiting `promise` in the running task, or pushes why it cannot.
+// Returns kSuspend or kRaise.
+int BeginAwait(RuntimeCore* core, lua_State* L, napi_value promise) {
+  Napi::Env env(core->env);
+  Task* t = core->scheduler->current();
+  if (t == nullptr) {
+    lua_settop(L, 0);
+    PushJsError(core, L,
+                MakeError(env, "ERR_NOT_IN_TASK",
+                          "A JS function returned a Promise to Lua code that is not running in a task, so "
+                          "nothing can wait for it. Call it from a task (rt.start, rt.call or tasks.start)."));
+    return kRaise;
+  }
+  if (!lua_isyieldable(L)) {
+    lua_settop(L, 0);
+    lua_pushliteral(L, "cannot wait for a JS Promise here (inside a metamethod, a C function or a call from JS)");
+    return kRaise;
+  }
+  napi_value argv[4], settle, recv, ignored;
+  argv[0] = promise;
+  napi_get_reference_value(core->env, core->settle, &settle);
+  argv[1] = settle;
+  napi_create_double(core->env, static_cast<double>(t->key), &argv[2]);
+  napi_create_uint32(core->env, ++t->await_token, &argv[3]);
+  napi_get_undefined(core->env, &recv);
+  AddonData* data = AddonData::From(core->env);
+  if (napi_call_function(core->env, recv, data->await_helper.Value(), 4, argv, &ignored) != napi_ok) {
+    ThrowPending(core->env, "awaiting a promise");
+  }
+  t->pending = WaitRequest{};
+  t->pending.kind = WaitKind::kPromise;
+  t->has_pending = true;
+  lua_settop(L, 0);
+  return kSuspend;
+}
+
+// After an await: the task was resumed with (ok, value).
+int k_await(lua_State* L, int status, lua_KContext ctx) {
+  const int n = lua_gettop(L);
+  if (n >= 2 && lua_toboolean(L, n - 1)) return 1;
+  return lua_error(L);
+}
+
+// Suspends the running task until its promise settles (see BeginAwait).
+int Suspend(lua_State* L) {
+  RuntimeCore* core = CoreOf(L);
+  Task* t = core->scheduler->current();
+  if (L == t->co) return lua_yieldk(L, 0, 0, k_await);
+  lua_pushlightuserdata(L, core->scheduler.get());  // the sentinel the resume wrappers pass up
+  return lua_yieldk(L, 1, 0, k_await);
 }
 
 // Pushes the error for a failed JS call: the thrown value kept by reference.
@@ -84,8 +141,14 @@ int CallJs(lua_State* L) noexcept {
     napi_get_undefined(env, &recv);
     const napi_status st = napi_call_function(env, recv, fn, argc, argv, &out);
     if (st != napi_ok) ThrowPending(env, "calling a JS function");
-    lua_settop(L, 0);
-    PushJs(core, L, out);
+    bool promise = false;
+    napi_is_promise(env, out, &promise);
+    if (promise) {
+      result = BeginAwait(core, L, out);  // a Promise: the task waits for it
+    } else {
+      lua_settop(L, 0);
+      PushJs(core, L, out);
+    }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
     PushThrown(core, L, e);
@@ -101,6 +164,41 @@ int CallJs(lua_State* L) noexcept {
 
 int l_js_call(lua_State* L) {
   const int n = CallJs(L);
+  if (n == kSuspend) return Suspend(L);
+  if (n < 0) return lua_error(L);
+  return n;
+}
+
+// tasks.await(v): waits for a JS Promise (v crossed as a JS value); any other
+// value is returned as is, as JS await does.
+int AwaitValue(lua_State* L) noexcept {
+  RuntimeCore* core = CoreOf(L);
+  napi_value v = JsRefValue(core, L, 1);
+  bool promise = false;
+  if (v != nullptr) napi_is_promise(core->env, v, &promise);
+  if (!promise) {
+    lua_settop(L, 1);
+    return 1;
+  }
+  LuaHost::HostSection section(core->host.get(), L);
+  napi_handle_scope scope;
+  napi_open_handle_scope(core->env, &scope);
+  int result;
+  try {
+    result = BeginAwait(core, L, v);
+  } catch (const Napi::Error& e) {
+    lua_settop(L, 0);
+    PushThrown(core, L, e);
+    result = kRaise;
+  }
+  napi_close_handle_scope(core->env, scope);
+  return result;
+}
+
+int l_tasks_await(lua_State* L) {
+  luaL_checkany(L, 1);
+  const int n = AwaitValue(L);
+  if (n == kSuspend) return Suspend(L);
   if (n < 0) return lua_error(L);
   return n;
 }
@@ -194,6 +292,12 @@ void RegisterJsRef(RuntimeCore* core, lua_State* L) {
   lua_pushboolean(L, false);  // getmetatable() answers false: the metatable stays ours
   lua_setfield(L, -2, "__metatable");
   core->jsref_mt = lua_topointer(L, -1);
+  lua_pop(L, 1);
+  lua_getglobal(L, "tasks");
+  if (lua_istable(L, -1)) {
+    lua_pushcfunction(L, l_tasks_await);
+    lua_setfield(L, -2, "await");
+  }
   lua_pop(L, 1);
 }
 

@@ -6,10 +6,70 @@
 
 #include "convert.hpp"
 #include "errors.hpp"
+#include "js_ref.hpp"
 
 namespace lua_tasks {
 
+namespace {
+
+struct SettleData {
+  std::weak_ptr<RuntimeCore> core;  // the promise may outlive the runtime
+};
+
+// settle(key, token, ok, value): a promise a task awaited has settled.
+napi_value Settle(napi_env env, napi_callback_info info) {
+  size_t argc = 4;
+  napi_value argv[4];
+  void* data;
+  napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
+  std::shared_ptr<RuntimeCore> core = static_cast<SettleData*>(data)->core.lock();
+  if (!core || core->closed()) return nullptr;
+  double key_d;
+  uint32_t token;
+  bool ok;
+  napi_get_value_double(env, argv[0], &key_d);
+  napi_get_value_uint32(env, argv[1], &token);
+  napi_get_value_bool(env, argv[2], &ok);
+  Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
+  // A cancelled or finished task, or a late settlement: ignored.
+  if (t == nullptr || t->wait != WaitKind::kPromise || t->await_token != token) return nullptr;
+  lua_State* co = t->co;
+  {
+    LuaHost::HostSection section(core->host.get(), core->host->current());
+    if (!lua_checkstack(co, 4)) return nullptr;
+    const int top = lua_gettop(co);
+    lua_pushboolean(co, ok);
+    try {
+      if (ok) {
+        PushJs(core.get(), co, argv[3]);
+      } else {
+        PushJsError(core.get(), co, argv[3]);
+      }
+    } catch (const Napi::Error& e) {
+      // The value cannot cross: the await raises that conversion error.
+      lua_settop(co, top);
+      lua_pushboolean(co, 0);
+      PushJsError(core.get(), co, e.Value());
+    }
+  }
+  core->scheduler->Deliver(t, 2);
+  core->AfterEntry();
+  return nullptr;
+}
+
+}  // namespace
+
 void RuntimeCore::Attach(napi_value listener) {
+  {
+    auto data = std::make_unique<SettleData>(SettleData{weak_from_this()});
+    napi_value fn;
+    napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, data.get(), &fn);
+    napi_add_finalizer(
+        env, fn, data.get(), [](napi_env, void* d, void*) { std::unique_ptr<SettleData> owned(static_cast<SettleData*>(d)); }, nullptr,
+        nullptr);
+    data.release();  // owned by the function now
+    napi_create_reference(env, fn, 1, &settle);
+  }
   napi_create_reference(env, listener, 1, &listener_);
   napi_value resource, name;
   napi_create_object(env, &resource);
@@ -111,10 +171,12 @@ void RuntimeCore::CloseNow(bool notify) {
     scheduler.reset();
   }
   host.reset();  // lua_close runs __gc of JS references, which need env alive
-  if (listener_ != nullptr && notify) {
-    napi_delete_reference(env, listener_);
+  if (notify) {
+    if (listener_ != nullptr) napi_delete_reference(env, listener_);
+    if (settle != nullptr) napi_delete_reference(env, settle);
   }
   listener_ = nullptr;
+  settle = nullptr;
   if (async_ != nullptr && notify) napi_async_destroy(env, async_);
   async_ = nullptr;
   napi_async_cleanup_hook_handle hook = cleanup_hook_;

@@ -53,6 +53,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   std::unique_ptr<UvDriver> driver;         // closes its handles asynchronously
   SystemClock clock;
   const void* jsref_mt = nullptr;  // identity of the JsRef metatable in host's state
+  napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion
 
  private:

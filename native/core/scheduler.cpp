@@ -189,7 +189,6 @@ void Scheduler::ClearWait(Task* t) {
     timers_.Cancel(t->timer, t->key);
     t->timer = 0;
   }
-  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) hooks_->OnTaskCancelWait(*t);
   ++t->gen;  // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
 }
@@ -202,6 +201,12 @@ void Scheduler::WakeScheduled(Task* t) {
   lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
   lua_pushstring(co, UnitName(t->unit));
   RunTask(t, host_->current(), 3);
+}
+
+void Scheduler::Deliver(Task* t, int nargs) {
+  ClearWait(t);
+  RunTask(t, host_->current(), nargs);
+  hooks_->OnScheduleChange();
 }
 
 void Scheduler::RunImmediate() {

@@ -40,7 +40,7 @@ struct Task {
   bool has_pending = false;         // `pending` holds the instruction of the current yield
   WaitRequest pending;
   uint64_t join_key = 0;            // kJoin: the task waited for
-  void* embedder = nullptr;         // the addon's per-task data (e.g. a promise wait); not owned
+  uint32_t await_token = 0;         // kPromise: which settlement may wake it (late ones are ignored)
 };
 
 // What the embedder (the addon, or a test) supplies.
@@ -53,8 +53,6 @@ class SchedulerHooks {
   virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) = 0;
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
-  // Cancelling a task that waits on something the embedder owns (a promise).
-  virtual void OnTaskCancelWait(Task& task) {}
 };
 
 inline constexpr int kCancelledStatus = -1;
@@ -127,6 +125,9 @@ class Scheduler {
   void Park(Task* t);
   // Wakes a waiting task with ("SCHEDULER", elapsed, unit).
   void WakeScheduled(Task* t);
+  // Wakes a task waiting on something the embedder owns (a promise) with the
+  // `nargs` values already pushed onto t->co; runs it to its next wait.
+  void Deliver(Task* t, int nargs);
 
  private:
   struct ReadyEntry {
