@@ -163,7 +163,10 @@ class Runtime extends EventEmitter {
   constructor(options) {
     super();
     const opts = normalizeOptions(options);
-    this.#native = new binding.NativeRuntime(opts, opts.print, (key, kind, value) => this.#onEnd(key, kind, value));
+    // The listener captures nothing: the native side holds it strongly and
+    // holds this Runtime only weakly while no task waits on the loop, so an
+    // idle runtime nothing references can be collected.
+    this.#native = new binding.NativeRuntime(opts, opts.print, Runtime.#dispatchEnd, this);
     if (!opts.keepAlive) this.#native.keepAlive(false);
     for (const [name, file] of Object.entries(SHIPPED)) {
       if (fs.existsSync(file)) this.#native.preload(name, fs.readFileSync(file, 'utf8'));
@@ -177,6 +180,8 @@ class Runtime extends EventEmitter {
       }
     }
   }
+
+  static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
 
   #onEnd(key, kind, value) {
     const task = this.#tasks.get(key);

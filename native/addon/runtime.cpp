@@ -81,7 +81,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
   core_->host->embedder = core_.get();
-  core_->Attach(info[2]);
+  core_->Attach(info[2], info[3]);
   Scheduler* sched = core_->scheduler.get();
   if (core_->host->Protected(
           [](lua_State* L) {

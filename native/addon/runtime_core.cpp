@@ -59,7 +59,23 @@ napi_value Settle(napi_env env, napi_callback_info info) {
 
 }  // namespace
 
-void RuntimeCore::Attach(napi_value listener) {
+void RuntimeCore::OnScheduleChange() {
+  if (driver) driver->Sync();
+  if (!scheduler || owner_ == nullptr || !notify_) return;
+  const bool busy = scheduler->HasTimers() || scheduler->HasReady() || scheduler->HasOutsideWaits();
+  if (busy != owner_strong_) {
+    uint32_t count;
+    if (busy) {
+      napi_reference_ref(env, owner_, &count);
+    } else {
+      napi_reference_unref(env, owner_, &count);
+    }
+    owner_strong_ = busy;
+  }
+}
+
+void RuntimeCore::Attach(napi_value listener, napi_value owner) {
+  napi_create_reference(env, owner, 0, &owner_);
   {
     auto data = std::make_unique<SettleData>(SettleData{weak_from_this()});
     napi_value fn;
@@ -136,10 +152,19 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
     } else {
       napi_get_undefined(env, &argv[2]);
     }
-    napi_value fn, recv, ignored;
+    napi_value fn, recv, ignored, owner, args[4];
     napi_get_reference_value(env, listener_, &fn);
+    napi_get_reference_value(env, owner_, &owner);
+    if (owner == nullptr) {  // the Runtime was collected: nobody can hear it
+      napi_close_handle_scope(env, scope);
+      return;
+    }
+    args[0] = owner;
+    args[1] = argv[0];
+    args[2] = argv[1];
+    args[3] = argv[2];
     napi_get_undefined(env, &recv);
-    if (napi_call_function(env, recv, fn, 3, argv, &ignored) != napi_ok) {
+    if (napi_call_function(env, recv, fn, 4, args, &ignored) != napi_ok) {
       napi_value exc;
       napi_get_and_clear_last_exception(env, &exc);
       napi_fatal_exception(env, exc);  // a throwing 'taskdone' listener: uncaught, as in any emit
@@ -157,6 +182,16 @@ void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   core->CloseNow(false);
 }
 
+void RuntimeCore::ReportMemory() {
+  const int64_t used = static_cast<int64_t>(host->memory().used);
+  const int64_t delta = used - reported_;
+  if (delta > (int64_t{256} << 10) || delta < -(int64_t{256} << 10)) {
+    int64_t ignored;
+    napi_adjust_external_memory(env, delta, &ignored);
+    reported_ = used;
+  }
+}
+
 void RuntimeCore::Close() {
   closing_ = true;
   if (host && host->depth() > 0) return;  // AfterEntry finishes it
@@ -171,11 +206,18 @@ void RuntimeCore::CloseNow(bool notify) {
     scheduler.reset();
   }
   host.reset();  // lua_close runs __gc of JS references, which need env alive
+  if (reported_ != 0 && notify) {
+    int64_t ignored;
+    napi_adjust_external_memory(env, -reported_, &ignored);
+  }
+  reported_ = 0;
   if (notify) {
     if (listener_ != nullptr) napi_delete_reference(env, listener_);
     if (settle != nullptr) napi_delete_reference(env, settle);
+    if (owner_ != nullptr) napi_delete_reference(env, owner_);
   }
   listener_ = nullptr;
+  owner_ = nullptr;
   settle = nullptr;
   if (async_ != nullptr && notify) napi_async_destroy(env, async_);
   async_ = nullptr;

@@ -27,7 +27,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   RuntimeCore& operator=(const RuntimeCore&) = delete;
 
   // Creates the scheduler and the loop driver, registers the cleanup hook.
-  void Attach(napi_value listener);
+  // `listener(owner, key, kind, value)` hears task ends; `owner` is the JS
+  // Runtime, held weakly except while tasks wait on timers, the ready queue
+  // or promises (as Node holds a pending timer's callback).
+  void Attach(napi_value listener, napi_value owner);
 
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }
@@ -39,13 +42,12 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // Called after every outermost call into Lua.
   void AfterEntry() {
     if (closing_ && host && host->depth() == 0) CloseNow(true);
+    if (host) ReportMemory();
   }
 
   // SchedulerHooks
   void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
-  void OnScheduleChange() override {
-    if (driver) driver->Sync();
-  }
+  void OnScheduleChange() override;
 
   napi_env const env;
   std::unique_ptr<LuaHost> host;            // null once closed
@@ -58,13 +60,19 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
 
  private:
   void CloseNow(bool notify);
+  // Tells V8 how much memory the Lua state holds, so an unreachable runtime
+  // holding a large state is collected as promptly as a large JS object.
+  void ReportMemory();
   static void OnCleanup(napi_async_cleanup_hook_handle handle, void* arg);
   // Runs a scheduler step from a libuv callback: scopes, exceptions.
   void RunFromLoop(void (*step)(Scheduler*));
 
   bool closing_ = false;
   bool notify_ = true;                    // false during teardown: no JS may run
-  napi_ref listener_ = nullptr;           // JS onEnd(key, kind, value)
+  napi_ref listener_ = nullptr;           // JS onEnd(owner, key, kind, value); captures nothing
+  napi_ref owner_ = nullptr;              // the JS Runtime: weak, strong while busy
+  bool owner_strong_ = false;
+  int64_t reported_ = 0;                  // bytes last reported to napi_adjust_external_memory
   napi_async_context async_ = nullptr;    // for callback scopes from the loop
   napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed once handles are closed
 };

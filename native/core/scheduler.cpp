@@ -174,6 +174,9 @@ void Scheduler::Park(Task* t) {
     case WaitKind::kJoin:
       t->join_key = req.join_key;
       break;
+    case WaitKind::kPromise:
+      ++outside_waits_;
+      break;
     default:  // INDEFINITELY, promises, commits: woken by someone else
       break;
   }
@@ -189,6 +192,7 @@ void Scheduler::ClearWait(Task* t) {
     timers_.Cancel(t->timer, t->key);
     t->timer = 0;
   }
+  if (t->wait == WaitKind::kPromise) --outside_waits_;
   ++t->gen;  // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
 }

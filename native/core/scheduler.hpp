@@ -95,6 +95,8 @@ class Scheduler {
 
   bool HasReady() const { return !ready_.empty(); }
   bool HasTimers() const { return !timers_.empty(); }
+  // Tasks that something outside the loop's handles will wake (promises).
+  bool HasOutsideWaits() const { return outside_waits_ != 0; }
   int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
   size_t task_count() const { return tasks_.size(); }
   Task* Find(uint64_t key) {
@@ -150,6 +152,7 @@ class Scheduler {
   TimerQueue timers_;
   std::deque<Finished> finished_;
   Task* current_ = nullptr;  // the task whose coroutine is running, innermost
+  size_t outside_waits_ = 0; // tasks waiting on kPromise
   uint64_t next_key_ = 1;
   std::string prefix_;
 };
