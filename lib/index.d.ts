@@ -15,6 +15,10 @@ export interface RuntimeOptions {
   keepAlive?: boolean;
   /** Modules for `require`: Lua source, or a value. */
   modules?: Record<string, string | object>;
+  /** Milliseconds a task may run before it is made to yield. */
+  timeSlice?: number;
+  /** CPU milliseconds a task (or a call from JS) may use before it is killed. */
+  taskTimeout?: number;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
@@ -51,7 +55,7 @@ export class Runtime extends EventEmitter {
   tasks(): TaskInfo[];
   ref(): this;
   unref(): this;
-  stats(): { memoryUsed: number; memoryPeak: number; memoryLimit: number; tasks: number };
+  stats(): { memoryUsed: number; memoryPeak: number; memoryLimit: number; tasks: number; preemptions: number };
   close(): Promise<void>;
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;

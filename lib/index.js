@@ -33,7 +33,16 @@ function normalizeOptions(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
   const out = {};
   const { libs = 'safe', memoryLimit, print, keepAlive = true, modules } = options;
-  for (const key of ['timeSlice', 'taskTimeout', 'store', 'name', 'modulePaths', 'timeZone']) {
+  for (const key of ['timeSlice', 'taskTimeout']) {
+    const v = options[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 2 ** 31) {
+      throw makeError('ERR_OUT_OF_RANGE',
+        `The "options.${key}" option must be a positive number of milliseconds. Received ${typeName(v)}.`);
+    }
+    out[key] = v;
+  }
+  for (const key of ['store', 'name', 'modulePaths', 'timeZone']) {
     if (options[key] !== undefined) {
       throw makeError('ERR_INVALID_ARG_VALUE',
         `The "options.${key}" option is not supported by this version of lua-tasks yet.`);
@@ -158,6 +167,8 @@ class Runtime extends EventEmitter {
    * @param {(line: string) => void} [options.print] receives each line Lua prints (default: stdout)
    * @param {boolean} [options.keepAlive=true] whether timed waits keep the process alive
    * @param {Object<string, string|object>} [options.modules] modules for `require`: Lua source, or a value
+   * @param {number} [options.timeSlice] ms a task may run before it is made to yield (as IMMEDIATE)
+   * @param {number} [options.taskTimeout] CPU ms a task (or a call from JS) may use before it is killed
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {

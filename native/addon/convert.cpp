@@ -590,6 +590,11 @@ napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char*
   if (napi_value js = JsRefValue(core, L, -1)) return js;  // a JS value thrown through Lua
   LuaHost* host = core->host.get();
   if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage());
+  if (host->last_killed() && traceback == nullptr) {
+    const int64_t ms = host->budget()->timeout_ns() / 1000000;
+    return MakeError(env, "ERR_TASK_TIMEOUT",
+                     "Lua code exceeded its CPU budget (taskTimeout " + std::to_string(ms) + " ms) and was stopped.");
+  }
   Napi::Object props = Napi::Object::New(env);
   std::string message;
   if (traceback != nullptr) props.Set("luaStack", Napi::String::New(env, traceback));

@@ -75,8 +75,13 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.libs = ParseLibs(options);
   Napi::Value limit = options.Get("memoryLimit");
   if (limit.IsNumber()) opts.memory_limit = static_cast<size_t>(limit.As<Napi::Number>().DoubleValue());
+  Napi::Value slice = options.Get("timeSlice");
+  if (slice.IsNumber()) opts.time_slice_ns = static_cast<int64_t>(slice.As<Napi::Number>().DoubleValue() * 1e6);
+  Napi::Value timeout = options.Get("taskTimeout");
+  if (timeout.IsNumber()) opts.task_timeout_ns = static_cast<int64_t>(timeout.As<Napi::Number>().DoubleValue() * 1e6);
 
   core_ = std::make_shared<RuntimeCore>(env);
+  opts.clock = &core_->clock;
   std::string error;
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
@@ -402,6 +407,8 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("memoryPeak", Napi::Number::New(env, static_cast<double>(m.peak)));
   out.Set("memoryLimit", Napi::Number::New(env, static_cast<double>(m.limit)));
   out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
+  const CpuBudget* b = core->host->budget();
+  out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));
   return out;
 }
 

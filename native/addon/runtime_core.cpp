@@ -134,6 +134,12 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
     napi_value argv[3];
     napi_create_double(env, static_cast<double>(task.key), &argv[0]);
     int kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
+    if (status == kTimedOutStatus) {
+      const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
+      argv[2] = MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
+                          "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
+                              std::to_string(ms) + " ms) and was killed.");
+    }
     napi_create_int32(env, kind, &argv[1]);
     if (kind == 0) {
       if (nres > 0) {
@@ -147,9 +153,9 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
       } else {
         napi_get_undefined(env, &argv[2]);
       }
-    } else if (kind == 1) {
+    } else if (kind == 1 && status != kTimedOutStatus) {
       argv[2] = LuaErrorToJs(this, co, status, traceback);
-    } else {
+    } else if (status != kTimedOutStatus) {
       napi_get_undefined(env, &argv[2]);
     }
     napi_value fn, recv, ignored, owner, args[4];

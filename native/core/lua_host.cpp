@@ -24,6 +24,9 @@ int l_setup(lua_State* L) {
 std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::string* error) {
   std::unique_ptr<LuaHost> host(new LuaHost());
   host->memory_.limit = options.memory_limit;
+  if ((options.time_slice_ns > 0 || options.task_timeout_ns > 0) && options.clock != nullptr) {
+    host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns);
+  }
   lua_State* L = lua_newstate(MemoryBudget::Alloc, &host->memory_);
   if (L == nullptr) {
     *error = "cannot create a Lua state: out of memory";
@@ -49,6 +52,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   // made from the top level use it in place instead of moving it per call.
   lua_settop(L, 0);
   lua_pushcfunction(L, l_traceback);
+  if (host->budget_) host->budget_->Install(L);  // every later thread inherits it
   return host;
 }
 
@@ -152,6 +156,13 @@ LuaHost::Entry::Entry(LuaHost* host, lua_State* L)
     : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
   host->current_ = L;
   host->memory_.enforce = true;
+  // A call from JS with nothing running opens a CPU window; tasks open their
+  // own (Scheduler::RunTask), and nested calls keep the outer one.
+  if (host->budget_ && !host->budget_->active()) {
+    outer_ = host->budget_->Open(0, false);
+    opened_ = true;
+    host->last_killed_ = false;
+  }
   ++host->depth_;
 }
 
@@ -159,6 +170,12 @@ LuaHost::Entry::~Entry() {
   host_->current_ = saved_current_;
   host_->memory_.enforce = saved_enforce_;
   --host_->depth_;
+  if (opened_) {
+    bool killed;
+    host_->budget_->Close(outer_, &killed);
+    host_->last_killed_ = killed;
+    if (killed) host_->budget_->Install(host_->L_);  // the kill left a per-instruction hook
+  }
 }
 
 LuaHost::HostSection::HostSection(LuaHost* host, lua_State* L)

@@ -10,6 +10,8 @@
 
 #include <lua.hpp>
 
+#include "clock.hpp"
+#include "cpu_budget.hpp"
 #include "lua_libs.hpp"
 #include "memory_budget.hpp"
 
@@ -18,6 +20,9 @@ namespace lua_tasks {
 struct LuaHostOptions {
   LibProfile libs;
   size_t memory_limit = 0;  // bytes; 0 = unlimited
+  int64_t time_slice_ns = 0;    // timeSlice; 0 = never preempt
+  int64_t task_timeout_ns = 0;  // taskTimeout; 0 = no CPU budget
+  const Clock* clock = nullptr; // required when either limit is set
 };
 
 // Owns a lua_State. The LuaHost pointer lives in the state's extra space, so
@@ -65,6 +70,9 @@ class LuaHost {
   void* embedder = nullptr;
 
   MemoryBudget& memory() { return memory_; }
+  CpuBudget* budget() { return budget_.get(); }
+  // True if the last outermost call from JS was killed by taskTimeout.
+  bool last_killed() const { return last_killed_; }
 
   // Frees a registry slot now if no Lua code runs, else at the next safe point.
   // Finalizers of JS objects call this at any moment, even in the middle of a
@@ -84,6 +92,8 @@ class LuaHost {
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
+    CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
+    bool opened_ = false;
   };
 
   // RAII: host C++ code runs (e.g. JS called from Lua): the limit is not
@@ -119,6 +129,8 @@ class LuaHost {
   void SaveError(lua_State* L) noexcept;
 
   MemoryBudget memory_;          // must outlive L_: it is the allocator's state
+  std::unique_ptr<CpuBudget> budget_;  // null without timeSlice/taskTimeout
+  bool last_killed_ = false;
   lua_State* L_ = nullptr;       // owned; closed in the destructor
   lua_State* current_ = nullptr; // borrowed: a thread of L_
   int depth_ = 0;

@@ -28,6 +28,7 @@ const char* TaskStatusName(TaskStatus s) {
 
 Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
+  if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
   std::random_device rd;
   const uint64_t r = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
@@ -41,7 +42,20 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
   prefix_.assign(buf, sizeof buf);
 }
 
-Scheduler::~Scheduler() = default;
+Scheduler::~Scheduler() {
+  if (host_->budget() != nullptr) host_->budget()->set_preempt(nullptr, nullptr);
+}
+
+bool Scheduler::Preempt(void* ctx, lua_State* L) {
+  auto* s = static_cast<Scheduler*>(ctx);
+  Task* t = s->current_;
+  // Only on the task's own thread: a yield from a nested coroutine would go
+  // to the user's resume. The hook tries again at the next count.
+  if (t == nullptr || t->co != L) return false;
+  t->pending = WaitRequest{};
+  t->has_pending = true;
+  return true;
+}
 
 std::string Scheduler::IdOf(uint64_t key) const {
   char buf[16];
@@ -127,12 +141,25 @@ void Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
   t->has_pending = false;
   int nres = 0;
   int status;
+  CpuBudget* budget = host_->budget();
+  CpuBudget::Window outer;
+  if (budget != nullptr) outer = budget->Open(t->cpu_ns, true);
   {
     LuaHost::Entry entry(host_, t->co);
     status = lua_resume(t->co, from, nargs, &nres);
   }
+  bool killed = false;
+  if (budget != nullptr) t->cpu_ns += budget->Close(outer, &killed);
   current_ = saved;
   LuaHost::HostSection section(host_, from);  // allocations below never raise
+  if (killed) {
+    if (status == LUA_YIELD) {
+      KillNow(t, kTimedOutStatus);  // it caught the kill and yielded: it still dies
+    } else {
+      EndTask(t, kTimedOutStatus, 0);
+    }
+    return;
+  }
   if (status == LUA_YIELD) {
     lua_pop(t->co, nres);  // the instruction's values: parsed into t->pending already
     if (t->cancel_pending) {
@@ -294,7 +321,7 @@ void Scheduler::CancelAll() {
   ready_.clear();
 }
 
-void Scheduler::KillNow(Task* t) {
+void Scheduler::KillNow(Task* t, int status) {
   ClearWait(t);
   {
     // Closing runs the coroutine's pending <close> variables (Lua code).
@@ -302,22 +329,24 @@ void Scheduler::KillNow(Task* t) {
     lua_resetthread(t->co);
   }
   lua_settop(t->co, 0);
-  EndTask(t, kCancelledStatus, 0);
+  EndTask(t, status, 0);
 }
 
 void Scheduler::EndTask(Task* t, int status, int nres) {
   t->status = status == LUA_OK              ? TaskStatus::kDone
               : status == kCancelledStatus ? TaskStatus::kCancelled
                                            : TaskStatus::kFailed;
+  const bool failed_in_lua = status != LUA_OK && status != kCancelledStatus && status != kTimedOutStatus;
   ClearWait(t);
   const char* traceback = nullptr;
-  if (status != LUA_OK && status != kCancelledStatus) {
+  if (failed_in_lua) {
     // The failed coroutine keeps its stack: the traceback is read from it.
     lua_State* M = host_->main();
     luaL_traceback(M, t->co, nullptr, 0);
     traceback = lua_tostring(M, -1);
   }
   const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
+  if (status == kTimedOutStatus) lua_settop(t->co, 0);
   if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, traceback);
   if (traceback != nullptr) lua_pop(host_->main(), 1);
   if (!t->observed) Remember(t, status, nres);
@@ -337,8 +366,8 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     if (w == nullptr || w->wait != WaitKind::kJoin) continue;
     ClearWait(w);
     lua_pushboolean(w->co, status == LUA_OK);
-    if (status == kCancelledStatus) {
-      lua_pushliteral(w->co, "task cancelled");
+    if (status == kCancelledStatus || status == kTimedOutStatus) {
+      lua_pushstring(w->co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
       RunTask(w, host_->current(), 2);
       continue;
     }
@@ -346,6 +375,12 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     for (int i = top - nres + 1; i <= top; ++i) lua_pushvalue(co, i);
     lua_xmove(co, w->co, nres);
     RunTask(w, host_->current(), 1 + nres);
+  }
+  if (failed_in_lua) {
+    // A failed coroutine keeps its stack; closing it runs its pending
+    // <close> variables, as coroutine.close would.
+    LuaHost::Entry entry(host_, co);
+    lua_resetthread(co);
   }
   lua_settop(co, 0);
   tasks_.erase(key);  // frees the thread's registry slot
@@ -362,8 +397,8 @@ void Scheduler::Remember(Task* t, int status, int nres) {
     }
     lua_pushinteger(co, nres);
     lua_setfield(co, -2, "n");
-  } else if (status == kCancelledStatus) {
-    lua_pushliteral(co, "task cancelled");
+  } else if (status == kCancelledStatus || status == kTimedOutStatus) {
+    lua_pushstring(co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
   } else {
     lua_pushvalue(co, -1);
   }

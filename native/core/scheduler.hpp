@@ -40,6 +40,7 @@ struct Task {
   bool has_pending = false;         // `pending` holds the instruction of the current yield
   WaitRequest pending;
   uint64_t join_key = 0;            // kJoin: the task waited for
+  int64_t cpu_ns = 0;               // CPU time spent so far (monotonic ns while running)
   uint32_t await_token = 0;         // kPromise: which settlement may wake it (late ones are ignored)
 };
 
@@ -56,6 +57,7 @@ class SchedulerHooks {
 };
 
 inline constexpr int kCancelledStatus = -1;
+inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
 // it yields; the yield wrappers installed in Lua (lua_api_tasks.cpp) have then
@@ -141,7 +143,8 @@ class Scheduler {
   void EndTask(Task* t, int status, int nres);
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
-  void KillNow(Task* t);
+  void KillNow(Task* t, int status = kCancelledStatus);
+  static bool Preempt(void* ctx, lua_State* L);
   void Remember(Task* t, int status, int nres);
 
   LuaHost* host_;

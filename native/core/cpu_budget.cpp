@@ -1,0 +1,64 @@
+// SPDX-License-Identifier: MIT
+// CpuBudget: timeSlice preemption and taskTimeout kills, through a Lua count hook.
+#include "cpu_budget.hpp"
+
+#include "lua_host.hpp"
+
+namespace lua_tasks {
+
+void CpuBudget::Install(lua_State* L) const {
+  if (enabled()) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
+}
+
+CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task) {
+  const Window outer = window_;
+  const int64_t now = clock_->MonoNs();
+  Window w;
+  w.active = true;
+  w.start = now;
+  if (outer.active) {
+    // Nested (task -> JS -> Lua): the outer limits still hold.
+    w.deadline = outer.deadline;
+    w.slice_end = 0;
+    w.killing = outer.killing;
+  } else {
+    if (timeout_ns_ > 0) w.deadline = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
+    if (task && slice_ns_ > 0) w.slice_end = now + slice_ns_;
+  }
+  window_ = w;
+  return outer;
+}
+
+int64_t CpuBudget::Close(const Window& outer, bool* killed) {
+  const int64_t ran = clock_->MonoNs() - window_.start;
+  *killed = window_.killing;
+  window_ = outer;
+  if (outer.active && *killed) window_.killing = true;  // keep killing up to the entry point
+  return ran;
+}
+
+void CpuBudget::Hook(lua_State* L, lua_Debug* ar) {
+  LuaHost::From(L)->budget()->OnHook(L);
+}
+
+void CpuBudget::OnHook(lua_State* L) {
+  if (!window_.active) return;
+  if (!window_.killing) {
+    const int64_t now = clock_->MonoNs();
+    if (window_.deadline != 0 && now >= window_.deadline) {
+      window_.killing = true;
+    } else {
+      if (window_.slice_end != 0 && now >= window_.slice_end && lua_isyieldable(L) && preempt_ != nullptr &&
+          preempt_(preempt_ctx_, L)) {
+        ++preemptions_;
+        window_.slice_end = 0;
+        lua_yield(L, 0);  // a count hook may yield, with no values
+      }
+      return;
+    }
+  }
+  lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // from now on, every instruction
+  luaL_error(L, "CPU budget exceeded (taskTimeout %d ms)", static_cast<int>(timeout_ns_ / 1000000));
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// CpuBudget: timeSlice preemption and taskTimeout kills, through a Lua count hook.
+#pragma once
+
+#include <cstdint>
+
+#include <lua.hpp>
+
+#include "clock.hpp"
+
+namespace lua_tasks {
+
+// How it works. When either limit is set, every thread of the state runs with
+// a count hook (threads inherit it from their creator). Every kHookEvery VM
+// instructions the hook reads the monotonic clock:
+//  - past the window's slice end, on a task's own thread, it asks the
+//    preempt callback to file the task as IMMEDIATE and yields (a hook may
+//    yield with no values); elsewhere (a metamethod, a C call) it waits for
+//    the next point where it can;
+//  - past the deadline, it switches to killing: the hook then fires on every
+//    instruction and raises "CPU budget exceeded" each time. pcall can catch
+//    one raise, but the very next instruction outside it raises again, so the
+//    error always reaches the entry point (the Redis script-kill idea).
+// A window is one stretch of Lua execution: a task's resume, or a call from
+// JS. Windows nest (task -> JS -> Lua); an inner window keeps the outer limits.
+class CpuBudget {
+ public:
+  static constexpr int kHookEvery = 1000;
+
+  // Returns true if the running task on L was filed to yield as IMMEDIATE.
+  using PreemptFn = bool (*)(void* ctx, lua_State* L);
+
+  CpuBudget(const Clock* clock, int64_t slice_ns, int64_t timeout_ns)
+      : clock_(clock), slice_ns_(slice_ns), timeout_ns_(timeout_ns) {}
+
+  bool enabled() const { return slice_ns_ > 0 || timeout_ns_ > 0; }
+  int64_t timeout_ns() const { return timeout_ns_; }
+  void set_preempt(PreemptFn fn, void* ctx) {
+    preempt_ = fn;
+    preempt_ctx_ = ctx;
+  }
+  // Sets the hook on L (call for the main thread at creation).
+  void Install(lua_State* L) const;
+
+  struct Window {
+    int64_t start = 0;
+    int64_t deadline = 0;   // 0 = none
+    int64_t slice_end = 0;  // 0 = not preemptible
+    bool killing = false;
+    bool active = false;
+  };
+  // Opens a window. `used_ns` is CPU time the task already spent (0 for a
+  // call from JS); `task` makes it preemptible. Returns the window it hides.
+  Window Open(int64_t used_ns, bool task);
+  // Closes the current window, restoring `outer`. Returns the nanoseconds it
+  // ran and sets *killed if it was killed.
+  int64_t Close(const Window& outer, bool* killed);
+
+  bool killing() const { return window_.killing; }
+  bool active() const { return window_.active; }
+  uint64_t preemptions() const { return preemptions_; }
+
+ private:
+  static void Hook(lua_State* L, lua_Debug* ar);
+  void OnHook(lua_State* L);
+
+  const Clock* clock_;
+  int64_t slice_ns_;
+  int64_t timeout_ns_;
+  PreemptFn preempt_ = nullptr;
+  void* preempt_ctx_ = nullptr;
+  Window window_;
+  uint64_t preemptions_ = 0;
+};
+
+}  // namespace lua_tasks

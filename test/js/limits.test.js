@@ -1,0 +1,57 @@
+// SPDX-License-Identifier: MIT
+// CPU limits: timeSlice preemption keeps the loop responsive; taskTimeout kills past pcall.
+'use strict';
+const { Runtime } = require('../..');
+
+test.each([
+  ['timeSlice', 0],
+  ['timeSlice', -1],
+  ['taskTimeout', 'soon'],
+  ['taskTimeout', Infinity],
+])('option %s = %p is refused with ERR_OUT_OF_RANGE', (key, value) => {
+  expect(() => new Runtime({ [key]: value })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+});
+
+test('spinning tasks are preempted, so a setInterval keeps firing, and taskTimeout kills them', async () => {
+  const rt = new Runtime({ timeSlice: 5, taskTimeout: 250 });
+  rt.load(`function spin() while true do end end
+           function pspin() while true do pcall(function() while true do end end) end end`);
+  let last = Date.now();
+  let maxGap = 0;
+  const iv = setInterval(() => {
+    const now = Date.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, 10);
+  const tasks = [rt.start('spin'), rt.start('spin'), rt.start('pspin'), rt.start('pspin')];
+  const results = await Promise.allSettled(tasks.map((t) => t.result));
+  clearInterval(iv);
+  for (const r of results) {
+    expect(r.status).toBe('rejected');
+    expect(r.reason.code).toBe('ERR_TASK_TIMEOUT');
+  }
+  // Without preemption the interval would stall for the whole ~1 s of spinning.
+  expect(maxGap).toBeLessThan(150);
+  expect(rt.stats().preemptions).toBeGreaterThan(10);
+  rt.closeSync();
+});
+
+test('a call from JS that spins is stopped with ERR_TASK_TIMEOUT and the runtime stays usable', () => {
+  const rt = new Runtime({ taskTimeout: 50 });
+  expect(() => rt.load('while true do pcall(function() while true do end end) end')).toThrow(
+    expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }),
+  );
+  expect(rt.load('local s = 0 for i = 1, 1000 do s = s + i end return s')).toEqual([500500]);
+  rt.closeSync();
+});
+
+test('other tasks go on while one is killed', async () => {
+  const rt = new Runtime({ taskTimeout: 100 });
+  rt.load(`function spin() while true do end end
+           function nap() coroutine.yield("FOR", 20, "MILLISECONDS") return "rested" end`);
+  const spinner = rt.start('spin');
+  const napper = rt.start('nap');
+  await expect(spinner.result).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  await expect(napper.result).resolves.toBe('rested');
+  rt.closeSync();
+});
