@@ -1,0 +1,402 @@
+// SPDX-License-Identifier: MIT
+// Yield instructions: IMMEDIATE, FOR, UNTIL_TIME, INDEFINITELY; resume, cancel, stale timers; bad yields.
+'use strict';
+const { Runtime } = require('../..');
+
+let rt;
+let lines;
+beforeEach(() => {
+  lines = [];
+  rt = new Runtime({ print: (l) => lines.push(l) });
+});
+afterEach(() => {
+  rt.closeSync();
+  if (global.gc) global.gc();
+});
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const turn = () => new Promise((r) => setImmediate(r));
+
+// Generous upper slack: a loaded CI machine is late, never early.
+const LATE_MS = 500;
+
+describe('IMMEDIATE', () => {
+  test.each([
+    ['coroutine.yield()'],
+    ['coroutine.yield(nil)'],
+    ['coroutine.yield("IMMEDIATE")'],
+    ['coroutine.yield("immediate")'],
+    ['coroutine.yield(tasks.instruction.IMMEDIATE)'],
+  ])('%s returns "SCHEDULER", a small elapsed and "SECONDS"', async (y) => {
+    rt.load(`function t() return { ${y} } end`);
+    const [reason, elapsed, unit] = await rt.call('t');
+    expect(reason).toBe('SCHEDULER');
+    expect(unit).toBe('SECONDS');
+    expect(elapsed).toBeGreaterThanOrEqual(0);
+    expect(elapsed).toBeLessThan(LATE_MS / 1000);
+  });
+
+  test('the reason constant matches what the yield returns', async () => {
+    rt.load('function t() local r = coroutine.yield() return r == tasks.reason.SCHEDULER end');
+    expect(await rt.call('t')).toBe(true);
+  });
+
+  test('an IMMEDIATE task does not run again before start() returns', async () => {
+    rt.load('n = 0 function t() n = n + 1 coroutine.yield() n = n + 1 end');
+    const task = rt.start('t');
+    expect(rt.get('n')).toBe(1);
+    await task.result;
+    expect(rt.get('n')).toBe(2);
+  });
+});
+
+describe('FOR', () => {
+  // [duration, unit given, unit returned, factor to milliseconds]
+  test.each([
+    [30, 'MILLISECONDS', 'MILLISECONDS', 1],
+    [30, 'milliseconds', 'MILLISECONDS', 1],
+    [30, 'MilliSeconds', 'MILLISECONDS', 1],
+    [30000, 'MICROSECONDS', 'MICROSECONDS', 1e-3],
+    [30e6, 'NANOSECONDS', 'NANOSECONDS', 1e-6],
+    [0.03, 'SECONDS', 'SECONDS', 1e3],
+    [0.03, 'seconds', 'SECONDS', 1e3],
+    [0.03, null, 'SECONDS', 1e3],
+    [0.0005, 'MINUTES', 'MINUTES', 60e3],
+    [0.03 / 3600, 'HOURS', 'HOURS', 3600e3],
+    [0.03 / 86400, 'days', 'DAYS', 86400e3],
+  ])('FOR %p %s waits about 30 ms and reports elapsed in %s', async (value, unit, unitOut, toMs) => {
+    const args = unit === null ? `"FOR", ${value}` : `"FOR", ${value}, "${unit}"`;
+    rt.load(`function t() return { coroutine.yield(${args}) } end`);
+    const t0 = process.hrtime.bigint();
+    const [reason, elapsed, u] = await rt.call('t');
+    const wallMs = Number(process.hrtime.bigint() - t0) / 1e6;
+    expect(reason).toBe('SCHEDULER');
+    expect(u).toBe(unitOut);
+    expect(typeof elapsed).toBe('number');
+    expect(elapsed * toMs).toBeGreaterThanOrEqual(29);
+    expect(elapsed * toMs).toBeLessThan(30 + LATE_MS);
+    expect(elapsed * toMs).toBeLessThanOrEqual(wallMs + 1);
+    expect(wallMs).toBeGreaterThanOrEqual(29);
+  });
+
+  test('FOR 0 resumes on a later turn with a small elapsed', async () => {
+    rt.load('n = 0 function t() n = n + 1 local r, e, u = coroutine.yield("FOR", 0) n = n + 1 return { r, e, u } end');
+    const task = rt.start('t');
+    expect(rt.get('n')).toBe(1);
+    const [r, e, u] = await task.result;
+    expect([r, u]).toEqual(['SCHEDULER', 'SECONDS']);
+    expect(e).toBeLessThan(LATE_MS / 1000);
+  });
+
+  test('tasks.sleep waits about the given seconds', async () => {
+    rt.load('function t() tasks.sleep(0.03) return "slept" end');
+    const t0 = Date.now();
+    expect(await rt.call('t')).toBe('slept');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(25);
+  });
+
+  test('a yield across pcall waits like a plain one', async () => {
+    rt.load('function t() return { pcall(coroutine.yield, "FOR", 10, "MILLISECONDS") } end');
+    const [ok, r, e, u] = await rt.call('t');
+    expect([ok, r, u]).toEqual([true, 'SCHEDULER', 'MILLISECONDS']);
+    expect(e).toBeGreaterThanOrEqual(9);
+  });
+});
+
+describe('UNTIL_TIME', () => {
+  test('os.time() + 1 resumes at the next whole second or later, within about a second', async () => {
+    rt.load(`function t()
+      local at = os.time() + 1
+      local r, e, u = coroutine.yield("UNTIL_TIME", at)
+      return { at, r, e, u }
+    end`);
+    const [at, r, e, u] = await rt.call('t');
+    const now = Date.now();
+    expect([r, u]).toEqual(['SCHEDULER', 'SECONDS']);
+    expect(now).toBeGreaterThanOrEqual(at * 1000 - 20);
+    expect(e).toBeGreaterThan(0);
+    expect(e).toBeLessThanOrEqual(1 + LATE_MS / 1000);
+  });
+
+  test('a MILLISECONDS epoch value in the future resumes at that time, elapsed in MILLISECONDS', async () => {
+    rt.load('function t(at) return { coroutine.yield("UNTIL_TIME", at, "MILLISECONDS") } end');
+    const at = Date.now() + 40;
+    const [r, e, u] = await rt.call('t', at);
+    expect(Date.now()).toBeGreaterThanOrEqual(at - 5);
+    expect([r, u]).toEqual(['SCHEDULER', 'MILLISECONDS']);
+    expect(e).toBeGreaterThanOrEqual(30);
+    expect(e).toBeLessThan(40 + LATE_MS);
+  });
+
+  test.each([
+    ['os.time() - 10', ''],
+    ['0', ''],
+    ['os.time()', ''],
+    ['(os.time() - 60) * 1000', ', "MILLISECONDS"'],
+  ])('UNTIL_TIME %s%s (the past) resumes on the next turn', async (at, unit) => {
+    rt.load(`n = 0 function t() n = n + 1 local r, e = coroutine.yield("UNTIL_TIME", ${at}${unit}) n = n + 1 return { r, e } end`);
+    const task = rt.start('t');
+    expect(rt.get('n')).toBe(1);
+    expect(task.waiting.instruction).toBe('UNTIL_TIME');
+    const [r, e] = await task.result;
+    expect(r).toBe('SCHEDULER');
+    expect(e).toBeLessThan(unit ? LATE_MS : LATE_MS / 1000);
+  });
+});
+
+describe('INDEFINITELY and rt.resume', () => {
+  test.each([
+    [[]],
+    [[1]],
+    [[1, 'two', true]],
+    [[{ a: 1 }, [1, 2]]],
+    [[1.5, -3, 'x'.repeat(100)]],
+  ])('resume with %j makes the yield return exactly those values', async (values) => {
+    rt.load('function t() local v = table.pack(coroutine.yield("INDEFINITELY")) return { n = v.n, v = { table.unpack(v, 1, v.n) } } end');
+    const task = rt.start('t');
+    expect(rt.resume(task.id, ...values)).toBe(true);
+    const out = await task.result;
+    expect(out.n).toBe(values.length);
+    expect(values.length === 0 ? [] : out.v).toEqual(values);
+  });
+
+  test('resume passes nil in the middle of the values through', async () => {
+    rt.load('function t() local a, b, c = coroutine.yield("INDEFINITELY") return select("#", coroutine.yield("INDEFINITELY")) .. tostring(a) .. tostring(b) .. tostring(c) end');
+    const task = rt.start('t');
+    rt.resume(task.id, 1, undefined, 3);
+    rt.resume(task.id, null, null);
+    expect(await task.result).toBe('21nil3');
+  });
+
+  test('resume runs the task up to its next wait before returning', () => {
+    rt.load('log = "" function t() coroutine.yield("INDEFINITELY") log = log .. "a" coroutine.yield("INDEFINITELY") log = log .. "b" end');
+    const task = rt.start('t');
+    expect(rt.resume(task.id)).toBe(true);
+    expect(rt.get('log')).toBe('a');
+    expect(task.status).toBe('waiting');
+    expect(rt.resume(task.id)).toBe(true);
+    expect(rt.get('log')).toBe('ab');
+    expect(task.status).toBe('done');
+  });
+
+  test.each([
+    ['an unknown id', () => 'no-such-task'],
+    ['an id of the right shape that was never issued', (t) => t.id.replace(/[0-9a-z]+$/, 'zzzzzz')],
+    ['a finished task', (t) => t.id],
+  ])('resume answers false for %s', async (_, idOf) => {
+    rt.load('function t() coroutine.yield("INDEFINITELY") end');
+    const task = rt.start('t');
+    rt.resume(task.id);
+    await task.result;
+    expect(rt.resume(idOf(task), 'x')).toBe(false);
+  });
+
+  test('resume answers false for the task that is running', async () => {
+    const answers = [];
+    rt.set('tryResume', (id) => { answers.push(rt.resume(id, 'x')); });
+    rt.load('function t() tryResume(tasks.current_id()) coroutine.yield() return "ok" end');
+    expect(await rt.call('t')).toBe('ok');
+    expect(answers).toEqual([false]);
+  });
+
+  test('resume answers false for a cancelled task', async () => {
+    rt.load('function t() coroutine.yield("INDEFINITELY") end');
+    const task = rt.start('t');
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(rt.resume(task.id)).toBe(false);
+  });
+});
+
+describe('resume of a task waiting on a timer', () => {
+  // The task counts its wake-ups; after the manual resume it waits
+  // INDEFINITELY, so a stale timer that still fired would show up as a
+  // second wake-up.
+  test.each([
+    ['FOR 30 MILLISECONDS', '"FOR", 30, "MILLISECONDS"'],
+    ['tasks.sleep', null],
+    ['UNTIL_TIME 30 ms ahead', '"UNTIL_TIME", at, "MILLISECONDS"'],
+    ['IMMEDIATE', '"IMMEDIATE"'],
+    ['UNTIL_TIME in the past', '"UNTIL_TIME", 0'],
+  ])('resuming a task waiting on %s cancels its wake-up', async (_, args) => {
+    const wait = args === null ? 'tasks.sleep(0.03)' : `coroutine.yield(${args})`;
+    rt.load(`wakes = 0 function t(at)
+      local got = { ${wait} }
+      wakes = wakes + 1
+      coroutine.yield("INDEFINITELY")
+      wakes = wakes + 1
+      return got
+    end`);
+    const task = rt.start('t', Date.now() + 30);
+    expect(rt.resume(task.id, 'manual', 2)).toBe(true);
+    expect(rt.get('wakes')).toBe(1);
+    await sleep(80);
+    await turn();
+    expect(rt.get('wakes')).toBe(1);
+    expect(task.waiting).toEqual({ instruction: 'INDEFINITELY' });
+    rt.resume(task.id);
+    expect(await task.result).toEqual(['manual', 2]);
+    expect(rt.get('wakes')).toBe(2);
+  });
+
+  test('a FOR after a resumed FOR runs its full duration (the old timer does not cut it short)', async () => {
+    rt.load(`function t()
+      local first = coroutine.yield("FOR", 20, "MILLISECONDS")
+      local r, e = coroutine.yield("FOR", 100, "MILLISECONDS")
+      return { first, r, e }
+    end`);
+    const task = rt.start('t');
+    rt.resume(task.id, 'early');
+    const t0 = Date.now();
+    const [first, r, e] = await task.result;
+    expect(first).toBe('early');
+    expect(r).toBe('SCHEDULER');
+    expect(e).toBeGreaterThanOrEqual(99);
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(90);
+  });
+});
+
+describe('cancel during every kind of wait', () => {
+  const waits = [
+    ['IMMEDIATE', 'coroutine.yield()'],
+    ['FOR', 'coroutine.yield("FOR", 60)'],
+    ['tasks.sleep', 'tasks.sleep(60)'],
+    ['UNTIL_TIME', 'coroutine.yield("UNTIL_TIME", os.time() + 60)'],
+    ['INDEFINITELY', 'coroutine.yield("INDEFINITELY")'],
+    ['tasks.wait on another task', 'tasks.wait(tasks.start(function() coroutine.yield("INDEFINITELY") end))'],
+    ['a sleep inside coroutine.wrap', 'coroutine.wrap(function() tasks.sleep(60) end)()'],
+    ['a JS promise', 'never()'],
+  ];
+  test.each(waits)('cancel during %s runs <close> variables and rejects with ERR_TASK_CANCELLED and the reason', async (kind, wait) => {
+    rt.set('never', () => new Promise(() => {}));
+    rt.load(`function t()
+      local outer <close> = setmetatable({}, { __close = function() print("closed outer") end })
+      do
+        local inner <close> = setmetatable({}, { __close = function() print("closed inner") end })
+        ${wait}
+      end
+      print("not reached")
+    end`);
+    const task = rt.start('t');
+    expect(task.status).toBe('waiting');
+    expect(rt.cancel(task.id, `stop ${kind}`)).toBe(true);
+    expect(lines).toEqual(['closed inner', 'closed outer']);
+    expect(task.status).toBe('cancelled');
+    const err = await task.result.catch((e) => e);
+    expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: `stop ${kind}` });
+    expect(err.message).toContain(task.id);
+    expect(err.message).toContain(`stop ${kind}`);
+    expect(rt.cancel(task.id)).toBe(false);
+    await sleep(5);
+    expect(lines).toEqual(['closed inner', 'closed outer']);
+  });
+
+  test('cancel without a reason says so and carries no reason', async () => {
+    rt.load('function t() coroutine.yield("INDEFINITELY") end');
+    const task = rt.start('t');
+    rt.cancel(task.id);
+    const err = await task.result.catch((e) => e);
+    expect(err.code).toBe('ERR_TASK_CANCELLED');
+    expect(err.message).toBe(`Task ${task.id} was cancelled.`);
+    expect(err.reason).toBeUndefined();
+  });
+
+  test.each([['an unknown id', 'nope'], ['an empty id', '']])('cancel answers false for %s', (_, id) => {
+    expect(rt.cancel(id, 'why')).toBe(false);
+  });
+
+  test('a task cancelled while it runs ends at its next yield, its <close> variables run', async () => {
+    rt.set('cancelMe', (id) => rt.cancel(id, 'self'));
+    rt.load(`function t()
+      local c <close> = setmetatable({}, { __close = function() print("closed") end })
+      local ok = cancelMe(tasks.current_id())
+      print("still running " .. tostring(ok))
+      coroutine.yield("FOR", 60)
+      print("not reached")
+    end`);
+    const task = rt.start('t');
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'self' });
+    expect(lines).toEqual(['still running true', 'closed']);
+  });
+});
+
+describe('bad yields raise at the yield', () => {
+  // [yield arguments, message pattern]: the message names what was given and what is accepted.
+  const INSTRUCTIONS = /IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY or COMMIT/;
+  const UNITS = /NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS/;
+  const rows = [
+    ['"SOON"', [/unknown yield instruction "SOON"/, INSTRUCTIONS]],
+    ['"for "', [/unknown yield instruction "for "/, INSTRUCTIONS]],
+    ['42', [/bad yield instruction: 42/, INSTRUCTIONS]],
+    ['{}', [/bad yield instruction: a table/, INSTRUCTIONS]],
+    ['true', [/bad yield instruction: a boolean/, INSTRUCTIONS]],
+    ['"FOR", 5, "FORTNIGHTS"', [/unknown time unit "FORTNIGHTS" for FOR/, UNITS]],
+    ['"FOR", 5, "MS"', [/unknown time unit "MS" for FOR/, UNITS]],
+    ['"FOR", 5, 1000', [/unknown time unit 1000 for FOR/, UNITS]],
+    ['"UNTIL_TIME", os.time() + 5, "WEEKS"', [/unknown time unit "WEEKS" for UNTIL_TIME/, UNITS]],
+    ['"FOR", -1', [/FOR duration must be >= 0, got -1 SECONDS/]],
+    ['"FOR", -0.5, "MILLISECONDS"', [/FOR duration must be >= 0, got -0.5 MILLISECONDS/]],
+    ['"FOR", 0/0', [/FOR value must be finite, got -?nan/i]],
+    ['"FOR", math.huge', [/FOR value must be finite, got inf/i]],
+    ['"FOR", -math.huge', [/FOR value must be finite, got -inf/i]],
+    ['"FOR", 1e300', [/FOR duration too large: 1e\+300 SECONDS \(at most 100 years\)/]],
+    ['"FOR", 101 * 365, "DAYS"', [/FOR duration too large: 36865 DAYS \(at most 100 years\)/]],
+    ['"FOR", math.maxinteger, "NANOSECONDS"', [/FOR duration too large/]],
+    ['"FOR"', [/FOR needs a number of time units to wait, got nothing/]],
+    ['"FOR", "10"', [/FOR needs a number of time units to wait, got "10"/]],
+    ['"FOR", {}', [/FOR needs a number of time units to wait, got a table/]],
+    ['"UNTIL_TIME"', [/UNTIL_TIME needs a number of time units since the Unix epoch, got nothing/]],
+    ['"UNTIL_TIME", "tomorrow"', [/UNTIL_TIME needs a number of time units since the Unix epoch, got "tomorrow"/]],
+    ['"UNTIL_TIME", 0/0', [/UNTIL_TIME value must be finite, got -?nan/i]],
+    ['"UNTIL_TIME", math.huge', [/UNTIL_TIME value must be finite, got inf/i]],
+    ['"UNTIL_TIME", -5', [/UNTIL_TIME out of range: -5 SECONDS since the epoch \(allowed 0 to 100 years from now\)/]],
+    ['"UNTIL_TIME", 1e15', [/UNTIL_TIME out of range: 1e\+15 SECONDS/]],
+    // Cron scheduling is not built yet: UNTIL_NEXT must say so, never be a silent no-op.
+    ['"UNTIL_NEXT", "* * * ? * *"', [/UNTIL_NEXT is not available yet/]],
+    ['"UNTIL_NEXT"', [/UNTIL_NEXT needs a cron expression string, got nothing/]],
+    // Without a store COMMIT must fail loudly, never lose data silently.
+    ['"COMMIT"', [/COMMIT failed: this runtime has no store/]],
+  ];
+
+  test.each(rows)('coroutine.yield(%s) raises, catchable by pcall, with the caller line', async (args, patterns) => {
+    rt.load(`function t()
+      local ok, err = pcall(function()
+        coroutine.yield(${args})
+      end)
+      local r = coroutine.yield("FOR", 1, "MILLISECONDS")
+      return { ok, err, r }
+    end`, { name: 'bad.lua' });
+    const [ok, err, r] = await rt.call('t');
+    expect(ok).toBe(false);
+    expect(err).toMatch(/^bad\.lua:3: /);
+    for (const p of patterns) expect(err).toMatch(p);
+    expect(r).toBe('SCHEDULER'); // the task goes on normally after catching it
+  });
+
+  test.each(rows)('coroutine.yield(%s) uncaught fails the task with ERR_LUA_RUNTIME at the caller line', async (args, patterns) => {
+    rt.load(`function t()\n  coroutine.yield(${args})\nend`, { name: 'uncaught.lua' });
+    const err = await rt.call('t').catch((e) => e);
+    expect(err).toMatchObject({ code: 'ERR_LUA_RUNTIME', line: 2 });
+    expect(err.message).toMatch(/^uncaught\.lua:2: /);
+    for (const p of patterns) expect(err.message).toMatch(p);
+  });
+
+  test.each([
+    ['-1', /seconds must be a finite number from 0 to 100 years/],
+    ['0/0', /seconds must be a finite number from 0 to 100 years/],
+    ['math.huge', /seconds must be a finite number from 0 to 100 years/],
+    ['"soon"', /number expected, got string/],
+    ['', /number expected, got no value/],
+  ])('tasks.sleep(%s) raises a catchable error naming the argument', async (arg, pattern) => {
+    rt.load(`function t()
+      local ok, err = pcall(function()
+        tasks.sleep(${arg})
+      end)
+      return { ok, err }
+    end`, { name: 'sleep.lua' });
+    const [ok, err] = await rt.call('t');
+    expect(ok).toBe(false);
+    expect(err).toMatch(/^sleep\.lua:3: bad argument #1 to 'sleep'/);
+    expect(err).toMatch(pattern);
+  });
+});
