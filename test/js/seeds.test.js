@@ -1,0 +1,273 @@
+// SPDX-License-Identifier: MIT
+// The Lua programs of shared/seeds/elements-coroutines.txt, completed where the
+// seed text lost lines (missing `end`s, the yield in block, the resume in
+// awake, the fan-out's start and wait loop), kept in their shape, run on
+// lua-tasks and checked by what they print.
+'use strict';
+const { Runtime } = require('../..');
+
+let rt;
+let lines;
+afterEach(() => {
+  if (rt) rt.closeSync();
+  rt = undefined;
+});
+
+function runtime(modules) {
+  lines = [];
+  rt = new Runtime({ print: (l) => lines.push(l), modules });
+  return rt;
+}
+
+// print(reason, " yielded for ", elapsed, " ", units) -> [reason, elapsed, units]
+function parseYielded(line) {
+  const parts = line.split('\t');
+  expect(parts).toHaveLength(5);
+  expect(parts[1]).toBe(' yielded for ');
+  expect(parts[3]).toBe(' ');
+  return [parts[0], Number(parts[2]), parts[4]];
+}
+
+test('the yield tour prints the reason, the elapsed time and the unit of each wait', async () => {
+  runtime();
+  rt.load(`
+    function tour()
+      print "Yielding immediately"
+      reason, elapsed, units = coroutine.yield("IMMEDIATE")
+      print(reason, " yielded for ", elapsed, " ", units)
+
+      print "Yielding for one second"
+      reason, elapsed, units = coroutine.yield("FOR", 1, "SECONDS")
+      print(reason, " yielded for ", elapsed, " ", units)
+
+      time = os.time() + 1
+      print("Yielding until ", time, " (in seconds)")
+      reason, elapsed, units = coroutine.yield("UNTIL_TIME", time, "SECONDS")
+      print(reason, " yielded for ", elapsed, " ", units)
+
+      -- UNTIL_NEXT comes with cron scheduling; until then it raises at the
+      -- yield (tasks-yield.test.js), so this part of the tour is left out:
+      -- print("Yielding until cron next cron for \\"* * * ? * *\\" (once every second)")
+      -- reason, elapsed, units = coroutine.yield("UNTIL_NEXT", "* * * ? * *")
+      -- print(reason, " yielded for ", elapsed, " ", units)
+    end
+  `, { name: 'tour.lua' });
+  const t0 = Date.now();
+  await rt.call('tour');
+  const total = (Date.now() - t0) / 1000;
+
+  expect(lines).toHaveLength(6);
+  expect(lines[0]).toBe('Yielding immediately');
+  const [r1, e1, u1] = parseYielded(lines[1]);
+  expect([r1, u1]).toEqual(['SCHEDULER', 'SECONDS']);
+  expect(e1).toBeGreaterThanOrEqual(0);
+  expect(e1).toBeLessThan(0.5);
+
+  expect(lines[2]).toBe('Yielding for one second');
+  const [r2, e2, u2] = parseYielded(lines[3]);
+  expect([r2, u2]).toEqual(['SCHEDULER', 'SECONDS']);
+  expect(e2).toBeGreaterThanOrEqual(1);
+  expect(e2).toBeLessThan(1.5);
+
+  const until = lines[4].split('\t');
+  expect(until[0]).toBe('Yielding until ');
+  expect(until[2]).toBe(' (in seconds)');
+  const at = Number(until[1]);
+  expect(Number.isInteger(at)).toBe(true);
+  const [r3, e3, u3] = parseYielded(lines[5]);
+  expect([r3, u3]).toEqual(['SCHEDULER', 'SECONDS']);
+  expect(e3).toBeGreaterThan(0);
+  expect(e3).toBeLessThanOrEqual(1.5);
+  expect(Date.now()).toBeGreaterThanOrEqual(at * 1000 - 20);
+
+  expect(total).toBeGreaterThanOrEqual(1);
+  expect(total).toBeLessThan(4);
+});
+
+// The seed's test_coroutine module, completed.
+const TEST_COROUTINE = `
+local test_coroutine = {}
+
+local coroutine = require "coroutine"
+local namazu_coroutine = require "namazu.coroutine"
+
+local task_id = nil
+
+function test_coroutine.block()
+
+    task_id = namazu_coroutine.current_task_id()
+
+    print ("Blocking coroutine " .. tostring(task_id) .. " indefinitely.")
+    coroutine.yield("INDEFINITELY")
+
+    print ("Got wake signal.  Exiting.")
+    return "OK"
+
+end
+
+function test_coroutine.awake()
+
+    while task_id == nil do
+        print("No corresponding task.  Waiting ...")
+        coroutine.yield("FOR", 1, "SECONDS")
+    end
+
+    print ("Waking up " .. tostring(task_id))
+    namazu_coroutine.resume(task_id)
+
+    return "OK"
+
+end
+
+return test_coroutine
+`;
+
+describe('the block/awake pair', () => {
+  beforeEach(() => {
+    runtime({ test_coroutine: TEST_COROUTINE });
+    // rt.start('test_coroutine.awake') finds only modules already required
+    // (tasks-js.test.js keeps the failing case).
+    rt.load('require "test_coroutine"');
+  });
+
+  test('awake polls with FOR until block has recorded its id, then resumes it', async () => {
+    const t0 = Date.now();
+    const awake = rt.start('test_coroutine.awake');
+    expect(awake.waiting).toEqual({ instruction: 'FOR' });
+    await new Promise((r) => setTimeout(r, 50));
+    const block = rt.start('test_coroutine.block');
+    expect(block.waiting).toEqual({ instruction: 'INDEFINITELY' });
+    expect(await awake.result).toBe('OK');
+    expect(await block.result).toBe('OK');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(950); // one FOR 1 SECONDS poll
+    expect(lines).toEqual([
+      'No corresponding task.  Waiting ...',
+      `Blocking coroutine ${block.id} indefinitely.`,
+      `Waking up ${block.id}`,
+      'Got wake signal.  Exiting.',
+    ]);
+  });
+
+  test('awake started after block resumes it at once without polling', async () => {
+    const block = rt.start('test_coroutine.block');
+    const awake = rt.start('test_coroutine.awake');
+    expect(awake.status).toBe('done');
+    expect(block.status).toBe('done');
+    expect(await block.result).toBe('OK');
+    expect(lines).toEqual([
+      `Blocking coroutine ${block.id} indefinitely.`,
+      `Waking up ${block.id}`,
+      'Got wake signal.  Exiting.',
+    ]);
+  });
+});
+
+// Fakes of the backend modules the fan-out example uses.
+const FAKES = {
+  'namazu.index': `
+    return {
+      list = function(pattern)
+        print("index.list " .. pattern)
+        local prefix = pattern:gsub("%*$", "")
+        local out = {}
+        for i = 1, 5 do out[prefix .. "r" .. i] = "res-" .. i end
+        return out
+      end,
+    }`,
+  'namazu.resource': `
+    updated = {}
+    return {
+      invoke = function(resource_id, method, info)
+        -- A backend call takes a while: the coroutine waits on the scheduler.
+        coroutine.yield("FOR", 5 + #updated * 5, "MILLISECONDS")
+        updated[#updated + 1] = resource_id .. " " .. method .. " " .. info.color
+        return { ok = true }, 200
+      end,
+    }`,
+  'namazu.elements.auth': 'return { profile = function() return { id = "profile-7", name = "ann" } end }',
+  'namazu.response': 'return { formulate = function(code, body) return { code = code, body = body } end }',
+};
+
+// The seed's endpoint, completed; {{SPAWN}} is how each update is started.
+const ENDPOINT = `
+local index = require ("namazu.index")
+local resource = require ("namazu.resource")
+local auth = require ("namazu.elements.auth")
+local namazu_response = require ("namazu.response")
+local namazu_coroutine = require "namazu.coroutine"
+
+local test_endpoints = {}
+
+function test_endpoints.update_resources(payload, request, session)
+
+    -- In this example, this is an authenticated request, so we can use auth
+    -- to get the profile info of the requestor.
+
+    local profile = auth.profile()
+    local profile_id = profile.id
+
+    local update_info = payload
+
+    -- This would be the path to all of the resources pertaining to the current
+    -- profile id of the user making this request.
+    -- Wildcards are useful for searching the entire contents of a directory.
+
+    local resources_path = string.format("resources/%s/*", profile_id)
+    local resource_listings = index.list(resources_path)
+    local active_tasks = 0
+
+    for path, resource_id in pairs(resource_listings) do
+
+        -- Creates a coroutine to update each resource asynchronously
+
+        local co = {{CREATE}}(function ()
+
+            -- Coroutines accept upvalues, which can be very useful!
+
+            active_tasks = active_tasks + 1
+
+            local result, code = resource.invoke(resource_id, "update_resource", update_info)
+
+            active_tasks = active_tasks - 1
+
+        end)
+
+        namazu_coroutine.start(co)
+
+    end
+
+    while(active_tasks > 0) do
+        coroutine.yield("FOR", 5, "MILLISECONDS")
+    end
+
+    -- Just return okay for the purpose of this example
+
+    return namazu_response.formulate(200)
+
+end
+
+return test_endpoints
+`;
+
+async function fanOut(create) {
+  runtime({ ...FAKES, test_endpoints: ENDPOINT.replace('{{CREATE}}', create) });
+  rt.load('require "test_endpoints"');
+  const task = rt.start('test_endpoints.update_resources', { color: 'blue' }, { path: '/update' }, { user: 'ann' });
+  const response = await task.result;
+  expect(response).toEqual({ code: 200 });
+  expect(lines).toEqual(['index.list resources/profile-7/*']);
+  expect(rt.load('return updated')[0].sort()).toEqual(
+    [1, 2, 3, 4, 5].map((i) => `res-${i} update_resource blue`),
+  );
+  expect(rt.tasks()).toEqual([]);
+}
+
+// Bug: namazu_coroutine.start refuses every coroutine made by coroutine.create
+// ("coroutine already started, running or a task"); see tasks-lua.test.js.
+test.failing('the fan-out endpoint updates every resource through coroutine.create + namazu_coroutine.start', async () => {
+  await fanOut('coroutine.create');
+});
+
+test('the fan-out endpoint works with the function itself given to namazu_coroutine.start', async () => {
+  await fanOut('');
+});
