@@ -177,13 +177,13 @@ describe('tasks.resume', () => {
 
 describe('tasks.cancel and tasks.status', () => {
   test('tasks.status follows a task from waiting to done, failed or cancelled; nil for unknown', async () => {
+    rt.on('taskerror', () => {});
     rt.load(`
       w = tasks.start(function() coroutine.yield("INDEFINITELY") end)
       d = tasks.start(function() return 1 end)
       f = tasks.start(function() error("x") end)
       c = tasks.start(function() coroutine.yield("INDEFINITELY") end)
     `);
-    rt.on('taskerror', () => {});
     expect(rt.load('return tasks.status(w), tasks.status(d), tasks.status(f), tasks.status(c), tasks.status("nope")'))
       .toEqual(['waiting', 'done', 'failed', 'waiting', null]);
     expect(rt.load('return tasks.cancel(c)')).toEqual([true]);
