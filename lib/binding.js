@@ -6,7 +6,9 @@ const { makeError } = require('./errors');
 
 let binding;
 try {
-  binding = require(path.join(__dirname, '..', 'build', 'lua_tasks.node'));
+  // LUA_TASKS_BUILD_DIR selects another build (npm run test:asan uses it).
+  const dir = process.env.LUA_TASKS_BUILD_DIR || path.join(__dirname, '..', 'build');
+  binding = require(path.join(dir, 'lua_tasks.node'));
 } catch (e) {
   e.message = `lua-tasks: the native addon is not built (${e.message}). Run "npm install" (or "npm run build") in the package directory.`;
   throw e;

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Types of the public lua-tasks API.
+/// <reference types="node" />
 import { EventEmitter } from 'node:events';
 
 export type LibName = 'base' | 'coroutine' | 'string' | 'table' | 'math' | 'utf8' | 'os' | 'io' | 'debug' | 'package';
@@ -15,6 +16,8 @@ export interface RuntimeOptions {
   keepAlive?: boolean;
   /** Modules for `require`: Lua source, or a value. */
   modules?: Record<string, string | object>;
+  /** Directories `require` (and, in 'safe', dofile/loadfile) may read .lua files from. */
+  modulePaths?: string[];
   /** Milliseconds a task may run before it is made to yield. */
   timeSlice?: number;
   /** CPU milliseconds a task (or a call from JS) may use before it is killed. */
@@ -42,8 +45,32 @@ export class Task {
   readonly result: Promise<unknown>;
 }
 
+export interface Store {
+  load(name: string): Promise<Buffer | Uint8Array | null>;
+  save(name: string, bytes: Buffer): Promise<void>;
+}
+
+/** The embedded store: one durable `<name>.state` file per runtime in a directory. */
+export class DirectoryStore implements Store {
+  constructor(dir: string);
+  readonly dir: string;
+  load(name: string): Promise<Buffer | null>;
+  save(name: string, bytes: Buffer): Promise<void>;
+}
+
+export interface OpenOptions extends RuntimeOptions {
+  /** The runtime's persistent identity: letters, digits, ".", "_", "-". */
+  name: string;
+  /** A directory path (the embedded store) or a store object. */
+  store: string | Store;
+}
+
 export class Runtime extends EventEmitter {
   constructor(options?: RuntimeOptions);
+  /** Creates a runtime whose tasks.state is restored from the store. */
+  static open(options: OpenOptions): Promise<Runtime>;
+  /** Saves tasks.state durably now; no task runs until it is written. */
+  commit(): Promise<void>;
   load(source: string, options?: { name?: string }): unknown[];
   set(name: string, value: unknown): void;
   get(name: string): unknown;

@@ -6,6 +6,7 @@ const { EventEmitter } = require('node:events');
 const fs = require('node:fs');
 const path = require('node:path');
 const binding = require('./binding');
+const { toStore, checkName, DirectoryStore } = require('./store');
 const errors = require('./errors');
 const { makeError } = errors;
 
@@ -42,7 +43,24 @@ function normalizeOptions(options) {
     }
     out[key] = v;
   }
-  for (const key of ['store', 'name', 'modulePaths', 'timeZone']) {
+  if ((options.store !== undefined || options.name !== undefined) && !options[PERSIST]) {
+    throw makeError('ERR_INVALID_ARG_VALUE',
+      'A runtime with a store and a name is created with "await Runtime.open(options)", which restores its saved state first.');
+  }
+  if (options.modulePaths !== undefined) {
+    const mp = options.modulePaths;
+    if (!Array.isArray(mp) || mp.some((d) => typeof d !== 'string' || d === '')) {
+      throw invalidType('options.modulePaths', 'an array of directory paths', mp);
+    }
+    out.modulePaths = mp.map((d) => {
+      try {
+        return fs.realpathSync(d);
+      } catch (e) {
+        throw makeError('ERR_INVALID_ARG_VALUE', `The "options.modulePaths" directory ${JSON.stringify(d)} does not exist (${e.code}).`);
+      }
+    });
+  }
+  for (const key of ['timeZone']) {
     if (options[key] !== undefined) {
       throw makeError('ERR_INVALID_ARG_VALUE',
         `The "options.${key}" option is not supported by this version of lua-tasks yet.`);
@@ -79,6 +97,9 @@ function normalizeOptions(options) {
   out.print = print || defaultPrint;
   return out;
 }
+
+// Marks the options Runtime.open hands to the constructor.
+const PERSIST = Symbol('lua-tasks.persist');
 
 const END_DONE = 0;
 const END_FAILED = 1;
@@ -139,6 +160,41 @@ class Task {
   }
 }
 
+// require("a.b") -> <root>/a/b.lua or <root>/a/b/init.lua, first root first.
+function findModule(roots, name) {
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name) || name.includes('..')) return undefined;
+  const rel = name.split('.').join(path.sep);
+  for (const root of roots) {
+    for (const candidate of [path.join(root, `${rel}.lua`), path.join(root, rel, 'init.lua')]) {
+      const src = readInRoots([root], candidate);
+      if (typeof src === 'string') return [src, `@${candidate}`];
+    }
+  }
+  return undefined;
+}
+
+// Reads a file only if its real path lies inside one of the roots (no
+// escape through "..", absolute paths or symlinks). Returns the source, or
+// undefined with a message, as Lua's loadfile does.
+function readInRoots(roots, file) {
+  if (typeof file !== 'string') return undefined;
+  for (const root of roots) {
+    let real;
+    try {
+      real = fs.realpathSync(path.resolve(root, file));
+    } catch {
+      continue;
+    }
+    if (real === root || !real.startsWith(root + path.sep)) continue;
+    try {
+      return fs.readFileSync(real, 'utf8');
+    } catch {
+      continue;
+    }
+  }
+  return undefined;
+}
+
 function isAbortSignal(v) {
   return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
 }
@@ -159,6 +215,9 @@ class Runtime extends EventEmitter {
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
   #cancelReasons = new Map();
+  #store = null;
+  #name = null;
+  #saving = Promise.resolve();
 
   /**
    * @param {object} [options]
@@ -177,10 +236,28 @@ class Runtime extends EventEmitter {
     // The listener captures nothing: the native side holds it strongly and
     // holds this Runtime only weakly while no task waits on the loop, so an
     // idle runtime nothing references can be collected.
-    this.#native = new binding.NativeRuntime(opts, opts.print, Runtime.#dispatchEnd, this);
+    const persist = options && options[PERSIST];
+    this.#native = new binding.NativeRuntime(
+      { ...opts, hasStore: Boolean(persist) }, opts.print, Runtime.#dispatchEnd, this, Runtime.#dispatchCommit);
+    if (persist) {
+      this.#store = persist.store;
+      this.#name = persist.name;
+      if (persist.state) {
+        try {
+          this.#native.restore(persist.state);
+        } catch (e) {
+          this.#native.close();
+          throw e;
+        }
+      }
+    }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     for (const [name, file] of Object.entries(SHIPPED)) {
       if (fs.existsSync(file)) this.#native.preload(name, fs.readFileSync(file, 'utf8'));
+    }
+    if (opts.modulePaths) {
+      const roots = opts.modulePaths;
+      this.#native.modulePaths((name) => findModule(roots, name), (file) => readInRoots(roots, file), opts.libs !== 'all');
     }
     if (opts.modules) {
       for (const [name, mod] of Object.entries(opts.modules)) {
@@ -193,6 +270,70 @@ class Runtime extends EventEmitter {
   }
 
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
+
+  // A task yielded COMMIT: save the snapshot, then wake it through settle.
+  static #dispatchCommit = (rt, bytes, settle, key, token) => {
+    rt.#save(bytes).then(() => settle(key, token, true), (e) => settle(key, token, false, e));
+  };
+
+  /**
+   * Creates a runtime with a persistent `tasks.state`, restored from the
+   * store's last snapshot for this name (a new name starts empty).
+   * @param {RuntimeOptions & { name: string, store: string | { load(name: string): Promise<Buffer|null>, save(name: string, bytes: Buffer): Promise<void> } }} options
+   * @returns {Promise<Runtime>}
+   * @throws {TypeError} for a bad name or store; ERR_COMMIT_FAILED for a snapshot that cannot be read
+   */
+  static async open(options) {
+    if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
+    const { name, store, ...rest } = options;
+    checkName(name);
+    const st = toStore(store);
+    let state;
+    try {
+      state = await st.load(name);
+    } catch (e) {
+      throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}": ${e && e.message}`, { cause: e });
+    }
+    if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
+      throw makeError('ERR_COMMIT_FAILED', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
+    }
+    return new Runtime({ ...rest, [PERSIST]: { name, store: st, state: state || null } });
+  }
+
+  // Saves in order: a later snapshot never lands before an earlier one.
+  #save(bytes) {
+    const name = this.#name;
+    const store = this.#store;
+    const p = this.#saving.then(() => store.save(name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)))
+      .catch((e) => {
+        throw makeError('ERR_COMMIT_FAILED',
+          `COMMIT failed: the store could not save the state of "${name}": ${e && e.message}. The previous snapshot is intact.`,
+          { cause: e });
+      });
+    this.#saving = p.catch(() => {});
+    return p;
+  }
+
+  /**
+   * Saves `tasks.state` durably now. The snapshot is taken at once; no task
+   * of this runtime runs until it is written.
+   * @returns {Promise<void>}
+   * @throws ERR_COMMIT_FAILED (no store, a value that cannot persist, a failed write)
+   */
+  async commit() {
+    this.#check();
+    if (!this.#store) {
+      throw makeError('ERR_COMMIT_FAILED',
+        'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).');
+    }
+    const bytes = this.#native.snapshot();
+    this.#native.lock();
+    try {
+      await this.#save(bytes);
+    } finally {
+      if (!this.#closed) this.#native.unlock();
+    }
+  }
 
   #onEnd(key, kind, value) {
     const task = this.#tasks.get(key);
@@ -286,7 +427,9 @@ class Runtime extends EventEmitter {
     let signal;
     if (args.length > 0 && isAbortSignal(args[args.length - 1])) signal = args.pop();
     if (signal && signal.aborted) {
-      throw Object.assign(makeError('ERR_TASK_CANCELLED', 'The task was not started: its AbortSignal is already aborted.', { reason: signal.reason }), { name: 'AbortError' });
+      const err = makeError('ERR_TASK_CANCELLED', 'The task was not started: its AbortSignal is already aborted.', { reason: signal.reason });
+      Object.defineProperty(err, 'name', { value: 'AbortError', configurable: true });
+      throw err;
     }
     let key;
     this.#starting++;
@@ -297,8 +440,15 @@ class Runtime extends EventEmitter {
     }
     const task = new Task(this, this.#native.idOf(key));
     const early = this.#early.get(key);
+    this.#early.delete(key);
+    if (this.#starting === 0 && this.#early.size > 0) {
+      // Tasks started from Lua that failed while this start() ran: unowned.
+      for (const [k, [kind, value]] of this.#early) {
+        if (kind === END_FAILED) this.#reportUnowned({ id: this.#native.idOf(k) }, value);
+      }
+      this.#early.clear();
+    }
     if (early) {
-      this.#early.delete(key);
       task._end(early[0], early[1]);
       if (early[0] === END_DONE) this.emit('taskdone', task, early[1]);
       else if (early[0] === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, early[1]);
@@ -401,5 +551,6 @@ class Runtime extends EventEmitter {
 module.exports = {
   Runtime,
   Task,
+  DirectoryStore,
   ...errors,
 };

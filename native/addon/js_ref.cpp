@@ -141,8 +141,10 @@ int CallJs(lua_State* L) noexcept {
     napi_get_undefined(env, &recv);
     const napi_status st = napi_call_function(env, recv, fn, argc, argv, &out);
     if (st != napi_ok) ThrowPending(env, "calling a JS function");
+    napi_valuetype type;
+    napi_typeof(env, out, &type);
     bool promise = false;
-    napi_is_promise(env, out, &promise);
+    if (type == napi_object) napi_is_promise(env, out, &promise);
     if (promise) {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {

@@ -11,6 +11,7 @@
 #include "js_ref.hpp"
 #include "lua_api_tasks.hpp"
 #include "lua_value.hpp"
+#include "state_codec.hpp"
 
 namespace lua_tasks {
 
@@ -65,6 +66,11 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_idOf>("idOf"),
                          InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
                          InstanceMethod<&Runtime::JS_preload>("preload"),
+                         InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
+                         InstanceMethod<&Runtime::JS_snapshot>("snapshot"),
+                         InstanceMethod<&Runtime::JS_restore>("restore"),
+                         InstanceMethod<&Runtime::JS_lock>("lock"),
+                         InstanceMethod<&Runtime::JS_unlock>("unlock"),
                      });
 }
 
@@ -86,7 +92,8 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
   core_->host->embedder = core_.get();
-  core_->Attach(info[2], info[3]);
+  core_->Attach(info[2], info[3], info[4]);
+  core_->scheduler->set_has_store(options.Get("hasStore").ToBoolean());
   Scheduler* sched = core_->scheduler.get();
   if (core_->host->Protected(
           [](lua_State* L) {
@@ -222,6 +229,25 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
     lua_pop(L, 1);
     split = path.find('.', split == 0 ? 0 : split + 1);
   }
+  if (path.find('.') == std::string::npos) return false;
+  // Not loaded yet: the Lua resolver requires the module (running its code).
+  lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  if (!lua_isfunction(L, -1)) {
+    lua_pop(L, 1);
+    return false;
+  }
+  lua_pushlstring(L, path.data(), path.size());
+  {
+    LuaHost::Entry entry(core->host.get(), L);
+    if (core->host->PCall(L, 1, 1) != LUA_OK) {
+      lua_pop(L, 1);
+      lua_pushnil(L);
+    }
+  }
+  if (lua_isfunction(L, -1)) return true;
+  lua_pop(L, 1);
   return false;
 }
 
@@ -391,6 +417,109 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
   }
   lua_settop(L, base);
   return env.Undefined();
+}
+
+namespace {
+
+// Installed by modulePaths: require falls back to files the JS finder reads
+// (PRELOAD's __index), and loadfile/dofile read only through it as well.
+constexpr const char kFileModules[] = R"lua(
+local find, read_file, load, error, PRELOAD, G, safe = ...
+setmetatable(PRELOAD, { __index = function(_, name)
+  local found = find(name)  -- { source, chunkname } or nil
+  if found == nil then return nil end
+  local f, err = load(found[1], found[2], "t")
+  if not f then error(err, 0) end
+  return f
+end })
+if safe then
+  G.loadfile = function(file, mode, env)
+    if mode ~= nil and mode ~= "t" then
+      error("binary chunks are not allowed (mode " .. tostring(mode) .. " given, only \"t\")", 2)
+    end
+    local src = read_file(file)
+    if src == nil then
+      return nil, "cannot open " .. tostring(file) .. " (only files inside modulePaths can be loaded)"
+    end
+    if env ~= nil then return load(src, "@" .. tostring(file), "t", env) end
+    return load(src, "@" .. tostring(file), "t")
+  end
+  G.dofile = function(file)
+    local f, err = G.loadfile(file)
+    if not f then error(err, 2) end
+    return f()
+  end
+end
+)lua";
+
+}  // namespace
+
+Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  {
+    LuaHost::HostSection section(core->host.get(), L);
+    if (luaL_loadbufferx(L, kFileModules, sizeof(kFileModules) - 1, "=lua-tasks", "t") != LUA_OK) {
+      lua_settop(L, base);
+      ThrowError(env, "ERR_LUA_RUNTIME", "cannot install modulePaths");
+    }
+    PushJsRef(core, L, info[0], true);
+    PushJsRef(core, L, info[1], true);
+    lua_getglobal(L, "load");
+    lua_getglobal(L, "error");
+    lua_getfield(L, LUA_REGISTRYINDEX, kPreloadRegistryKey);
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_pushboolean(L, info[2].ToBoolean());
+  }
+  CallLua(core, L, 7, false);
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  std::string bytes, error;
+  if (!core->Snapshot(&bytes, &error)) ThrowError(env, "ERR_COMMIT_FAILED", "commit() failed: " + error + ".");
+  return Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size());
+}
+
+Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  LuaHost::HostSection section(core->host.get(), L);
+  std::string error;
+  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error)) {
+    ThrowError(env, "ERR_COMMIT_FAILED", "Cannot restore the saved state: " + error + ".");
+  }
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushliteral(L, "tasks");
+  lua_rawget(L, -2);
+  if (lua_istable(L, -1)) {
+    lua_pushliteral(L, "state");
+    lua_pushvalue(L, base + 1);
+    lua_rawset(L, -3);
+  }
+  lua_settop(L, base);
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_lock(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->Lock();
+  core->OnScheduleChange();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_unlock(const Napi::CallbackInfo& info) {
+  if (core_->closed()) return info.Env().Undefined();
+  core_->scheduler->Unlock();
+  core_->AfterEntry();
+  return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_close(const Napi::CallbackInfo& info) {

@@ -30,6 +30,11 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_idOf(const Napi::CallbackInfo& info);   // (key) -> id
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);  // (bool)
   Napi::Value JS_preload(const Napi::CallbackInfo& info);    // (name, source | value)
+  Napi::Value JS_modulePaths(const Napi::CallbackInfo& info); // (find, readFile): require and dofile from files
+  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);   // () -> Buffer of tasks.state
+  Napi::Value JS_restore(const Napi::CallbackInfo& info);    // (Buffer) -> sets tasks.state
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);       // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);     // ()
 
   RuntimeCore* OpenCore(Napi::Env env);
 

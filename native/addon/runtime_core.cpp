@@ -7,6 +7,7 @@
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
+#include "state_codec.hpp"
 
 namespace lua_tasks {
 
@@ -32,7 +33,11 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_value_bool(env, argv[2], &ok);
   Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
   // A cancelled or finished task, or a late settlement: ignored.
-  if (t == nullptr || t->wait != WaitKind::kPromise || t->await_token != token) return nullptr;
+  if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) ||
+      t->await_token != token) {
+    return nullptr;
+  }
+  const bool commit = t->wait == WaitKind::kCommit;
   lua_State* co = t->co;
   {
     LuaHost::HostSection section(core->host.get(), core->host->current());
@@ -40,7 +45,9 @@ napi_value Settle(napi_env env, napi_callback_info info) {
     const int top = lua_gettop(co);
     lua_pushboolean(co, ok);
     try {
-      if (ok) {
+      if (ok && commit) {
+        lua_pushnil(co);
+      } else if (ok) {
         PushJs(core.get(), co, argv[3]);
       } else {
         PushJsError(core.get(), co, argv[3]);
@@ -52,7 +59,11 @@ napi_value Settle(napi_env env, napi_callback_info info) {
       PushJsError(core.get(), co, e.Value());
     }
   }
-  core->scheduler->Deliver(t, 2);
+  if (commit) {
+    core->scheduler->FinishCommit(t, 2);
+  } else {
+    core->scheduler->Deliver(t, 2);
+  }
   core->AfterEntry();
   return nullptr;
 }
@@ -74,8 +85,62 @@ void RuntimeCore::OnScheduleChange() {
   }
 }
 
-void RuntimeCore::Attach(napi_value listener, napi_value owner) {
+bool RuntimeCore::Snapshot(std::string* out, std::string* error) {
+  lua_State* L = host->current();
+  LuaHost::HostSection section(host.get(), L);
+  const int top = lua_gettop(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushliteral(L, "tasks");
+  lua_rawget(L, -2);
+  if (lua_istable(L, -1)) {
+    lua_pushliteral(L, "state");
+    lua_rawget(L, -2);
+  } else {
+    lua_pushnil(L);
+  }
+  const bool ok = EncodeState(L, -1, out, error, "state");
+  lua_settop(L, top);
+  return ok;
+}
+
+void RuntimeCore::OnCommit(Task& task) {
+  lua_State* co = task.co;
+  std::string bytes, error;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  try {
+    if (!Snapshot(&bytes, &error)) {
+      throw Napi::Error(env, MakeError(Napi::Env(env), "ERR_COMMIT_FAILED", "COMMIT failed: " + error));
+    }
+    napi_value argv[5], fn, recv, ignored;
+    napi_get_reference_value(env, commit_, &fn);
+    napi_get_reference_value(env, owner_, &argv[0]);
+    void* data;
+    napi_create_buffer_copy(env, bytes.size(), bytes.data(), &data, &argv[1]);
+    napi_get_reference_value(env, settle, &argv[2]);
+    napi_create_double(env, static_cast<double>(task.key), &argv[3]);
+    napi_create_uint32(env, ++task.await_token, &argv[4]);
+    napi_get_undefined(env, &recv);
+    if (argv[0] == nullptr || napi_call_function(env, recv, fn, 5, argv, &ignored) != napi_ok) {
+      ThrowPending(env, "starting a commit");
+    }
+  } catch (const Napi::Error& e) {
+    // Fail the COMMIT at its yield: (false, error) to k_commit.
+    {
+      LuaHost::HostSection section(host.get(), host->current());
+      lua_pushboolean(co, 0);
+      PushJsError(this, co, e.Value());
+    }
+    napi_close_handle_scope(env, scope);
+    scheduler->FinishCommit(&task, 2);
+    return;
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commit) {
   napi_create_reference(env, owner, 0, &owner_);
+  napi_create_reference(env, commit, 1, &commit_);
   {
     auto data = std::make_unique<SettleData>(SettleData{weak_from_this()});
     napi_value fn;
@@ -221,9 +286,11 @@ void RuntimeCore::CloseNow(bool notify) {
     if (listener_ != nullptr) napi_delete_reference(env, listener_);
     if (settle != nullptr) napi_delete_reference(env, settle);
     if (owner_ != nullptr) napi_delete_reference(env, owner_);
+    if (commit_ != nullptr) napi_delete_reference(env, commit_);
   }
   listener_ = nullptr;
   owner_ = nullptr;
+  commit_ = nullptr;
   settle = nullptr;
   if (async_ != nullptr && notify) napi_async_destroy(env, async_);
   async_ = nullptr;

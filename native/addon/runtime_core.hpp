@@ -30,7 +30,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // `listener(owner, key, kind, value)` hears task ends; `owner` is the JS
   // Runtime, held weakly except while tasks wait on timers, the ready queue
   // or promises (as Node holds a pending timer's callback).
-  void Attach(napi_value listener, napi_value owner);
+  void Attach(napi_value listener, napi_value owner, napi_value commit);
+
+  // Encodes tasks.state into *out; false with *error if it cannot persist.
+  bool Snapshot(std::string* out, std::string* error);
 
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }
@@ -48,6 +51,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // SchedulerHooks
   void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
   void OnScheduleChange() override;
+  void OnCommit(Task& task) override;
 
   napi_env const env;
   std::unique_ptr<LuaHost> host;            // null once closed
@@ -71,6 +75,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   bool notify_ = true;                    // false during teardown: no JS may run
   napi_ref listener_ = nullptr;           // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;              // the JS Runtime: weak, strong while busy
+  napi_ref commit_ = nullptr;             // JS commit(owner, bytes, settle, key, token)
   bool owner_strong_ = false;
   int64_t reported_ = 0;                  // bytes last reported to napi_adjust_external_memory
   napi_async_context async_ = nullptr;    // for callback scopes from the loop

@@ -49,6 +49,13 @@ void UvDriver::Sync() {
   Handles* h = h_;
   if (h == nullptr || h->scheduler == nullptr) return;
   Scheduler* s = h->scheduler;
+  if (s->locked()) {  // a COMMIT holds the lock: nothing runs until it is written
+    if (h->armed != INT64_MIN) uv_timer_stop(&h->timer);
+    h->armed = INT64_MIN;
+    if (h->idle_on) uv_idle_stop(&h->idle);
+    h->idle_on = false;
+    return;
+  }
   if (s->HasTimers()) {
     const int64_t deadline = s->NextDeadline();
     if (deadline != h->armed || !uv_is_active(reinterpret_cast<uv_handle_t*>(&h->timer))) {

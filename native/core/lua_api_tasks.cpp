@@ -23,7 +23,7 @@ namespace lua_tasks {
 
 namespace {
 
-constexpr const char kPreloadKey[] = "lua-tasks.preload";
+constexpr const char* kPreloadKey = kPreloadRegistryKey;
 
 Scheduler* Sched(lua_State* L) { return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1))); }
 
@@ -46,6 +46,14 @@ Task* NeedTask(lua_State* L, Scheduler* s, const char* fname) {
   return t;
 }
 
+// After a COMMIT: resumed with (true, nil) once written, or (false, err).
+int k_commit(lua_State* L, int status, lua_KContext ctx) {
+  const int top = lua_gettop(L);
+  if (!lua_toboolean(L, top - 1)) return lua_error(L);  // err is on top
+  lua_settop(L, top - 2);
+  return lua_gettop(L);  // "COMMIT", extras...
+}
+
 int l_co_yield(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
@@ -60,8 +68,17 @@ int l_co_yield(lua_State* L) {
     return luaL_error(L, "UNTIL_NEXT is not available yet in this version (cron scheduling is being built)");
   }
   if (req.kind == WaitKind::kCommit) {
-    return luaL_error(L, "COMMIT failed: this runtime has no store, so its state cannot be saved "
-                         "(create it with Runtime.open({ name, store }))");
+    if (!s->has_store()) {
+      return luaL_error(L, "COMMIT failed: this runtime has no store, so its state cannot be saved "
+                           "(create it with Runtime.open({ name, store }))");
+    }
+    // The yield returns "COMMIT" and the extra values, which stay on this
+    // frame's stack across the write (see k_commit).
+    lua_pushliteral(L, "COMMIT");
+    lua_replace(L, 1);
+    t->pending = req;
+    t->has_pending = true;
+    return lua_yieldk(L, 0, 0, k_commit);
   }
   t->pending = req;
   t->has_pending = true;
@@ -200,7 +217,7 @@ int l_tasks_join(lua_State* L) {
 
 // Lua glue: resume/wrap pass-through, tasks.wait, require, namazu.coroutine.
 constexpr const char kPrelude[] = R"lua(
-local SENTINEL, tasks, join, LOADED, PRELOAD = ...
+local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE = ...
 local co = coroutine
 local create, resume, yield, status, close, isyieldable = co.create, co.resume, co.yield, co.status, co.close, co.isyieldable
 local error, type, select = error, type, select
@@ -261,6 +278,30 @@ if not require then
     return v
   end
 end
+
+-- rt.start("a.b.fn"): globals first, then modules, requiring them if needed
+-- (longest module name first). Needs the string library to split the path.
+local gmatch = string and string.gmatch
+local function resolve(path)
+  if not gmatch then return nil end
+  local parts = {}
+  for part in gmatch(path, "[^.]+") do parts[#parts + 1] = part end
+  for i = #parts - 1, 1, -1 do
+    local name = parts[1]
+    for j = 2, i do name = name .. "." .. parts[j] end
+    local ok, m = pcall(require, name)
+    if ok and type(m) == "table" then
+      local v = m
+      for j = i + 1, #parts do
+        if type(v) ~= "table" then v = nil break end
+        v = rawget(v, parts[j])
+      end
+      if type(v) == "function" then return v end
+    end
+  end
+  return nil
+end
+RESOLVE[1] = resolve
 
 local namazu = {
   current_task_id = tasks.current_id,
@@ -340,7 +381,10 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_pushcclosure(L, l_tasks_join, 1);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, LUA_REGISTRYINDEX, kPreloadKey);
-  lua_call(L, 5, 0);
+  lua_newtable(L);  // RESOLVE: the prelude stores its resolver at [1]
+  lua_pushvalue(L, -1);
+  lua_setfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+  lua_call(L, 6, 0);
 
   lua_setglobal(L, "tasks");
 }

@@ -16,4 +16,10 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler);
 // stack (popped): require(name) calls it once. Raises (memory).
 void PreloadModule(lua_State* L, const char* name);
 
+// Registry key of the table `require` consults for loaders.
+inline constexpr const char kPreloadRegistryKey[] = "lua-tasks.preload";
+// Registry key of a table whose [1] is resolve(path) -> function | nil, which
+// finds "mod.fn" in modules, requiring them if needed.
+inline constexpr const char kResolveRegistryKey[] = "lua-tasks.resolve";
+
 }  // namespace lua_tasks

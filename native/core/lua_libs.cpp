@@ -3,8 +3,10 @@
 //
 // The sandbox is an allow list installed once, when the state is created.
 // 'safe' is for scripts the embedder did not write:
-//   base       yes, but without dofile/loadfile (they read the file system)
-//              and with load restricted to text chunks
+//   base       yes, but without dofile/loadfile (they read the file system;
+//              modulePaths brings them back, confined), without warn (it
+//              writes to the process's stderr behind the print option), and
+//              with load restricted to text chunks
 //   coroutine, string, table, math, utf8   yes: pure computation
 //   os         only time, clock, date, difftime: reading the clock is harmless;
 //              execute/exit/getenv/remove/rename/tmpname/setlocale reach the host
@@ -70,15 +72,16 @@ local function mode_ok(mode)
   end
 end
 local G = _G
-G.load = function(chunk, name, mode, env)
+-- An explicit env (even nil) must reach load as given: count the varargs.
+G.load = function(chunk, name, mode, ...)
   mode_ok(mode)
-  if select("#", chunk, name, mode, env) >= 4 then return load(chunk, name, "t", env) end
+  if select("#", ...) > 0 then return load(chunk, name, "t", (...)) end
   return load(chunk, name, "t")
 end
 if loadfile then
-  G.loadfile = function(file, mode, env)
+  G.loadfile = function(file, mode, ...)
     mode_ok(mode)
-    if select("#", file, mode, env) >= 3 then return loadfile(file, "t", env) end
+    if select("#", ...) > 0 then return loadfile(file, "t", (...)) end
     return loadfile(file, "t")
   end
   G.dofile = function(file)
@@ -125,6 +128,8 @@ void OpenLibs(lua_State* L, const LibProfile& profile) {
       for (const char* n : {"base", "coroutine", "string", "table", "math", "utf8"}) Open(L, n);
       RestrictOs(L);
       InstallTextOnly(L, false);
+      lua_pushnil(L);
+      lua_setglobal(L, "warn");
       break;
     case LibProfile::Kind::kList: {
       Open(L, "base");

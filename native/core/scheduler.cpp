@@ -95,9 +95,11 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
   lua_State* co;
   if (lua_type(L, fn) == LUA_TTHREAD) {
     co = lua_tothread(L, fn);
-    // Only a coroutine that has not started (its function alone on its
-    // stack) can become a task; a suspended or dead one belongs to its owner.
-    if (co == L || lua_status(co) != LUA_OK || lua_gettop(co) != 1 || lua_isyieldable(co)) {
+    // Only a coroutine that has not started (no frames, its function on its
+    // stack) can become a task; a suspended, running or dead one belongs to
+    // its owner.
+    lua_Debug ar;
+    if (co == L || lua_status(co) != LUA_OK || lua_getstack(co, 0, &ar) != 0 || lua_gettop(co) == 0) {
       lua_settop(L, fn - 1);
       return 0;
     }
@@ -129,8 +131,34 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
   Task* t = task.get();
   const uint64_t key = t->key;
   tasks_.emplace(key, std::move(task));
+  if (locks_ > 0) {
+    t->status = TaskStatus::kWaiting;  // wait kNone: not resumable by id meanwhile
+    deferred_.push_back({key, nargs});
+    return key;
+  }
   RunTask(t, L, nargs);
   return key;
+}
+
+void Scheduler::FinishCommit(Task* t, int nargs) {
+  Deliver(t, nargs);  // ClearWait releases the task's lock; it continues first
+  RunDeferred();
+}
+
+void Scheduler::Unlock() {
+  if (locks_ > 0) --locks_;
+  RunDeferred();
+}
+
+void Scheduler::RunDeferred() {
+  while (locks_ == 0 && !deferred_.empty()) {
+    const Deferred d = deferred_.front();
+    deferred_.pop_front();
+    Task* t = Find(d.key);
+    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
+    RunTask(t, host_->current(), d.nargs);
+  }
+  hooks_->OnScheduleChange();
 }
 
 void Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
@@ -204,6 +232,12 @@ void Scheduler::Park(Task* t) {
     case WaitKind::kPromise:
       ++outside_waits_;
       break;
+    case WaitKind::kCommit:
+      ++outside_waits_;
+      ++locks_;
+      hooks_->OnScheduleChange();
+      hooks_->OnCommit(*t);  // the embedder calls FinishCommit when written
+      return;
     default:  // INDEFINITELY, promises, commits: woken by someone else
       break;
   }
@@ -219,7 +253,8 @@ void Scheduler::ClearWait(Task* t) {
     timers_.Cancel(t->timer, t->key);
     t->timer = 0;
   }
-  if (t->wait == WaitKind::kPromise) --outside_waits_;
+  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
+  if (t->wait == WaitKind::kCommit) --locks_;  // written, or a cancelled committer: its lock goes
   ++t->gen;  // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
 }
@@ -241,6 +276,7 @@ void Scheduler::Deliver(Task* t, int nargs) {
 }
 
 void Scheduler::RunImmediate() {
+  if (locks_ > 0) return;
   // Only the tasks ready now: one that yields IMMEDIATE again lands behind
   // the batch and runs on the next loop turn, so I/O is not starved.
   size_t n = ready_.size();
@@ -255,6 +291,7 @@ void Scheduler::RunImmediate() {
 }
 
 void Scheduler::RunTimers() {
+  if (locks_ > 0) return;
   uint64_t key;
   TimerQueue::Handle h;
   int64_t now = clock_->MonoNs();
@@ -292,6 +329,11 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
   }
   ClearWait(t);
   lua_xmove(from, t->co, nargs);
+  if (locks_ > 0) {
+    deferred_.push_back({key, nargs});
+    hooks_->OnScheduleChange();
+    return ResumeResult::kResumed;
+  }
   RunTask(t, from, nargs);
   hooks_->OnScheduleChange();
   return ResumeResult::kResumed;
@@ -305,7 +347,7 @@ bool Scheduler::Cancel(uint64_t key) {
     return true;
   }
   KillNow(t);
-  hooks_->OnScheduleChange();
+  RunDeferred();  // a cancelled committer released the lock
   return true;
 }
 
@@ -349,7 +391,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   if (status == kTimedOutStatus) lua_settop(t->co, 0);
   if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, traceback);
   if (traceback != nullptr) lua_pop(host_->main(), 1);
-  if (!t->observed) Remember(t, status, nres);
+  Remember(t, status, nres);
 
   // Wake the tasks joined on this one: (true, results...) or (false, error).
   const uint64_t key = t->key;

@@ -54,6 +54,9 @@ class SchedulerHooks {
   virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) = 0;
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
+  // A task yielded COMMIT: write the state, then call FinishCommit with
+  // (true) or (false, error) pushed onto task.co. The lock is held meanwhile.
+  virtual void OnCommit(Task& task) = 0;
 };
 
 inline constexpr int kCancelledStatus = -1;
@@ -133,6 +136,20 @@ class Scheduler {
   // `nargs` values already pushed onto t->co; runs it to its next wait.
   void Deliver(Task* t, int nargs);
 
+  // The commit lock (DESIGN §8): while a COMMIT is being written no other
+  // task runs. Timers and IMMEDIATE batches wait; tasks started or resumed
+  // meanwhile are queued and run, in order, once the committer continues.
+  // Locks nest: a task's COMMIT and rt.commit() each hold one.
+  void Lock() { ++locks_; }
+  void Unlock();
+  bool locked() const { return locks_ > 0; }
+  // Whether COMMIT is available (the runtime has a store).
+  void set_has_store(bool v) { has_store_ = v; }
+  bool has_store() const { return has_store_; }
+  // Releases the lock: the committing task `t` continues first with the
+  // `nargs` values on its stack, then the queued starts and resumes.
+  void FinishCommit(Task* t, int nargs);
+
  private:
   struct ReadyEntry {
     uint64_t key;
@@ -155,7 +172,15 @@ class Scheduler {
   TimerQueue timers_;
   std::deque<Finished> finished_;
   Task* current_ = nullptr;  // the task whose coroutine is running, innermost
-  size_t outside_waits_ = 0; // tasks waiting on kPromise
+  size_t outside_waits_ = 0; // tasks waiting on kPromise or kCommit
+  int locks_ = 0;
+  bool has_store_ = false;
+  struct Deferred {
+    uint64_t key;
+    int nargs;  // values waiting on the task's stack
+  };
+  std::deque<Deferred> deferred_;  // starts and resumes held back by the lock
+  void RunDeferred();
   uint64_t next_key_ = 1;
   std::string prefix_;
 };

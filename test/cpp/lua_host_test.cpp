@@ -108,3 +108,20 @@ TEST(LuaHost, StatesAreIsolated) {
 
 }  // namespace
 }  // namespace lua_tasks
+
+namespace lua_tasks {
+namespace {
+
+// Regression: the text-only load wrapper passed an explicit nil env whenever
+// it was called with fewer than four arguments, so loaded chunks saw no globals.
+TEST(LuaHost, LoadWithoutEnvSeesTheGlobals) {
+  auto host = MakeHost();
+  EXPECT_EQ(RunLua(host.get(), "return load('return type(print)', 'x', 't')()"), "ok:function");
+  EXPECT_EQ(RunLua(host.get(), "return load('return type(print)')()"), "ok:function");
+  EXPECT_EQ(RunLua(host.get(), "return load('return x', 'c', 't', { x = 'env' })()"), "ok:env");
+  EXPECT_EQ(RunLua(host.get(), "return select(2, pcall(load('return print', 'c', 't', nil)))"),
+            "ok:[string \"c\"]:1: attempt to index a nil value (upvalue '_ENV')");
+}
+
+}  // namespace
+}  // namespace lua_tasks

@@ -28,10 +28,16 @@ class Recorder final : public SchedulerHooks {
  public:
   void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char*) override {
     std::string v = status == LUA_OK ? "done" : status == kCancelledStatus ? "cancelled" : "failed";
-    if (status != LUA_OK && status != kCancelledStatus) v += std::string(":") + lua_tostring(co, -1);
+    if (status == kTimedOutStatus) {
+      v += ":timeout";
+    } else if (status != LUA_OK && status != kCancelledStatus) {
+      v += std::string(":") + lua_tostring(co, -1);
+    }
     ends.push_back(v);
   }
   void OnScheduleChange() override {}
+  void OnCommit(Task& task) override { committing.push_back(task.key); }
+  std::vector<uint64_t> committing;
   std::vector<std::string> ends;
 };
 
@@ -225,6 +231,100 @@ TEST_F(SchedulerTest, WaitJoinsATaskAndReRaisesItsError) {
   Start("t");
   Turn(1000 * kMs);
   EXPECT_EQ(Log(), "7+8,boom");
+}
+
+}  // namespace
+}  // namespace lua_tasks
+
+namespace lua_tasks {
+namespace {
+
+TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
+  Run(R"(function committer() note("commit") coroutine.yield("COMMIT", "x") note("after") end
+         function sleeper() coroutine.yield("FOR", 1) note("slept") end
+         function waiter() note("waiting") local v = coroutine.yield("INDEFINITELY") note("got " .. v) end
+         function late() note("late start") end)");
+  sched->set_has_store(true);
+  const uint64_t w = Start("waiter");
+  Start("sleeper");
+  const uint64_t c = Start("committer");
+  EXPECT_EQ(rec.committing, std::vector<uint64_t>{c});
+  EXPECT_TRUE(sched->locked());
+  Start("late");
+  lua_State* L = host->main();
+  lua_pushliteral(L, "v");
+  EXPECT_EQ(sched->Resume(w, L, 1), Scheduler::ResumeResult::kResumed);
+  Turn(5000 * kMs);  // the sleeper's timer is due, but the lock holds it
+  EXPECT_EQ(Log(), "waiting,commit");
+  Task* t = sched->Find(c);
+  ASSERT_NE(t, nullptr);
+  lua_pushboolean(t->co, 1);
+  lua_pushnil(t->co);
+  sched->FinishCommit(t, 2);
+  EXPECT_EQ(Log(), "waiting,commit,after,late start,got v");
+  Turn(0);
+  EXPECT_EQ(Log(), "waiting,commit,after,late start,got v,slept");
+}
+
+TEST_F(SchedulerTest, AFailedCommitRaisesAtTheYield) {
+  Run(R"(function committer() local ok, err = pcall(coroutine.yield, "COMMIT") note(tostring(ok) .. " " .. err) end)");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  Task* t = sched->Find(c);
+  lua_pushboolean(t->co, 0);
+  lua_pushliteral(t->co, "disk full");
+  sched->FinishCommit(t, 2);
+  EXPECT_EQ(Log(), "false disk full");
+  EXPECT_FALSE(sched->locked());
+}
+
+TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
+  Run(R"(function committer() coroutine.yield("COMMIT") end function other() note("other") end)");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  Start("other");
+  EXPECT_EQ(Log(), "");
+  EXPECT_TRUE(sched->Cancel(c));
+  EXPECT_FALSE(sched->locked());
+  EXPECT_EQ(Log(), "other");
+}
+
+// A clock that moves 1 ms every time it is read: Lua code "runs" for as long
+// as it reads the clock, so preemption and kills are deterministic.
+class TickingClock final : public Clock {
+ public:
+  int64_t MonoNs() const override { return mono += 1'000'000; }
+  int64_t WallNs() const override { return int64_t{1'700'000'000} * 1'000'000'000 + mono; }
+  mutable int64_t mono = 0;
+};
+
+TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
+  TickingClock clock;
+  Recorder rec;
+  LuaHostOptions o;
+  o.time_slice_ns = 5'000'000;
+  o.task_timeout_ns = 200'000'000;
+  o.clock = &clock;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  ASSERT_TRUE(host) << error;
+  Scheduler sched(host.get(), &clock, &rec);
+  ASSERT_EQ(host->Protected(
+                [](lua_State* L) {
+                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  return 0;
+                },
+                &sched, &error),
+            LUA_OK);
+  lua_State* L = host->main();
+  ASSERT_EQ(luaL_dostring(L, R"(function spin() while true do pcall(function() while true do end end) end end)"),
+            LUA_OK);
+  lua_getglobal(L, "spin");
+  sched.Start(L, 0, true);
+  EXPECT_GT(host->budget()->preemptions(), 0u);  // made to yield at its first slice
+  for (int i = 0; i < 100 && sched.task_count() > 0; ++i) sched.RunImmediate();
+  EXPECT_EQ(sched.task_count(), 0u);
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});
 }
 
 }  // namespace

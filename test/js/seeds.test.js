@@ -262,9 +262,9 @@ async function fanOut(create) {
   expect(rt.tasks()).toEqual([]);
 }
 
-// Bug: namazu_coroutine.start refuses every coroutine made by coroutine.create
-// ("coroutine already started, running or a task"); see tasks-lua.test.js.
-test.failing('the fan-out endpoint updates every resource through coroutine.create + namazu_coroutine.start', async () => {
+// Regression: namazu_coroutine.start used to refuse every coroutine made by
+// coroutine.create ("coroutine already started, running or a task").
+test('the fan-out endpoint updates every resource through coroutine.create + namazu_coroutine.start', async () => {
   await fanOut('coroutine.create');
 });
 

@@ -34,9 +34,9 @@ describe('what rt.start accepts', () => {
     expect(task.status).toBe('done');
   });
 
-  // Bug: PushTarget only looks in package.loaded, so a module declared in
-  // `modules` but never required yet is "not a Lua function".
-  test.failing('starts a module.fn path of a module from the modules option without requiring it first', async () => {
+  // Regression: PushTarget used to look only in package.loaded, so a module
+  // declared in `modules` but never required was "not a Lua function".
+  test('starts a module.fn path of a module from the modules option without requiring it first', async () => {
     expect(await rt.call('mod.fn', 21)).toBe(42);
   });
 
@@ -267,9 +267,9 @@ describe('unhandled rejections', () => {
 });
 
 describe('AbortSignal as the last argument', () => {
-  // Bug: start() does Object.assign(err, { name: 'AbortError' }) on an error
-  // whose name is a prototype getter, so it throws a TypeError instead.
-  test.failing('an already aborted signal throws ERR_TASK_CANCELLED and starts nothing', () => {
+  // Regression: start() used to Object.assign a name onto an error whose name
+  // is a prototype getter, and threw a TypeError instead.
+  test('an already aborted signal throws ERR_TASK_CANCELLED and starts nothing', () => {
     rt.load('ran = false function t() ran = true coroutine.yield("INDEFINITELY") end');
     const ac = new AbortController();
     ac.abort('too late');
@@ -278,7 +278,7 @@ describe('AbortSignal as the last argument', () => {
     expect(rt.tasks()).toEqual([]);
   });
 
-  test.failing('an already aborted signal makes rt.call reject with ERR_TASK_CANCELLED', async () => {
+  test('an already aborted signal makes rt.call reject with ERR_TASK_CANCELLED', async () => {
     rt.load('function t() coroutine.yield("INDEFINITELY") end');
     await expect(rt.call('t', AbortSignal.abort('nope'))).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'nope' });
   });

@@ -68,10 +68,9 @@ describe('tasks.start', () => {
     expect(rt.task(id).status).toBe('done');
   });
 
-  // Bug: Scheduler::Start refuses a thread when lua_isyieldable(co) is true,
-  // which it is for every fresh coroutine in Lua 5.4, so no coroutine made by
-  // coroutine.create can become a task.
-  test.failing('accepts a coroutine made by coroutine.create', async () => {
+  // Regression: Scheduler::Start used to refuse a thread when
+  // lua_isyieldable(co) was true, which it is for every fresh coroutine.
+  test('accepts a coroutine made by coroutine.create', async () => {
     rt.load(`function t()
       local co = coroutine.create(function(n) coroutine.yield() return n + 1 end)
       local id = tasks.start(co, 41)
@@ -93,7 +92,7 @@ describe('tasks.start', () => {
     expect(err).toMatch(pattern);
   });
 
-  test.failing('a coroutine that is already a task is refused the second time', async () => {
+  test('a coroutine that is already a task is refused the second time', async () => {
     rt.load(`function t()
       local co = coroutine.create(function() coroutine.yield("INDEFINITELY") end)
       local id = tasks.start(co)
@@ -111,11 +110,9 @@ describe('tasks.start', () => {
     expect(await rt.call('t')).toBe('failed');
   });
 
-  // Bug: while rt.start/rt.call is on the stack (#starting > 0), Runtime#onEnd
-  // parks every unknown task's end in #early, keyed by the child's key, which
-  // nobody reads: the child's failure is neither emitted nor warned (and the
-  // entry leaks).
-  test.failing('a Lua-started task failing inside a task started from JS is reported as taskerror', async () => {
+  // Regression: while rt.start/rt.call was on the stack, a Lua-started child's
+  // failure was parked under its own key and never reported (nor freed).
+  test('a Lua-started task failing inside a task started from JS is reported as taskerror', async () => {
     const errs = [];
     rt.on('taskerror', (t, e) => errs.push(e.message));
     rt.load('function t() local id = tasks.start(function() error("child boom") end) return tasks.status(id) end');
@@ -293,8 +290,8 @@ describe('namazu.coroutine (seed semantics)', () => {
       .toEqual([true, 'function', 'function', 'function']);
   });
 
-  // Same bug as tasks.start(co): every fresh coroutine is refused.
-  test.failing('start(co) runs the coroutine now until its first yield and returns its task id', async () => {
+  // Regression: the same refusal of fresh coroutines as tasks.start(co).
+  test('start(co) runs the coroutine now until its first yield and returns its task id', async () => {
     rt.load(`local nc = require "namazu.coroutine"
     log = {}
     function t()

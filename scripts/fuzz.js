@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+// SPDX-License-Identifier: MIT
+// npm run fuzz: builds every libFuzzer target with clang and runs each for a while.
+//   FUZZ_SECONDS=60 (default) per target; FUZZ_TARGETS=a,b to pick some.
+'use strict';
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const root = path.resolve(__dirname, '..');
+const build = path.join(root, 'build-fuzz');
+const seconds = Number(process.env.FUZZ_SECONDS || 60);
+const env = { ...process.env, CC: 'clang', CXX: 'clang++' };
+const run = (cmd, args, opts = {}) => execFileSync(cmd, args, { stdio: 'inherit', env, ...opts });
+
+run('cmake', ['-S', root, '-B', build, '-DCMAKE_BUILD_TYPE=RelWithDebInfo', '-DLUA_TASKS_ADDON=OFF',
+  '-DLUA_TASKS_TESTS=OFF', '-DLUA_TASKS_FUZZ=ON']);
+let targets = fs.readdirSync(path.join(root, 'test', 'fuzz')).filter((f) => f.endsWith('_fuzz.cpp')).map((f) => f.slice(0, -4));
+if (process.env.FUZZ_TARGETS) targets = targets.filter((t) => process.env.FUZZ_TARGETS.split(',').includes(t));
+run('cmake', ['--build', build, '--parallel', '2', '--target', ...targets]);
+for (const t of targets) {
+  const corpus = path.join(build, 'corpus', t);
+  fs.mkdirSync(corpus, { recursive: true });
+  console.log(`fuzz: ${t} for ${seconds} s`);
+  run(path.join(build, t), [corpus, `-max_total_time=${seconds}`, '-timeout=2', '-rss_limit_mb=2048', '-print_final_stats=1']);
+}
+console.log(`fuzz: ${targets.length} targets ran clean`);

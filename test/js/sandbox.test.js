@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: MIT
+// The 'safe' sandbox: one test per escape attempt, and the allow list is complete.
+'use strict';
+const path = require('node:path');
+const { Runtime } = require('../..');
+
+const modules = path.join(__dirname, 'fixtures', 'modules');
+let rt;
+beforeEach(() => {
+  rt = new Runtime({ modulePaths: [modules] });
+});
+afterEach(() => rt.closeSync());
+
+// Runs `src` under pcall; returns [ok, message].
+function attempt(src) {
+  return rt.load(`local ok, err = pcall(function() ${src} end) return ok, tostring(err)`);
+}
+
+test('the global allow list is exactly what DESIGN §7 names', () => {
+  const [keys] = rt.load(`local t = {} for k in pairs(_G) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")`);
+  expect(keys.split(' ')).toEqual([
+    '_G', '_VERSION', 'assert', 'collectgarbage', 'coroutine', 'dofile', 'error', 'getmetatable', 'ipairs',
+    'load', 'loadfile', 'math', 'next', 'os', 'pairs', 'pcall', 'print', 'rawequal', 'rawget', 'rawlen',
+    'rawset', 'require', 'select', 'setmetatable', 'string', 'table', 'tasks', 'tonumber', 'tostring', 'type',
+    'utf8', 'xpcall',
+  ]);
+  expect(rt.load('local t = {} for k in pairs(os) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")'))
+    .toEqual(['clock date difftime time']);
+});
+
+test.each([
+  ['io.open', 'io.open("/etc/passwd")'],
+  ['os.execute', 'os.execute("true")'],
+  ['os.exit', 'os.exit(1)'],
+  ['os.getenv', 'os.getenv("HOME")'],
+  ['os.remove', 'os.remove("/tmp/x")'],
+  ['package.loadlib', 'package.loadlib("libc.so.6", "system")'],
+  ['debug.getregistry', 'debug.getregistry()'],
+  ['debug.sethook', 'debug.sethook()'],
+])('%s is not reachable', (_, src) => {
+  const [ok, msg] = attempt(src);
+  expect(ok).toBe(false);
+  expect(msg).toMatch(/attempt to index a nil value|attempt to call a nil value/);
+});
+
+test('requiring a C module or an unknown module fails clearly', () => {
+  const [ok, msg] = attempt('require("socket.core")');
+  expect(ok).toBe(false);
+  expect(msg).toMatch(/module 'socket.core' not found/);
+});
+
+test('binary chunks are refused: string.dump output and mode "b"', () => {
+  expect(attempt('assert(load(string.dump(function() return 1 end)))')).toEqual([
+    false, expect.stringMatching(/attempt to load a binary chunk/),
+  ]);
+  expect(attempt('load("return 1", "x", "b")')).toEqual([false, expect.stringMatching(/binary chunks are not allowed/)]);
+  expect(attempt('loadfile("greet.lua", "b")')).toEqual([false, expect.stringMatching(/binary chunks are not allowed/)]);
+});
+
+test('modules load from modulePaths as text, and dofile/loadfile cannot leave them', () => {
+  expect(rt.load('return require("greet").hello("you"), require("pkg").name')).toEqual(['hello you', 'pkg']);
+  expect(rt.load('return dofile("greet.lua").hello("again")')).toEqual(['hello again']);
+  for (const file of ['/etc/passwd', '../../../package.json', `${modules}/../../../../package.json`]) {
+    const [f, msg] = rt.load(`return loadfile(${JSON.stringify(file)})`);
+    expect(f).toBeNull();
+    expect(msg).toMatch(/only files inside modulePaths/);
+  }
+  expect(attempt('dofile("/etc/passwd")')).toEqual([false, expect.stringMatching(/only files inside modulePaths/)]);
+});
+
+test('without modulePaths there is no dofile or loadfile at all', () => {
+  const plain = new Runtime();
+  expect(plain.load('return dofile, loadfile')).toEqual([null, null]);
+  plain.closeSync();
+});
+
+test("changing one runtime's string metatable or _G does not reach another", () => {
+  const other = new Runtime();
+  rt.load('getmetatable("").__index = { upper = function() return "pwned" end } _G.print = nil setmetatable(_G, { __index = function() return "x" end })');
+  expect(other.load('return ("a"):upper(), type(print), undefined_global')).toEqual(['A', 'function', null]);
+  other.closeSync();
+});
+
+test('JS -> Lua -> JS recursion is bounded with a clear error, not a stack overflow', () => {
+  rt.set('js', (n) => rt.get('lua')(n));
+  rt.load('function lua(n) return js(n + 1) end');
+  expect(() => rt.get('lua')(0)).toThrow(/levels deep|C stack overflow|stack overflow/);
+  expect(rt.load('return 1')).toEqual([1]);
+});

@@ -1,0 +1,22 @@
+// SPDX-License-Identifier: MIT
+// index.d.ts compiles a usage file under tsc --strict; ESM import works.
+'use strict';
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+
+const root = path.join(__dirname, '..', '..');
+
+test('index.d.ts covers the API: a usage file compiles with tsc --noEmit --strict', () => {
+  const tsc = require.resolve('typescript/bin/tsc');
+  execFileSync(process.execPath, [tsc, '-p', path.join(root, 'test', 'types', 'tsconfig.json')], { encoding: 'utf8' });
+});
+
+test("ESM: import { Runtime } from 'lua-tasks' works", () => {
+  const url = require('node:url').pathToFileURL(path.join(root, 'lib', 'index.mjs')).href;
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e',
+    `import { Runtime, LuaError } from ${JSON.stringify(url)};
+     const rt = new Runtime();
+     console.log(rt.load('return 6 * 7')[0], typeof LuaError);
+     rt.closeSync();`], { encoding: 'utf8' });
+  expect(out.trim()).toBe('42 function');
+});

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: MIT
+// Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
+import { Runtime, Task, LuaError, DirectoryStore, codes } from 'lua-tasks';
+
+async function main(): Promise<void> {
+  const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
+  const values: unknown[] = rt.load('return 1, 2', { name: 'chunk' });
+  rt.set('add', (a: number, b: number) => a + b);
+  const g: unknown = rt.get('add');
+  const task: Task = rt.start('fn', 1, 'two');
+  const id: string = task.id;
+  const status: 'running' | 'waiting' | 'done' | 'failed' | 'cancelled' = task.status;
+  const result: unknown = await task.result;
+  const r2: unknown = await rt.call('fn');
+  const resumed: boolean = rt.resume(id, 1, 2);
+  const cancelled: boolean = rt.cancel(id, 'why');
+  const info = rt.task(id);
+  if (info && info.waiting) console.log(info.waiting.instruction, info.waiting.until?.toISOString());
+  rt.tasks().forEach((t) => console.log(t.id, t.status));
+  rt.on('taskerror', (t, err: Error) => console.log(t.id, err.message));
+  rt.on('taskdone', (t, value) => console.log(t.id, value));
+  rt.ref().unref();
+  const s = rt.stats();
+  console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
+  await rt.commit();
+  await rt.close();
+  rt.closeSync();
+  const p = await Runtime.open({ name: 'n', store: new DirectoryStore('/tmp/x') });
+  await Runtime.open({ name: 'n', store: { load: async () => null, save: async () => {} } });
+  p.closeSync();
+  try {
+    rt.load('x');
+  } catch (e) {
+    if (e instanceof LuaError) console.log(e.code, e.luaStack, e.line, e.source, codes.ERR_LUA_SYNTAX);
+  }
+}
+void main;
