@@ -11,7 +11,9 @@ namespace lua_tasks {
 class RuntimeCore;
 
 // Deepest table/object nesting either way; deeper values give ERR_CONVERSION.
-inline constexpr int kMaxConvertDepth = 500;
+// 200 keeps the recursion well inside V8's stack limit even in a Worker or an
+// ASan build, where frames are several times larger.
+inline constexpr int kMaxConvertDepth = 200;
 
 // Pushes the Lua equivalent of `v` onto L (exactly one value). The caller is
 // in a HostSection (no Lua code runs here, allocations cannot fail for the

@@ -9,12 +9,16 @@
 //   0x03 int64 (8 bytes)            a Lua integer
 //   0x04 float64 (8 bytes)          a Lua float: kept apart from integers
 //   0x05 varint n, n bytes          a string (any bytes)
-//   0x06 varint n, n x (key value)  a table seen for the first time; it takes
-//                                   the next table id (0, 1, 2, ...)
+//   0x06 u32 n, varint a, n x (key value)
+//                                   a table seen for the first time (n pairs,
+//                                   a of them its array part: a size hint); it
+//                                   takes the next table id (0, 1, 2, ...)
 //   0x07 varint id                  a table seen before: shared references and
 //                                   cycles come back as the same table
-// Decoding checks every count against the bytes left before allocating, so a
-// corrupt or hostile file costs no more memory than its own size.
+// The pair count is a fixed u32 so the encoder walks each table once and
+// patches the count after. Decoding checks every count against the bytes left
+// before allocating, so a corrupt or hostile file costs no more memory than
+// its own size, and pauses Lua's collector: a snapshot is all live data.
 #include "state_codec.hpp"
 
 #include <cctype>
@@ -22,7 +26,6 @@
 #include <cstdio>
 #include <cstdint>
 #include <cstring>
-#include <unordered_map>
 #include <vector>
 
 namespace lua_tasks {
@@ -55,6 +58,53 @@ bool IsIdentifier(const char* s, size_t n) {
   }
   return true;
 }
+
+// Table identity -> id: open addressing over pointers, no allocation per table.
+class PointerIds {
+ public:
+  PointerIds() : slots_(1024) {}
+  // Returns the id of p, inserting `next` if p is new (then *inserted = true).
+  uint32_t FindOrAdd(const void* p, uint32_t next, bool* inserted) {
+    if ((count_ + 1) * 2 > slots_.size()) Grow();
+    size_t i = Hash(p) & (slots_.size() - 1);
+    while (slots_[i].key != nullptr) {
+      if (slots_[i].key == p) {
+        *inserted = false;
+        return slots_[i].id;
+      }
+      i = (i + 1) & (slots_.size() - 1);
+    }
+    slots_[i] = {p, next};
+    ++count_;
+    *inserted = true;
+    return next;
+  }
+  uint32_t size() const { return count_; }
+
+ private:
+  struct Slot {
+    const void* key = nullptr;
+    uint32_t id = 0;
+  };
+  static size_t Hash(const void* p) {
+    uint64_t x = reinterpret_cast<uintptr_t>(p);
+    x ^= x >> 33;
+    x *= 0xff51afd7ed558ccdull;
+    x ^= x >> 33;
+    return static_cast<size_t>(x);
+  }
+  void Grow() {
+    std::vector<Slot> old(slots_.size() * 2);
+    old.swap(slots_);
+    count_ = 0;
+    bool ignored;
+    for (const Slot& s : old) {
+      if (s.key != nullptr) FindOrAdd(s.key, s.id, &ignored);
+    }
+  }
+  std::vector<Slot> slots_;
+  uint32_t count_ = 0;
+};
 
 class Encoder {
  public:
@@ -98,26 +148,22 @@ class Encoder {
 
  private:
   bool Table(int idx) {
-    const void* p = lua_topointer(L_, idx);
-    if (auto it = ids_.find(p); it != ids_.end()) {
+    bool inserted;
+    const uint32_t id = ids_.FindOrAdd(lua_topointer(L_, idx), ids_.size(), &inserted);
+    if (!inserted) {
       out_->push_back(kRef);
-      PutVarint(out_, it->second);
+      PutVarint(out_, id);
       return true;
     }
     if (static_cast<int>(keys_.size()) >= kMaxStateDepth) {
       return Fail("nested more than " + std::to_string(kMaxStateDepth) + " tables deep");
     }
     if (!lua_checkstack(L_, 4)) return Fail("nested too deep for the Lua stack");
-    ids_.emplace(p, static_cast<uint32_t>(ids_.size()));
-    // Count the pairs first: the decoder needs the count before the pairs.
-    uint64_t count = 0;
-    lua_pushnil(L_);
-    while (lua_next(L_, idx) != 0) {
-      lua_pop(L_, 1);
-      ++count;
-    }
     out_->push_back(kTable);
-    PutVarint(out_, count);
+    const size_t count_at = out_->size();
+    out_->append(4, '\0');  // the pair count, patched below
+    PutVarint(out_, lua_rawlen(L_, idx));
+    uint32_t count = 0;
     lua_pushnil(L_);
     while (lua_next(L_, idx) != 0) {
       keys_.push_back(lua_gettop(L_) - 1);  // the key's slot, for error paths
@@ -128,7 +174,9 @@ class Encoder {
         lua_pop(L_, 1);
         return false;
       }
+      if (++count == UINT32_MAX) return Fail("table with too many entries");
     }
+    for (int i = 0; i < 4; ++i) (*out_)[count_at + i] = static_cast<char>(count >> (8 * i));
     return true;
   }
 
@@ -194,7 +242,7 @@ class Encoder {
   std::string* out_;
   std::string* error_;
   const char* root_;
-  std::unordered_map<const void*, uint32_t> ids_;  // table -> id, in order of first sight
+  PointerIds ids_;                                 // table -> id, in order of first sight
   std::vector<int> keys_;                          // stack slots of the keys on the current path
 };
 
@@ -238,12 +286,16 @@ class Decoder {
       case kTable: {
         if (depth >= kMaxStateDepth) return Fail("nested too deep");
         if (!lua_checkstack(L_, 4)) return Fail("nested too deep for the Lua stack");
-        uint64_t count;
-        if (!Varint(&count)) return false;
-        if (count > static_cast<uint64_t>(end_ - p_) / 2) return Fail("table count past the end");
-        lua_createtable(L_, 0, count > (1u << 20) ? (1 << 20) : static_cast<int>(count));
+        if (end_ - p_ < 4) return Fail("truncated table");
+        uint64_t count = 0;
+        for (int i = 0; i < 4; ++i) count |= static_cast<uint64_t>(static_cast<uint8_t>(p_[i])) << (8 * i);
+        p_ += 4;
+        uint64_t narr;
+        if (!Varint(&narr)) return false;
+        if (count > static_cast<uint64_t>(end_ - p_) / 2 || narr > count) return Fail("table count past the end");
+        lua_createtable(L_, static_cast<int>(narr), static_cast<int>(count - narr));
         lua_pushvalue(L_, -1);
-        lua_rawseti(L_, refs_, ++tables_);  // registered before its pairs: cycles resolve
+        lua_rawseti(L_, refs_, static_cast<lua_Integer>(++tables_));  // registered first: cycles resolve
         for (uint64_t i = 0; i < count; ++i) {
           if (!Value(depth + 1) || !Value(depth + 1)) return false;
           if (lua_isnil(L_, -2) || (lua_type(L_, -2) == LUA_TNUMBER && std::isnan(lua_tonumber(L_, -2)))) {
@@ -305,6 +357,7 @@ class Decoder {
 bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root) {
   error->clear();
   out->clear();
+  out->reserve(1 << 16);
   out->append(kMagic, 4);
   out->push_back(static_cast<char>(kVersion));
   const int top = lua_gettop(L);
@@ -335,8 +388,12 @@ bool DecodeState(lua_State* L, std::string_view bytes, std::string* error) {
     return false;
   }
   lua_newtable(L);  // id -> table
+  const bool collecting = lua_gc(L, LUA_GCISRUNNING) != 0;
+  if (collecting) lua_gc(L, LUA_GCSTOP);  // everything decoded is live: collecting is wasted work
   Decoder d(L, bytes.substr(5), top + 1);
-  if (!d.Value(0) || !d.AtEnd()) {
+  const bool ok = d.Value(0) && d.AtEnd();
+  if (collecting) lua_gc(L, LUA_GCRESTART);
+  if (!ok) {
     *error = "corrupt state snapshot: " + (d.error.empty() ? std::string("bytes after the end") : d.error);
     lua_settop(L, top);
     return false;

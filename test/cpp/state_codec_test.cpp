@@ -148,7 +148,7 @@ TEST_F(StateCodec, RefusesCorruptTruncatedAndForeignInput) {
   EXPECT_FALSE(DecodeState(L, v2, &error));
   EXPECT_NE(error.find("version 2 is not supported"), std::string::npos);
   EXPECT_FALSE(DecodeState(L, good + "x", &error));
-  EXPECT_FALSE(DecodeState(L, std::string("LTST\x01\x06\xff\xff\xff\xff\x0f", 11), &error));  // absurd count
+  EXPECT_FALSE(DecodeState(L, std::string("LTST\x01\x06\xff\xff\xff\x7f\x00", 11), &error));  // absurd count
   EXPECT_NE(error.find("past the end"), std::string::npos);
   EXPECT_FALSE(DecodeState(L, std::string("LTST\x01\x07\x00", 7), &error));  // reference to nothing
   std::mt19937 rng(7);
