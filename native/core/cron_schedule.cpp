@@ -286,7 +286,8 @@ std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::
   // A day of slack on either side: the local year may differ from UTC's.
   const int from_year = static_cast<int>(
       date::year_month_day{date::sys_days{date::days{static_cast<int>(FloorDiv(t, kDay))}}}.year());
-  const int max_year = std::min(kMaxSearchYear, from_year + 1 + kHorizonYears);
+  const int max_year =
+      expr.any_year ? std::min(kMaxSearchYear, from_year + 1 + kHorizonYears) : kCronMaxYear;
   if (!zone) return NextLocal(expr, t, max_year);
 
   Span span = SpanAt(zone, t);
