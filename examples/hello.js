@@ -1,27 +1,52 @@
 // SPDX-License-Identifier: MIT
-// hello: load Lua, call functions both ways, run a task that sleeps.
+// hello: load Lua, call functions both ways, print the results.
+// Run from the repository root: node examples/hello.js
 'use strict';
 const { Runtime } = require('..');
 
 async function main() {
   const rt = new Runtime();
-  rt.set('shout', (s) => `${s.toUpperCase()}!`); // a JS function Lua can call
-  rt.load(`
+
+  // Lua calls JS: a JS function set as a Lua global.
+  rt.set('shout', (s) => `${s.toUpperCase()}!`);
+
+  // Load a chunk: it defines Lua functions and returns values to JS.
+  const [version, answer] = rt.load(
+    `
     function greet(name) return "hello, " .. shout(name) end
-    function slow_sum(n)
-      local s = 0
-      for i = 1, n do
-        s = s + i
-        coroutine.yield("FOR", 10, "MILLISECONDS")  -- Node keeps serving meanwhile
-      end
-      return s
+    function stats(list)
+      local sum = 0
+      for _, v in ipairs(list) do sum = sum + v end
+      return { n = #list, sum = sum, mean = sum / #list }
     end
-  `);
-  const greet = rt.get('greet'); // a Lua function JS can call
-  console.log(greet('lua'));
-  console.log('sum of squares from Lua:', rt.load('local s = 0 for i = 1, 10 do s = s + i * i end return s')[0]);
-  console.log('slow_sum(5) as a task:', await rt.call('slow_sum', 5));
-  await rt.close();
+    function countdown(n)
+      for i = n, 1, -1 do
+        coroutine.yield("FOR", 10, "MILLISECONDS")   -- Node keeps serving meanwhile
+      end
+      return "liftoff"
+    end
+    return _VERSION, 6 * 7
+  `,
+    { name: 'hello.lua' },
+  );
+  console.log('loaded:', version, 'answer =', answer);
+
+  // JS calls Lua: Lua functions come back as JS functions.
+  const greet = rt.get('greet');
+  console.log('greet("lua") ->', greet('lua'));
+  const { n, sum, mean } = rt.get('stats')([1, 2, 3, 4]); // a JS array in, a Lua table out
+  console.log(`stats([1, 2, 3, 4]) -> n = ${n}, sum = ${sum}, mean = ${mean}`);
+
+  // Lua calls JS from inside Lua code.
+  console.log('Lua calling shout ->', rt.load('return shout("from lua")')[0]);
+
+  // Integers stay exact: beyond 2^53 they come back as BigInt.
+  console.log('math.maxinteger ->', rt.load('return math.maxinteger')[0]);
+
+  // A Lua function can also run as a task that sleeps without blocking Node.
+  console.log('countdown(3) as a task ->', await rt.call('countdown', 3));
+
+  await rt.close(); // close what you open
 }
 
 main().catch((err) => {

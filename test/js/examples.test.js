@@ -9,6 +9,29 @@ const { execFileSync } = require('node:child_process');
 const root = path.join(__dirname, '..', '..');
 const node = (args) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8', timeout: 30000 });
 
+test('examples/hello.js loads Lua, calls functions both ways and prints the results', () => {
+  expect(node(['examples/hello.js'])).toBe(
+    [
+      'loaded: Lua 5.4 answer = 42',
+      'greet("lua") -> hello, LUA!',
+      'stats([1, 2, 3, 4]) -> n = 4, sum = 10, mean = 2.5',
+      'Lua calling shout -> FROM LUA!',
+      'math.maxinteger -> 9223372036854775807n',
+      'countdown(3) as a task -> liftoff',
+      '',
+    ].join('\n'),
+  );
+});
+
+test('examples/hello.js also runs from another working directory', () => {
+  const out = execFileSync(process.execPath, [path.join(root, 'examples', 'hello.js')], {
+    cwd: os.tmpdir(),
+    encoding: 'utf8',
+    timeout: 30000,
+  });
+  expect(out).toMatch(/^greet\("lua"\) -> hello, LUA!$/m);
+});
+
 test.each([
   ['examples/block-awake.js', /Waking up t[0-9a-z]+-\d+\nGot wake signal\. {2}Exiting\.\nawake: OK block: OK/],
   ['examples/fan-out.js', /total 180 in /],
