@@ -37,9 +37,9 @@
 // "Strictly after from" is the search starting at from + 1, which also means
 // a caller that feeds each result back never sees the same second twice.
 //
-// Limits: date reads the system's TZif files and does not apply their POSIX
-// footer, so with Debian's tzdata there are no DST transitions after 2037; a
-// zone is then at its standard offset.
+// date reads the system's TZif files but not their POSIX-rule footer, so past
+// the last explicit transition (2037 in Debian's tzdata) the footer is read
+// here and applied (SpanAt), keeping DST in 2038 and after.
 #include "cron_schedule.hpp"
 
 #include <date/tz.h>
@@ -48,6 +48,7 @@
 #include <bit>
 #include <chrono>
 #include <climits>
+#include <cstdio>
 #include <exception>
 #include <functional>
 #include <map>
@@ -241,10 +242,222 @@ struct Span {
   int64_t offset;  // local = instant + offset, in seconds
 };
 
-Span SpanAt(const date::time_zone* zone, int64_t t) {
+// ---- after the last transition: the TZif footer's POSIX rule -------------------
+//
+// date reads the system's TZif files but not their footer (a POSIX TZ string
+// such as "EST5EDT,M3.2.0,M11.1.0"), so past the file's last explicit
+// transition (2037 in Debian's tzdata) it would hold one offset forever and
+// drop DST. The rule is read here and used for those instants only.
+
+struct RuleDate {
+  char kind = 'M';  // 'M' month.week.day, 'J' Julian day 1-365 (no Feb 29), 'N' day 0-365
+  int month = 0, week = 0, day = 0;  // M: week 5 = last; day 0 = SUN. J/N: day
+  int64_t time = 7200;               // local seconds after midnight; may be <0 or >24h
+};
+
+struct PosixRule {
+  int64_t std_offset = 0, dst_offset = 0;  // seconds east of UTC
+  bool has_dst = false;
+  RuleDate start, end;  // DST starts (in standard time), ends (in DST)
+};
+
+class RuleParser {
+ public:
+  explicit RuleParser(std::string_view s) : s_(s) {}
+
+  bool Parse(PosixRule* r) {
+    if (!Name() || !Offset(&r->std_offset)) return false;
+    r->std_offset = -r->std_offset;  // POSIX counts west of UTC
+    if (i_ == s_.size()) return true;
+    if (!Name()) return false;
+    r->has_dst = true;
+    r->dst_offset = r->std_offset + 3600;
+    if (i_ < s_.size() && s_[i_] != ',') {
+      if (!Offset(&r->dst_offset)) return false;
+      r->dst_offset = -r->dst_offset;
+    }
+    if (i_ == s_.size()) {  // no rule given: POSIX leaves it to the implementation; US rules
+      r->start = {'M', 3, 2, 0, 7200};
+      r->end = {'M', 11, 1, 0, 7200};
+      return true;
+    }
+    return Eat(',') && Date(&r->start) && Eat(',') && Date(&r->end) && i_ == s_.size();
+  }
+
+ private:
+  bool Eat(char c) {
+    if (i_ >= s_.size() || s_[i_] != c) return false;
+    ++i_;
+    return true;
+  }
+  bool Name() {
+    if (Eat('<')) {
+      while (i_ < s_.size() && s_[i_] != '>') ++i_;
+      return Eat('>');
+    }
+    const size_t start = i_;
+    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z')))
+      ++i_;
+    return i_ - start >= 3;
+  }
+  bool Int(int* v, int max) {
+    if (i_ >= s_.size() || s_[i_] < '0' || s_[i_] > '9') return false;
+    *v = 0;
+    while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') {
+      *v = *v * 10 + (s_[i_++] - '0');
+      if (*v > max) return false;
+    }
+    return true;
+  }
+  // [+-]h[:mm[:ss]], hours up to 167 (RFC 8536 extends POSIX's 24).
+  bool Offset(int64_t* out) {
+    int sign = 1;
+    if (Eat('-'))
+      sign = -1;
+    else
+      Eat('+');
+    int h = 0, m = 0, sec = 0;
+    if (!Int(&h, 167)) return false;
+    if (Eat(':') && (!Int(&m, 59) || (Eat(':') && !Int(&sec, 59)))) return false;
+    *out = sign * (int64_t{h} * 3600 + m * 60 + sec);
+    return true;
+  }
+  bool Date(RuleDate* d) {
+    if (Eat('M')) {
+      d->kind = 'M';
+      if (!Int(&d->month, 12) || !Eat('.') || !Int(&d->week, 5) || !Eat('.') || !Int(&d->day, 6))
+        return false;
+      if (d->month < 1 || d->week < 1) return false;
+    } else if (Eat('J')) {
+      d->kind = 'J';
+      if (!Int(&d->day, 365) || d->day < 1) return false;
+    } else {
+      d->kind = 'N';
+      if (!Int(&d->day, 365)) return false;
+    }
+    d->time = 7200;
+    return !Eat('/') || Offset(&d->time);
+  }
+
+  std::string_view s_;
+  size_t i_ = 0;
+};
+
+// The footer of the zone's TZif file (its last line), parsed; nullopt when
+// the file cannot be read or the rule has no DST (date's answer stands).
+std::optional<PosixRule> LoadRule(const date::time_zone* zone) {
+  std::FILE* f = std::fopen(("/usr/share/zoneinfo/" + std::string(zone->name())).c_str(), "rb");
+  if (!f) return std::nullopt;
+  std::string data;
+  char buf[4096];
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && data.size() < (1 << 20);)
+    data.append(buf, n);
+  std::fclose(f);
+  if (data.size() < 2 || data.back() != '\n') return std::nullopt;
+  const size_t nl = data.rfind('\n', data.size() - 2);
+  if (nl == std::string::npos) return std::nullopt;
+  PosixRule rule;
+  if (!RuleParser(std::string_view(data).substr(nl + 1, data.size() - nl - 2)).Parse(&rule) ||
+      !rule.has_dst)
+    return std::nullopt;
+  return rule;
+}
+
+// What a zone needs beyond date: its rule, and where date's open-ended last
+// span begins (from there on the rule decides).
+struct ZoneTail {
+  std::optional<PosixRule> rule;
+  int64_t begin = INT64_MAX;
+};
+
+// Cached per zone for the life of the process, like date's tzdb itself (a
+// map's nodes never move, so references stay valid). A one-entry
+// thread_local cache in front keeps the mutex off the common path; each
+// thread (Workers included) has its own.
+const ZoneTail& TailFor(const date::time_zone* zone) {
+  thread_local const date::time_zone* last_zone = nullptr;
+  thread_local const ZoneTail* last_tail = nullptr;
+  if (zone == last_zone) return *last_tail;
+  static std::mutex mu;
+  static auto* cache = new std::map<const date::time_zone*, ZoneTail>();
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = cache->find(zone);
+  if (it == cache->end()) {
+    ZoneTail tail;
+    const date::sys_info info = zone->get_info(date::sys_seconds{std::chrono::seconds{kMaxFrom}});
+    if (info.end.time_since_epoch().count() > kMaxFrom) {
+      tail.rule = LoadRule(zone);
+      tail.begin = info.begin.time_since_epoch().count();
+    }
+    it = cache->emplace(zone, std::move(tail)).first;
+  }
+  last_zone = zone;
+  last_tail = &it->second;
+  return it->second;
+}
+
+// Local seconds of a rule date in year y, at its time of day.
+int64_t RuleLocal(const RuleDate& d, int y) {
+  const int64_t jan1 = DaysFromCivil(y, 1, 1);
+  int64_t day;
+  if (d.kind == 'J') {
+    day = jan1 + d.day - 1 + (IsLeap(y) && d.day >= 60 ? 1 : 0);
+  } else if (d.kind == 'N') {
+    day = jan1 + d.day;
+  } else {
+    const int64_t first = DaysFromCivil(y, d.month, 1);
+    int dom = 1 + (d.day - WeekdayOf(first) + 7) % 7 + 7 * (d.week - 1);
+    while (dom > DaysInMonth(y, d.month)) dom -= 7;  // week 5 = the last one
+    day = first + dom - 1;
+  }
+  return day * kDay + d.time;
+}
+
+// The span holding t under the rule alone.
+Span RuleSpan(const PosixRule& r, int64_t t, int y) {
+  struct Change {
+    int64_t at, offset;
+  };
+  Change changes[6];
+  int n = 0;
+  for (int year = y - 1; year <= y + 1; ++year) {
+    // Ends first at equal instants, so an all-year DST rule stays in DST.
+    changes[n++] = {RuleLocal(r.end, year) - r.dst_offset, r.std_offset};
+    changes[n++] = {RuleLocal(r.start, year) - r.std_offset, r.dst_offset};
+  }
+  std::stable_sort(changes, changes + n,
+                   [](const Change& a, const Change& b) { return a.at < b.at; });
+  Span span{INT64_MIN, INT64_MAX, r.std_offset};
+  for (int i = 0; i < n; ++i) {
+    if (changes[i].at <= t) {
+      span.begin = changes[i].at;
+      span.offset = changes[i].offset;
+    } else {
+      span.end = changes[i].at;
+      break;
+    }
+  }
+  return span;
+}
+
+Span SpanAt(const date::time_zone* zone, const ZoneTail& tail, int64_t t) {
+  // Past the last explicit transition date's span runs to the end of time;
+  // the rule splits it at each DST change.
+  if (tail.rule && t >= tail.begin && t < kMaxFrom) {
+    const int y = static_cast<int>(date::year_month_day{
+        date::sys_days{date::days{static_cast<int>(
+            FloorDiv(t, kDay))}}}.year());
+    Span span = RuleSpan(*tail.rule, t, y);
+    span.begin = std::max(span.begin, tail.begin);
+    return span;
+  }
   const date::sys_info info = zone->get_info(date::sys_seconds{std::chrono::seconds{t}});
   return {info.begin.time_since_epoch().count(), info.end.time_since_epoch().count(),
           info.offset.count()};
+}
+
+Span SpanAt(const date::time_zone* zone, int64_t t) {
+  return SpanAt(zone, TailFor(zone), t);
 }
 
 }  // namespace
@@ -290,11 +503,13 @@ std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::
       expr.any_year ? std::min(kMaxSearchYear, from_year + 1 + kHorizonYears) : kCronMaxYear;
   if (!zone) return NextLocal(expr, t, max_year);
 
-  Span span = SpanAt(zone, t);
+  const ZoneTail& tail = TailFor(zone);
+  Span span = SpanAt(zone, tail, t);
   // Fixed-time jobs need the offset before the span, to know whether its
   // start left a gap or repeats an hour.
-  int64_t prev =
-      expr.interval || span.begin <= kMinFrom ? span.offset : SpanAt(zone, span.begin - 1).offset;
+  int64_t prev = expr.interval || span.begin <= kMinFrom
+                     ? span.offset
+                     : SpanAt(zone, tail, span.begin - 1).offset;
   std::optional<int64_t> found;
   int64_t searched_from = INT64_MAX;
   for (;;) {
@@ -314,22 +529,32 @@ std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::
       return expr.interval ? instant : std::max(instant, span.begin);
     }
     prev = span.offset;
-    span = SpanAt(zone, span.end);
+    span = SpanAt(zone, tail, span.end);
   }
+}
+
+int64_t ZoneOffset(const date::time_zone* zone, int64_t epoch_seconds) {
+  if (!zone) return 0;
+  return SpanAt(zone, std::clamp(epoch_seconds, kMinFrom, kMaxFrom - 1)).offset;
 }
 
 LocalTimeKind ClassifyLocalTime(const date::time_zone* zone, int64_t local_seconds) {
   if (!zone) return LocalTimeKind::kNormal;
-  const date::local_info info =
-      zone->get_info(date::local_seconds{std::chrono::seconds{local_seconds}});
-  switch (info.result) {
-    case date::local_info::nonexistent:
-      return LocalTimeKind::kNonexistent;
-    case date::local_info::ambiguous:
-      return LocalTimeKind::kAmbiguous;
-    default:
-      return LocalTimeKind::kNormal;
+  local_seconds = std::clamp(local_seconds, kMinFrom + kDay, kMaxFrom - kDay);
+  // Transitions are months apart, so the span near this wall time and its two
+  // neighbours hold every instant that could show it; count those that do.
+  const Span near = SpanAt(zone, local_seconds - SpanAt(zone, local_seconds).offset);
+  const Span spans[] = {near.begin > kMinFrom ? SpanAt(zone, near.begin - 1) : near, near,
+                        near.end < kMaxFrom ? SpanAt(zone, near.end) : near};
+  int hits = 0;
+  for (int i = 0; i < 3; ++i) {
+    if (i != 1 && spans[i].begin == near.begin) continue;  // no neighbour on that side
+    const int64_t instant = local_seconds - spans[i].offset;
+    if (instant >= spans[i].begin && instant < spans[i].end) ++hits;
   }
+  return hits == 0   ? LocalTimeKind::kNonexistent
+         : hits == 1 ? LocalTimeKind::kNormal
+                     : LocalTimeKind::kAmbiguous;
 }
 
 }  // namespace lua_tasks

@@ -30,6 +30,11 @@ const date::time_zone* FindZone(std::string_view name, std::string* error);
 std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from_epoch_seconds,
                                 const date::time_zone* zone);
 
+// The zone's UTC offset at an instant, in seconds east of UTC (local = utc +
+// offset); 0 for nullptr. Past the tzdata's last explicit transition (2037)
+// this follows the zone's POSIX rule, as CronNext does.
+int64_t ZoneOffset(const date::time_zone* zone, int64_t epoch_seconds);
+
 // How a local civil time (seconds since 1970-01-01T00:00:00 local) maps to
 // instants in `zone` (nullptr = UTC).
 enum class LocalTimeKind : uint8_t {

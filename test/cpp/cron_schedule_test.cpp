@@ -36,9 +36,15 @@ int64_t At(const std::string& iso) {
 // Epoch seconds to local time with its offset, so a table shows which pass
 // of a repeated hour fired.
 std::string Show(int64_t t, const date::time_zone* zone) {
-  const date::sys_seconds tp{std::chrono::seconds{t}};
-  if (!zone) return date::format("%FT%TZ", tp);
-  return date::format("%FT%T%Ez", date::zoned_seconds{zone, tp});
+  if (!zone) return date::format("%FT%TZ", date::sys_seconds{std::chrono::seconds{t}});
+  // The offset comes from ZoneOffset, not date's zoned_time, which has no DST
+  // after 2037 (it does not read the tzdata's POSIX footer).
+  const int64_t offset = ZoneOffset(zone, t);
+  const int64_t a = offset < 0 ? -offset : offset;
+  char sign_hh_mm[8];
+  std::snprintf(sign_hh_mm, sizeof sign_hh_mm, "%c%02d:%02d", offset < 0 ? '-' : '+',
+                static_cast<int>(a / 3600), static_cast<int>(a / 60 % 60));
+  return date::format("%FT%T", date::sys_seconds{std::chrono::seconds{t + offset}}) + sign_hh_mm;
 }
 
 const date::time_zone* Zone(const char* name) {
@@ -506,24 +512,73 @@ TEST(CronScheduleTest, FallBackHourFiresFixedTimesOnceAndIntervalsInBothPasses) 
   });
 }
 
+// Debian's tzdata lists transitions up to 2037; later ones come from the
+// zone's POSIX rule (checked against Python's zoneinfo).
+TEST(CronScheduleTest, DstContinuesAfter2037) {
+  Check({
+      {"0 0 12 1 * ?",
+       "America/New_York",
+       "2039-12-15T00:00:00-05:00",
+       {"2040-01-01T12:00:00-05:00", "2040-02-01T12:00:00-05:00", "2040-03-01T12:00:00-05:00",
+        "2040-04-01T12:00:00-04:00"}},
+      {"0 30 2 * * ?",
+       "America/New_York",
+       "2040-03-10T12:00:00Z",
+       {"2040-03-11T03:00:00-04:00", "2040-03-12T02:30:00-04:00"}},
+      {"0 */30 1 * * ?",
+       "America/New_York",
+       "2040-11-04T00:50:00-04:00",
+       {"2040-11-04T01:00:00-04:00", "2040-11-04T01:30:00-04:00", "2040-11-04T01:00:00-05:00",
+        "2040-11-04T01:30:00-05:00", "2040-11-05T01:00:00-05:00"}},
+      {"0 30 1 * * ?",
+       "America/New_York",
+       "2040-11-04T00:50:00-04:00",
+       {"2040-11-04T01:30:00-04:00", "2040-11-05T01:30:00-05:00"}},
+      // America/Santiago 2040-09-02: 00:00 -04 jumps to 01:00 -03 (rule M9.1.6/24).
+      {"0 0 0 * * ?",
+       "America/Santiago",
+       "2040-09-01T12:00:00-04:00",
+       {"2040-09-02T01:00:00-03:00", "2040-09-03T00:00:00-03:00"}},
+      // Australia/Lord_Howe 2040-10-07: 02:00 +10:30 jumps half an hour to 02:30 +11:00.
+      {"0 15 2 * * ?",
+       "Australia/Lord_Howe",
+       "2040-10-06T12:00:00+10:30",
+       {"2040-10-07T02:30:00+11:00", "2040-10-08T02:15:00+11:00"}},
+      {"0 0/15 2 * * ?",
+       "Australia/Lord_Howe",
+       "2040-10-07T01:50:00+10:30",
+       {"2040-10-07T02:30:00+11:00", "2040-10-07T02:45:00+11:00"}},
+      {"0 0 9 * * ?", "Asia/Tokyo", "2050-05-31T12:00:00Z", {"2050-06-01T09:00:00+09:00"}},
+  });
+  const date::time_zone* ny = Zone("America/New_York");
+  EXPECT_EQ(ZoneOffset(ny, At("2040-07-01T12:00:00Z")), -4 * 3600);
+  EXPECT_EQ(ZoneOffset(ny, At("2040-12-01T12:00:00Z")), -5 * 3600);
+  EXPECT_EQ(ZoneOffset(ny, At("2199-07-01T12:00:00Z")), -4 * 3600);
+  EXPECT_EQ(ZoneOffset(nullptr, At("2040-07-01T12:00:00Z")), 0);
+}
+
 TEST(CronScheduleTest, NeverFiresTwiceInTheSameSecond) {
   // Walk a whole year of DST changes in several zones, feeding results back.
   const char* exprs[] = {"0 0 2,3 * * ?", "0 30 1 * * ?", "0 */15 * * * ?",
                          "0 0 0 * * ?",   "@hourly",      "0 0 1-3 * * ?"};
   const char* zones[] = {"America/New_York", "Europe/London", "America/Sao_Paulo",
                          "America/Santiago", "Australia/Lord_Howe"};
+  const char* years[][2] = {{"2018-01-01T00:00:00Z", "2019-01-01T00:00:00Z"},
+                            {"2040-01-01T00:00:00Z", "2041-01-01T00:00:00Z"}};
   for (const char* text : exprs) {
     const CronExpr e = Parse(text);
     for (const char* name : zones) {
-      const date::time_zone* zone = Zone(name);
-      int64_t t = At("2018-01-01T00:00:00Z");
-      const int64_t end = At("2019-01-01T00:00:00Z");
-      int guard = 0;
-      while (t < end && ++guard < 100000) {
-        const std::optional<int64_t> next = CronNext(e, t, zone);
-        ASSERT_TRUE(next.has_value()) << text << " " << name;
-        ASSERT_GT(*next, t) << text << " in " << name << " after " << Show(t, zone);
-        t = *next;
+      for (const auto& year : years) {
+        const date::time_zone* zone = Zone(name);
+        int64_t t = At(year[0]);
+        const int64_t end = At(year[1]);
+        int guard = 0;
+        while (t < end && ++guard < 100000) {
+          const std::optional<int64_t> next = CronNext(e, t, zone);
+          ASSERT_TRUE(next.has_value()) << text << " " << name;
+          ASSERT_GT(*next, t) << text << " in " << name << " after " << Show(t, zone);
+          t = *next;
+        }
       }
     }
   }
@@ -540,6 +595,11 @@ TEST(CronScheduleTest, LocalTimesAreClassified) {
   EXPECT_EQ(ClassifyLocalTime(Zone("America/Sao_Paulo"), local("2018-11-04T00:00:00")),
             LocalTimeKind::kNonexistent);
   EXPECT_EQ(ClassifyLocalTime(nullptr, local("2024-03-10T02:30:00")), LocalTimeKind::kNormal);
+  EXPECT_EQ(ClassifyLocalTime(ny, local("2040-03-11T02:30:00")), LocalTimeKind::kNonexistent);
+  EXPECT_EQ(ClassifyLocalTime(ny, local("2040-11-04T01:30:00")), LocalTimeKind::kAmbiguous);
+  EXPECT_EQ(ClassifyLocalTime(ny, local("2040-07-04T12:00:00")), LocalTimeKind::kNormal);
+  EXPECT_EQ(ClassifyLocalTime(Zone("Australia/Lord_Howe"), local("2040-10-07T02:15:00")),
+            LocalTimeKind::kNonexistent);
 }
 
 TEST(CronScheduleTest, UnknownZonesAreErrors) {
