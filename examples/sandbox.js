@@ -6,7 +6,7 @@ const { Runtime } = require('..');
 const scripts = {
   'reads a file': 'return io.open("/etc/passwd"):read("a")',
   'runs a command': 'return os.execute("echo pwned")',
-  'eats memory': 'local t = {} for i = 1, 1e8 do t[i] = ("x"):rep(100) .. i end',
+  'eats memory': 'local t = {} for i = 1, 1e6 do t[i] = ("x"):rep(1e6) .. i end',
   'spins forever': 'while true do pcall(function() while true do end end) end',
   'loads bytecode': 'return load(string.dump(function() return 1 end))()',
   'behaves': 'local s = 0 for i = 1, 100 do s = s + i end return s',

@@ -87,7 +87,8 @@ function normalizeOptions(options) {
       `The "options.libs" option must be 'safe', 'all' or an array of library names. Received ${typeName(libs)}.`);
   }
   if (memoryLimit !== undefined) {
-    if (typeof memoryLimit !== 'number' || !Number.isInteger(memoryLimit) || memoryLimit < 0) {
+    if (typeof memoryLimit !== 'number') throw invalidType('options.memoryLimit', 'a number of bytes', memoryLimit);
+    if (!Number.isInteger(memoryLimit) || memoryLimit < 0) {
       throw makeError('ERR_OUT_OF_RANGE',
         `The "options.memoryLimit" option must be a non-negative integer number of bytes (0 = no limit). Received ${typeName(memoryLimit)}.`);
     }
@@ -107,6 +108,43 @@ const END_CANCELLED = 2;
 
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
+
+// util.async inside a runtime: next ticks and sleeps run on the loop as
+// tasks, and wait_for also takes JS Promises (which have no :next in Lua).
+const ASYNC_HOOKS = `
+local host = require "lua-tasks.host"
+async.set_nexttick(function(f)
+  tasks.start(function() coroutine.yield() f() end)
+end)
+async.set_schedule_function(function(seconds, f)
+  tasks.start(function() tasks.sleep(seconds) f() end)
+end)
+local lua_wait_for = async.wait_for
+local function wait_for(p)
+  if type(p) ~= "userdata" then return lua_wait_for(p) end
+  local wait, done = async.waiter()
+  local settled, ok, value
+  host["then"](p, function(v) settled, ok, value = true, true, v done() end,
+                  function(e) settled, ok, value = true, false, e done() end)
+  wait()
+  if ok then return value end
+  return nil, value
+end
+async.wait_for = wait_for
+async.wait = wait_for
+`;
+
+// The shipped module's source, with the host hooks for util.async. The
+// prefix shares the module's first line, so its line numbers stay right.
+function shippedSource(name, file) {
+  const src = fs.readFileSync(file, 'utf8');
+  if (name !== 'util.async') return src;
+  return `local async = (function(...) ${src}\nend)(...)\n${ASYNC_HOOKS}\nreturn async\n`;
+}
+
+function jsThen(p, ok, err) {
+  Promise.resolve(p).then(ok, err);
+}
 
 /**
  * A Lua coroutine running as a task. `status` and `waiting` are live;
@@ -252,8 +290,9 @@ class Runtime extends EventEmitter {
       }
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
+    this.#native.preload('lua-tasks.host', { then: jsThen });
     for (const [name, file] of Object.entries(SHIPPED)) {
-      if (fs.existsSync(file)) this.#native.preload(name, fs.readFileSync(file, 'utf8'));
+      if (fs.existsSync(file)) this.#native.preload(name, shippedSource(name, file));
     }
     if (opts.modulePaths) {
       const roots = opts.modulePaths;

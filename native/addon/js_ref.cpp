@@ -29,7 +29,16 @@ constexpr const char kMetaName[] = "lua-tasks.JsRef";
 struct JsRefBox {
   napi_env env;
   napi_ref ref;  // strong; deleted by __gc
+  bool boxed;    // ref holds { v: value } because value is a primitive (a thrown string, ...)
 };
+
+// The JS value a box holds.
+napi_value BoxValue(JsRefBox* box) {
+  napi_value v;
+  if (napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
+  if (box->boxed) napi_get_named_property(box->env, v, "v", &v);
+  return v;
+}
 
 RuntimeCore* CoreOf(lua_State* L) { return static_cast<RuntimeCore*>(LuaHost::From(L)->embedder); }
 
@@ -104,12 +113,16 @@ int Suspend(lua_State* L) {
 }
 
 // Pushes the error for a failed JS call: the thrown value kept by reference.
-void PushThrown(RuntimeCore* core, lua_State* L, const Napi::Error& e) {
-  napi_value v = e.Value();
-  if (v == nullptr) {
-    lua_pushstring(L, e.what());
-  } else {
-    PushJsError(core, L, v);
+void PushThrown(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept {
+  try {
+    napi_value v = e.Value();
+    if (v == nullptr) {
+      lua_pushstring(L, e.what());
+    } else {
+      PushJsError(core, L, v);
+    }
+  } catch (...) {
+    lua_pushstring(L, e.what());  // the thrown value could not be kept: its message at least
   }
 }
 
@@ -212,8 +225,7 @@ int JsToString(lua_State* L) noexcept {
   LuaHost::HostSection section(core->host.get(), L);
   napi_handle_scope scope;
   napi_open_handle_scope(box->env, &scope);
-  napi_value v, s;
-  napi_get_reference_value(box->env, box->ref, &v);
+  napi_value v = BoxValue(box), s;
   std::string text = "JS value";
   if (napi_coerce_to_string(box->env, v, &s) == napi_ok) {
     size_t n = 0;
@@ -240,8 +252,8 @@ int JsIndex(lua_State* L) noexcept {
   napi_open_handle_scope(box->env, &scope);
   int result = 1;
   try {
-    napi_value obj, key = ToJs(core, L, 2), out;
-    napi_get_reference_value(box->env, box->ref, &obj);
+    napi_value key = ToJs(core, L, 2), out;
+    napi_value obj = BoxValue(box);
     napi_valuetype t;
     napi_typeof(box->env, obj, &t);
     if (t != napi_object && t != napi_function) {
@@ -274,8 +286,19 @@ void NewBox(RuntimeCore* core, lua_State* L, napi_value v) {
   auto* box = static_cast<JsRefBox*>(lua_newuserdatauv(L, sizeof(JsRefBox), 0));
   box->env = core->env;
   box->ref = nullptr;
+  box->boxed = false;
   luaL_setmetatable(L, kMetaName);
-  Check(core->env, napi_create_reference(core->env, v, 1, &box->ref), "create reference");
+  napi_valuetype t;
+  napi_typeof(core->env, v, &t);
+  napi_value target = v;
+  if (t != napi_object && t != napi_function) {
+    // Node-API references hold only objects: keep a primitive in a holder,
+    // so a thrown string or number still comes back to JS as itself.
+    Check(core->env, napi_create_object(core->env, &target), "create holder");
+    Check(core->env, napi_set_named_property(core->env, target, "v", v), "fill holder");
+    box->boxed = true;
+  }
+  Check(core->env, napi_create_reference(core->env, target, 1, &box->ref), "create reference");
 }
 
 }  // namespace
@@ -321,9 +344,7 @@ napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
     box = ToBox(core, L, idx);
   }
   if (box == nullptr || box->ref == nullptr) return nullptr;
-  napi_value v;
-  if (napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
-  return v;
+  return BoxValue(box);
 }
 
 }  // namespace lua_tasks

@@ -60,6 +60,7 @@ napi_value CallLuaFunction(napi_env env, napi_callback_info info) {
     try {
       LuaHost::HostSection section(core->host.get(), L);
       for (size_t i = 0; i < argc; ++i) PushJs(core, L, argv[i]);
+      core->CheckMemory(L, base);
     } catch (...) {
       lua_settop(L, base);
       throw;

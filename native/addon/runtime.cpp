@@ -90,7 +90,10 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.clock = &core_->clock;
   std::string error;
   core_->host = LuaHost::Create(opts, &error);
-  if (!core_->host) ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
+  if (!core_->host) {
+    ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
+               "Cannot create the Lua runtime: " + error);
+  }
   core_->host->embedder = core_.get();
   core_->Attach(info[2], info[3], info[4]);
   core_->scheduler->set_has_store(options.Get("hasStore").ToBoolean());
@@ -103,7 +106,8 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
           },
           sched, &error) != LUA_OK) {
     core_->Close();
-    ThrowError(env, "ERR_MEMORY_LIMIT", "Cannot create the Lua runtime: " + error);
+    ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
+               "Cannot create the Lua runtime: " + error);
   }
 
   lua_State* L = core_->host->main();
@@ -162,6 +166,7 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
   lua_pushlstring(L, name.data(), name.size());
   try {
     PushJs(core, L, info[1]);
+    core->CheckMemory(L, base);
   } catch (...) {
     lua_settop(L, base);
     throw;
@@ -275,6 +280,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
                    "Cannot start a task: " + what + " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
       }
       for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+      core->CheckMemory(L, base);
     } catch (...) {
       lua_settop(L, base);
       throw;
@@ -303,6 +309,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
     LuaHost::HostSection section(core->host.get(), L);
     try {
       for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+      core->CheckMemory(L, base);
     } catch (...) {
       lua_settop(L, base);
       throw;

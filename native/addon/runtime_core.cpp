@@ -253,6 +253,16 @@ void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   core->CloseNow(false);
 }
 
+void RuntimeCore::CheckMemory(lua_State* L, int base) {
+  const MemoryBudget& m = host->memory();
+  if (m.limit == 0 || m.used <= m.limit) return;
+  lua_settop(L, base);
+  lua_gc(host->main(), LUA_GCCOLLECT);  // the dropped values are garbage now
+  ThrowError(Napi::Env(env), "ERR_MEMORY_LIMIT",
+             "The value given is too large for this runtime: the Lua state would hold " + std::to_string(m.used) +
+                 " bytes, past memoryLimit " + std::to_string(m.limit) + ".");
+}
+
 void RuntimeCore::ReportMemory() {
   const int64_t used = static_cast<int64_t>(host->memory().used);
   const int64_t delta = used - reported_;

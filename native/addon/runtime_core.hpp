@@ -32,6 +32,11 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // or promises (as Node holds a pending timer's callback).
   void Attach(napi_value listener, napi_value owner, napi_value commit);
 
+  // After host code pushed JS values (limit not enforced): if the state is now
+  // past memoryLimit, drops everything above `base`, collects, and throws
+  // ERR_MEMORY_LIMIT, so the limit holds for values coming from JS too.
+  void CheckMemory(lua_State* L, int base);
+
   // Encodes tasks.state into *out; false with *error if it cannot persist.
   bool Snapshot(std::string* out, std::string* error);
 

@@ -133,6 +133,7 @@ void OpenLibs(lua_State* L, const LibProfile& profile) {
       break;
     case LibProfile::Kind::kList: {
       Open(L, "base");
+      Open(L, "coroutine");  // tasks are coroutines: the scheduler needs it
       for (const std::string& n : profile.names) Open(L, n);
       const bool files = std::find(profile.names.begin(), profile.names.end(), "io") != profile.names.end() ||
                          std::find(profile.names.begin(), profile.names.end(), "package") != profile.names.end();

@@ -146,12 +146,10 @@ describe('a list profile', () => {
     });
   });
 
-  // DESIGN §7: any list of library names is a valid profile. Today a list
-  // without 'coroutine' cannot create a runtime: the task prelude indexes the
-  // missing coroutine table and the constructor throws (with the wrong code,
-  // ERR_MEMORY_LIMIT and the message "lua-tasks:4: attempt to index a nil
-  // value (local 'co')").
-  test.failing.each([
+  // DESIGN §7: any list of library names is a valid profile. Regression: a
+  // list without 'coroutine' could not create a runtime (the task prelude
+  // indexed the missing coroutine table); coroutine now always comes with base.
+  test.each([
     ['an empty list', []],
     ['only base', ['base']],
     ['only string', ['string']],

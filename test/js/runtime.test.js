@@ -40,8 +40,8 @@ describe('constructor options', () => {
   });
 
   // STYLE §5: TypeError for a wrong type, RangeError for a value out of range.
-  // A string is a wrong type, yet it is reported as RangeError ERR_OUT_OF_RANGE.
-  test.failing('refuses a memoryLimit of the wrong type with TypeError ERR_INVALID_ARG_TYPE', () => {
+  // Regression: a string memoryLimit was reported as RangeError ERR_OUT_OF_RANGE.
+  test('refuses a memoryLimit of the wrong type with TypeError ERR_INVALID_ARG_TYPE', () => {
     expect(() => new Runtime({ memoryLimit: '1048576' })).toThrow(TypeError);
     expect(() => new Runtime({ memoryLimit: '1048576' })).toThrow(code('ERR_INVALID_ARG_TYPE'));
   });

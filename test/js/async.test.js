@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: MIT
+// util.async inside a runtime: its Lua unit tests, loop-backed hooks, JS Promises, the examples.
+'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
+const { execFileSync } = require('node:child_process');
+const { Runtime } = require('../..');
+
+const root = path.join(__dirname, '..', '..');
+
+test("util.async's own Lua unit tests pass inside a runtime", () => {
+  const lines = [];
+  const rt = new Runtime({ print: (l) => lines.push(String(l)) });
+  // The unit tests expect Prosody's default hooks (a synchronous next tick, no
+  // scheduler); the runtime installs loop-backed ones, which the next test covers.
+  const reset = 'local a = require "util.async" a.set_nexttick(nil) a.set_schedule_function(nil) ';
+  const src = reset + fs.readFileSync(path.join(root, 'test', 'lua', 'async_test.lua'), 'utf8');
+  const [result] = rt.load(src, { name: 'async_test.lua' });
+  rt.closeSync();
+  expect(lines[lines.length - 1]).toMatch(/^\d+ passed, 0 failed$/);
+  expect(result).toEqual(expect.objectContaining({ failed: 0 }));
+});
+
+test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', async () => {
+  const rt = new Runtime();
+  rt.set('later', (ms, v, fail) => ({ p: new Promise((r, j) => setTimeout(() => (fail ? j(new Error('no')) : r(v)), ms)) }));
+  rt.load(`
+    local async = require "util.async"
+    out = {}
+    local r = async.runner(function(item)
+      local v, err = async.wait_for(later(5, item * 2, item == 3).p)
+      out[#out + 1] = tostring(v or err.message)
+      async.sleep(0.005)
+      out[#out + 1] = "slept"
+    end)
+    r:run(1) r:run(2) r:run(3)
+  `);
+  expect(rt.get('out')).toEqual({}); // nothing ran synchronously past the first wait
+  await new Promise((r) => setTimeout(r, 150));
+  expect(rt.get('out')).toEqual(['2', 'slept', '4', 'slept', 'no', 'slept']);
+  rt.closeSync();
+});
+
+test.each([
+  ['examples/async-dns.js', /localhost A: 127\.0\.0\.1/],
+  ['examples/async-sequence.js', /callbacks: 127\.0\.0\.1 -> hello from \/path\nwaiters: 127\.0\.0\.1 -> hello from \/path|waiters: 127\.0\.0\.1 -> hello from \/path\ncallbacks: 127\.0\.0\.1 -> hello from \/path/],
+])('%s runs', (file, expected) => {
+  const out = execFileSync(process.execPath, [file], { cwd: root, encoding: 'utf8', timeout: 20000 });
+  expect(out).toMatch(expected);
+});
