@@ -60,11 +60,11 @@ function normalizeOptions(options) {
       }
     });
   }
-  for (const key of ['timeZone']) {
-    if (options[key] !== undefined) {
-      throw makeError('ERR_INVALID_ARG_VALUE',
-        `The "options.${key}" option is not supported by this version of lua-tasks yet.`);
-    }
+  if (options.timeZone !== undefined) {
+    if (typeof options.timeZone !== 'string') throw invalidType('options.timeZone', 'an IANA zone name', options.timeZone);
+    const error = binding.checkZone(options.timeZone);
+    if (error !== null) throw makeError('ERR_INVALID_ARG_VALUE', `The "options.timeZone" option is not a known zone: ${error}.`);
+    out.timeZone = options.timeZone;
   }
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
@@ -589,6 +589,7 @@ class Runtime extends EventEmitter {
 
 module.exports = {
   Runtime,
+  cron: require('./cron'),
   Task,
   DirectoryStore,
   ...errors,

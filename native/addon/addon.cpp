@@ -3,6 +3,7 @@
 #include <napi.h>
 
 #include "addon_data.hpp"
+#include "cron.hpp"
 #include "runtime.hpp"
 
 namespace lua_tasks {
@@ -21,6 +22,7 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.object_to_string = Napi::Persistent(
         global.Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>().Get("toString").As<Napi::Function>());
 
+    InitCron(env, exports);
     DefineAddon(exports, {
                              InstanceMethod<&LuaTasksAddon::JS_init>("init"),
                              InstanceValue("NativeRuntime", Runtime::Init(env)),

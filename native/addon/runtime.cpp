@@ -3,12 +3,16 @@
 #include "runtime.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
+#include <date/tz.h>
+
+#include "cron_schedule.hpp"
 #include "lua_api_tasks.hpp"
 #include "lua_value.hpp"
 #include "state_codec.hpp"
@@ -16,6 +20,22 @@
 namespace lua_tasks {
 
 namespace {
+
+// The process's zone for cron: $TZ if it names a zone, else the system's
+// (/etc/localtime); null (UTC) if neither can be read.
+const date::time_zone* ProcessZone() {
+  std::string error;
+  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0') {
+    std::string_view name(tz);
+    if (name.front() == ':') name.remove_prefix(1);
+    if (const date::time_zone* z = FindZone(name, &error)) return z;
+  }
+  try {
+    return date::current_zone();
+  } catch (...) {
+    return nullptr;
+  }
+}
 
 // print(...) -> the JS print function (upvalue 1), one string per call, the
 // arguments joined by tabs as Lua's own print does. Pure Lua API: may raise.
@@ -97,6 +117,13 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host->embedder = core_.get();
   core_->Attach(info[2], info[3], info[4]);
   core_->scheduler->set_has_store(options.Get("hasStore").ToBoolean());
+  Napi::Value tz = options.Get("timeZone");
+  if (tz.IsString()) {
+    std::string zone_error;
+    core_->scheduler->set_default_zone(FindZone(tz.As<Napi::String>().Utf8Value(), &zone_error));
+  } else {
+    core_->scheduler->set_default_zone(ProcessZone());
+  }
   Scheduler* sched = core_->scheduler.get();
   if (core_->host->Protected(
           [](lua_State* L) {

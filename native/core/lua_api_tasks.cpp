@@ -15,8 +15,10 @@
 #include "lua_api_tasks.hpp"
 
 #include <cmath>
+#include <cstdio>
 #include <string>
 
+#include "cron_expr.hpp"
 #include "scheduler.hpp"
 
 namespace lua_tasks {
@@ -46,6 +48,44 @@ Task* NeedTask(lua_State* L, Scheduler* s, const char* fname) {
   return t;
 }
 
+// The wall-clock deadline of an UNTIL_NEXT yield: the next instant of the
+// cron expression strictly after now. Returns false with err filled for a bad
+// expression or zone, or one with no next time. All C++ state lives and dies
+// in here, so the caller can raise afterwards.
+bool CronDeadline(Scheduler* s, lua_State* L, const WaitRequest& req, int64_t* wall_ns, char* err,
+                  size_t errlen) noexcept {
+  try {
+    std::string error;
+    CronExpr expr;
+    size_t n;
+    const char* text = lua_tolstring(L, req.cron_index, &n);
+    if (!ParseCron(std::string_view(text, n), &expr, &error)) {
+      std::snprintf(err, errlen, "UNTIL_NEXT: %s", error.c_str());
+      return false;
+    }
+    const date::time_zone* zone = s->default_zone();
+    if (req.zone_index != 0) {
+      const char* name = lua_tolstring(L, req.zone_index, &n);
+      zone = FindZone(std::string_view(name, n), &error);
+      if (zone == nullptr) {
+        std::snprintf(err, errlen, "UNTIL_NEXT: %s", error.c_str());
+        return false;
+      }
+    }
+    const int64_t now_s = s->clock()->WallNs() / 1000000000;
+    const std::optional<int64_t> next = CronNext(expr, now_s, zone);
+    if (!next) {
+      std::snprintf(err, errlen, "UNTIL_NEXT: cron expression \"%.80s\" has no next time", text);
+      return false;
+    }
+    *wall_ns = *next * 1000000000;
+    return true;
+  } catch (const std::exception& e) {
+    std::snprintf(err, errlen, "UNTIL_NEXT: %s", e.what());
+    return false;
+  }
+}
+
 // After a COMMIT: resumed with (true, nil) once written, or (false, err).
 int k_commit(lua_State* L, int status, lua_KContext ctx) {
   const int top = lua_gettop(L);
@@ -64,8 +104,8 @@ int l_co_yield(lua_State* L) {
   if (!ParseYield(L, 1, lua_gettop(L), s->clock()->WallNs(), &req, err, sizeof err)) {
     return luaL_error(L, "%s", err);
   }
-  if (req.kind == WaitKind::kUntilNext) {
-    return luaL_error(L, "UNTIL_NEXT is not available yet in this version (cron scheduling is being built)");
+  if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {
+    return luaL_error(L, "%s", err);
   }
   if (req.kind == WaitKind::kCommit) {
     if (!s->has_store()) {

@@ -13,6 +13,7 @@
 #include <lua.hpp>
 
 #include "clock.hpp"
+#include "cron_schedule.hpp"
 #include "lua_host.hpp"
 #include "lua_ref.hpp"
 #include "timer_queue.hpp"
@@ -143,6 +144,11 @@ class Scheduler {
   void Lock() { ++locks_; }
   void Unlock();
   bool locked() const { return locks_ > 0; }
+  // The zone of UNTIL_NEXT without an explicit one (timeZone option; null =
+  // the process's zone, then UTC).
+  void set_default_zone(const date::time_zone* z) { default_zone_ = z; }
+  const date::time_zone* default_zone() const { return default_zone_; }
+
   // Whether COMMIT is available (the runtime has a store).
   void set_has_store(bool v) { has_store_ = v; }
   bool has_store() const { return has_store_; }
@@ -174,6 +180,7 @@ class Scheduler {
   Task* current_ = nullptr;  // the task whose coroutine is running, innermost
   size_t outside_waits_ = 0; // tasks waiting on kPromise or kCommit
   int locks_ = 0;
+  const date::time_zone* default_zone_ = nullptr;
   bool has_store_ = false;
   struct Deferred {
     uint64_t key;
