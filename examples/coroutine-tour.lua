@@ -13,3 +13,7 @@ local time = os.time() + 1
 print("Yielding until ", time, " (in seconds)")
 reason, elapsed, units = coroutine.yield("UNTIL_TIME", time, "SECONDS")
 print(reason, " yielded for ", elapsed, " ", units)
+
+print("Yielding until cron next cron for \"* * * ? * *\" (once every second)")
+reason, elapsed, units = coroutine.yield("UNTIL_NEXT", "* * * ? * *")
+print(reason, " yielded for ", elapsed, " ", units)

@@ -351,8 +351,9 @@ describe('bad yields raise at the yield', () => {
     ['"UNTIL_TIME", math.huge', [/UNTIL_TIME value must be finite, got inf/i]],
     ['"UNTIL_TIME", -5', [/UNTIL_TIME out of range: -5 SECONDS since the epoch \(allowed 0 to 100 years from now\)/]],
     ['"UNTIL_TIME", 1e15', [/UNTIL_TIME out of range: 1e\+15 SECONDS/]],
-    // Cron scheduling is not built yet: UNTIL_NEXT must say so, never be a silent no-op.
-    ['"UNTIL_NEXT", "* * * ? * *"', [/UNTIL_NEXT is not available yet/]],
+    ['"UNTIL_NEXT", "0 0 25 * * ?"', [/UNTIL_NEXT: cron: hour out of range: 25 at position 5 \(allowed 0-23\)/]],
+    ['"UNTIL_NEXT", "0 0 0 30 2 ?"', [/UNTIL_NEXT: cron expression "0 0 0 30 2 \?" has no next time/]],
+    ['"UNTIL_NEXT", "* * * * *", "Mars/Base"', [/unknown time zone: 'Mars\/Base'/]],
     ['"UNTIL_NEXT"', [/UNTIL_NEXT needs a cron expression string, got nothing/]],
     // Without a store COMMIT must fail loudly, never lose data silently.
     ['"COMMIT"', [/COMMIT failed: this runtime has no store/]],
