@@ -7,7 +7,7 @@
 // on every implementation alike instead of on whichever ran last.
 'use strict';
 
-const { execFileSync } = require('child_process');
+const { execFileSync, spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -71,6 +71,28 @@ function check(what, got, want) {
   if (!same) throw new Error(`${what}: wrong result ${String(got)}, expected ${String(want)}.`);
 }
 
+/** The p-th percentile (0..100) of xs, nearest rank. */
+function percentile(xs, p) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.max(0, Math.ceil((p / 100) * s.length) - 1))];
+}
+
+/**
+ * Runs `node [nodeArgs] file args` in a child process and returns the JSON
+ * object it printed on its last stdout line. For workloads too heavy, or too
+ * likely to crash or hang (a peer's failure mode), to share the bench's
+ * process. A child may end itself with SIGKILL once it has printed (to skip a
+ * teardown that is not being measured); any other failure throws.
+ */
+function nodeChild(file, args, { nodeArgs = [], timeoutMs = 120000 } = {}) {
+  const p = spawnSync(process.execPath, [...nodeArgs, file, ...args.map(String)],
+    { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 });
+  const last = (p.stdout || '').trim().split('\n').pop();
+  if (last && last.startsWith('{')) return JSON.parse(last);
+  const why = p.error ? p.error.message : p.signal ? `signal ${p.signal}` : `exit ${p.status}`;
+  throw new Error(`${path.basename(file)} ${args.join(' ')}: ${why}: ${(p.stderr || '').trim().slice(-500)}`);
+}
+
 function tryExec(file, args) {
   try {
     return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
@@ -111,4 +133,4 @@ function machine() {
   };
 }
 
-module.exports = { nowMs, median, sample, check, machine };
+module.exports = { nowMs, median, percentile, sample, check, nodeChild, machine };

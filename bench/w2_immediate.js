@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: MIT
+// W2: 10,000 tasks × 100 IMMEDIATE yields: lua-tasks against a pure-Lua
+// round-robin scheduler in the lua5.4 CLI and Node's own async functions.
+//
+// lua-tasks: one task starts the 10,000 workers (tasks.start) and joins them
+// (tasks.wait); each worker does 100 bare coroutine.yield() and counts the
+// ones that returned "SCHEDULER". Timed on the wall clock from rt.call to its
+// result, so starting, finishing and joining the 10,000 tasks is included.
+// lua5.4: the same workers under a minimal round-robin scheduler (plain
+// coroutines, resumed in turn until all are dead) timed by os.clock() inside
+// Lua (CPU time; process start-up left out). Node: 10,000 concurrent async
+// functions, each doing `await new Promise(setImmediate)` 100 times.
+// Every implementation's count of yields is checked. A second lua-tasks row
+// stops the clock when the first worker gets past its 100th yield (a JS
+// stamp() called from Lua): the workers run in lockstep, so that is rounds
+// 1-99 alone, and its note gives what the last round (every task's last
+// yield, end and join) took.
+'use strict';
+
+const { spawnSync } = require('child_process');
+const { Runtime } = require('..');
+const { nowMs, sample, check } = require('./harness');
+
+const TASKS = 10000;
+const YIELDS = 100;
+const TOTAL = TASKS * YIELDS;
+const TARGET_NS = 250;   // ns per yield (issue 3, Benchmarks)
+const NODE_RATIO = 5;    // Node's await setImmediate at least this many times slower
+
+const WORKER = `
+local function worker(n)
+  local c = 0
+  for i = 1, n do
+    if coroutine.yield() == "SCHEDULER" then c = c + 1 end
+  end
+  LAST_YIELD
+  return c
+end`;
+
+const LUA_TASKS = `${WORKER.replace('LAST_YIELD', 'if first == 0 then first = stamp() end')}
+function run(ntasks, n)
+  local ids = {}
+  for i = 1, ntasks do ids[i] = tasks.start(worker, n) end
+  local c = 0
+  for i = 1, ntasks do c = c + tasks.wait(ids[i]) end
+  return c
+end`;
+
+// The minimal round-robin scheduler: resume every live coroutine in turn,
+// passing "SCHEDULER" as a lua-tasks yield would, until all are dead.
+const LUA_CLI = `${WORKER.replace('LAST_YIELD', '')}
+local N, n = ${TASKS}, ${YIELDS}
+local t0 = os.clock()
+local ready, count = {}, 0
+for i = 1, N do ready[i] = coroutine.create(worker) end
+local arg = n
+while #ready > 0 do
+  local nxt = {}
+  for i = 1, #ready do
+    local co = ready[i]
+    local ok, v = coroutine.resume(co, arg)
+    if not ok then error(v) end
+    if coroutine.status(co) == "dead" then count = count + v else nxt[#nxt + 1] = co end
+  end
+  ready, arg = nxt, "SCHEDULER"
+end
+local t1 = os.clock()
+print(string.format("%d %.9f", count, t1 - t0))`;
+
+async function nodeWorker(n) {
+  let c = 0;
+  for (let i = 0; i < n; i++) {
+    await new Promise(setImmediate);
+    c++;
+  }
+  return c;
+}
+
+const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
+
+async function run() {
+  const impls = [];
+  const rt = new Runtime();
+  rt.set('stamp', nowMs);
+  rt.load(LUA_TASKS);
+  impls.push({
+    name: 'lua-tasks',
+    warmup: 1,
+    reps: 5,
+    async once() {
+      rt.set('first', 0);
+      const t = nowMs();
+      const c = await rt.call('run', TASKS, YIELDS);
+      const ms = nowMs() - t;
+      check('lua-tasks yields', c, TOTAL);
+      check('lua-tasks tasks left', rt.stats().tasks, 0);
+      const firstEnd = rt.get('first') - t;
+      // The workers run in lockstep: the first one past its 100th yield opens
+      // the last round, in which all 10,000 take their last yield and end.
+      return { ns: nsPerYield(ms), roundsNs: ((firstEnd * 1e6) / (TOTAL - TASKS)), lastRoundMs: ms - firstEnd };
+    },
+  });
+
+  const cli = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
+  const haveCli = !cli.error && cli.status === 0;
+  if (haveCli) {
+    impls.push({
+      name: 'lua5.4',
+      warmup: 1,
+      reps: 5,
+      once() {
+        const p = spawnSync('lua5.4', ['-e', LUA_CLI], { encoding: 'utf8' });
+        if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
+        const [c, dt] = p.stdout.trim().split(' ');
+        check('lua5.4 yields', Number(c), TOTAL);
+        return { ns: nsPerYield(Number(dt) * 1e3) };
+      },
+    });
+  }
+
+  impls.push({
+    name: 'node',
+    warmup: 1,
+    reps: 5,
+    async once() {
+      const t = nowMs();
+      const counts = await Promise.all(Array.from({ length: TASKS }, () => nodeWorker(YIELDS)));
+      const ms = nowMs() - t;
+      check('node yields', counts.reduce((a, b) => a + b, 0), TOTAL);
+      return { ns: nsPerYield(ms) };
+    },
+  });
+
+  const stats = await sample(impls);
+  rt.closeSync();
+
+  const base = stats.get('lua-tasks').ns.median;
+  const row = (name, label, note) => {
+    const m = stats.get(name).ns;
+    return { case: `${TASKS} × ${YIELDS} yields`, impl: label, value: m.median, min: m.min, unit: 'ns/yield', ratio: m.median / base, note };
+  };
+  const rows = [];
+  const lt = row('lua-tasks', 'lua-tasks', 'wall, rt.call to result: start + 100 yields + end + join of each task');
+  lt.target = `≤ ${TARGET_NS} ns/yield`;
+  lt.ok = lt.value <= TARGET_NS;
+  rows.push(lt);
+  if (haveCli) {
+    const r = row('lua5.4', 'lua5.4 CLI, round-robin', 'pure-Lua scheduler, plain coroutines; os.clock (CPU) inside Lua');
+    r.target = 'lua-tasks at least as fast (× ≥ 1)';
+    r.ok = r.ratio >= 1;
+    rows.push(r);
+  } else {
+    rows.push({ case: `${TASKS} × ${YIELDS} yields`, impl: 'lua5.4 CLI, round-robin', value: NaN, unit: 'ns/yield',
+      target: 'lua5.4 CLI not found: not checked', ok: false });
+  }
+  const ly = stats.get('lua-tasks').roundsNs;
+  const lr = stats.get('lua-tasks').lastRoundMs;
+  rows.push({ case: `${TASKS} × ${YIELDS - 1} yields`, impl: 'lua-tasks, rounds 1–99 only', value: ly.median, min: ly.min,
+    unit: 'ns/yield', ratio: ly.median / base,
+    note: `start to the first task's end; the last round (10,000 last yields, ends, joins) took ${lr.median.toFixed(0)} ms (min ${lr.min.toFixed(0)})` });
+  const nd = row('node', 'node async/await', 'await new Promise(setImmediate) in 10,000 concurrent async functions');
+  nd.target = `≥ ${NODE_RATIO}× lua-tasks`;
+  nd.ok = nd.ratio >= NODE_RATIO;
+  rows.push(nd);
+  return rows;
+}
+
+module.exports = {
+  id: 'w2',
+  title: `W2: ${TASKS.toLocaleString('en')} tasks × ${YIELDS} IMMEDIATE yields (yield counts checked)`,
+  run,
+};

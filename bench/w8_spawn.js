@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: MIT
+// W8: spawn: start and finish a trivial task, in ns per task, from Lua and from JS.
+//
+// From Lua: `for i = 1, N do tasks.start(f) end` in one rt.load, f counting
+// its runs in an upvalue. From JS: rt.start('f') N times in a loop, nothing
+// awaited. Each task runs to its end inside start. Beside them, for scale:
+// coroutine.create + resume of the same f in the lua5.4 CLI (os.clock inside
+// Lua) and a trivial async function call in Node. Counts are checked, and no
+// task may be left behind (rt.stats().tasks).
+'use strict';
+
+const { spawnSync } = require('child_process');
+const { Runtime } = require('..');
+const { nowMs, sample, check } = require('./harness');
+
+const N = 1e5;
+const TARGET_NS = 1000;
+const LUA_F = 'count = 0 function f() count = count + 1 end';
+const FROM_LUA = `local c = 0 local function f() c = c + 1 end for i = 1, ${N} do tasks.start(f) end return c`;
+const CLI = `local c = 0 local function f() c = c + 1 end
+local t0 = os.clock()
+for i = 1, ${N} do coroutine.resume(coroutine.create(f)) end
+local t1 = os.clock()
+print(string.format("%d %.9f", c, t1 - t0))`;
+
+const nsPerTask = (ms) => (ms * 1e6) / N;
+
+async function run() {
+  const rt = new Runtime();
+  rt.load(LUA_F);
+  const impls = [];
+  impls.push({
+    name: 'lua',
+    warmup: 3,
+    reps: 15,
+    once() {
+      const t = nowMs();
+      const [c] = rt.load(FROM_LUA);
+      const ms = nowMs() - t;
+      check('tasks.start runs', c, N);
+      check('tasks left (Lua)', rt.stats().tasks, 0);
+      return { ns: nsPerTask(ms) };
+    },
+  });
+  impls.push({
+    name: 'js',
+    warmup: 3,
+    reps: 15,
+    once() {
+      rt.set('count', 0);
+      const t = nowMs();
+      for (let i = 0; i < N; i++) rt.start('f');
+      const ms = nowMs() - t;
+      check('rt.start runs', rt.get('count'), N);
+      check('tasks left (JS)', rt.stats().tasks, 0);
+      return { ns: nsPerTask(ms) };
+    },
+  });
+  const cli = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
+  const haveCli = !cli.error && cli.status === 0;
+  if (haveCli) {
+    impls.push({
+      name: 'lua5.4',
+      warmup: 1,
+      reps: 7,
+      once() {
+        const p = spawnSync('lua5.4', ['-e', CLI], { encoding: 'utf8' });
+        if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
+        const [c, dt] = p.stdout.trim().split(' ');
+        check('lua5.4 runs', Number(c), N);
+        return { ns: nsPerTask(Number(dt) * 1e3) };
+      },
+    });
+  }
+  impls.push({
+    name: 'node',
+    warmup: 3,
+    reps: 15,
+    async once() {
+      let c = 0;
+      const f = async () => { c++; };
+      const t = nowMs();
+      for (let i = 0; i < N; i++) f();
+      const ms = nowMs() - t;
+      check('node runs', c, N);
+      return { ns: nsPerTask(ms) };
+    },
+  });
+  const stats = await sample(impls);
+  rt.closeSync();
+
+  const rows = [];
+  const base = stats.get('lua').ns.median;
+  const row = (name, kase, label, note) => {
+    const m = stats.get(name).ns;
+    return { case: kase, impl: label, value: m.median, min: m.min, unit: 'ns/task', ratio: m.median / base, note };
+  };
+  const fromLua = row('lua', 'start + finish, from Lua', 'lua-tasks', 'for i = 1, N do tasks.start(f) end');
+  fromLua.target = `≤ ${TARGET_NS} ns/task`;
+  fromLua.ok = fromLua.value <= TARGET_NS;
+  rows.push(fromLua);
+  const fromJs = row('js', 'start + finish, from JS', 'lua-tasks', "rt.start('f') in a JS loop, nothing awaited");
+  fromJs.target = `≤ ${TARGET_NS} ns/task`;
+  fromJs.ok = fromJs.value <= TARGET_NS;
+  rows.push(fromJs);
+  if (haveCli) rows.push(row('lua5.4', 'start + finish, from Lua', 'lua5.4 CLI', 'coroutine.resume(coroutine.create(f)), for scale; os.clock'));
+  rows.push(row('node', 'start + finish, from JS', 'node', 'a trivial async function call, for scale'));
+  return rows;
+}
+
+module.exports = {
+  id: 'w8',
+  title: `W8: spawn: start and finish a trivial task, ${N.toLocaleString('en')} times (counts checked)`,
+  run,
+};
