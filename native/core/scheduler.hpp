@@ -41,6 +41,7 @@ struct Task {
   bool has_pending = false;         // `pending` holds the instruction of the current yield
   WaitRequest pending;
   uint64_t join_key = 0;            // kJoin: the task waited for
+  std::vector<uint64_t> joiners;    // tasks that joined this one (stale keys skipped at the end)
   int64_t cpu_ns = 0;               // CPU time spent so far (monotonic ns while running)
   uint32_t await_token = 0;         // kPromise: which settlement may wake it (late ones are ignored)
 };
