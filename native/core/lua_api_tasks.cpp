@@ -99,9 +99,15 @@ int l_co_yield(lua_State* L) {
   Task* t = s->current();
   if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
   if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
-  char err[256];
   WaitRequest req;
-  if (!ParseYield(L, 1, lua_gettop(L), s->clock()->WallNs(), &req, err, sizeof err)) {
+  if (lua_gettop(L) == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
+    req.kind = WaitKind::kImmediate;
+    t->pending = req;
+    t->has_pending = true;
+    return lua_yield(L, 0);
+  }
+  char err[256];
+  if (!ParseYield(L, 1, lua_gettop(L), *s->clock(), &req, err, sizeof err)) {
     return luaL_error(L, "%s", err);
   }
   if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {
@@ -368,6 +374,7 @@ void PreloadModule(lua_State* L, const char* name) {
 }
 
 void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
+  scheduler->CacheNames(L);
   // coroutine.yield -> l_co_yield
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, -1, LUA_COLIBNAME);

@@ -119,18 +119,15 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
     return 0;
   }
   // Stack: [fn, args..., thread]
-  auto task = std::make_unique<Task>();
-  task->key = next_key_++;
-  task->co = co;
-  task->observed = observed;
+  Task* t = NewTask();
+  t->co = co;
+  t->observed = observed;
   lua_pushvalue(L, -1);
-  task->thread = LuaRef::Pop(L);
+  t->thread = LuaRef::Pop(L);
   lua_pop(L, 1);                 // the thread
   lua_xmove(L, co, nargs);       // args onto the coroutine, above its function
   lua_settop(L, fn - 1);
-  Task* t = task.get();
   const uint64_t key = t->key;
-  tasks_.emplace(key, std::move(task));
   if (locks_ > 0) {
     t->status = TaskStatus::kWaiting;  // wait kNone: not resumable by id meanwhile
     deferred_.push_back({key, nargs});
@@ -138,6 +135,39 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
   }
   RunTask(t, L, nargs);
   return key;
+}
+
+Task* Scheduler::NewTask() {
+  const uint64_t key = next_key_++;
+  if (spare_.empty()) {
+    auto task = std::make_unique<Task>();
+    task->key = key;
+    return tasks_.emplace(key, std::move(task)).first->second.get();
+  }
+  TaskMap::node_type node = std::move(spare_.back());
+  spare_.pop_back();
+  Task* t = node.mapped().get();
+  const uint32_t gen = t->gen;  // stale ready entries may still name this Task
+  std::vector<uint64_t> joiners = std::move(t->joiners);
+  *t = Task();
+  t->gen = gen + 1;
+  t->joiners = std::move(joiners);  // empty, capacity kept
+  t->key = key;
+  node.key() = key;
+  tasks_.insert(std::move(node));
+  return t;
+}
+
+void Scheduler::Release(TaskMap::iterator it) {
+  it->second->thread.Reset();  // frees the thread's registry slot
+  it->second->joiners.clear();
+  TaskMap::node_type node = tasks_.extract(it);
+  // Freed only when no ready entry can point at it; else kept for reuse.
+  if (spare_.size() < kSpareKept || !ready_.empty()) spare_.push_back(std::move(node));
+}
+
+void Scheduler::TrimSpare() {
+  if (ready_.empty() && spare_.size() > kSpareKept) spare_.resize(kSpareKept);
 }
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
@@ -161,7 +191,7 @@ void Scheduler::RunDeferred() {
   hooks_->OnScheduleChange();
 }
 
-void Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
+bool Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
   Task* saved = current_;
   current_ = t;
   t->status = TaskStatus::kRunning;
@@ -186,18 +216,19 @@ void Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
     } else {
       EndTask(t, kTimedOutStatus, 0);
     }
-    return;
+    return false;
   }
   if (status == LUA_YIELD) {
     lua_pop(t->co, nres);  // the instruction's values: parsed into t->pending already
     if (t->cancel_pending) {
       KillNow(t);
-      return;
+      return false;
     }
     Park(t);
-    return;
+    return true;
   }
   EndTask(t, status, status == LUA_OK ? nres : 1);
+  return false;
 }
 
 void Scheduler::Park(Task* t) {
@@ -210,7 +241,7 @@ void Scheduler::Park(Task* t) {
   t->wait_start = clock_->MonoNs();
   switch (req.kind) {
     case WaitKind::kImmediate:
-      ready_.push_back({t->key, t->gen});
+      ready_.push_back({t, t->gen});
       break;
     case WaitKind::kFor:
       ArmTimer(t, t->wait_start + req.duration_ns);
@@ -220,7 +251,7 @@ void Scheduler::Park(Task* t) {
       t->wall_deadline = req.wall_ns;
       const int64_t wait = t->wall_deadline - clock_->WallNs();
       if (wait <= 0) {
-        ready_.push_back({t->key, t->gen});  // in the past: next turn
+        ready_.push_back({t, t->gen});  // in the past: next turn
       } else {
         ArmTimer(t, t->wait_start + std::min(wait, kWallRecheckNs));
       }
@@ -242,7 +273,7 @@ void Scheduler::Park(Task* t) {
     default:  // INDEFINITELY, promises, commits: woken by someone else
       break;
   }
-  hooks_->OnScheduleChange();
+  if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
 void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
@@ -260,14 +291,31 @@ void Scheduler::ClearWait(Task* t) {
   t->wait = WaitKind::kNone;
 }
 
-void Scheduler::WakeScheduled(Task* t) {
-  const int64_t elapsed = clock_->MonoNs() - t->wait_start;
+void Scheduler::CacheNames(lua_State* L) {
+  for (int i = 0; i < kSchedulerName; ++i) {
+    lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+    names_[i] = LuaRef::Pop(L);
+  }
+  lua_pushliteral(L, "SCHEDULER");
+  names_[kSchedulerName] = LuaRef::Pop(L);
+}
+
+void Scheduler::PushName(lua_State* L, int i) const {
+  if (names_[i].valid()) {
+    names_[i].Push(L);
+  } else {
+    lua_pushstring(L, i == kSchedulerName ? "SCHEDULER" : UnitName(static_cast<Unit>(i)));
+  }
+}
+
+bool Scheduler::Wake(Task* t, int64_t now) {
+  const int64_t elapsed = now - t->wait_start;
   ClearWait(t);
   lua_State* co = t->co;
-  lua_pushliteral(co, "SCHEDULER");
+  PushName(co, kSchedulerName);
   lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
-  lua_pushstring(co, UnitName(t->unit));
-  RunTask(t, host_->current(), 3);
+  PushName(co, static_cast<int>(t->unit));
+  return RunTask(t, host_->current(), 3);
 }
 
 void Scheduler::Deliver(Task* t, int nargs) {
@@ -276,27 +324,47 @@ void Scheduler::Deliver(Task* t, int nargs) {
   hooks_->OnScheduleChange();
 }
 
+// The clock is read once per wake: a task that parks stamps its wait_start
+// last thing, and that stamp is "now" for the next one in the batch.
 void Scheduler::RunImmediate() {
   if (locks_ > 0) return;
+  ++batch_;
   // Only the tasks ready now: one that yields IMMEDIATE again lands behind
   // the batch and runs on the next loop turn, so I/O is not starved.
   size_t n = ready_.size();
-  while (n-- > 0 && !ready_.empty()) {
+  int64_t now = clock_->MonoNs();
+  while (n-- > 0 && !ready_.empty() && locks_ == 0) {
     const ReadyEntry e = ready_.front();
     ready_.pop_front();
-    Task* t = Find(e.key);
-    if (t == nullptr || t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
-    WakeScheduled(t);
+    // With thousands of tasks, each wake touches memory last used a whole
+    // batch ago. Fetch ahead: the Task two entries on, and the coroutine of
+    // the next one (its Task was fetched last time round).
+    if (ready_.size() > 1) __builtin_prefetch(ready_[1].task);
+    if (!ready_.empty()) {
+      const char* co = reinterpret_cast<const char*>(ready_.front().task->co);
+      __builtin_prefetch(co);
+      __builtin_prefetch(co + 64);
+      __builtin_prefetch(co + 128);
+    }
+    Task* t = e.task;
+    if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
+    now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
   }
+  --batch_;
+  TrimSpare();
   hooks_->OnScheduleChange();
 }
 
 void Scheduler::RunTimers() {
   if (locks_ > 0) return;
+  ++batch_;
+  // Entries added by this batch wait for the next one, so a task looping on
+  // FOR 0 cannot hold the loop here.
+  const uint64_t before = timers_.next_seq();
   uint64_t key;
   TimerQueue::Handle h;
   int64_t now = clock_->MonoNs();
-  while (timers_.PopIfDue(now, &key, &h)) {
+  while (locks_ == 0 && timers_.PopIfDue(now, before, &key, &h)) {
     Task* t = Find(key);
     if (t == nullptr || t->timer != h) continue;  // stale: never wakes a task
     t->timer = 0;
@@ -308,9 +376,10 @@ void Scheduler::RunTimers() {
         continue;
       }
     }
-    WakeScheduled(t);
-    now = clock_->MonoNs();
+    now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
   }
+  --batch_;
+  TrimSpare();
   hooks_->OnScheduleChange();
 }
 
@@ -422,7 +491,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     lua_resetthread(co);
   }
   lua_settop(co, 0);
-  tasks_.erase(key);  // frees the thread's registry slot
+  Release(tasks_.find(key));
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {

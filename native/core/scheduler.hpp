@@ -73,14 +73,17 @@ inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 // task's `gen`, so an entry left behind by a resume or cancel is skipped.
 class Scheduler {
  public:
+  using TaskMap = std::unordered_map<uint64_t, std::unique_ptr<Task>>;
+
   Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks);
   ~Scheduler();  // frees every task's registry slot: destroy before the state
   Scheduler(const Scheduler&) = delete;
   Scheduler& operator=(const Scheduler&) = delete;
 
-  // Installs coroutine.yield/resume/wrap wrappers and the tasks and
-  // namazu.coroutine modules. Raises (memory): call in protected mode.
-  void InstallLuaApi(lua_State* L);
+  // Keeps "SCHEDULER" and the unit names in the registry, so a wake pushes
+  // them by index instead of hashing them. Raises (memory): call in
+  // protected mode (RegisterTasksApi does).
+  void CacheNames(lua_State* L);
 
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
   // them. Runs it now until its first wait. Returns its key, or 0 when the
@@ -113,7 +116,7 @@ class Scheduler {
   Task* current() const { return current_; }
   const Clock* clock() const { return clock_; }
   LuaHost* host() const { return host_; }
-  const std::unordered_map<uint64_t, std::unique_ptr<Task>>& tasks() const { return tasks_; }
+  const TaskMap& tasks() const { return tasks_; }
 
   // Task ids: "<prefix><base36 key>"; the prefix is random per scheduler, so
   // ids are unique across runtimes and restarts.
@@ -132,8 +135,6 @@ class Scheduler {
 
   // Files the task's pending instruction as its wait (after a yield).
   void Park(Task* t);
-  // Wakes a waiting task with ("SCHEDULER", elapsed, unit).
-  void WakeScheduled(Task* t);
   // Wakes a task waiting on something the embedder owns (a promise) with the
   // `nargs` values already pushed onto t->co; runs it to its next wait.
   void Deliver(Task* t, int nargs);
@@ -158,12 +159,24 @@ class Scheduler {
   void FinishCommit(Task* t, int nargs);
 
  private:
+  // Holds the task itself, not its key: a hash lookup per wake was the
+  // largest cost of an IMMEDIATE yield. Ended tasks go to `spare_` rather
+  // than being freed while entries may still point at them; `gen` tells a
+  // stale entry apart (it only ever grows, across reuse too).
   struct ReadyEntry {
-    uint64_t key;
+    Task* task;
     uint32_t gen;
   };
   // Runs t->co with `nargs` values already on its stack; handles the result.
-  void RunTask(Task* t, lua_State* from, int nargs);
+  // Returns true when the task parked (then t->wait_start is the time now).
+  bool RunTask(Task* t, lua_State* from, int nargs);
+  // Wakes `t` with ("SCHEDULER", elapsed, unit), `now` being the time.
+  bool Wake(Task* t, int64_t now);
+  static constexpr int kSchedulerName = 7;  // names_[0..6]: the units, in enum order
+  void PushName(lua_State* L, int i) const;
+  Task* NewTask();
+  void Release(TaskMap::iterator it);
+  void TrimSpare();
   void EndTask(Task* t, int status, int nres);
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
@@ -174,8 +187,12 @@ class Scheduler {
   LuaHost* host_;
   const Clock* clock_;
   SchedulerHooks* hooks_;
-  std::unordered_map<uint64_t, std::unique_ptr<Task>> tasks_;
+  TaskMap tasks_;
+  LuaRef names_[8];
+  std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
+  static constexpr size_t kSpareKept = 1024;
   std::deque<ReadyEntry> ready_;
+  int batch_ = 0;  // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
   TimerQueue timers_;
   std::deque<Finished> finished_;
   Task* current_ = nullptr;  // the task whose coroutine is running, innermost

@@ -28,8 +28,8 @@ bool TimerQueue::Cancel(Handle h, uint64_t payload) {
   return true;
 }
 
-bool TimerQueue::PopIfDue(int64_t now, uint64_t* payload, Handle* handle) {
-  if (heap_.empty() || heap_.front().deadline > now) return false;
+bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
+  if (heap_.empty() || heap_.front().deadline > now || heap_.front().seq >= before_seq) return false;
   const uint32_t slot = heap_.front().slot;
   *payload = slots_[slot].payload;
   *handle = slot + 1;

@@ -24,8 +24,12 @@ class TimerQueue {
   size_t size() const { return heap_.size(); }
   // The earliest deadline; the queue must not be empty.
   int64_t NextDeadline() const { return heap_.front().deadline; }
-  // Pops the earliest entry if its deadline is <= now.
-  bool PopIfDue(int64_t now, uint64_t* payload, Handle* handle);
+  // Pops the earliest entry if its deadline is <= now and it was added
+  // before the entry numbered `before_seq` (see next_seq).
+  bool PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle);
+  bool PopIfDue(int64_t now, uint64_t* payload, Handle* handle) { return PopIfDue(now, UINT64_MAX, payload, handle); }
+  // The number the next Add will get: entries are numbered in insertion order.
+  uint64_t next_seq() const { return next_seq_; }
 
  private:
   struct Node {

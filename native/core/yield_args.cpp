@@ -97,7 +97,7 @@ const char* WaitKindName(WaitKind kind) {
   return "NONE";
 }
 
-bool ParseYield(lua_State* L, int first, int n, int64_t now_wall_ns, WaitRequest* out, char* err,
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest* out, char* err,
                 size_t errlen) {
   *out = WaitRequest{};
   char shown[64];
@@ -149,24 +149,28 @@ bool ParseYield(lua_State* L, int first, int n, int64_t now_wall_ns, WaitRequest
     }
     const double v = lua_tonumber(L, value);
     const double ns = v * static_cast<double>(UnitNs(out->unit));
-    Show(L, value, shown, sizeof shown);
     if (std::isnan(v) || std::isinf(v)) {
+      Show(L, value, shown, sizeof shown);
       std::snprintf(err, errlen, "%s value must be finite, got %s", WaitKindName(out->kind), shown);
       return false;
     }
     if (out->kind == WaitKind::kFor) {
       if (v < 0) {
+        Show(L, value, shown, sizeof shown);
         std::snprintf(err, errlen, "FOR duration must be >= 0, got %s %s", shown, UnitName(out->unit));
         return false;
       }
       if (ns > static_cast<double>(kMaxWaitNs)) {
+        Show(L, value, shown, sizeof shown);
         std::snprintf(err, errlen, "FOR duration too large: %s %s (at most 100 years)", shown,
                       UnitName(out->unit));
         return false;
       }
       out->duration_ns = static_cast<int64_t>(std::ceil(ns));
     } else {
-      if (ns < 0 || ns > static_cast<double>(now_wall_ns) + static_cast<double>(kMaxWaitNs)) {
+      // The clock is read only here: the other instructions never need it.
+      if (ns < 0 || ns > static_cast<double>(clock.WallNs()) + static_cast<double>(kMaxWaitNs)) {
+        Show(L, value, shown, sizeof shown);
         std::snprintf(err, errlen,
                       "UNTIL_TIME out of range: %s %s since the epoch (allowed 0 to 100 years from now)",
                       shown, UnitName(out->unit));

@@ -8,6 +8,8 @@
 
 #include <lua.hpp>
 
+#include "clock.hpp"
+
 namespace lua_tasks {
 
 enum class Unit : uint8_t { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds, kMinutes, kHours, kDays };
@@ -54,7 +56,8 @@ inline constexpr int64_t kMaxWaitNs = int64_t{100} * 365 * 24 * 3600 * 100000000
 // Parses the `n` values at L[first..] as a yield instruction. On failure
 // writes a lowercase message naming what was given and what is accepted into
 // err (NUL-terminated) and returns false. Never raises.
-bool ParseYield(lua_State* L, int first, int n, int64_t now_wall_ns, WaitRequest* out, char* err,
+// `clock` bounds UNTIL_TIME (read only for that instruction).
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest* out, char* err,
                 size_t errlen);
 
 }  // namespace lua_tasks

@@ -11,6 +11,14 @@ using lua_tasks::ParseYield;
 using lua_tasks::WaitKind;
 using lua_tasks::WaitRequest;
 
+namespace {
+class FixedClock final : public lua_tasks::Clock {
+ public:
+  int64_t MonoNs() const override { return 0; }
+  int64_t WallNs() const override { return int64_t{1700000000} * 1000000000; }
+};
+}  // namespace
+
 // Input: up to 4 values, each a tag byte then its payload.
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static lua_State* L = luaL_newstate();  // one state across inputs: the fuzzer is single-threaded
@@ -51,7 +59,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   WaitRequest req;
   char err[256];
-  const bool ok = ParseYield(L, 1, n, int64_t{1700000000} * 1000000000, &req, err, sizeof err);
+  const FixedClock clock;
+  const bool ok = ParseYield(L, 1, n, clock, &req, err, sizeof err);
   if (ok) {
     // Invariants of an accepted instruction.
     if (req.kind == WaitKind::kFor && (req.duration_ns < 0 || req.duration_ns > lua_tasks::kMaxWaitNs + 1)) __builtin_trap();
