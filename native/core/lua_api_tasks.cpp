@@ -144,6 +144,11 @@ int l_tasks_sleep(lua_State* L) {
   return Suspend(L, s, t);
 }
 
+void PushId(lua_State* L, Scheduler* s, uint64_t key) {
+  char buf[Scheduler::kMaxIdLength];
+  lua_pushlstring(L, buf, s->FormatId(key, buf));
+}
+
 int l_tasks_current_id(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
@@ -151,17 +156,8 @@ int l_tasks_current_id(lua_State* L) {
     lua_pushnil(L);
     return 1;
   }
-  char buf[64];
-  // IdOf builds a std::string; copy out before pushing so nothing lives on.
-  const size_t n = s->IdOf(t->key).copy(buf, sizeof buf - 1);
-  lua_pushlstring(L, buf, n);
+  PushId(L, s, t->key);
   return 1;
-}
-
-void PushId(lua_State* L, Scheduler* s, uint64_t key) {
-  char buf[64];
-  const size_t n = s->IdOf(key).copy(buf, sizeof buf - 1);
-  lua_pushlstring(L, buf, n);
 }
 
 int l_tasks_start(lua_State* L) {
@@ -247,14 +243,8 @@ int l_tasks_join(lua_State* L) {
   if (const Scheduler::Finished* f = s->FindFinished(key)) {
     lua_settop(L, 0);
     lua_pushboolean(L, f->status == TaskStatus::kDone);
-    f->values.Push(L);
-    if (f->status != TaskStatus::kDone) return 2;
-    const lua_Integer n = (lua_getfield(L, 2, "n"), lua_tointeger(L, -1));
-    lua_pop(L, 1);
-    luaL_checkstack(L, static_cast<int>(n), "too many results");
-    for (lua_Integer i = 1; i <= n; ++i) lua_rawgeti(L, 2, i);
-    lua_remove(L, 2);
-    return 1 + static_cast<int>(n);
+    luaL_checkstack(L, f->nres + 2, "too many results");
+    return 1 + s->PushFinished(*f, L);
   }
   lua_pushnil(L);
   lua_pushliteral(L, "no such task (unknown, or finished too long ago)");

@@ -57,17 +57,22 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
   return true;
 }
 
-std::string Scheduler::IdOf(uint64_t key) const {
-  char buf[16];
-  int n = 0;
+size_t Scheduler::FormatId(uint64_t key, char* buf) const {
   static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+  char digits[16];
+  int n = 0;
   do {
-    buf[n++] = kDigits[key % 36];
+    digits[n++] = kDigits[key % 36];
     key /= 36;
   } while (key != 0);
-  std::string id = prefix_;
-  while (n > 0) id.push_back(buf[--n]);
-  return id;
+  size_t len = prefix_.copy(buf, prefix_.size());
+  while (n > 0) buf[len++] = digits[--n];
+  return len;
+}
+
+std::string Scheduler::IdOf(uint64_t key) const {
+  char buf[kMaxIdLength];
+  return std::string(buf, FormatId(key, buf));
 }
 
 bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
@@ -277,12 +282,14 @@ void Scheduler::Park(Task* t) {
 }
 
 void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
-  t->timer = timers_.Add(mono_deadline, t->key);
+  // The entry names the Task itself (no lookup when it fires): every wait's
+  // entry is cancelled in ClearWait, before the task can end.
+  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
 }
 
 void Scheduler::ClearWait(Task* t) {
   if (t->timer != 0) {
-    timers_.Cancel(t->timer, t->key);
+    timers_.Cancel(t->timer, reinterpret_cast<uintptr_t>(t));
     t->timer = 0;
   }
   if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
@@ -361,12 +368,12 @@ void Scheduler::RunTimers() {
   // Entries added by this batch wait for the next one, so a task looping on
   // FOR 0 cannot hold the loop here.
   const uint64_t before = timers_.next_seq();
-  uint64_t key;
+  uint64_t payload;
   TimerQueue::Handle h;
   int64_t now = clock_->MonoNs();
-  while (locks_ == 0 && timers_.PopIfDue(now, before, &key, &h)) {
-    Task* t = Find(key);
-    if (t == nullptr || t->timer != h) continue;  // stale: never wakes a task
+  while (locks_ == 0 && timers_.PopIfDue(now, before, &payload, &h)) {
+    Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
+    if (t->timer != h) continue;  // stale: never wakes a task
     t->timer = 0;
     if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
       // Wall-clock deadline: if the clock was set back, this fired early.
@@ -495,24 +502,47 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {
-  // Stack of t->co: results (nres) or the error value on top.
+  // Stack of t->co: results (nres) or the error value on top. Most tasks end
+  // with no result or one: those keep no table (one per task was a fifth of
+  // the cost of spawning one).
   lua_State* co = t->co;
+  Finished f{t->key, t->status, 0, LuaRef()};
   if (status == LUA_OK) {
-    lua_createtable(co, nres, 1);
-    for (int i = 1; i <= nres; ++i) {
-      lua_pushvalue(co, -1 - nres - 1 + i);
-      lua_rawseti(co, -2, i);
+    f.nres = nres;
+    if (nres == 1) {
+      lua_pushvalue(co, -1);
+    } else if (nres > 1) {
+      lua_createtable(co, nres, 0);
+      for (int i = 1; i <= nres; ++i) {
+        lua_pushvalue(co, -1 - nres - 1 + i);
+        lua_rawseti(co, -2, i);
+      }
     }
-    lua_pushinteger(co, nres);
-    lua_setfield(co, -2, "n");
-  } else if (status == kCancelledStatus || status == kTimedOutStatus) {
-    lua_pushstring(co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
-  } else {
-    lua_pushvalue(co, -1);
+  } else if (status != kCancelledStatus && status != kTimedOutStatus) {
+    f.nres = 1;
+    lua_pushvalue(co, -1);  // the error value
   }
-  lua_xmove(co, host_->main(), 1);
-  finished_.push_back({t->key, t->status, LuaRef::Pop(host_->main())});
+  if (f.nres > 0) {
+    lua_xmove(co, host_->main(), 1);
+    f.values = LuaRef::Pop(host_->main());
+  }
+  finished_.push_back(std::move(f));
   if (finished_.size() > kFinishedKept) finished_.pop_front();
+}
+
+int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
+  if (f.status == TaskStatus::kCancelled || (f.status == TaskStatus::kFailed && f.nres == 0)) {
+    lua_pushstring(L, f.status == TaskStatus::kCancelled ? "task cancelled" : "task killed: CPU budget exceeded");
+    return 1;
+  }
+  if (f.nres <= 1) {
+    if (f.nres == 1) f.values.Push(L);
+    return f.nres;
+  }
+  f.values.Push(L);
+  for (int i = 1; i <= f.nres; ++i) lua_rawgeti(L, -i, i);
+  lua_remove(L, -1 - f.nres);
+  return f.nres;
 }
 
 const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {

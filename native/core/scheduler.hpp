@@ -121,6 +121,9 @@ class Scheduler {
   // Task ids: "<prefix><base36 key>"; the prefix is random per scheduler, so
   // ids are unique across runtimes and restarts.
   std::string IdOf(uint64_t key) const;
+  // The same into buf (no allocation: ids are pushed on every tasks.start).
+  static constexpr size_t kMaxIdLength = 32;
+  size_t FormatId(uint64_t key, char* buf) const;
   bool ParseId(std::string_view id, uint64_t* key) const;
   const std::string& id_prefix() const { return prefix_; }
 
@@ -128,9 +131,13 @@ class Scheduler {
   struct Finished {
     uint64_t key;
     TaskStatus status;
-    LuaRef values;  // a table {n=, ...} of results, or the error value
+    int nres;       // results kept (an error value counts as one)
+    LuaRef values;  // none, the one value, or a table {...} of nres results
   };
   const Finished* FindFinished(uint64_t key) const;
+  // Pushes f's results (done) or its error value (failed, cancelled) onto L;
+  // returns how many. Raises (memory, stack): call from Lua-facing code.
+  int PushFinished(const Finished& f, lua_State* L) const;
   static constexpr size_t kFinishedKept = 1024;
 
   // Files the task's pending instruction as its wait (after a yield).

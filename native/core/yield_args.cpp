@@ -39,6 +39,8 @@ constexpr KindRow kKinds[] = {
 constexpr const char kKindList[] = "IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY or COMMIT";
 
 bool EqualsUpper(std::string_view s, const char* upper) {
+  // Names are almost always written in capitals: try the exact match first.
+  if (s.compare(upper) == 0) return true;
   size_t i = 0;
   for (; i < s.size() && upper[i] != '\0'; ++i) {
     if (std::toupper(static_cast<unsigned char>(s[i])) != upper[i]) return false;

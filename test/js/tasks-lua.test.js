@@ -216,6 +216,19 @@ describe('tasks.wait', () => {
     expect(await rt.call('t')).toEqual(['a', 'b']);
   });
 
+  test.each([
+    ['no values', 'return', { n: 0 }],
+    ['one value', 'return { 1 }', { 1: [1], n: 1 }],
+    ['values with holes', 'return nil, 2, nil', { 2: 2, n: 3 }],
+  ])('keeps %s of a finished task exactly', async (_, body, packed) => {
+    rt.load(`function t()
+      local id = tasks.start(function() ${body} end)
+      coroutine.yield()
+      return table.pack(tasks.wait(id))
+    end`);
+    expect(await rt.call('t')).toEqual(packed);
+  });
+
   test('works outside a task for a finished task', () => {
     expect(rt.load('return tasks.wait(tasks.start(function() return 5 end))')).toEqual([5]);
   });
