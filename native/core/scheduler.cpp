@@ -168,11 +168,11 @@ void Scheduler::Release(TaskMap::iterator it) {
   it->second->joiners.clear();
   TaskMap::node_type node = tasks_.extract(it);
   // Freed only when no ready entry can point at it; else kept for reuse.
-  if (spare_.size() < kSpareKept || !ready_.empty()) spare_.push_back(std::move(node));
+  if (spare_.size() < kSpareKept || !ready_.empty() || !due_.empty()) spare_.push_back(std::move(node));
 }
 
 void Scheduler::TrimSpare() {
-  if (ready_.empty() && spare_.size() > kSpareKept) spare_.resize(kSpareKept);
+  if (ready_.empty() && due_.empty() && spare_.size() > kSpareKept) spare_.resize(kSpareKept);
 }
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
@@ -331,6 +331,20 @@ void Scheduler::Deliver(Task* t, int nargs) {
   hooks_->OnScheduleChange();
 }
 
+// With thousands of tasks, each wake touches memory last used a whole batch
+// ago. So fetch ahead: the coroutine of the next task (whose Task was fetched
+// the time before) and the Task after it. Tasks in a queue are never freed
+// (see Release), and prefetching a stale pointer is harmless.
+void Scheduler::FetchAhead(const Task* next, const Task* after) {
+  if (after != nullptr) __builtin_prefetch(after);
+  if (next != nullptr) {
+    const char* co = reinterpret_cast<const char*>(next->co);
+    __builtin_prefetch(co);
+    __builtin_prefetch(co + 64);
+    __builtin_prefetch(co + 128);
+  }
+}
+
 // The clock is read once per wake: a task that parks stamps its wait_start
 // last thing, and that stamp is "now" for the next one in the batch.
 void Scheduler::RunImmediate() {
@@ -343,16 +357,7 @@ void Scheduler::RunImmediate() {
   while (n-- > 0 && !ready_.empty() && locks_ == 0) {
     const ReadyEntry e = ready_.front();
     ready_.pop_front();
-    // With thousands of tasks, each wake touches memory last used a whole
-    // batch ago. Fetch ahead: the Task two entries on, and the coroutine of
-    // the next one (its Task was fetched last time round).
-    if (ready_.size() > 1) __builtin_prefetch(ready_[1].task);
-    if (!ready_.empty()) {
-      const char* co = reinterpret_cast<const char*>(ready_.front().task->co);
-      __builtin_prefetch(co);
-      __builtin_prefetch(co + 64);
-      __builtin_prefetch(co + 128);
-    }
+    FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
     Task* t = e.task;
     if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
     now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
@@ -368,22 +373,40 @@ void Scheduler::RunTimers() {
   // Entries added by this batch wait for the next one, so a task looping on
   // FOR 0 cannot hold the loop here.
   const uint64_t before = timers_.next_seq();
-  uint64_t payload;
-  TimerQueue::Handle h;
   int64_t now = clock_->MonoNs();
-  while (locks_ == 0 && timers_.PopIfDue(now, before, &payload, &h)) {
-    Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
-    if (t->timer != h) continue;  // stale: never wakes a task
-    t->timer = 0;
-    if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
-      // Wall-clock deadline: if the clock was set back, this fired early.
-      const int64_t left = t->wall_deadline - clock_->WallNs();
-      if (left > 0) {
-        ArmTimer(t, now + std::min(left, kWallRecheckNs));
+  for (;;) {
+    // Take every entry due now, then run them fetching ahead as RunImmediate
+    // does. A taken task has no timer: a resume or cancel meanwhile bumps its
+    // gen, which is how its entry here goes stale.
+    uint64_t payload;
+    TimerQueue::Handle h;
+    while (timers_.PopIfDue(now, before, &payload, &h)) {
+      Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
+      if (t->timer != h) continue;  // stale: never wakes a task
+      t->timer = 0;
+      if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
+        // Wall-clock deadline: if the clock was set back, this fired early.
+        const int64_t left = t->wall_deadline - clock_->WallNs();
+        if (left > 0) {
+          ArmTimer(t, now + std::min(left, kWallRecheckNs));
+          continue;
+        }
+      }
+      due_.push_back({t, t->gen});
+    }
+    if (due_.empty()) break;
+    for (size_t i = 0; i < due_.size(); ++i) {
+      Task* t = due_[i].task;
+      if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
+      if (locks_ > 0) {  // a COMMIT began: the rest wait, still due, for the lock
+        ArmTimer(t, now);
         continue;
       }
+      FetchAhead(i + 1 < due_.size() ? due_[i + 1].task : nullptr, i + 2 < due_.size() ? due_[i + 2].task : nullptr);
+      now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
     }
-    now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
+    due_.clear();
+    if (locks_ > 0) break;
   }
   --batch_;
   TrimSpare();

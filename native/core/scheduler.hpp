@@ -181,6 +181,7 @@ class Scheduler {
   bool Wake(Task* t, int64_t now);
   static constexpr int kSchedulerName = 7;  // names_[0..6]: the units, in enum order
   void PushName(lua_State* L, int i) const;
+  static void FetchAhead(const Task* next, const Task* after);
   Task* NewTask();
   void Release(TaskMap::iterator it);
   void TrimSpare();
@@ -199,6 +200,7 @@ class Scheduler {
   std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
   static constexpr size_t kSpareKept = 1024;
   std::deque<ReadyEntry> ready_;
+  std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
   int batch_ = 0;  // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
   TimerQueue timers_;
   std::deque<Finished> finished_;
