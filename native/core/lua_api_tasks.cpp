@@ -107,7 +107,7 @@ int l_co_yield(lua_State* L) {
     return lua_yield(L, 0);
   }
   char err[256];
-  if (!ParseYield(L, 1, lua_gettop(L), *s->clock(), &req, err, sizeof err)) {
+  if (!ParseYield(L, 1, lua_gettop(L), *s->clock(), s->yield_names(), &req, err, sizeof err)) {
     return luaL_error(L, "%s", err);
   }
   if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {

@@ -299,12 +299,16 @@ void Scheduler::ClearWait(Task* t) {
 }
 
 void Scheduler::CacheNames(lua_State* L) {
-  for (int i = 0; i < kSchedulerName; ++i) {
-    lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+  for (int i = 0; i < kUnitCount; ++i) {
+    yield_names_.units[i] = lua_pushstring(L, UnitName(static_cast<Unit>(i)));
     names_[i] = LuaRef::Pop(L);
   }
   lua_pushliteral(L, "SCHEDULER");
   names_[kSchedulerName] = LuaRef::Pop(L);
+  for (int i = 0; i < kKindCount; ++i) {
+    yield_names_.kinds[i] = lua_pushstring(L, KindName(i));
+    names_[kSchedulerName + 1 + i] = LuaRef::Pop(L);
+  }
 }
 
 void Scheduler::PushName(lua_State* L, int i) const {

@@ -84,6 +84,7 @@ class Scheduler {
   // them by index instead of hashing them. Raises (memory): call in
   // protected mode (RegisterTasksApi does).
   void CacheNames(lua_State* L);
+  const YieldNames* yield_names() const { return &yield_names_; }
 
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
   // them. Runs it now until its first wait. Returns its key, or 0 when the
@@ -179,7 +180,8 @@ class Scheduler {
   bool RunTask(Task* t, lua_State* from, int nargs);
   // Wakes `t` with ("SCHEDULER", elapsed, unit), `now` being the time.
   bool Wake(Task* t, int64_t now);
-  static constexpr int kSchedulerName = 7;  // names_[0..6]: the units, in enum order
+  // names_: the units in enum order, then "SCHEDULER", then the instructions.
+  static constexpr int kSchedulerName = kUnitCount;
   void PushName(lua_State* L, int i) const;
   static void FetchAhead(const Task* next, const Task* after);
   Task* NewTask();
@@ -196,7 +198,8 @@ class Scheduler {
   const Clock* clock_;
   SchedulerHooks* hooks_;
   TaskMap tasks_;
-  LuaRef names_[8];
+  LuaRef names_[kUnitCount + 1 + kKindCount];
+  YieldNames yield_names_;
   std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
   static constexpr size_t kSpareKept = 1024;
   std::deque<ReadyEntry> ready_;

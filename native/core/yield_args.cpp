@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <iterator>
 
 namespace lua_tasks {
 
@@ -36,6 +37,7 @@ constexpr KindRow kKinds[] = {
     {"UNTIL_TIME", WaitKind::kUntilTime},  {"UNTIL_NEXT", WaitKind::kUntilNext},
     {"INDEFINITELY", WaitKind::kIndefinitely}, {"COMMIT", WaitKind::kCommit},
 };
+static_assert(std::size(kKinds) == kKindCount, "YieldNames::kinds follows kKinds");
 constexpr const char kKindList[] = "IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY or COMMIT";
 
 bool EqualsUpper(std::string_view s, const char* upper) {
@@ -99,8 +101,10 @@ const char* WaitKindName(WaitKind kind) {
   return "NONE";
 }
 
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest* out, char* err,
-                size_t errlen) {
+const char* KindName(int i) { return kKinds[i].name; }
+
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
+                WaitRequest* out, char* err, size_t errlen) {
   *out = WaitRequest{};
   char shown[64];
   if (n == 0 || lua_isnil(L, first)) return true;  // bare yield: IMMEDIATE
@@ -112,11 +116,16 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest*
   size_t len;
   const char* s = lua_tolstring(L, first, &len);
   bool found = false;
-  for (const KindRow& r : kKinds) {
-    if (EqualsUpper(std::string_view(s, len), r.name)) {
-      out->kind = r.kind;
+  for (int i = 0; names != nullptr && i < kKindCount && !found; ++i) {
+    if (s == names->kinds[i]) {
+      out->kind = kKinds[i].kind;
       found = true;
-      break;
+    }
+  }
+  for (int i = 0; i < kKindCount && !found; ++i) {
+    if (EqualsUpper(std::string_view(s, len), kKinds[i].name)) {
+      out->kind = kKinds[i].kind;
+      found = true;
     }
   }
   if (!found) {
@@ -129,8 +138,15 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest*
   const bool has_value = n >= 2 && !lua_isnil(L, value);
   if (out->kind == WaitKind::kFor || out->kind == WaitKind::kUntilTime) {
     if (n >= 3 && !lua_isnil(L, unit_idx)) {
-      if (lua_type(L, unit_idx) != LUA_TSTRING ||
-          !ParseUnit(std::string_view(lua_tostring(L, unit_idx)), &out->unit)) {
+      const char* u = lua_type(L, unit_idx) == LUA_TSTRING ? lua_tostring(L, unit_idx) : nullptr;
+      bool known = false;
+      for (int i = 0; u != nullptr && names != nullptr && i < kUnitCount && !known; ++i) {
+        if (u == names->units[i]) {
+          out->unit = static_cast<Unit>(i);
+          known = true;
+        }
+      }
+      if (!known && (u == nullptr || !ParseUnit(std::string_view(u), &out->unit))) {
         Show(L, unit_idx, shown, sizeof shown);
         std::snprintf(err, errlen, "unknown time unit %s for %s (expected %s)", shown,
                       WaitKindName(out->kind), kUnitList);

@@ -56,8 +56,20 @@ inline constexpr int64_t kMaxWaitNs = int64_t{100} * 365 * 24 * 3600 * 100000000
 // Parses the `n` values at L[first..] as a yield instruction. On failure
 // writes a lowercase message naming what was given and what is accepted into
 // err (NUL-terminated) and returns false. Never raises.
-// `clock` bounds UNTIL_TIME (read only for that instruction).
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, WaitRequest* out, char* err,
-                size_t errlen);
+// The instruction and unit names as interned in one Lua state (short
+// strings are unique per state and never move): ParseYield matches those by
+// pointer before it compares any text.
+inline constexpr int kKindCount = 6;  // IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY, COMMIT
+inline constexpr int kUnitCount = 7;  // in Unit's order
+struct YieldNames {
+  const char* kinds[kKindCount] = {};
+  const char* units[kUnitCount] = {};
+};
+const char* KindName(int i);  // the i-th instruction name of YieldNames::kinds
+
+// `clock` bounds UNTIL_TIME (read only for that instruction); `names` may be
+// null.
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
+                WaitRequest* out, char* err, size_t errlen);
 
 }  // namespace lua_tasks

@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WaitRequest req;
   char err[256];
   const FixedClock clock;
-  const bool ok = ParseYield(L, 1, n, clock, &req, err, sizeof err);
+  const bool ok = ParseYield(L, 1, n, clock, nullptr, &req, err, sizeof err);
   if (ok) {
     // Invariants of an accepted instruction.
     if (req.kind == WaitKind::kFor && (req.duration_ns < 0 || req.duration_ns > lua_tasks::kMaxWaitNs + 1)) __builtin_trap();
