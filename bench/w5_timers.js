@@ -93,6 +93,7 @@ async function run() {
     reps: 9,
     async once() {
       rt.set('first', 0);
+      rt.load('collectgarbage()');  // each run starts clean, as the lua5.4 CLI's fresh process does
       const t = nowMs();
       const ok = await rt.call('run', TASKS, WAITS);
       const ms = nowMs() - t;

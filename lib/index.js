@@ -249,6 +249,7 @@ function isAbortSignal(v) {
  */
 class Runtime extends EventEmitter {
   #native;
+  #idPrefix; // a task's id is this + its key in base 36 (as the native side writes it)
   #tasks = new Map(); // key -> Task, for tasks started from JS
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
@@ -277,6 +278,7 @@ class Runtime extends EventEmitter {
     const persist = options && options[PERSIST];
     this.#native = new binding.NativeRuntime(
       { ...opts, hasStore: Boolean(persist) }, opts.print, Runtime.#dispatchEnd, this, Runtime.#dispatchCommit);
+    this.#idPrefix = this.#native.idPrefix();
     if (persist) {
       this.#store = persist.store;
       this.#name = persist.name;
@@ -374,22 +376,28 @@ class Runtime extends EventEmitter {
     }
   }
 
+  #idOf(key) {
+    return this.#idPrefix + key.toString(36);
+  }
+
+  // The error a cancelled task's result rejects with.
+  #cancelledError(id) {
+    const reason = this.#cancelReasons.get(id);
+    this.#cancelReasons.delete(id);
+    return makeError('ERR_TASK_CANCELLED',
+      `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`,
+      reason !== undefined ? { reason } : undefined);
+  }
+
   #onEnd(key, kind, value) {
     const task = this.#tasks.get(key);
-    if (kind === END_CANCELLED) {
-      const id = task ? task.id : this.#native.idOf(key);
-      const reason = this.#cancelReasons.get(id);
-      this.#cancelReasons.delete(id);
-      value = makeError('ERR_TASK_CANCELLED',
-        `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`,
-        reason !== undefined ? { reason } : undefined);
-    }
+    if (kind === END_CANCELLED) value = this.#cancelledError(task ? task.id : this.#idOf(key));
     if (!task) {
       if (this.#starting) {
         this.#early.set(key, [kind, value]);
         return;
       }
-      if (kind === END_FAILED) this.#reportUnowned({ id: this.#native.idOf(key) }, value);
+      if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(key) }, value);
       return;
     }
     this.#tasks.delete(key);
@@ -471,19 +479,27 @@ class Runtime extends EventEmitter {
       throw err;
     }
     let key;
+    // A task that ends before start returns (most short ones) leaves its
+    // outcome in `out` rather than calling back into JS.
+    const out = [];
     this.#starting++;
     try {
-      key = this.#native.start(fn, args);
+      key = this.#native.start(fn, args, out);
     } finally {
       this.#starting--;
     }
-    const task = new Task(this, this.#native.idOf(key));
-    const early = this.#early.get(key);
-    this.#early.delete(key);
+    const task = new Task(this, this.#idOf(key));
+    let early;
+    if (out.length > 0) {
+      early = [out[0], out[0] === END_CANCELLED ? this.#cancelledError(task.id) : out[1]];
+    } else if (this.#early.size > 0) {
+      early = this.#early.get(key);
+      this.#early.delete(key);
+    }
     if (this.#starting === 0 && this.#early.size > 0) {
       // Tasks started from Lua that failed while this start() ran: unowned.
       for (const [k, [kind, value]] of this.#early) {
-        if (kind === END_FAILED) this.#reportUnowned({ id: this.#native.idOf(k) }, value);
+        if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(k) }, value);
       }
       this.#early.clear();
     }

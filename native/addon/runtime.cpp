@@ -83,7 +83,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_cancel>("cancel"),
                          InstanceMethod<&Runtime::JS_task>("task"),
                          InstanceMethod<&Runtime::JS_tasks>("tasks"),
-                         InstanceMethod<&Runtime::JS_idOf>("idOf"),
+                         InstanceMethod<&Runtime::JS_idPrefix>("idPrefix"),
                          InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
                          InstanceMethod<&Runtime::JS_preload>("preload"),
                          InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
@@ -313,6 +313,8 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
       throw;
     }
   }
+  RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
+                                  info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
   const uint64_t key = core->scheduler->Start(L, static_cast<int>(n), true);
   lua_settop(L, base);
   core->AfterEntry();
@@ -405,10 +407,9 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value Runtime::JS_idOf(const Napi::CallbackInfo& info) {
+Napi::Value Runtime::JS_idPrefix(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  return Napi::String::New(env, core->scheduler->IdOf(static_cast<uint64_t>(info[0].As<Napi::Number>().DoubleValue())));
+  return Napi::String::New(env, OpenCore(env)->scheduler->id_prefix());
 }
 
 Napi::Value Runtime::JS_keepAlive(const Napi::CallbackInfo& info) {

@@ -27,7 +27,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_cancel(const Napi::CallbackInfo& info); // (id) -> boolean
   Napi::Value JS_task(const Napi::CallbackInfo& info);   // (id) -> { id, status, waiting? } | undefined
   Napi::Value JS_tasks(const Napi::CallbackInfo& info);  // () -> ids of live tasks
-  Napi::Value JS_idOf(const Napi::CallbackInfo& info);   // (key) -> id
+  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);  // ids are prefix + base-36 key
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);  // (bool)
   Napi::Value JS_preload(const Napi::CallbackInfo& info);    // (name, source | value)
   Napi::Value JS_modulePaths(const Napi::CallbackInfo& info); // (find, readFile): require and dofile from files

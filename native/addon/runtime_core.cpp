@@ -223,6 +223,13 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
     } else if (status != kTimedOutStatus) {
       napi_get_undefined(env, &argv[2]);
     }
+    if (task.key == direct_key_ && direct_out_ != nullptr) {
+      napi_set_element(env, direct_out_, 0, argv[1]);
+      napi_set_element(env, direct_out_, 1, argv[2]);
+      direct_key_ = 0;
+      napi_close_handle_scope(env, scope);
+      return;
+    }
     napi_value fn, recv, ignored, owner, args[4];
     napi_get_reference_value(env, listener_, &fn);
     napi_get_reference_value(env, owner_, &owner);

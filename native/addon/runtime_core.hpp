@@ -67,6 +67,29 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion
 
+  // RAII, around Scheduler::Start for rt.start(): the task it starts (`key`)
+  // puts its outcome into the JS array `out` if it ends before Start returns,
+  // instead of calling the listener. Nests (restores the outer start's).
+  class DirectStart {
+   public:
+    DirectStart(RuntimeCore* core, uint64_t key, napi_value out)
+        : core_(core), key_(core->direct_key_), out_(core->direct_out_) {
+      core->direct_key_ = key;
+      core->direct_out_ = out;
+    }
+    ~DirectStart() {
+      core_->direct_key_ = key_;
+      core_->direct_out_ = out_;
+    }
+    DirectStart(const DirectStart&) = delete;
+    DirectStart& operator=(const DirectStart&) = delete;
+
+   private:
+    RuntimeCore* core_;
+    uint64_t key_;
+    napi_value out_;
+  };
+
  private:
   void CloseNow(bool notify);
   // Tells V8 how much memory the Lua state holds, so an unreachable runtime
@@ -78,6 +101,8 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
 
   bool closing_ = false;
   bool notify_ = true;                    // false during teardown: no JS may run
+  uint64_t direct_key_ = 0;  // see DirectStart
+  napi_value direct_out_ = nullptr;
   napi_ref listener_ = nullptr;           // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;              // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;             // JS commit(owner, bytes, settle, key, token)

@@ -110,6 +110,7 @@ class Scheduler {
   bool HasOutsideWaits() const { return outside_waits_ != 0; }
   int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
   size_t task_count() const { return tasks_.size(); }
+  uint64_t next_key() const { return next_key_; }  // the key Start gives next
   Task* Find(uint64_t key) {
     auto it = tasks_.find(key);
     return it == tasks_.end() ? nullptr : it->second.get();
