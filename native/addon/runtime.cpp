@@ -147,6 +147,19 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
 }
 
+namespace {
+// Room for `values` values from JS (plus `extra` for the call itself), or a
+// clear error: the Lua stack holds about a million values, fewer when calls
+// between JS and Lua are deeply nested.
+void NeedStack(Napi::Env env, lua_State* L, uint32_t values, int extra, const char* what) {
+  if (values <= 1000000 && lua_checkstack(L, static_cast<int>(values) + extra)) return;
+  ThrowError(env, "ERR_LUA_RUNTIME",
+             std::string(what) + ": the Lua stack has no room for " + std::to_string(values) +
+                 " more values (it holds about 1,000,000 in all; pass fewer values, or nest fewer calls "
+                 "between JS and Lua).");
+}
+}  // namespace
+
 RuntimeCore* Runtime::OpenCore(Napi::Env env) {
   if (core_->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");
   return core_.get();
@@ -166,7 +179,7 @@ Napi::Value Runtime::JS_load(const Napi::CallbackInfo& info) {
   }
   lua_State* L = host->current();
   const int base = lua_gettop(L);
-  if (!lua_checkstack(L, 4)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  NeedStack(env, L, 0, 4, "Cannot load Lua code");
   int status;
   {
     LuaHost::Entry entry(host, L);  // parsing allocates: count it against the limit
@@ -187,7 +200,7 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
   const int base = lua_gettop(L);
   std::string name = info[0].As<Napi::String>().Utf8Value();
   LuaHost::HostSection section(core->host.get(), L);
-  if (!lua_checkstack(L, 4)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  NeedStack(env, L, 0, 4, "Cannot set a Lua global");
   // Raw set: a metatable on _G must not run Lua code here.
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_pushlstring(L, name.data(), name.size());
@@ -210,7 +223,7 @@ Napi::Value Runtime::JS_get(const Napi::CallbackInfo& info) {
   const int base = lua_gettop(L);
   std::string name = info[0].As<Napi::String>().Utf8Value();
   LuaHost::HostSection section(core->host.get(), L);
-  if (!lua_checkstack(L, 4)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  NeedStack(env, L, 0, 4, "Cannot read a Lua global");
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_pushlstring(L, name.data(), name.size());
   lua_rawget(L, -2);
@@ -292,7 +305,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   const int base = lua_gettop(L);
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  if (!lua_checkstack(L, static_cast<int>(n) + 8)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  NeedStack(env, L, n, 8, "Cannot start a task");
   {
     LuaHost::HostSection section(core->host.get(), L);
     try {
@@ -333,7 +346,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   const int base = lua_gettop(L);
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  if (!lua_checkstack(L, static_cast<int>(n) + 4)) ThrowError(env, "ERR_LUA_RUNTIME", "Lua stack overflow.");
+  NeedStack(env, L, n, 4, "Cannot resume a task");
   {
     LuaHost::HostSection section(core->host.get(), L);
     try {
