@@ -112,6 +112,58 @@ TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
+// Ended tasks are kept for reuse while queue entries may name them: an
+// entry left by a cancelled task must not wake the task that reuses it.
+TEST_F(SchedulerTest, AStaleReadyEntryNeverWakesTheTaskThatReusesItsSlot) {
+  Run(R"(function a() coroutine.yield() note("a") end
+         function b() coroutine.yield() note("b") coroutine.yield("INDEFINITELY") end)");
+  const uint64_t ka = Start("a");
+  const Task* ta = sched->Find(ka);
+  ASSERT_TRUE(sched->Cancel(ka));  // its IMMEDIATE entry stays queued, stale
+  const uint64_t kb = Start("b");
+  ASSERT_EQ(sched->Find(kb), ta);  // b took over a's Task
+  Turn(0);
+  EXPECT_EQ(Log(), "b");
+  Turn(0);
+  EXPECT_EQ(Log(), "b");  // woken once, and its INDEFINITELY holds
+  EXPECT_EQ(sched->task_count(), 1u);
+}
+
+TEST_F(SchedulerTest, ATimerBatchSkipsATaskResumedOrReplacedEarlierInTheBatch) {
+  // Both fall due in one batch; the first resumes the second (which then
+  // waits anew) and cancels a third, whose Task a new task takes over.
+  Run(R"(function first() coroutine.yield("FOR", 1)
+           note("first") tasks.resume(second_id, "by first") tasks.cancel(third_id)
+           fresh_id = tasks.start(function() coroutine.yield("FOR", 5) note("fresh") end) end
+         function second() local r = coroutine.yield("FOR", 1) note("second " .. r)
+           r = coroutine.yield("FOR", 5) note("second " .. r) end
+         function third() coroutine.yield("FOR", 1) note("third") end)");
+  Start("first");
+  const Task* third = nullptr;
+  {
+    lua_State* L = host->main();
+    const uint64_t k2 = Start("second");
+    const uint64_t k3 = Start("third");
+    char buf[Scheduler::kMaxIdLength];
+    lua_pushlstring(L, buf, sched->FormatId(k2, buf));
+    lua_setglobal(L, "second_id");
+    lua_pushlstring(L, buf, sched->FormatId(k3, buf));
+    lua_setglobal(L, "third_id");
+    third = sched->Find(k3);
+  }
+  Turn(1000 * kMs);
+  ASSERT_EQ(sched->task_count(), 2u);  // second, fresh
+  bool fresh_took_third = false;
+  for (const auto& [k, t] : sched->tasks()) fresh_took_third |= t.get() == third;
+  EXPECT_TRUE(fresh_took_third);
+  EXPECT_EQ(Log(), "first,second by first");
+  Turn(4000 * kMs);
+  EXPECT_EQ(Log(), "first,second by first");
+  Turn(1000 * kMs);
+  EXPECT_EQ(Log(), "first,second by first,second SCHEDULER,fresh");
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
 TEST_F(SchedulerTest, TasksReadyAtTheSameInstantRunFirstInFirstOut) {
   Run(R"(function mk(i) return function() coroutine.yield("FOR", 1) note(i) end end
          for i = 1, 5 do _G["t" .. i] = mk(i) end)");
