@@ -250,6 +250,7 @@ function isAbortSignal(v) {
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in base 36 (as the native side writes it)
+  #startOut = [-1, undefined]; // see start()
   #tasks = new Map(); // key -> Task, for tasks started from JS
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
@@ -480,8 +481,11 @@ class Runtime extends EventEmitter {
     }
     let key;
     // A task that ends before start returns (most short ones) leaves its
-    // outcome in `out` rather than calling back into JS.
-    const out = [];
+    // outcome in `out` ([kind, value]; kind -1 while it runs) rather than
+    // calling back into JS. Starts nest (Lua calling JS that starts a
+    // task): the outermost one reuses an array, nested ones get their own.
+    const out = this.#starting === 0 ? this.#startOut : [-1, undefined];
+    out[0] = -1;
     this.#starting++;
     try {
       key = this.#native.start(fn, args, out);
@@ -490,8 +494,9 @@ class Runtime extends EventEmitter {
     }
     const task = new Task(this, this.#idOf(key));
     let early;
-    if (out.length > 0) {
+    if (out[0] !== -1) {
       early = [out[0], out[0] === END_CANCELLED ? this.#cancelledError(task.id) : out[1]];
+      out[1] = undefined;
     } else if (this.#early.size > 0) {
       early = this.#early.get(key);
       this.#early.delete(key);
