@@ -493,12 +493,14 @@ class Runtime extends EventEmitter {
       this.#starting--;
     }
     const task = new Task(this, this.#idOf(key));
-    let early;
-    if (out[0] !== -1) {
-      early = [out[0], out[0] === END_CANCELLED ? this.#cancelledError(task.id) : out[1]];
+    let endKind = out[0];
+    let endValue;
+    if (endKind !== -1) {
+      endValue = endKind === END_CANCELLED ? this.#cancelledError(task.id) : out[1];
       out[1] = undefined;
     } else if (this.#early.size > 0) {
-      early = this.#early.get(key);
+      const early = this.#early.get(key);
+      if (early) [endKind, endValue] = early;
       this.#early.delete(key);
     }
     if (this.#starting === 0 && this.#early.size > 0) {
@@ -508,10 +510,10 @@ class Runtime extends EventEmitter {
       }
       this.#early.clear();
     }
-    if (early) {
-      task._end(early[0], early[1]);
-      if (early[0] === END_DONE) this.emit('taskdone', task, early[1]);
-      else if (early[0] === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, early[1]);
+    if (endKind !== -1) {
+      task._end(endKind, endValue);
+      if (endKind === END_DONE) this.emit('taskdone', task, endValue);
+      else if (endKind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, endValue);
     } else {
       this.#tasks.set(key, task);
       if (signal) {
