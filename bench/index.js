@@ -29,6 +29,7 @@ const COLUMNS = [
 ];
 
 function num(v) {
+  if (typeof v !== 'number' || !Number.isFinite(v)) return '—';  // a failed case (NaN is null in JSON)
   if (v >= 100) return v.toFixed(0);
   if (v >= 10) return v.toFixed(1);
   return v.toFixed(2);
@@ -80,6 +81,25 @@ function markdown(report) {
   return `${out.join('\n')}\n`;
 }
 
+// The README's benchmark section is results.md itself (headings one level
+// down), between these markers; a test checks it still matches.
+const README_BEGIN = '<!-- bench:begin (written by npm run bench from bench/results.json) -->';
+const README_END = '<!-- bench:end -->';
+
+function readmeSection(report) {
+  const body = markdown(report).split('\n').slice(1).join('\n').replace(/^## /gm, '### ').trim();
+  return `${README_BEGIN}\n${body}\n${README_END}`;
+}
+
+function writeReadme(report) {
+  const file = path.join(__dirname, '..', 'README.md');
+  const text = fs.readFileSync(file, 'utf8');
+  const a = text.indexOf(README_BEGIN);
+  const b = text.indexOf(README_END);
+  if (a < 0 || b < a) throw new Error(`README.md has no ${README_BEGIN} ... ${README_END} section`);
+  fs.writeFileSync(file, text.slice(0, a) + readmeSection(report) + text.slice(b + README_END.length));
+}
+
 async function main() {
   const wanted = process.argv.slice(2).map((a) => a.toLowerCase());
   const all = workloads();
@@ -122,14 +142,19 @@ async function main() {
   if (chosen.length === all.length) {
     fs.writeFileSync(path.join(__dirname, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
     fs.writeFileSync(path.join(__dirname, 'results.md'), markdown(report));
-    console.log('Wrote bench/results.md and bench/results.json.');
+    writeReadme(report);
+    console.log('Wrote bench/results.md, bench/results.json and the README\'s benchmark section.');
   } else {
     console.log('Partial run: bench/results.md and bench/results.json left as they were.');
   }
   if (failed) process.exitCode = 1;
 }
 
-main().catch((err) => {
-  console.error(err);
-  process.exitCode = 1;
-});
+module.exports = { markdown, readmeSection, README_BEGIN, README_END };
+
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err);
+    process.exitCode = 1;
+  });
+}
