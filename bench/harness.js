@@ -93,6 +93,26 @@ function nodeChild(file, args, { nodeArgs = [], timeoutMs = 120000 } = {}) {
   throw new Error(`${path.basename(file)} ${args.join(' ')}: ${why}: ${(p.stderr || '').trim().slice(-500)}`);
 }
 
+/** Whether the lua5.4 CLI can be run here (it is a baseline, not a requirement). */
+function haveLuaCli() {
+  const p = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
+  return !p.error && p.status === 0;
+}
+
+/**
+ * Runs a chunk in the lua5.4 CLI. The chunk prints one line "<count> <seconds>"
+ * (what it computed, and its own os.clock() timing); returns
+ * { count: the string, ms, wallMs: spawn to exit }.
+ */
+function runLuaCli(src) {
+  const t = nowMs();
+  const p = spawnSync('lua5.4', ['-e', src], { encoding: 'utf8' });
+  const wallMs = nowMs() - t;
+  if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
+  const [count, dt] = p.stdout.trim().split(' ');
+  return { count, ms: Number(dt) * 1e3, wallMs };
+}
+
 function tryExec(file, args) {
   try {
     return execFileSync(file, args, { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
@@ -133,4 +153,4 @@ function machine() {
   };
 }
 
-module.exports = { nowMs, median, percentile, sample, check, nodeChild, machine };
+module.exports = { nowMs, median, percentile, sample, check, nodeChild, machine, haveLuaCli, runLuaCli };

@@ -11,9 +11,8 @@
 // 45 and 85 ms) the fastest rep is the closest to the engine's own speed.
 'use strict';
 
-const { spawnSync } = require('child_process');
 const { Runtime } = require('..');
-const { nowMs, sample, check } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 
 const N = 1e7;
 const SUM = 50000005000000n;  // N * (N + 1) / 2
@@ -38,22 +37,16 @@ async function run() {
     },
   });
 
-  const cli = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
-  const haveCli = !cli.error && cli.status === 0;
+  const haveCli = haveLuaCli();
   if (haveCli) {
     impls.push({
       name: 'lua5.4',
       warmup: 2,
       reps: 41,
       once() {
-        const t = nowMs();
-        const p = spawnSync('lua5.4', ['-e', `${LOOP} print(string.format('%d %.9f', s, t1 - t0))`],
-          { encoding: 'utf8' });
-        const wallMs = nowMs() - t;
-        if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
-        const [s, dt] = p.stdout.trim().split(' ');
-        check('lua5.4', BigInt(s), SUM);
-        return { loopMs: Number(dt) * 1e3, wallMs };
+        const r = runLuaCli(`${LOOP} print(string.format('%d %.9f', s, t1 - t0))`);
+        check('lua5.4', BigInt(r.count), SUM);
+        return { loopMs: r.ms, wallMs: r.wallMs };
       },
     });
   }

@@ -17,9 +17,8 @@
 // yield, end and join) took.
 'use strict';
 
-const { spawnSync } = require('child_process');
 const { Runtime } = require('..');
-const { nowMs, sample, check } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 
 const TASKS = 10000;
 const YIELDS = 100;
@@ -104,19 +103,16 @@ async function run() {
     },
   });
 
-  const cli = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
-  const haveCli = !cli.error && cli.status === 0;
+  const haveCli = haveLuaCli();
   if (haveCli) {
     impls.push({
       name: 'lua5.4',
       warmup: 1,
       reps: 5,
       once() {
-        const p = spawnSync('lua5.4', ['-e', LUA_CLI], { encoding: 'utf8' });
-        if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
-        const [c, dt] = p.stdout.trim().split(' ');
-        check('lua5.4 yields', Number(c), TOTAL);
-        return { ns: nsPerYield(Number(dt) * 1e3) };
+        const r = runLuaCli(LUA_CLI);
+        check('lua5.4 yields', Number(r.count), TOTAL);
+        return { ns: nsPerYield(r.ms) };
       },
     });
   }

@@ -9,9 +9,8 @@
 // task may be left behind (rt.stats().tasks).
 'use strict';
 
-const { spawnSync } = require('child_process');
 const { Runtime } = require('..');
-const { nowMs, sample, check } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 
 const N = 1e5;
 const TARGET_NS = 1000;
@@ -58,19 +57,16 @@ async function run() {
       return { ns: nsPerTask(ms) };
     },
   });
-  const cli = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
-  const haveCli = !cli.error && cli.status === 0;
+  const haveCli = haveLuaCli();
   if (haveCli) {
     impls.push({
       name: 'lua5.4',
       warmup: 1,
       reps: 7,
       once() {
-        const p = spawnSync('lua5.4', ['-e', CLI], { encoding: 'utf8' });
-        if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error}`);
-        const [c, dt] = p.stdout.trim().split(' ');
-        check('lua5.4 runs', Number(c), N);
-        return { ns: nsPerTask(Number(dt) * 1e3) };
+        const r = runLuaCli(CLI);
+        check('lua5.4 runs', Number(r.count), N);
+        return { ns: nsPerTask(r.ms) };
       },
     });
   }
