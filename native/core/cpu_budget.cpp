@@ -10,9 +10,8 @@ void CpuBudget::Install(lua_State* L) const {
   if (enabled()) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
 }
 
-CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task) {
+CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
   const Window outer = window_;
-  const int64_t now = clock_->MonoNs();
   Window w;
   w.active = true;
   w.start = now;
@@ -29,8 +28,8 @@ CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task) {
   return outer;
 }
 
-int64_t CpuBudget::Close(const Window& outer, bool* killed) {
-  const int64_t ran = clock_->MonoNs() - window_.start;
+int64_t CpuBudget::Close(const Window& outer, bool* killed, int64_t now) {
+  const int64_t ran = now - window_.start;
   *killed = window_.killing;
   window_ = outer;
   if (outer.active && *killed) window_.killing = true;  // keep killing up to the entry point

@@ -51,10 +51,13 @@ class CpuBudget {
   };
   // Opens a window. `used_ns` is CPU time the task already spent (0 for a
   // call from JS); `task` makes it preemptible. Returns the window it hides.
-  Window Open(int64_t used_ns, bool task);
+  // `now` is the monotonic time, when the caller has just read it.
+  Window Open(int64_t used_ns, bool task, int64_t now);
+  Window Open(int64_t used_ns, bool task) { return Open(used_ns, task, clock_->MonoNs()); }
   // Closes the current window, restoring `outer`. Returns the nanoseconds it
   // ran and sets *killed if it was killed.
-  int64_t Close(const Window& outer, bool* killed);
+  int64_t Close(const Window& outer, bool* killed, int64_t now);
+  int64_t Close(const Window& outer, bool* killed) { return Close(outer, killed, clock_->MonoNs()); }
 
   bool killing() const { return window_.killing; }
   bool active() const { return window_.active; }

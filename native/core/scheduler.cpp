@@ -196,7 +196,7 @@ void Scheduler::RunDeferred() {
   hooks_->OnScheduleChange();
 }
 
-bool Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
+bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
   Task* saved = current_;
   current_ = t;
   t->status = TaskStatus::kRunning;
@@ -206,13 +206,14 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
   int status;
   CpuBudget* budget = host_->budget();
   CpuBudget::Window outer;
-  if (budget != nullptr) outer = budget->Open(t->cpu_ns, true);
+  if (budget != nullptr) outer = budget->Open(t->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
   {
     LuaHost::Entry entry(host_, t->co);
     status = lua_resume(t->co, from, nargs, &nres);
   }
+  const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
   bool killed = false;
-  if (budget != nullptr) t->cpu_ns += budget->Close(outer, &killed);
+  if (budget != nullptr) t->cpu_ns += budget->Close(outer, &killed, end);
   current_ = saved;
   LuaHost::HostSection section(host_, from);  // allocations below never raise
   if (killed) {
@@ -229,21 +230,21 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs) {
       KillNow(t);
       return false;
     }
-    Park(t);
+    Park(t, end);
     return true;
   }
   EndTask(t, status, status == LUA_OK ? nres : 1);
   return false;
 }
 
-void Scheduler::Park(Task* t) {
+void Scheduler::Park(Task* t, int64_t now) {
   const WaitRequest req = t->has_pending ? t->pending : WaitRequest{};
   t->has_pending = false;
   t->status = TaskStatus::kWaiting;
   t->wait = req.kind;
   t->unit = req.unit;
   ++t->gen;
-  t->wait_start = clock_->MonoNs();
+  t->wait_start = now;
   switch (req.kind) {
     case WaitKind::kImmediate:
       ready_.push_back({t, t->gen});
@@ -326,7 +327,7 @@ bool Scheduler::Wake(Task* t, int64_t now) {
   PushName(co, kSchedulerName);
   lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
   PushName(co, static_cast<int>(t->unit));
-  return RunTask(t, host_->current(), 3);
+  return RunTask(t, host_->current(), 3, now);
 }
 
 void Scheduler::Deliver(Task* t, int nargs) {

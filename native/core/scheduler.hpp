@@ -142,8 +142,9 @@ class Scheduler {
   int PushFinished(const Finished& f, lua_State* L) const;
   static constexpr size_t kFinishedKept = 1024;
 
-  // Files the task's pending instruction as its wait (after a yield).
-  void Park(Task* t);
+  // Files the task's pending instruction as its wait (after a yield); `now`
+  // is the monotonic time.
+  void Park(Task* t, int64_t now);
   // Wakes a task waiting on something the embedder owns (a promise) with the
   // `nargs` values already pushed onto t->co; runs it to its next wait.
   void Deliver(Task* t, int nargs);
@@ -178,7 +179,9 @@ class Scheduler {
   };
   // Runs t->co with `nargs` values already on its stack; handles the result.
   // Returns true when the task parked (then t->wait_start is the time now).
-  bool RunTask(Task* t, lua_State* from, int nargs);
+  // `now`: the monotonic time if the caller just read it, else -1. The clock
+  // is read once more, after the run (for the CPU budget and the wait).
+  bool RunTask(Task* t, lua_State* from, int nargs, int64_t now = -1);
   // Wakes `t` with ("SCHEDULER", elapsed, unit), `now` being the time.
   bool Wake(Task* t, int64_t now);
   // names_: the units in enum order, then "SCHEDULER", then the instructions.
