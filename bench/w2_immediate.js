@@ -79,29 +79,39 @@ const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
 
 async function run() {
   const impls = [];
-  const rt = new Runtime();
-  rt.set('stamp', nowMs);
-  rt.load(LUA_TASKS);
-  impls.push({
-    name: 'lua-tasks',
-    warmup: 1,
-    reps: 5,
-    async once() {
-      rt.set('first', 0);
-      // The lua5.4 CLI starts each run in a fresh process: start each run
-      // here without the last one's 10,000 dead threads still to collect.
-      rt.load('collectgarbage()');
-      const t = nowMs();
-      const c = await rt.call('run', TASKS, YIELDS);
-      const ms = nowMs() - t;
-      check('lua-tasks yields', c, TOTAL);
-      check('lua-tasks tasks left', rt.stats().tasks, 0);
-      const firstEnd = rt.get('first') - t;
-      // The workers run in lockstep: the first one past its 100th yield opens
-      // the last round, in which all 10,000 take their last yield and end.
-      return { ns: nsPerYield(ms), roundsNs: ((firstEnd * 1e6) / (TOTAL - TASKS)), lastRoundMs: ms - firstEnd };
-    },
-  });
+  // The same run with the safety limits on (issue 6: what each costs).
+  const LIMITS = [
+    ['lua-tasks', {}],
+    ['lua-tasks timeSlice', { timeSlice: 5 }],
+    ['lua-tasks all limits', { timeSlice: 5, taskTimeout: 60000, memoryLimit: 1 << 30 }],
+  ];
+  const runtimes = [];
+  for (const [name, options] of LIMITS) {
+    const rt = new Runtime(options);
+    runtimes.push(rt);
+    rt.set('stamp', nowMs);
+    rt.load(LUA_TASKS);
+    impls.push({
+      name,
+      warmup: 1,
+      reps: 5,
+      async once() {
+        rt.set('first', 0);
+        // The lua5.4 CLI starts each run in a fresh process: start each run
+        // here without the last one's 10,000 dead threads still to collect.
+        rt.load('collectgarbage()');
+        const t = nowMs();
+        const c = await rt.call('run', TASKS, YIELDS);
+        const ms = nowMs() - t;
+        check(`${name} yields`, c, TOTAL);
+        check(`${name} tasks left`, rt.stats().tasks, 0);
+        const firstEnd = rt.get('first') - t;
+        // The workers run in lockstep: the first one past its 100th yield opens
+        // the last round, in which all 10,000 take their last yield and end.
+        return { ns: nsPerYield(ms), roundsNs: ((firstEnd * 1e6) / (TOTAL - TASKS)), lastRoundMs: ms - firstEnd };
+      },
+    });
+  }
 
   const haveCli = haveLuaCli();
   if (haveCli) {
@@ -131,7 +141,7 @@ async function run() {
   });
 
   const stats = await sample(impls);
-  rt.closeSync();
+  for (const rt of runtimes) rt.closeSync();
 
   const base = stats.get('lua-tasks').ns.median;
   const row = (name, label, note) => {
@@ -157,6 +167,8 @@ async function run() {
   rows.push({ case: `${TASKS} × ${YIELDS - 1} yields`, impl: 'lua-tasks, rounds 1–99 only', value: ly.median, min: ly.min,
     unit: 'ns/yield', ratio: ly.median / base,
     note: `start to the first task's end; the last round (10,000 last yields, ends, joins) took ${lr.median.toFixed(0)} ms (min ${lr.min.toFixed(0)})` });
+  rows.push(row('lua-tasks timeSlice', 'lua-tasks, timeSlice: 5', 'the CPU budget hook on: a clock read per 1,000 instructions'));
+  rows.push(row('lua-tasks all limits', 'lua-tasks, every limit', 'timeSlice: 5, taskTimeout: 60000, memoryLimit: 1 GiB'));
   const nd = row('node', 'node async/await', 'await new Promise(setImmediate) in 10,000 concurrent async functions');
   nd.target = `≥ ${NODE_RATIO}× lua-tasks`;
   nd.ok = nd.ratio >= NODE_RATIO;
