@@ -554,8 +554,7 @@ void Scheduler::Remember(Task* t, int status, int nres) {
     lua_xmove(co, host_->main(), 1);
     f.values = LuaRef::Pop(host_->main());
   }
-  finished_.push_back(std::move(f));
-  if (finished_.size() > kFinishedKept) finished_.pop_front();
+  finished_.Add(std::move(f));
 }
 
 int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
@@ -573,11 +572,6 @@ int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
   return f.nres;
 }
 
-const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {
-  for (auto it = finished_.rbegin(); it != finished_.rend(); ++it) {
-    if (it->key == key) return &*it;
-  }
-  return nullptr;
-}
+const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const { return finished_.Find(key); }
 
 }  // namespace lua_tasks

@@ -16,6 +16,7 @@
 #include "cron_schedule.hpp"
 #include "lua_host.hpp"
 #include "lua_ref.hpp"
+#include "recent_results.hpp"
 #include "timer_queue.hpp"
 #include "yield_args.hpp"
 
@@ -130,12 +131,7 @@ class Scheduler {
   const std::string& id_prefix() const { return prefix_; }
 
   // Outcome of a task that ended recently (kept for tasks.wait / status).
-  struct Finished {
-    uint64_t key;
-    TaskStatus status;
-    int nres;       // results kept (an error value counts as one)
-    LuaRef values;  // none, the one value, or a table {...} of nres results
-  };
+  using Finished = FinishedTask;
   const Finished* FindFinished(uint64_t key) const;
   // Pushes f's results (done) or its error value (failed, cancelled) onto L;
   // returns how many. Raises (memory, stack): call from Lua-facing code.
@@ -210,7 +206,7 @@ class Scheduler {
   std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
   int batch_ = 0;  // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
   TimerQueue timers_;
-  std::deque<Finished> finished_;
+  RecentResults finished_{kFinishedKept};
   Task* current_ = nullptr;  // the task whose coroutine is running, innermost
   size_t outside_waits_ = 0; // tasks waiting on kPromise or kCommit
   int locks_ = 0;
