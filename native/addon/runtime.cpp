@@ -197,22 +197,16 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
-  std::string name = info[0].As<Napi::String>().Utf8Value();
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
   LuaHost::HostSection section(core->host.get(), L);
+  StackGuard stack(L);
   NeedStack(env, L, 0, 4, "Cannot set a Lua global");
   // Raw set: a metatable on _G must not run Lua code here.
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_pushlstring(L, name.data(), name.size());
-  try {
-    PushJs(core, L, info[1]);
-    core->CheckMemory(L, base);
-  } catch (...) {
-    lua_settop(L, base);
-    throw;
-  }
+  PushJs(core, L, info[1]);
+  core->CheckMemory(L, stack.top());
   lua_rawset(L, -3);
-  lua_settop(L, base);
   return env.Undefined();
 }
 
@@ -220,21 +214,14 @@ Napi::Value Runtime::JS_get(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
-  std::string name = info[0].As<Napi::String>().Utf8Value();
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
   LuaHost::HostSection section(core->host.get(), L);
+  StackGuard stack(L);
   NeedStack(env, L, 0, 4, "Cannot read a Lua global");
   lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
   lua_pushlstring(L, name.data(), name.size());
   lua_rawget(L, -2);
-  try {
-    napi_value v = ToJs(core, L, -1);
-    lua_settop(L, base);
-    return Napi::Value(env, v);
-  } catch (...) {
-    lua_settop(L, base);
-    throw;
-  }
+  return Napi::Value(env, ToJs(core, L, -1));
 }
 
 namespace {
@@ -298,17 +285,28 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
 
 }  // namespace
 
+namespace {
+// Pushes a JS array's values onto L as Lua values; the caller's StackGuard
+// takes them off again if one cannot cross (or the memory limit is hit).
+void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int base) {
+  const uint32_t n = args.Length();
+  for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+  core->CheckMemory(L, base);
+}
+}  // namespace
+
 Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  NeedStack(env, L, n, 8, "Cannot start a task");
+  uint64_t key;
   {
-    LuaHost::HostSection section(core->host.get(), L);
-    try {
+    StackGuard stack(L);  // left before AfterEntry, which may close the state
+    NeedStack(env, L, n, 8, "Cannot start a task");
+    {
+      LuaHost::HostSection section(core->host.get(), L);
       if (!PushTarget(core, L, info[0])) {
         std::string what = "this value";
         if (info[0].IsString()) {
@@ -317,19 +315,15 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
           what += '"';
         }
         ThrowError(env, "ERR_INVALID_ARG_VALUE",
-                   "Cannot start a task: " + what + " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
+                   "Cannot start a task: " + what +
+                       " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
       }
-      for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
-      core->CheckMemory(L, base);
-    } catch (...) {
-      lua_settop(L, base);
-      throw;
+      PushJsArgs(core, L, args, stack.top());
     }
+    RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
+                                    info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
+    key = core->scheduler->Start(L, static_cast<int>(n), true);
   }
-  RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
-                                  info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
-  const uint64_t key = core->scheduler->Start(L, static_cast<int>(n), true);
-  lua_settop(L, base);
   core->AfterEntry();
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
   return Napi::Number::New(env, static_cast<double>(key));
@@ -343,22 +337,18 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   Task* t = core->scheduler->Find(key);
   if (t == nullptr || t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  NeedStack(env, L, n, 4, "Cannot resume a task");
+  Scheduler::ResumeResult r;
   {
-    LuaHost::HostSection section(core->host.get(), L);
-    try {
-      for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
-      core->CheckMemory(L, base);
-    } catch (...) {
-      lua_settop(L, base);
-      throw;
+    StackGuard stack(L);  // left before AfterEntry, which may close the state
+    NeedStack(env, L, n, 4, "Cannot resume a task");
+    {
+      LuaHost::HostSection section(core->host.get(), L);
+      PushJsArgs(core, L, args, stack.top());
     }
+    r = core->scheduler->Resume(key, L, static_cast<int>(n));
   }
-  const auto r = core->scheduler->Resume(key, L, static_cast<int>(n));
-  lua_settop(L, base);
   core->AfterEntry();
   return Napi::Boolean::New(env, r == Scheduler::ResumeResult::kResumed);
 }

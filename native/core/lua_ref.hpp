@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// LuaRef: one owned slot in a Lua state's registry.
+// LuaRef: one owned slot in a Lua state's registry; StackGuard: a stack height kept.
 #pragma once
 
 #include <utility>
@@ -55,6 +55,22 @@ class LuaRef {
   LuaRef(lua_State* L, int ref) : L_(L), ref_(ref) {}
   lua_State* L_ = nullptr;  // the main thread; registry slots are state-wide
   int ref_ = LUA_NOREF;
+};
+
+// RAII: puts L's stack back to the height it had at construction when the
+// scope ends, also when a C++ exception leaves it. Nothing to-be-closed may
+// sit above that height (lua_settop would run it).
+class StackGuard {
+ public:
+  explicit StackGuard(lua_State* L) : L_(L), top_(lua_gettop(L)) {}
+  ~StackGuard() { lua_settop(L_, top_); }
+  StackGuard(const StackGuard&) = delete;
+  StackGuard& operator=(const StackGuard&) = delete;
+  int top() const { return top_; }
+
+ private:
+  lua_State* L_;
+  int top_;
 };
 
 }  // namespace lua_tasks
