@@ -92,40 +92,6 @@ test('a failed task whose result nobody took causes no unhandled rejection', asy
   await expect(task.result).rejects.toMatchObject({ code: 'ERR_LUA_RUNTIME' });
 });
 
-test('the seed block/awake pair runs through namazu.coroutine', async () => {
-  rt.load(`
-    local namazu_coroutine = require "namazu.coroutine"
-    local coroutine = require "coroutine"
-    local task_id = nil
-    test_coroutine = {}
-    function test_coroutine.block()
-      task_id = namazu_coroutine.current_task_id()
-      print("Blocking coroutine " .. tostring(task_id) .. " indefinitely.")
-      coroutine.yield("INDEFINITELY")
-      print("Got wake signal.  Exiting.")
-      return "OK"
-    end
-    function test_coroutine.awake()
-      while task_id == nil do
-        print("No corresponding task.  Waiting ...")
-        coroutine.yield("FOR", 10, "MILLISECONDS")
-      end
-      print("Waking up " .. tostring(task_id))
-      namazu_coroutine.resume(task_id)
-      return "OK"
-    end
-  `);
-  const awake = rt.start('test_coroutine.awake');
-  await new Promise((r) => setTimeout(r, 15));
-  const block = rt.start('test_coroutine.block');
-  expect(await awake.result).toBe('OK');
-  expect(await block.result).toBe('OK');
-  expect(lines[0]).toBe('No corresponding task.  Waiting ...');
-  expect(lines).toContain(`Blocking coroutine ${block.id} indefinitely.`);
-  expect(lines.slice(-2)).toEqual([`Waking up ${block.id}`, 'Got wake signal.  Exiting.']);
-  expect(rt.load('return require("namazu.coroutine").resume("unknown")')).toEqual([null, 'no such task (unknown or finished)']);
-});
-
 test('tasks.start runs at once and tasks.wait joins', async () => {
   rt.load(`function fan()
     local ids = {}
