@@ -27,16 +27,17 @@ test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', as
   rt.load(`
     local async = require "util.async"
     out = {}
-    local r = async.runner(function(item)
+    runner = async.runner(function(item)
       local v, err = async.wait_for(later(5, item * 2, item == 3).p)
       out[#out + 1] = tostring(v or err.message)
       async.sleep(0.005)
       out[#out + 1] = "slept"
     end)
-    r:run(1) r:run(2) r:run(3)
+    runner:run(1) runner:run(2) runner:run(3)
   `);
   expect(rt.get('out')).toEqual({}); // nothing ran synchronously past the first wait
-  await new Promise((r) => setTimeout(r, 150));
+  // Until the runner is idle again, however long the waits took (no fixed sleep).
+  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
   expect(rt.get('out')).toEqual(['2', 'slept', '4', 'slept', 'no', 'slept']);
   rt.closeSync();
 });

@@ -18,6 +18,12 @@ afterEach(() => {
 });
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const turn = () => new Promise((r) => setImmediate(r));
+// Loop turns until pred() holds: for what follows loop work of unknown length
+// (a sanitizer build is several times slower than any fixed sleep allows).
+const until = async (pred) => {
+  while (!pred()) await turn();
+};
 
 describe('what rt.start accepts', () => {
   test.each([
@@ -215,7 +221,8 @@ describe('events', () => {
     rt.load('function t() coroutine.yield() error("late") end function now() error("early") end');
     const a = rt.start('t');
     const b = rt.start('now');
-    await sleep(10);
+    await until(() => errs.length >= 2);
+    await sleep(5); // room for a second event, if one were coming
     expect(errs).toEqual([
       [b.id, 'ERR_LUA_RUNTIME', expect.stringContaining('early')],
       [a.id, 'ERR_LUA_RUNTIME', expect.stringContaining('late')],
@@ -226,7 +233,8 @@ describe('events', () => {
     const errs = [];
     rt.on('taskerror', (task, err) => errs.push([task.id, err.message]));
     const [id] = rt.load('return tasks.start(function() coroutine.yield() error("child failed") end)');
-    await sleep(10);
+    await until(() => errs.length >= 1);
+    await sleep(5);
     expect(errs).toEqual([[id, expect.stringContaining('child failed')]]);
   });
 

@@ -56,7 +56,7 @@ describe('tasks.start', () => {
     const id = await rt.call('parent');
     expect(typeof id).toBe('string');
     expect(rt.get('log').slice(0, 2)).toEqual(['child xy', 'parent after start waiting']);
-    await sleep(5);
+    while (rt.task(id).status === 'waiting') await new Promise((r) => setImmediate(r));
     expect(rt.get('log')).toEqual(['child xy', 'parent after start waiting', 'child resumed']);
     expect(rt.task(id)).toEqual({ id, status: 'done' });
   });
