@@ -86,7 +86,11 @@ export class Runtime extends EventEmitter {
   close(): Promise<void>;
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
-  on(event: 'taskerror', listener: (task: Task | { id: string }, error: Error) => void): this;
+  /**
+   * A task failed, or a Lua function handed to JS as a callback failed when JS
+   * called it from the loop (then the first argument is `{ id: null, callback: true }`).
+   */
+  on(event: 'taskerror', listener: (task: Task | { id: string } | { id: null; callback: true }, error: Error) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
