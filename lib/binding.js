@@ -18,6 +18,12 @@ function awaitPromise(promise, settle, key, token) {
   promise.then((v) => settle(key, token, true, v), (e) => settle(key, token, false, e));
 }
 
-binding.init({ makeError, awaitPromise });
+// A failure no Runtime can hear any more (its Runtime was collected or
+// closed while a Lua callback ran): a warning, never dropped.
+function warnUnheard(err) {
+  process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+}
+
+binding.init({ makeError, awaitPromise, warnUnheard });
 
 module.exports = binding;

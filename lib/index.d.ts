@@ -86,7 +86,11 @@ export class Runtime extends EventEmitter {
   close(): Promise<void>;
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
-  on(event: 'taskerror', listener: (task: Task | { id: string }, error: Error) => void): this;
+  /**
+   * A task failed, or a Lua function handed to JS as a callback failed when JS
+   * called it from the loop (then the first argument is `{ id: null, callback: true }`).
+   */
+  on(event: 'taskerror', listener: (task: Task | { id: string } | { id: null; callback: true }, error: Error) => void): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
@@ -105,5 +109,43 @@ export class RuntimeClosedError extends LuaTasksError {}
 export class TaskError extends LuaTasksError {
   reason?: unknown;
 }
+export interface CronNextOptions {
+  /** Times strictly after this (sub-seconds dropped). @default new Date() */
+  from?: Date | number;
+  /** IANA zone. @default a CRON_TZ= prefix, else UTC */
+  tz?: string;
+  /** 1-10000. @default 1 */
+  count?: number;
+}
+
+/** The expanded fields of an expression (days of week: 0 = Sunday). */
+export interface CronDescription {
+  dialect: 'quartz' | 'vixie';
+  seconds: number[];
+  minutes: number[];
+  hours: number[];
+  daysOfMonth: number[];
+  months: number[];
+  daysOfWeek: number[];
+  years: number[];
+  everyDayOfMonth: boolean;
+  everyDayOfWeek: boolean;
+  lastDayOffsets: number[];
+  nearestWeekdays: number[];
+  lastWeekdayOffsets: number[];
+  lastDaysOfWeek: number[];
+  nthDaysOfWeek: { dayOfWeek: number; nth: number }[];
+  dayOr: boolean;
+  interval: boolean;
+}
+
+export namespace cron {
+  /** The next times the expression fires; fewer than `count` (even none) when it runs out. @throws CronSyntaxError */
+  function next(expr: string, options?: CronNextOptions): Date[];
+  function validate(expr: string): { ok: boolean; error?: string };
+  /** @throws CronSyntaxError */
+  function describe(expr: string): CronDescription;
+}
+
 export const codes: Readonly<Record<string, string>>;
 export function makeError(code: string, message: string, props?: object): Error;

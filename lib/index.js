@@ -105,6 +105,7 @@ const PERSIST = Symbol('lua-tasks.persist');
 const END_DONE = 0;
 const END_FAILED = 1;
 const END_CANCELLED = 2;
+const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
 
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
@@ -243,9 +244,11 @@ function isAbortSignal(v) {
  * collector only frees a runtime nothing can reach any more.
  *
  * Events: 'taskdone' (task, value) for tasks started from JS; 'taskerror'
- * (task or { id }, error) for every task that fails. A Lua-started task that
- * fails while no 'taskerror' listener is attached is reported with
- * process.emitWarning, never dropped.
+ * (task or { id }, error) for every task that fails, and ({ id: null,
+ * callback: true }, error) for a Lua function handed to JS as a callback that
+ * fails when JS calls it from the loop (no Lua caller to raise to). Such a
+ * failure, or a Lua-started task's, while no 'taskerror' listener is attached
+ * is reported with process.emitWarning, never dropped.
  */
 class Runtime extends EventEmitter {
   #native;
@@ -391,6 +394,10 @@ class Runtime extends EventEmitter {
   }
 
   #onEnd(key, kind, value) {
+    if (kind === CALLBACK_FAILED) {
+      this.#reportUnowned({ id: null, callback: true }, value);
+      return;
+    }
     const task = this.#tasks.get(key);
     if (kind === END_CANCELLED) value = this.#cancelledError(task ? task.id : this.#idOf(key));
     if (!task) {
@@ -409,6 +416,7 @@ class Runtime extends EventEmitter {
 
   #reportUnowned(task, err) {
     if (this.listenerCount('taskerror') > 0) this.emit('taskerror', task, err);
+    else if (task.callback) process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
     else process.emitWarning(`lua-tasks: task ${task.id} failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
   }
 

@@ -1,6 +1,20 @@
 // SPDX-License-Identifier: MIT
-// ESM entry: a thin re-export of the CommonJS module.
+// ESM entry: a thin re-export of the CommonJS module (every name it exports;
+// test/js/types.test.js checks that the two lists agree).
 import lib from './index.js';
 
-export const { Runtime, Task, codes, makeError, LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError } = lib;
+export const {
+  Runtime,
+  Task,
+  cron,
+  DirectoryStore,
+  codes,
+  makeError,
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+} = lib;
 export default lib;

@@ -32,12 +32,14 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
   AddonData data;
 
  private:
-  // init({ makeError, awaitPromise }): lib hands over its error factory and
-  // the helper that subscribes to a promise for an awaiting task.
+  // init({ makeError, awaitPromise, warnUnheard }): lib hands over its error
+  // factory, the helper that subscribes to a promise for an awaiting task, and
+  // the warning for failures no Runtime can hear.
   Napi::Value JS_init(const Napi::CallbackInfo& info) {
     Napi::Object helpers = info[0].As<Napi::Object>();
     data.make_error = Napi::Persistent(helpers.Get("makeError").As<Napi::Function>());
     data.await_helper = Napi::Persistent(helpers.Get("awaitPromise").As<Napi::Function>());
+    data.warn_unheard = Napi::Persistent(helpers.Get("warnUnheard").As<Napi::Function>());
     return info.Env().Undefined();
   }
 };

@@ -11,6 +11,7 @@ namespace lua_tasks {
 struct AddonData {
   Napi::FunctionReference make_error;  // lib/errors.js makeError(code, message, props)
   Napi::FunctionReference await_helper;  // (promise, settle, key, token): calls settle(key, token, ok, v)
+  Napi::FunctionReference warn_unheard;  // (error): a failure nobody can hear becomes a process warning
   Napi::FunctionReference map_ctor;    // globalThis.Map
   Napi::FunctionReference map_get;     // Map.prototype.get
   Napi::FunctionReference map_set;     // Map.prototype.set

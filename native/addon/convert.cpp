@@ -356,7 +356,7 @@ class JsToLua {
 
 class LuaToJs {
  public:
-  LuaToJs(RuntimeCore* core, lua_State* L) : core_(core), env_(core->env), L_(L) {}
+  LuaToJs(RuntimeCore* core, lua_State* L, bool handed) : core_(core), env_(core->env), L_(L), handed_(handed) {}
 
   napi_value Convert(int idx) {
     napi_value out;
@@ -387,9 +387,9 @@ class LuaToJs {
       case LUA_TFUNCTION:
       case LUA_TUSERDATA:
         if (napi_value js = JsRefValue(core_, L_, idx)) return js;
-        return WrapLuaValue(core_, L_, idx);
+        return WrapLuaValue(core_, L_, idx, handed_);
       default:  // thread, light userdata
-        return WrapLuaValue(core_, L_, idx);
+        return WrapLuaValue(core_, L_, idx, handed_);
     }
   }
 
@@ -504,6 +504,7 @@ class LuaToJs {
   RuntimeCore* core_;
   napi_env env_;
   lua_State* L_;
+  bool handed_;  // Lua functions become callbacks
   int depth_ = 0;
   std::unordered_map<const void*, napi_value> seen_;
 };
@@ -547,7 +548,7 @@ void PushJs(RuntimeCore* core, lua_State* L, napi_value v) {
   c.Finish();
 }
 
-napi_value ToJs(RuntimeCore* core, lua_State* L, int idx) {
+napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
   napi_value out;
   switch (lua_type(L, idx)) {  // scalars need no converter state
     case LUA_TNIL:
@@ -574,7 +575,7 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx) {
       break;
   }
   const int top = lua_gettop(L);
-  LuaToJs c(core, L);
+  LuaToJs c(core, L, handed);
   try {
     napi_value v = c.Convert(idx);
     lua_settop(L, top);

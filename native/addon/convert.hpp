@@ -24,7 +24,9 @@ void PushJs(RuntimeCore* core, lua_State* L, napi_value v);
 
 // Returns the JS equivalent of the Lua value at `idx`. Leaves L's stack as it
 // was. Throws Napi::Error (ERR_CONVERSION) for what cannot cross.
-napi_value ToJs(RuntimeCore* core, lua_State* L, int idx);
+// `handed`: Lua passes the value to JS as an argument of a call, so the Lua
+// functions in it become callbacks (see WrapLuaValue).
+napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed = false);
 
 // Builds the JS error for a failed load/pcall: `status` is the Lua status and
 // the error value is on top of L's stack (left there). A JS value thrown

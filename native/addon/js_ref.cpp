@@ -148,7 +148,7 @@ int CallJs(lua_State* L) noexcept {
       big.resize(argc);
       argv = big.data();
     }
-    for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1);
+    for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1, true);  // Lua functions: callbacks
     napi_value fn, recv, out;
     napi_get_reference_value(env, box->ref, &fn);
     napi_get_undefined(env, &recv);

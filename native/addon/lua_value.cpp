@@ -26,12 +26,33 @@ constexpr napi_type_tag kLuaValueTag = {0x6c75615f7461736bull, 0x4c756156616c756
 
 struct LuaValueData {
   std::shared_ptr<RuntimeCore> core;
-  int ref;  // registry slot in core's state
+  int ref;        // registry slot in core's state
+  bool callback;  // handed to JS by Lua: failures from the loop are reported, not thrown
 };
 
 void Finalize(napi_env env, void* data, void* hint) {
   std::unique_ptr<LuaValueData> d(static_cast<LuaValueData*>(data));
   if (d->core->host) d->core->host->DeferUnref(d->ref);
+}
+
+// Calls the function in registry slot `ref` with JS arguments; see CallLua.
+napi_value Call(RuntimeCore* core, int ref, napi_value* argv, size_t argc) {
+  napi_env env = core->env;
+  lua_State* L = core->host->current();
+  const int base = lua_gettop(L);
+  if (!lua_checkstack(L, static_cast<int>(argc) + 8)) {
+    ThrowError(Napi::Env(env), "ERR_CONVERSION", "Too many arguments for a Lua call: " + std::to_string(argc) + ".");
+  }
+  lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
+  try {
+    LuaHost::HostSection section(core->host.get(), L);
+    for (size_t i = 0; i < argc; ++i) PushJs(core, L, argv[i]);
+    core->CheckMemory(L, base);
+  } catch (...) {
+    lua_settop(L, base);
+    throw;
+  }
+  return CallLua(core, L, static_cast<int>(argc), false);
 }
 
 // The JS function behind every Lua function handle.
@@ -51,21 +72,14 @@ napi_value CallLuaFunction(napi_env env, napi_callback_info info) {
     auto* d = static_cast<LuaValueData*>(data);
     RuntimeCore* core = d->core.get();
     if (core->closed()) ThrowError(Napi::Env(env), "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");
-    lua_State* L = core->host->current();
-    const int base = lua_gettop(L);
-    if (!lua_checkstack(L, static_cast<int>(argc) + 8)) {
-      ThrowError(Napi::Env(env), "ERR_CONVERSION", "Too many arguments for a Lua call: " + std::to_string(argc) + ".");
-    }
-    lua_rawgeti(L, LUA_REGISTRYINDEX, d->ref);
+    if (!d->callback || core->host->depth() > 0) return Call(core, d->ref, argv, argc);
     try {
-      LuaHost::HostSection section(core->host.get(), L);
-      for (size_t i = 0; i < argc; ++i) PushJs(core, L, argv[i]);
-      core->CheckMemory(L, base);
-    } catch (...) {
-      lua_settop(L, base);
-      throw;
+      return Call(core, d->ref, argv, argc);
+    } catch (const Napi::Error& e) {
+      // No Lua caller to raise to: the runtime hears it, the caller gets undefined.
+      core->OnCallbackError(e.Value());
+      return nullptr;
     }
-    return CallLua(core, L, static_cast<int>(argc), false);
   } catch (const Napi::Error& e) {
     e.ThrowAsJavaScriptException();
   } catch (const std::exception& e) {
@@ -122,12 +136,13 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
   return out;
 }
 
-napi_value WrapLuaValue(RuntimeCore* core, lua_State* L, int idx) {
+napi_value WrapLuaValue(RuntimeCore* core, lua_State* L, int idx, bool callback) {
   napi_env env = core->env;
-  lua_pushvalue(L, idx);
-  auto data = std::make_unique<LuaValueData>(LuaValueData{core->shared_from_this(), luaL_ref(L, LUA_REGISTRYINDEX)});
-  napi_value out;
   const bool fn = lua_type(L, idx) == LUA_TFUNCTION;
+  lua_pushvalue(L, idx);
+  auto data = std::make_unique<LuaValueData>(
+      LuaValueData{core->shared_from_this(), luaL_ref(L, LUA_REGISTRYINDEX), callback && fn});
+  napi_value out;
   napi_status st;
   if (fn) {
     st = napi_create_function(env, "luaFunction", NAPI_AUTO_LENGTH, CallLuaFunction, data.get(), &out);

@@ -13,7 +13,13 @@ class RuntimeCore;
 // Returns a JS handle for the Lua value at `idx`: a function that calls it for
 // a Lua function, else an opaque object ({ luaType }) that converts back to
 // the same Lua value. Stack unchanged. Throws Napi::Error.
-napi_value WrapLuaValue(RuntimeCore* core, lua_State* L, int idx);
+// A function made with `callback` (Lua handed it to JS as an argument) and
+// called while no Lua code runs (from the loop, or from JS later) has no Lua
+// caller to raise to, and its JS caller is usually Node's (a timer, an
+// emitter, a promise reaction): a failure goes to the runtime's 'taskerror'
+// path and the call returns undefined. Every other call throws to its
+// caller; after close() every call throws ERR_RUNTIME_CLOSED.
+napi_value WrapLuaValue(RuntimeCore* core, lua_State* L, int idx, bool callback = false);
 
 // If `v` is a handle made by WrapLuaValue for this core's state, pushes the
 // Lua value and returns true. A handle of another runtime gives

@@ -4,6 +4,7 @@
 
 #include <napi.h>
 
+#include "addon_data.hpp"
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
@@ -252,6 +253,26 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
   } catch (const std::exception&) {
   }
   napi_close_handle_scope(env, scope);
+}
+
+void RuntimeCore::OnCallbackError(napi_value error) {
+  napi_value owner = nullptr, fn = nullptr, recv, ignored;
+  napi_get_undefined(env, &recv);
+  if (notify_ && listener_ != nullptr && owner_ != nullptr) {
+    napi_get_reference_value(env, owner_, &owner);
+    napi_get_reference_value(env, listener_, &fn);
+  }
+  if (owner != nullptr && fn != nullptr) {
+    napi_value args[4];
+    args[0] = owner;
+    napi_create_double(env, 0, &args[1]);
+    napi_create_int32(env, kCallbackFailed, &args[2]);
+    args[3] = error;
+    napi_call_function(env, recv, fn, 4, args, &ignored);
+    return;
+  }
+  // The Runtime was collected or closed during the call: never dropped.
+  napi_call_function(env, recv, AddonData::From(env)->warn_unheard.Value(), 1, &error, &ignored);
 }
 
 void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {

@@ -53,6 +53,14 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
     if (host) ReportMemory();
   }
 
+  // A Lua callback called while no Lua code ran has failed with `error`: the
+  // JS listener hears it (kind 3, key 0), or, when no Runtime can hear it any
+  // more, a process warning says so. Never throws; a throwing 'taskerror'
+  // listener leaves its exception pending, for the callback's caller.
+  void OnCallbackError(napi_value error);
+  // The listener's kinds: 0 done, 1 failed, 2 cancelled (task ends), and this.
+  static constexpr int kCallbackFailed = 3;
+
   // SchedulerHooks
   void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
   void OnScheduleChange() override;

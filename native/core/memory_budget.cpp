@@ -20,7 +20,9 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
     b->refused_size = nsize;
     return nullptr;
   }
-  void* p = std::realloc(ptr, nsize);
+  // malloc for a new block: realloc(nullptr) gets there too, after more checks,
+  // and decoding a large state makes hundreds of thousands of new blocks.
+  void* p = ptr == nullptr ? std::malloc(nsize) : std::realloc(ptr, nsize);
   if (p == nullptr) return nullptr;
   b->used = b->used - old + nsize;
   if (b->used > b->peak) b->peak = b->used;

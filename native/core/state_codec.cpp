@@ -120,20 +120,34 @@ size_t StoreVarint(char* p, uint64_t v) {
 // Output straight into the caller's string: Room() hands out space past the
 // committed end, growing geometrically, so a value costs a bounds check and a
 // memcpy rather than a push_back per byte.
+// The check is inline and the growth is not: Room() runs for every value.
 class Writer {
  public:
-  explicit Writer(std::string* s) : s_(s) { s_->resize(std::max(s_->capacity(), size_t{1} << 16)); }
+  explicit Writer(std::string* s) : s_(s) {
+    s_->resize(std::max(s_->capacity(), size_t{1} << 16));
+    buf_ = s_->data();
+    cap_ = s_->size();
+  }
   char* Room(size_t k) {
-    if (s_->size() - n_ < k) s_->resize(std::max(s_->size() * 2, n_ + k));
-    return s_->data() + n_;
+    if (cap_ - n_ < k) [[unlikely]]
+      Grow(k);
+    return buf_ + n_;
   }
   void Commit(size_t k) { n_ += k; }
   size_t size() const { return n_; }
-  char* At(size_t offset) { return s_->data() + offset; }
+  char* At(size_t offset) { return buf_ + offset; }
   void Finish() { s_->resize(n_); }
 
  private:
+  [[gnu::noinline]] void Grow(size_t k) {
+    s_->resize(std::max(cap_ * 2, n_ + k));
+    buf_ = s_->data();
+    cap_ = s_->size();
+  }
+
   std::string* s_;
+  char* buf_;     // s_->data(), refreshed when it grows
+  size_t cap_;    // s_->size(): what Room() may hand out
   size_t n_ = 0;  // bytes committed
 };
 
@@ -440,15 +454,85 @@ class Encoder {
 // ---------------------------------------------------------------------------
 // Decoding
 
+// Short strings seen recently, by content: a state repeats its keys ("name",
+// "score", ...) in every record, and interning each copy again (hash, then a
+// walk of Lua's string table, cold once it holds many strings) was the
+// largest cost of decoding. A hit pushes the string from a stack slot
+// instead. Two ways per set, so two hot keys that hash alike both stay; a
+// miss replaces the way not used last.
+class StringCache {
+ public:
+  static constexpr int kSets = 128;
+  static constexpr int kSlots = 2 * kSets;  // Lua stack slots it holds
+  static constexpr size_t kMaxLen = 40;     // LUAI_MAXSHORTLEN: longer strings are not interned
+
+  // `base`: the first of kSlots stack slots reserved for it (nil at first).
+  explicit StringCache(int base) : base_(base) {}
+
+  // Pushes the string of `n` bytes at `s` (n <= kMaxLen), which lies in a
+  // buffer ending at `end` that outlives the cache (the snapshot).
+  void Push(lua_State* L, const char* s, size_t n, const char* end) {
+    uint64_t w[2];
+    Words(s, n, end, w);
+    const uint64_t h = (w[0] * 0x9E3779B97F4A7C15ull) ^ (w[1] * 0xC2B2AE3D27D4EB4Full) ^ n;
+    const size_t set =
+        static_cast<size_t>((h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull >> 57);  // 7 bits
+    Entry* e = &entries_[2 * set];
+    for (int way = 0; way < 2; ++way) {
+      if (e[way].len == n && e[way].w[0] == w[0] && e[way].w[1] == w[1] &&
+          (n <= 16 || std::memcmp(e[way].bytes + 16, s + 16, n - 16) == 0)) {
+        mru_[set] = static_cast<uint8_t>(way);
+        lua_pushvalue(L, base_ + static_cast<int>(2 * set) + way);
+        return;
+      }
+    }
+    const int way = mru_[set] ^ 1;
+    mru_[set] = static_cast<uint8_t>(way);
+    e[way] = Entry{{w[0], w[1]}, s, n};
+    lua_pushlstring(L, s, n);
+    lua_copy(L, -1, base_ + static_cast<int>(2 * set) + way);
+  }
+
+ private:
+  // The first 16 bytes of s as two words, zero past n: most keys then compare
+  // whole in two word compares, and longer ones memcmp only their tail.
+  static void Words(const char* s, size_t n, const char* end, uint64_t w[2]) {
+    if (std::endian::native == std::endian::little && end - s >= 16) {
+      std::memcpy(w, s, 16);  // one load pair, then mask off what is not ours
+      if (n < 8) {
+        w[0] &= n == 0 ? 0 : ~uint64_t{0} >> (64 - 8 * n);
+        w[1] = 0;
+      } else if (n < 16) {
+        w[1] &= n == 8 ? 0 : ~uint64_t{0} >> (64 - 8 * (n - 8));
+      }
+      return;
+    }
+    w[0] = w[1] = 0;
+    std::memcpy(w, s, std::min<size_t>(n, 16));
+  }
+
+  struct Entry {
+    uint64_t w[2] = {0, 0};
+    const char* bytes = nullptr;
+    size_t len = SIZE_MAX;  // empty: matches no length
+  };
+
+  int base_;
+  Entry entries_[kSlots];
+  uint8_t mru_[kSets] = {};  // per set: the way hit or filled last
+};
+
 class Decoder {
  public:
-  // `refs` is the stack slot of a table mapping ordinal + 1 -> shared table.
-  Decoder(lua_State* L, std::string_view bytes, int refs)
+  // `refs` is the stack slot of a table mapping ordinal + 1 -> shared table;
+  // `cache` the first of StringCache::kSlots slots for short strings.
+  Decoder(lua_State* L, std::string_view bytes, int refs, int cache)
       : L_(L),
         begin_(bytes.data()),
         p_(bytes.data() + kHeaderSize),
         end_(bytes.data() + bytes.size()),
-        refs_(refs) {}
+        refs_(refs),
+        strings_(cache) {}
 
   // Pushes one value. On failure returns false with error set; the stack may
   // hold partial values (DecodeState resets it).
@@ -479,7 +563,11 @@ class Decoder {
         uint64_t n;
         if (!Varint(&n)) return false;
         if (n > static_cast<uint64_t>(end_ - p_)) return Fail("string length past the end");
-        lua_pushlstring(L_, p_, n);
+        if (n <= StringCache::kMaxLen) {
+          strings_.Push(L_, p_, n, end_);
+        } else {
+          lua_pushlstring(L_, p_, n);
+        }
         p_ += n;
         return true;
       }
@@ -541,14 +629,12 @@ class Decoder {
           continue;
         }
       }
+      if (p_ == end_) return Fail("truncated value");
+      const uint8_t key_tag = static_cast<uint8_t>(*p_);  // says what the key is without asking Lua
       if (!Value(depth + 1) || !Value(depth + 1)) return false;
       // lua_rawset would raise for these: refuse instead.
-      const int key_type = lua_type(L_, t + 1);
-      if (key_type == LUA_TNIL) return Fail("nil table key");
-      if (key_type == LUA_TNUMBER && !lua_isinteger(L_, t + 1) &&
-          std::isnan(lua_tonumber(L_, t + 1))) {
-        return Fail("nan table key");
-      }
+      if (key_tag == kNil) return Fail("nil table key");
+      if (key_tag == kFloat && std::isnan(lua_tonumber(L_, t + 1))) return Fail("nan table key");
       lua_rawset(L_, t);
     }
     return true;
@@ -575,6 +661,7 @@ class Decoder {
   const char* p_;      // next byte to read
   const char* end_;
   int refs_;
+  StringCache strings_;
   uint64_t tables_ = 0;  // tables begun so far: the next ordinal
   uint64_t owed_ = 0;    // pairs the open tables still expect, beyond the current ones
   std::string error_;
@@ -617,16 +704,17 @@ bool DecodeState(lua_State* L, std::string_view bytes, std::string* error) {
     return false;
   }
   const int top = lua_gettop(L);
-  if (!lua_checkstack(L, 8)) {
+  if (!lua_checkstack(L, 8 + StringCache::kSlots)) {
     *error = "cannot restore the state: Lua stack overflow";
     return false;
   }
-  lua_newtable(L);  // ordinal + 1 -> shared table
+  lua_newtable(L);                               // ordinal + 1 -> shared table
+  lua_settop(L, top + 1 + StringCache::kSlots);  // the string cache's slots
   // Everything decoded stays live until we return, so a collection would be
   // wasted work. (Stopping also keeps finalizers from running mid-decode.)
   const bool collecting = lua_gc(L, LUA_GCISRUNNING) == 1;
   if (collecting) lua_gc(L, LUA_GCSTOP);
-  Decoder d(L, bytes, top + 1);
+  Decoder d(L, bytes, top + 1, top + 2);
   const bool ok = d.Value(0) && d.AtEnd();
   if (collecting) lua_gc(L, LUA_GCRESTART);
   if (!ok) {
@@ -634,7 +722,8 @@ bool DecodeState(lua_State* L, std::string_view bytes, std::string* error) {
     lua_settop(L, top);
     return false;
   }
-  lua_remove(L, top + 1);
+  lua_replace(L, top + 1);  // the value, over the refs table
+  lua_settop(L, top + 1);
   return true;
 }
 

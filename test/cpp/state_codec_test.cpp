@@ -271,6 +271,30 @@ TEST_F(StateCodec, RoundTripsEveryPersistableValue) {
   }
 }
 
+// The decoder keeps recent short strings by content (words of the first 16
+// bytes, then the tail): strings that differ in one byte anywhere, at every
+// length around the word and short-string bounds, repeated so later copies
+// come from it, and as the very last bytes of a snapshot.
+TEST_F(StateCodec, RoundTripsShortStringsThatDifferInOneByte) {
+  Do(R"(
+    v = {}
+    for n = 0, 45 do
+      for pos = 1, n do
+        local a = ("k"):rep(n)
+        local b = a:sub(1, pos - 1) .. "\0" .. a:sub(pos + 1)
+        v[#v + 1] = { [a] = n, [b] = -n, a, b, a, b }
+      end
+    end)");
+  RoundTrip();
+  EXPECT_TRUE(Eval("same(v, back)"));
+  for (int n = 0; n <= 45; ++n) {
+    SCOPED_TRACE("a root string of " + std::to_string(n) + " bytes");
+    Do("v = ('s'):rep(" + std::to_string(n) + ")");
+    RoundTrip();
+    EXPECT_TRUE(Eval("back == v"));
+  }
+}
+
 TEST_F(StateCodec, KeepsSharedReferencesAndCycles) {
   Do(R"(local shared = { 'shared' }
     v = { a = shared, b = { inner = shared } }

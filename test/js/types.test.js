@@ -20,3 +20,16 @@ test("ESM: import { Runtime } from 'lua-tasks' works", () => {
      rt.closeSync();`], { encoding: 'utf8' });
   expect(out.trim()).toBe('42 function');
 });
+
+test('ESM: every name the CommonJS module exports is a named export, and the same value', () => {
+  const url = require('node:url').pathToFileURL(path.join(root, 'lib', 'index.mjs')).href;
+  const cjs = require(path.join(root, 'lib', 'index.js'));
+  const out = execFileSync(process.execPath, ['--input-type=module', '-e',
+    `import * as esm from ${JSON.stringify(url)};
+     import { createRequire } from 'node:module';
+     const cjs = createRequire(${JSON.stringify(path.join(root, 'package.json'))})('./lib/index.js');
+     const missing = Object.keys(cjs).filter((k) => esm[k] !== cjs[k]);
+     console.log(JSON.stringify({ missing, cron: typeof esm.cron.next }));`], { encoding: 'utf8' });
+  expect(JSON.parse(out)).toEqual({ missing: [], cron: 'function' });
+  expect(Object.keys(cjs)).toEqual(expect.arrayContaining(['Runtime', 'cron', 'DirectoryStore']));
+});

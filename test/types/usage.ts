@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
-import { Runtime, Task, LuaError, DirectoryStore, codes } from 'lua-tasks';
+import { Runtime, Task, LuaError, DirectoryStore, codes, cron } from 'lua-tasks';
 
 async function main(): Promise<void> {
   const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
@@ -34,4 +34,8 @@ async function main(): Promise<void> {
     if (e instanceof LuaError) console.log(e.code, e.luaStack, e.line, e.source, codes.ERR_LUA_SYNTAX);
   }
 }
+const times: Date[] = cron.next('0 0 12 ? * MON-FRI', { from: new Date(), tz: 'UTC', count: 3 });
+const check: { ok: boolean; error?: string } = cron.validate('*/5 * * * *');
+const fields: number[] = cron.describe('*/15 * * * *').minutes;
+console.log(times, check, fields);
 void main;

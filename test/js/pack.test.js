@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: MIT
+// The package as a user meets it: npm pack, npm install <tarball> into an empty project, smoke tests there.
+//
+// The install compiles the addon from the tarball's sources (about a minute on
+// two cores), so the install test has a generous timeout. node-addon-api comes
+// from npm's cache when it is there (--prefer-offline), else from the registry.
+'use strict';
+const { execFileSync } = require('node:child_process');
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+
+const root = path.join(__dirname, '..', '..');
+const INSTALL_MS = 10 * 60 * 1000;
+
+// The nested npm and node see a user's environment: none of this run's build
+// choices (LUA_TASKS_BUILD_DIR would point the installed package at our
+// build) and nothing of an npm script running Jest but npm's own config.
+function userEnv() {
+  const env = {};
+  for (const [k, v] of Object.entries(process.env)) {
+    if (k.startsWith('LUA_TASKS_')) continue;
+    if (k.startsWith('npm_') && !k.startsWith('npm_config_')) continue;
+    env[k] = v;
+  }
+  return env;
+}
+
+function run(cmd, args, cwd, timeout = 120000) {
+  try {
+    return execFileSync(cmd, args, { cwd, env: userEnv(), encoding: 'utf8', timeout, stdio: ['ignore', 'pipe', 'pipe'] });
+  } catch (e) {
+    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status ?? e.signal}):\n${e.stdout || ''}\n${e.stderr || ''}`);
+  }
+}
+
+function libFiles(dir, rel = 'lib') {
+  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    (d.isDirectory() ? libFiles(path.join(dir, d.name), `${rel}/${d.name}`) : [`${rel}/${d.name}`]));
+}
+
+let dir;
+let packed;
+beforeAll(() => {
+  dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-pack-'));
+  packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', dir], root))[0];
+}, 120000);
+afterAll(() => {
+  if (dir) fs.rmSync(dir, { recursive: true, force: true });
+});
+
+test('the tarball holds every file the build and the library need, and none of the tests, benches or builds', () => {
+  const files = packed.files.map((f) => f.path);
+  const needed = ['package.json', 'README.md', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib'))];
+  for (const sub of ['native/core', 'native/addon']) {
+    for (const f of fs.readdirSync(path.join(root, sub))) needed.push(`${sub}/${f}`);
+  }
+  expect(files.sort()).toEqual([...new Set(needed)].sort());
+  expect(needed).toEqual(expect.arrayContaining(['lib/index.mjs', 'lib/index.d.ts', 'lib/lua/util/async.lua']));
+  expect(packed.unpackedSize).toBeLessThan(1 << 20);
+});
+
+test('it installs into an empty project, builds, and runs tasks from CommonJS, ESM, TypeScript and the CLI', () => {
+  const app = path.join(dir, 'app');
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }));
+  run('npm', ['install', path.join(dir, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+    app, INSTALL_MS);
+  const installed = path.join(app, 'node_modules', 'lua-tasks');
+  expect(fs.existsSync(path.join(installed, 'build', 'lua_tasks.node'))).toBe(true);
+
+  fs.writeFileSync(path.join(app, 'smoke.cjs'), `
+    const { Runtime } = require('lua-tasks');
+    (async () => {
+      const rt = new Runtime();
+      rt.load('function t(ms) local why, el, unit = coroutine.yield("FOR", ms, "MILLISECONDS") return { why, el, unit } end');
+      const t0 = Date.now();
+      const [why, elapsed, unit] = await rt.call('t', 20);
+      const wall = Date.now() - t0;
+      const shipped = rt.load('return type(require("util.async").runner)')[0];
+      await rt.close();
+      console.log(JSON.stringify({ why, elapsed, unit, wall, shipped }));
+    })();`);
+  const cjs = JSON.parse(run(process.execPath, ['smoke.cjs'], app));
+  expect(cjs).toMatchObject({ why: 'SCHEDULER', unit: 'MILLISECONDS', shipped: 'function' });
+  expect(cjs.elapsed).toBeGreaterThanOrEqual(19);
+  expect(cjs.wall).toBeGreaterThanOrEqual(19);
+  expect(cjs.wall).toBeLessThan(2000);
+
+  fs.writeFileSync(path.join(app, 'smoke.mjs'), `
+    import { Runtime, cron } from 'lua-tasks';
+    const rt = new Runtime();
+    rt.load('function t() tasks.sleep(0.01) return "slept" end');
+    const v = await rt.call('t');
+    rt.closeSync();
+    const next = cron.next('0 0 12 * * ?', { from: new Date(Date.UTC(2030, 0, 1)), tz: 'UTC' });
+    console.log(JSON.stringify({ v, next }));`);
+  expect(JSON.parse(run(process.execPath, ['smoke.mjs'], app))).toEqual({ v: 'slept', next: ['2030-01-01T12:00:00.000Z'] });
+
+  fs.writeFileSync(path.join(app, 'check.ts'), `
+    import { Runtime, cron } from 'lua-tasks';
+    const rt: Runtime = new Runtime({ libs: 'safe' });
+    const next: Date[] = cron.next('*/5 * * * *', { count: 2 });
+    console.log(rt, next);`);
+  run(process.execPath, [require.resolve('typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'commonjs',
+    '--moduleResolution', 'node', '--typeRoots', path.join(root, 'node_modules', '@types'), '--types', 'node', 'check.ts'], app);
+
+  const cli = run(path.join(app, 'node_modules', '.bin', 'lua-tasks'), ['cron', '0 0 12 * * ?', '--count', '2', '--tz', 'UTC',
+    '--from', '2030-01-01T00:00:00Z'], app);
+  expect(cli.trim().split('\n')).toEqual(['2030-01-01T12:00:00.000Z', '2030-01-02T12:00:00.000Z']);
+}, INSTALL_MS + 60000);
