@@ -71,7 +71,15 @@ napi_value CallLuaFunction(napi_env env, napi_callback_info info) {
     }
     auto* d = static_cast<LuaValueData*>(data);
     RuntimeCore* core = d->core.get();
-    if (core->closed()) ThrowError(Napi::Env(env), "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");
+    if (core->closed()) {
+      if (!d->callback) ThrowError(Napi::Env(env), "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");
+      // A callback Lua handed out (a timer, a listener) firing after close():
+      // thrown from the loop it would be an uncaught exception that ends the
+      // process. Reported instead (a warning), and the call does nothing.
+      core->OnCallbackError(MakeError(Napi::Env(env), "ERR_RUNTIME_CLOSED",
+                                      "A Lua callback was called after its runtime was closed; it did not run."));
+      return nullptr;
+    }
     if (!d->callback || core->host->depth() > 0) return Call(core, d->ref, argv, argc);
     try {
       return Call(core, d->ref, argv, argc);

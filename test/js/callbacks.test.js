@@ -110,15 +110,27 @@ test('a Lua function that JS took with get() still throws to its JS caller', () 
   expect(() => f()).toThrow(/taken$/);
 });
 
-test('a callback run after close() throws ERR_RUNTIME_CLOSED, as does a taken function', () => {
+test('a callback called after close() does not run and is reported; a taken function throws', async () => {
   let callback;
   rt.set('keep', (fn) => { callback = fn; });
-  rt.load('keep(function() return 1 end) function g() return 2 end');
+  rt.load('ran = 0 keep(function() ran = ran + 1 return 1 end) function g() return 2 end');
   const g = rt.get('g');
   expect(callback()).toBe(1);
   rt.closeSync();
-  expect(() => callback()).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
+  const warned = nextWarning();
+  expect(callback()).toBeUndefined();
+  const w = await warned;
+  expect(w.message).toMatch(/after its runtime was closed/);
   expect(() => g()).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
+});
+
+test('a timer Lua set up that fires after close() does not end the process', async () => {
+  rt.set('later', (fn, ms) => { setTimeout(fn, ms); });
+  rt.load('later(function() error("never runs") end, 5)');
+  const warned = nextWarning();
+  rt.closeSync();
+  const w = await warned;
+  expect(w.message).toMatch(/after its runtime was closed/);
 });
 
 test('a callback that closes its runtime and then fails is reported as a warning', async () => {
