@@ -51,7 +51,7 @@ afterAll(() => {
 
 test('the tarball holds every file the build and the library need, and none of the tests, benches or builds', () => {
   const files = packed.files.map((f) => f.path);
-  const needed = ['package.json', 'README.md', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib'))];
+  const needed = ['package.json', 'README.md', 'LICENSE', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib'))];
   for (const sub of ['native/core', 'native/addon']) {
     for (const f of fs.readdirSync(path.join(root, sub))) needed.push(`${sub}/${f}`);
   }
