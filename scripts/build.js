@@ -56,3 +56,11 @@ try {
 } catch (e) {
   fail(`build failed (cmake exited with ${e.status}); see the output above.`);
 }
+
+// Installed as a dependency (no tests to build): keep only the addon, not the
+// CMake tree (a few MB of objects nobody will rebuild from).
+if (!withTests && !process.env.LUA_TASKS_BUILD_DIR) {
+  for (const entry of fs.readdirSync(buildDir)) {
+    if (entry !== 'lua_tasks.node') fs.rmSync(path.join(buildDir, entry), { recursive: true, force: true });
+  }
+}
