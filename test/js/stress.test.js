@@ -125,7 +125,7 @@ describe('8 Workers with 1,000 tasks each, terminated at random moments', () => 
     rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return "main ok" end');
     expect(await rt.call('f')).toBe('main ok');
     rt.closeSync();
-  }), 60000);
+  }), 120000);
 });
 
 describe('100,000 tasks under random operations', () => {
@@ -336,7 +336,7 @@ describe('100,000 tasks under random operations', () => {
     expect(rt.stats().tasks).toBe(0);
     expect(rt.tasks()).toEqual([]);
     await rt.close();
-  }), 60000);
+  }), 120000);
 });
 
 test('a runtime dropped without close() with thousands of INDEFINITELY tasks is collected', () => {
