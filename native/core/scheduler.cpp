@@ -233,6 +233,10 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
     Park(t, end);
     return true;
   }
+  if (t->cancel_pending) {
+    KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
+    return false;
+  }
   EndTask(t, status, status == LUA_OK ? nres : 1);
   return false;
 }
@@ -448,7 +452,7 @@ bool Scheduler::Cancel(uint64_t key) {
   Task* t = Find(key);
   if (t == nullptr) return false;
   if (t->status == TaskStatus::kRunning) {
-    t->cancel_pending = true;  // it is on the C stack: kill at its next yield
+    t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
     return true;
   }
   KillNow(t);

@@ -38,7 +38,7 @@ struct Task {
   int64_t wall_deadline = 0;        // UNTIL_TIME / UNTIL_NEXT target, wall ns
   TimerQueue::Handle timer = 0;     // the queue entry of a timed wait, 0 if none
   bool observed = false;            // the embedder wants OnTaskEnd (started from JS)
-  bool cancel_pending = false;      // cancelled while running: killed at its next yield
+  bool cancel_pending = false;      // cancelled while running: killed at its next yield or end
   bool has_pending = false;         // `pending` holds the instruction of the current yield
   WaitRequest pending;
   uint64_t join_key = 0;            // kJoin: the task waited for

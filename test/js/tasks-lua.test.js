@@ -195,6 +195,23 @@ describe('tasks.cancel and tasks.status', () => {
     expect(await rt.call('killer', task.id)).toBe(true);
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
   });
+
+  test.each([
+    ['returns', 'return "finished anyway"'],
+    ['fails', 'error("failed anyway")'],
+  ])('a running task that is cancelled and then %s ends cancelled: the cancel said true', async (_, ending) => {
+    rt.on('taskerror', () => {});
+    rt.load(`closed = 0
+      function self() local c <close> = setmetatable({}, { __close = function() closed = closed + 1 end })
+        said = tasks.cancel(tasks.current_id()) ${ending} end
+      function outer() local me = tasks.current_id()
+        tasks.start(function() said_by_child = tasks.cancel(me) end) ${ending} end`);
+    await expect(rt.start('self').result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(rt.get('said')).toBe(true);
+    expect(rt.get('closed')).toBe(1);
+    await expect(rt.start('outer').result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(rt.get('said_by_child')).toBe(true);
+  });
 });
 
 describe('tasks.wait', () => {
