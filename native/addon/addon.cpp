@@ -19,8 +19,12 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.map_get = Napi::Persistent(map_proto.Get("get").As<Napi::Function>());
     d.map_set = Napi::Persistent(map_proto.Get("set").As<Napi::Function>());
     d.array_from = Napi::Persistent(global.Get("Array").As<Napi::Object>().Get("from").As<Napi::Function>());
-    d.object_to_string = Napi::Persistent(
-        global.Get("Object").As<Napi::Object>().Get("prototype").As<Napi::Object>().Get("toString").As<Napi::Function>());
+    d.object_to_string = Napi::Persistent(global.Get("Object")
+                                              .As<Napi::Object>()
+                                              .Get("prototype")
+                                              .As<Napi::Object>()
+                                              .Get("toString")
+                                              .As<Napi::Function>());
 
     InitCron(env, exports);
     DefineAddon(exports, {
@@ -44,7 +48,9 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
   }
 };
 
-AddonData* AddonData::From(napi_env env) { return &Napi::Env(env).GetInstanceData<LuaTasksAddon>()->data; }
+AddonData* AddonData::From(napi_env env) {
+  return &Napi::Env(env).GetInstanceData<LuaTasksAddon>()->data;
+}
 
 }  // namespace lua_tasks
 

@@ -9,13 +9,13 @@ namespace lua_tasks {
 // Lives as the Napi::Addon instance, so each Worker has its own; nothing in
 // the addon is a process global.
 struct AddonData {
-  Napi::FunctionReference make_error;  // lib/errors.js makeError(code, message, props)
-  Napi::FunctionReference await_helper;  // (promise, settle, key, token): calls settle(key, token, ok, v)
-  Napi::FunctionReference warn_unheard;  // (error): a failure nobody can hear becomes a process warning
-  Napi::FunctionReference map_ctor;    // globalThis.Map
-  Napi::FunctionReference map_get;     // Map.prototype.get
-  Napi::FunctionReference map_set;     // Map.prototype.set
-  Napi::FunctionReference array_from;  // Array.from (Map entries -> pairs)
+  Napi::FunctionReference make_error;        // lib/errors.js makeError(code, message, props)
+  Napi::FunctionReference await_helper;      // (promise, settle, key, token): calls settle(key, token, ok, v)
+  Napi::FunctionReference warn_unheard;      // (error): a failure nobody can hear becomes a process warning
+  Napi::FunctionReference map_ctor;          // globalThis.Map
+  Napi::FunctionReference map_get;           // Map.prototype.get
+  Napi::FunctionReference map_set;           // Map.prototype.set
+  Napi::FunctionReference array_from;        // Array.from (Map entries -> pairs)
   Napi::FunctionReference object_to_string;  // Object.prototype.toString, for the Map test
 
   // The data of the environment `env` (defined in addon.cpp).

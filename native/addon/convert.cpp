@@ -95,8 +95,7 @@ class JsToLua {
         PushString(v);
         return;
       case napi_symbol:
-        ConversionError(env_, "Cannot convert " + DescribeSymbol(v) +
-                                  " to Lua: symbols have no Lua equivalent.");
+        ConversionError(env_, "Cannot convert " + DescribeSymbol(v) + " to Lua: symbols have no Lua equivalent.");
       case napi_function:
         if (PushLuaValue(core_, L_, v)) return;
         PushJsRef(core_, L_, v, true);
@@ -157,8 +156,7 @@ class JsToLua {
       napi_typedarray_type type;
       size_t length;
       void* data;
-      Check(env_, napi_get_typedarray_info(env_, v, &type, &length, &data, nullptr, nullptr),
-            "typedarray info");
+      Check(env_, napi_get_typedarray_info(env_, v, &type, &length, &data, nullptr, nullptr), "typedarray info");
       if (type == napi_uint8_array) {
         lua_pushlstring(L_, static_cast<const char*>(data), length);
         return;
@@ -265,8 +263,8 @@ class JsToLua {
 
   void Enter() {
     if (++depth_ > kMaxConvertDepth) {
-      ConversionError(env_, "Cannot convert value to Lua: it is nested more than " +
-                                std::to_string(kMaxConvertDepth) + " levels deep.");
+      ConversionError(env_, "Cannot convert value to Lua: it is nested more than " + std::to_string(kMaxConvertDepth) +
+                                " levels deep.");
     }
     if (!lua_checkstack(L_, 4)) ConversionError(env_, "Cannot convert value to Lua: Lua stack overflow.");
   }
@@ -291,9 +289,10 @@ class JsToLua {
     if (Memo(v)) return;
     Enter();
     napi_value keys;
-    Check(env_, napi_get_all_property_names(env_, v, napi_key_own_only,
-                                            static_cast<napi_key_filter>(napi_key_enumerable | napi_key_skip_symbols),
-                                            napi_key_numbers_to_strings, &keys),
+    Check(env_,
+          napi_get_all_property_names(env_, v, napi_key_own_only,
+                                      static_cast<napi_key_filter>(napi_key_enumerable | napi_key_skip_symbols),
+                                      napi_key_numbers_to_strings, &keys),
           "property names");
     uint32_t n;
     Check(env_, napi_get_array_length(env_, keys, &n), "keys length");
@@ -431,8 +430,7 @@ class LuaToJs {
         return out;
       }
       default:
-        ConversionError(env_, std::string("Cannot convert a Lua table to JS: a key of type ") +
-                                  luaL_typename(L_, idx) +
+        ConversionError(env_, std::string("Cannot convert a Lua table to JS: a key of type ") + luaL_typename(L_, idx) +
                                   " cannot be an object key (keys may be strings, numbers or booleans).");
     }
   }
@@ -490,10 +488,15 @@ class LuaToJs {
         napi_value e = Convert(-1);
         lua_pop(L_, 1);
         // define, not set: a key named "__proto__" must not change the prototype.
-        napi_property_descriptor d{nullptr, k, nullptr, nullptr, nullptr, e,
-                                   static_cast<napi_property_attributes>(napi_writable | napi_enumerable |
-                                                                         napi_configurable),
-                                   nullptr};
+        napi_property_descriptor d{
+            nullptr,
+            k,
+            nullptr,
+            nullptr,
+            nullptr,
+            e,
+            static_cast<napi_property_attributes>(napi_writable | napi_enumerable | napi_configurable),
+            nullptr};
         Check(env_, napi_define_properties(env_, out, 1, &d), "define property");
       }
     }

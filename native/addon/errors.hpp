@@ -10,8 +10,7 @@ namespace lua_tasks {
 
 // Builds an error of lib/errors.js for `code` (DESIGN §10), with optional
 // extra fields in `props`.
-Napi::Value MakeError(Napi::Env env, const char* code, const std::string& message,
-                      Napi::Object props = Napi::Object());
+Napi::Value MakeError(Napi::Env env, const char* code, const std::string& message, Napi::Object props = Napi::Object());
 
 // Throws it as a Napi::Error (a C++ exception node-addon-api rethrows in JS).
 [[noreturn]] void ThrowError(Napi::Env env, const char* code, const std::string& message);

@@ -40,7 +40,9 @@ napi_value BoxValue(JsRefBox* box) {
   return v;
 }
 
-RuntimeCore* CoreOf(lua_State* L) { return static_cast<RuntimeCore*>(LuaHost::From(L)->embedder); }
+RuntimeCore* CoreOf(lua_State* L) {
+  return static_cast<RuntimeCore*>(LuaHost::From(L)->embedder);
+}
 
 JsRefBox* ToBox(RuntimeCore* core, lua_State* L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return nullptr;
@@ -242,7 +244,9 @@ int JsToString(lua_State* L) noexcept {
   return 1;
 }
 
-int l_jsref_tostring(lua_State* L) { return JsToString(L); }
+int l_jsref_tostring(lua_State* L) {
+  return JsToString(L);
+}
 
 int JsIndex(lua_State* L) noexcept {
   RuntimeCore* core = CoreOf(L);
@@ -331,7 +335,9 @@ void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable) {
   if (callable) lua_pushcclosure(L, l_js_call, 1);
 }
 
-void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown) { NewBox(core, L, thrown); }
+void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown) {
+  NewBox(core, L, thrown);
+}
 
 napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
   JsRefBox* box = nullptr;

@@ -7,10 +7,11 @@
 #include <string>
 #include <vector>
 
+#include <date/tz.h>
+
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
-#include <date/tz.h>
 
 #include "cron_schedule.hpp"
 #include "lua_api_tasks.hpp"

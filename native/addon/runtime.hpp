@@ -17,24 +17,24 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
 
  private:
   // new NativeRuntime({ libs, libList, memoryLimit }, print)
-  Napi::Value JS_load(const Napi::CallbackInfo& info);   // (source, name|undefined) -> Array
-  Napi::Value JS_set(const Napi::CallbackInfo& info);    // (name, value)
-  Napi::Value JS_get(const Napi::CallbackInfo& info);    // (name) -> value
-  Napi::Value JS_close(const Napi::CallbackInfo& info);  // () -> undefined
-  Napi::Value JS_stats(const Napi::CallbackInfo& info);  // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
-  Napi::Value JS_start(const Napi::CallbackInfo& info);  // (fn: string path | Lua function, args[]) -> key
-  Napi::Value JS_resume(const Napi::CallbackInfo& info); // (id, args[]) -> boolean
-  Napi::Value JS_cancel(const Napi::CallbackInfo& info); // (id) -> boolean
-  Napi::Value JS_task(const Napi::CallbackInfo& info);   // (id) -> { id, status, waiting? } | undefined
-  Napi::Value JS_tasks(const Napi::CallbackInfo& info);  // () -> ids of live tasks
-  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);  // ids are prefix + base-36 key
-  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);  // (bool)
-  Napi::Value JS_preload(const Napi::CallbackInfo& info);    // (name, source | value)
-  Napi::Value JS_modulePaths(const Napi::CallbackInfo& info); // (find, readFile): require and dofile from files
-  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);   // () -> Buffer of tasks.state
-  Napi::Value JS_restore(const Napi::CallbackInfo& info);    // (Buffer) -> sets tasks.state
-  Napi::Value JS_lock(const Napi::CallbackInfo& info);       // () commit lock, for rt.commit()
-  Napi::Value JS_unlock(const Napi::CallbackInfo& info);     // ()
+  Napi::Value JS_load(const Napi::CallbackInfo& info);         // (source, name|undefined) -> Array
+  Napi::Value JS_set(const Napi::CallbackInfo& info);          // (name, value)
+  Napi::Value JS_get(const Napi::CallbackInfo& info);          // (name) -> value
+  Napi::Value JS_close(const Napi::CallbackInfo& info);        // () -> undefined
+  Napi::Value JS_stats(const Napi::CallbackInfo& info);        // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
+  Napi::Value JS_start(const Napi::CallbackInfo& info);        // (fn: string path | Lua function, args[]) -> key
+  Napi::Value JS_resume(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean
+  Napi::Value JS_cancel(const Napi::CallbackInfo& info);       // (id) -> boolean
+  Napi::Value JS_task(const Napi::CallbackInfo& info);         // (id) -> { id, status, waiting? } | undefined
+  Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> ids of live tasks
+  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
+  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)
+  Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)
+  Napi::Value JS_modulePaths(const Napi::CallbackInfo& info);  // (find, readFile): require and dofile from files
+  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state
+  Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);         // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);       // ()
 
   RuntimeCore* OpenCore(Napi::Env env);
 

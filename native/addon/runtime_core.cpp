@@ -34,8 +34,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_value_bool(env, argv[2], &ok);
   Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
   // A cancelled or finished task, or a late settlement: ignored.
-  if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) ||
-      t->await_token != token) {
+  if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) || t->await_token != token) {
     return nullptr;
   }
   const bool commit = t->wait == WaitKind::kCommit;
@@ -147,7 +146,8 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
     napi_value fn;
     napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, data.get(), &fn);
     napi_add_finalizer(
-        env, fn, data.get(), [](napi_env, void* d, void*) { std::unique_ptr<SettleData> owned(static_cast<SettleData*>(d)); }, nullptr,
+        env, fn, data.get(),
+        [](napi_env, void* d, void*) { std::unique_ptr<SettleData> owned(static_cast<SettleData*>(d)); }, nullptr,
         nullptr);
     data.release();  // owned by the function now
     napi_create_reference(env, fn, 1, &settle);
@@ -160,8 +160,7 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
-  driver = std::make_unique<UvDriver>(loop, scheduler.get(),
-                                      [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
+  driver = std::make_unique<UvDriver>(loop, scheduler.get(), [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
   // The async hook, not napi_add_env_cleanup_hook: the sync one crashes
   // Workers on exit when it touches handles (DESIGN §2).
   napi_add_async_cleanup_hook(env, OnCleanup, this, &cleanup_hook_);

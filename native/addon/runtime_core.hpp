@@ -67,9 +67,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   void OnCommit(Task& task) override;
 
   napi_env const env;
-  std::unique_ptr<LuaHost> host;            // null once closed
-  std::unique_ptr<Scheduler> scheduler;     // destroyed before host (it holds registry refs)
-  std::unique_ptr<UvDriver> driver;         // closes its handles asynchronously
+  std::unique_ptr<LuaHost> host;         // null once closed
+  std::unique_ptr<Scheduler> scheduler;  // destroyed before host (it holds registry refs)
+  std::unique_ptr<UvDriver> driver;      // closes its handles asynchronously
   SystemClock clock;
   const void* jsref_mt = nullptr;  // identity of the JsRef metatable in host's state
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
@@ -108,15 +108,15 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   void RunFromLoop(void (*step)(Scheduler*));
 
   bool closing_ = false;
-  bool notify_ = true;                    // false during teardown: no JS may run
+  bool notify_ = true;       // false during teardown: no JS may run
   uint64_t direct_key_ = 0;  // see DirectStart
   napi_value direct_out_ = nullptr;
-  napi_ref listener_ = nullptr;           // JS onEnd(owner, key, kind, value); captures nothing
-  napi_ref owner_ = nullptr;              // the JS Runtime: weak, strong while busy
-  napi_ref commit_ = nullptr;             // JS commit(owner, bytes, settle, key, token)
+  napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
+  napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
+  napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)
   bool owner_strong_ = false;
-  int64_t reported_ = 0;                  // bytes last reported to napi_adjust_external_memory
-  napi_async_context async_ = nullptr;    // for callback scopes from the loop
+  int64_t reported_ = 0;                                   // bytes last reported to napi_adjust_external_memory
+  napi_async_context async_ = nullptr;                     // for callback scopes from the loop
   napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed once handles are closed
 };
 

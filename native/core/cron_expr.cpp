@@ -23,8 +23,7 @@ enum Field : uint8_t { kSecond, kMinute, kHour, kDom, kMonth, kDow, kYear };
 // error messages (which quote input) short.
 constexpr size_t kMaxText = 1024;
 
-constexpr const char* kFieldNames[] = {"second", "minute",      "hour", "day-of-month",
-                                       "month",  "day-of-week", "year"};
+constexpr const char* kFieldNames[] = {"second", "minute", "hour", "day-of-month", "month", "day-of-week", "year"};
 constexpr const char* kMonthNames[] = {"JAN", "FEB", "MAR", "APR", "MAY", "JUN",
                                        "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"};
 constexpr const char* kDayNames[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
@@ -138,8 +137,7 @@ class Parser {
  private:
   // Error helpers: all return false so callers can `return Fail...`.
   bool Fail(std::string msg, size_t pos, const std::string& allowed) {
-    if (error_)
-      *error_ = "cron: " + msg + " at position " + std::to_string(pos + 1) + " (" + allowed + ")";
+    if (error_) *error_ = "cron: " + msg + " at position " + std::to_string(pos + 1) + " (" + allowed + ")";
     return false;
   }
   // The token starting at pos, up to the next separator, for messages.
@@ -155,14 +153,13 @@ class Parser {
     if (pos >= field_end_ || text_[pos] == ',')
       return Fail(std::string(kFieldNames[field_]) + " is missing a value", pos,
                   "allowed " + AllowedText(field_, dialect_));
-    return Fail(std::string(kFieldNames[field_]) + " has an invalid value: '" + TokenAt(pos) + "'",
-                pos, "allowed " + AllowedText(field_, dialect_));
+    return Fail(std::string(kFieldNames[field_]) + " has an invalid value: '" + TokenAt(pos) + "'", pos,
+                "allowed " + AllowedText(field_, dialect_));
   }
   bool FailRange(std::string_view what, size_t pos, size_t end, Range r) {
     std::string name = kFieldNames[field_];
     if (!what.empty()) name += " " + std::string(what);
-    return Fail(name + " out of range: " + Shown(text_.substr(pos, end - pos)), pos,
-                "allowed " + RangeText(r));
+    return Fail(name + " out of range: " + Shown(text_.substr(pos, end - pos)), pos, "allowed " + RangeText(r));
   }
 
   bool ParseNickname(std::string_view word, size_t pos, CronExpr* out);
@@ -233,8 +230,8 @@ bool Parser::Step(size_t* i, size_t end, int* step) {
     if (start >= end || text_[start] == ',')
       return Fail(std::string(kFieldNames[field_]) + " is missing a step after '/'", start,
                   "allowed 1-" + std::to_string(cap));
-    return Fail(std::string(kFieldNames[field_]) + " has an invalid step: '" + TokenAt(start) + "'",
-                start, "allowed 1-" + std::to_string(cap));
+    return Fail(std::string(kFieldNames[field_]) + " has an invalid step: '" + TokenAt(start) + "'", start,
+                "allowed 1-" + std::to_string(cap));
   }
   if (*step < 1 || *step > cap) return FailRange("step", start, *i, Range{1, cap});
   return true;
@@ -262,8 +259,7 @@ bool Parser::ParseItem(size_t begin, size_t end, bool alone, FieldSet* set) {
   size_t i = begin;
   auto expect_end = [&](size_t at) {
     if (at == end) return true;
-    return Fail(std::string(kFieldNames[field_]) + " has an unexpected character: '" +
-                    Shown(text_.substr(at, 1)) + "'",
+    return Fail(std::string(kFieldNames[field_]) + " has an unexpected character: '" + Shown(text_.substr(at, 1)) + "'",
                 at, "allowed " + AllowedText(field_, dialect_));
   };
 
@@ -372,8 +368,7 @@ bool Parser::ParseField(Field f, size_t begin, size_t end, FieldSet* set) {
   for (size_t i = begin; i <= end; ++i) {
     if (i < end && text_[i] != ',') continue;
     if (i == item)
-      return Fail(std::string(kFieldNames[f]) + " has an empty list item", i,
-                  "allowed " + AllowedText(f, dialect_));
+      return Fail(std::string(kFieldNames[f]) + " has an empty list item", i, "allowed " + AllowedText(f, dialect_));
     if (!ParseItem(item, i, alone, set)) return false;
     item = i + 1;
   }
@@ -382,9 +377,8 @@ bool Parser::ParseField(Field f, size_t begin, size_t end, FieldSet* set) {
 
 bool Parser::ParseNickname(std::string_view word, size_t pos, CronExpr* out) {
   static constexpr std::pair<const char*, const char*> kNicknames[] = {
-      {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"},
-      {"@weekly", "0 0 * * 0"}, {"@daily", "0 0 * * *"},    {"@midnight", "0 0 * * *"},
-      {"@hourly", "0 * * * *"},
+      {"@yearly", "0 0 1 1 *"}, {"@annually", "0 0 1 1 *"}, {"@monthly", "0 0 1 * *"}, {"@weekly", "0 0 * * 0"},
+      {"@daily", "0 0 * * *"},  {"@midnight", "0 0 * * *"}, {"@hourly", "0 * * * *"},
   };
   for (const auto& [name, line] : kNicknames) {
     if (!EqualsNoCase(word, name)) continue;
@@ -404,8 +398,8 @@ bool Parser::Parse(CronExpr* out) {
   *out = CronExpr{};
   if (text_.size() > kMaxText) {
     if (error_)
-      *error_ = "cron: expression too long: " + std::to_string(text_.size()) +
-                " characters (allowed up to " + std::to_string(kMaxText) + ")";
+      *error_ = "cron: expression too long: " + std::to_string(text_.size()) + " characters (allowed up to " +
+                std::to_string(kMaxText) + ")";
     return false;
   }
   size_t i = 0;
@@ -429,8 +423,7 @@ bool Parser::Parse(CronExpr* out) {
     out->zone_name = std::string(name);
     i = zone_end;
     while (i < text_.size() && IsSpace(text_[i])) ++i;
-    if (i == text_.size())
-      return Fail("missing fields after " + std::string(prefix) + Shown(name), i, kFieldCountHelp);
+    if (i == text_.size()) return Fail("missing fields after " + std::string(prefix) + Shown(name), i, kFieldCountHelp);
     break;
   }
 
@@ -442,12 +435,10 @@ bool Parser::Parse(CronExpr* out) {
   }
   if (fields_.empty()) return Fail("empty expression", i, kFieldCountHelp);
   if (text_[fields_[0].first] == '@') {
-    const std::string_view word =
-        text_.substr(fields_[0].first, fields_[0].second - fields_[0].first);
+    const std::string_view word = text_.substr(fields_[0].first, fields_[0].second - fields_[0].first);
     if (fields_.size() > 1)
       return Fail("unexpected text after " + Shown(word) + ": '" +
-                      Shown(text_.substr(fields_[1].first, fields_[1].second - fields_[1].first)) +
-                      "'",
+                      Shown(text_.substr(fields_[1].first, fields_[1].second - fields_[1].first)) + "'",
                   fields_[1].first, "allowed a nickname alone");
     return ParseNickname(word, fields_[0].first, out);
   }
@@ -485,11 +476,9 @@ bool Parser::ParseFields(CronExpr* out) {
   const std::string_view dom = texts[kDom], dow = texts[kDow];
   if (quartz) {
     if (sets[kDom].question && sets[kDow].question)
-      return Fail("day-of-month and day-of-week are both '?'", starts[kDow],
-                  "allowed '?' in exactly one of them");
+      return Fail("day-of-month and day-of-week are both '?'", starts[kDow], "allowed '?' in exactly one of them");
     if (!sets[kDom].question && !sets[kDow].question && dom != "*" && dow != "*")
-      return Fail("day-of-month and day-of-week are both set: '" + Shown(dom) + "' and '" +
-                      Shown(dow) + "'",
+      return Fail("day-of-month and day-of-week are both set: '" + Shown(dom) + "' and '" + Shown(dow) + "'",
                   starts[kDow], "allowed '?' (or '*') in one of them");
     out->dom_all = dom == "*" || dom == "?";
     out->dow_all = dow == "*" || dow == "?";
@@ -532,11 +521,8 @@ bool Parser::ParseFields(CronExpr* out) {
     out->dow_masks[first] = mask;
   }
 
-  auto is_interval = [](std::string_view t) {
-    return t.find_first_of("*-/") != std::string_view::npos;
-  };
-  out->interval =
-      is_interval(texts[kSecond]) || is_interval(texts[kMinute]) || is_interval(texts[kHour]);
+  auto is_interval = [](std::string_view t) { return t.find_first_of("*-/") != std::string_view::npos; };
+  out->interval = is_interval(texts[kSecond]) || is_interval(texts[kMinute]) || is_interval(texts[kHour]);
   return true;
 }
 

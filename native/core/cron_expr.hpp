@@ -98,8 +98,8 @@ struct CronDescription {
   std::vector<int> last_weekday_offsets;              // LW = 0, L-2W = 2
   std::vector<int> last_days_of_week;                 // 5L (Quartz: last THU) = 4, 0 = SUN
   std::vector<std::pair<int, int>> nth_days_of_week;  // 6#3 (Quartz: 3rd FRI) = {5, 3}
-  bool day_or = false;    // a day matches if either day field does (Vixie)
-  bool interval = false;  // DST class: interval (true) or fixed-time (false)
+  bool day_or = false;                                // a day matches if either day field does (Vixie)
+  bool interval = false;                              // DST class: interval (true) or fixed-time (false)
 };
 CronDescription DescribeCron(const CronExpr& expr);
 

@@ -165,8 +165,7 @@ std::optional<int64_t> NextLocal(const CronExpr& e, int64_t start, int max_year)
   int y = static_cast<int>(ymd.year());
   int mo = static_cast<int>(static_cast<unsigned>(ymd.month()));
   int d = static_cast<int>(static_cast<unsigned>(ymd.day()));
-  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60),
-      s = static_cast<int>(sod % 60);
+  int h = static_cast<int>(sod / 3600), mi = static_cast<int>(sod / 60 % 60), s = static_cast<int>(sod % 60);
   int mask_y = INT_MIN, mask_mo = 0;
   uint32_t mask = 0;
   for (;;) {
@@ -250,7 +249,7 @@ struct Span {
 // drop DST. The rule is read here and used for those instants only.
 
 struct RuleDate {
-  char kind = 'M';  // 'M' month.week.day, 'J' Julian day 1-365 (no Feb 29), 'N' day 0-365
+  char kind = 'M';                   // 'M' month.week.day, 'J' Julian day 1-365 (no Feb 29), 'N' day 0-365
   int month = 0, week = 0, day = 0;  // M: week 5 = last; day 0 = SUN. J/N: day
   int64_t time = 7200;               // local seconds after midnight; may be <0 or >24h
 };
@@ -296,8 +295,7 @@ class RuleParser {
       return Eat('>');
     }
     const size_t start = i_;
-    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z')))
-      ++i_;
+    while (i_ < s_.size() && ((s_[i_] >= 'A' && s_[i_] <= 'Z') || (s_[i_] >= 'a' && s_[i_] <= 'z'))) ++i_;
     return i_ - start >= 3;
   }
   bool Int(int* v, int max) {
@@ -325,8 +323,7 @@ class RuleParser {
   bool Date(RuleDate* d) {
     if (Eat('M')) {
       d->kind = 'M';
-      if (!Int(&d->month, 12) || !Eat('.') || !Int(&d->week, 5) || !Eat('.') || !Int(&d->day, 6))
-        return false;
+      if (!Int(&d->month, 12) || !Eat('.') || !Int(&d->week, 5) || !Eat('.') || !Int(&d->day, 6)) return false;
       if (d->month < 1 || d->week < 1) return false;
     } else if (Eat('J')) {
       d->kind = 'J';
@@ -350,15 +347,13 @@ std::optional<PosixRule> LoadRule(const date::time_zone* zone) {
   if (!f) return std::nullopt;
   std::string data;
   char buf[4096];
-  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && data.size() < (1 << 20);)
-    data.append(buf, n);
+  for (size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0 && data.size() < (1 << 20);) data.append(buf, n);
   std::fclose(f);
   if (data.size() < 2 || data.back() != '\n') return std::nullopt;
   const size_t nl = data.rfind('\n', data.size() - 2);
   if (nl == std::string::npos) return std::nullopt;
   PosixRule rule;
-  if (!RuleParser(std::string_view(data).substr(nl + 1, data.size() - nl - 2)).Parse(&rule) ||
-      !rule.has_dst)
+  if (!RuleParser(std::string_view(data).substr(nl + 1, data.size() - nl - 2)).Parse(&rule) || !rule.has_dst)
     return std::nullopt;
   return rule;
 }
@@ -425,8 +420,7 @@ Span RuleSpan(const PosixRule& r, int64_t t, int y) {
     changes[n++] = {RuleLocal(r.end, year) - r.dst_offset, r.std_offset};
     changes[n++] = {RuleLocal(r.start, year) - r.std_offset, r.dst_offset};
   }
-  std::stable_sort(changes, changes + n,
-                   [](const Change& a, const Change& b) { return a.at < b.at; });
+  std::stable_sort(changes, changes + n, [](const Change& a, const Change& b) { return a.at < b.at; });
   Span span{INT64_MIN, INT64_MAX, r.std_offset};
   for (int i = 0; i < n; ++i) {
     if (changes[i].at <= t) {
@@ -444,16 +438,14 @@ Span SpanAt(const date::time_zone* zone, const ZoneTail& tail, int64_t t) {
   // Past the last explicit transition date's span runs to the end of time;
   // the rule splits it at each DST change.
   if (tail.rule && t >= tail.begin && t < kMaxFrom) {
-    const int y = static_cast<int>(date::year_month_day{
-        date::sys_days{date::days{static_cast<int>(
-            FloorDiv(t, kDay))}}}.year());
+    const int y =
+        static_cast<int>(date::year_month_day{date::sys_days{date::days{static_cast<int>(FloorDiv(t, kDay))}}}.year());
     Span span = RuleSpan(*tail.rule, t, y);
     span.begin = std::max(span.begin, tail.begin);
     return span;
   }
   const date::sys_info info = zone->get_info(date::sys_seconds{std::chrono::seconds{t}});
-  return {info.begin.time_since_epoch().count(), info.end.time_since_epoch().count(),
-          info.offset.count()};
+  return {info.begin.time_since_epoch().count(), info.end.time_since_epoch().count(), info.offset.count()};
 }
 
 Span SpanAt(const date::time_zone* zone, int64_t t) {
@@ -481,8 +473,7 @@ const date::time_zone* FindZone(std::string_view name, std::string* error) {
     if (error) {
       std::string shown;
       for (unsigned char c : name.substr(0, 64)) shown += (c >= 0x20 && c < 0x7f) ? char(c) : '?';
-      *error = "cron: unknown time zone: '" + shown +
-               "' (allowed an IANA zone name such as Europe/Paris)";
+      *error = "cron: unknown time zone: '" + shown + "' (allowed an IANA zone name such as Europe/Paris)";
     }
     return nullptr;
   }
@@ -497,19 +488,16 @@ std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::
   from = std::max(from, kMinFrom);
   const int64_t t = from + 1;  // strictly after; `from` is whole seconds already
   // A day of slack on either side: the local year may differ from UTC's.
-  const int from_year = static_cast<int>(
-      date::year_month_day{date::sys_days{date::days{static_cast<int>(FloorDiv(t, kDay))}}}.year());
-  const int max_year =
-      expr.any_year ? std::min(kMaxSearchYear, from_year + 1 + kHorizonYears) : kCronMaxYear;
+  const int from_year =
+      static_cast<int>(date::year_month_day{date::sys_days{date::days{static_cast<int>(FloorDiv(t, kDay))}}}.year());
+  const int max_year = expr.any_year ? std::min(kMaxSearchYear, from_year + 1 + kHorizonYears) : kCronMaxYear;
   if (!zone) return NextLocal(expr, t, max_year);
 
   const ZoneTail& tail = TailFor(zone);
   Span span = SpanAt(zone, tail, t);
   // Fixed-time jobs need the offset before the span, to know whether its
   // start left a gap or repeats an hour.
-  int64_t prev = expr.interval || span.begin <= kMinFrom
-                     ? span.offset
-                     : SpanAt(zone, tail, span.begin - 1).offset;
+  int64_t prev = expr.interval || span.begin <= kMinFrom ? span.offset : SpanAt(zone, tail, span.begin - 1).offset;
   std::optional<int64_t> found;
   int64_t searched_from = INT64_MAX;
   for (;;) {
@@ -552,9 +540,7 @@ LocalTimeKind ClassifyLocalTime(const date::time_zone* zone, int64_t local_secon
     const int64_t instant = local_seconds - spans[i].offset;
     if (instant >= spans[i].begin && instant < spans[i].end) ++hits;
   }
-  return hits == 0   ? LocalTimeKind::kNonexistent
-         : hits == 1 ? LocalTimeKind::kNormal
-                     : LocalTimeKind::kAmbiguous;
+  return hits == 0 ? LocalTimeKind::kNonexistent : hits == 1 ? LocalTimeKind::kNormal : LocalTimeKind::kAmbiguous;
 }
 
 }  // namespace lua_tasks

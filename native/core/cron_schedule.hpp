@@ -27,8 +27,7 @@ const date::time_zone* FindZone(std::string_view name, std::string* error);
 // CronExpr::interval). std::nullopt means "no next time": nothing matches in
 // the expression's years or within 400 years of `from` (after which the
 // Gregorian calendar repeats), or `from` is past the year 9999.
-std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from_epoch_seconds,
-                                const date::time_zone* zone);
+std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from_epoch_seconds, const date::time_zone* zone);
 
 // The zone's UTC offset at an instant, in seconds east of UTC (local = utc +
 // offset); 0 for nullptr. Past the tzdata's last explicit transition (2037)

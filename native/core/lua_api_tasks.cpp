@@ -27,7 +27,9 @@ namespace {
 
 constexpr const char* kPreloadKey = kPreloadRegistryKey;
 
-Scheduler* Sched(lua_State* L) { return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1))); }
+Scheduler* Sched(lua_State* L) {
+  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
 
 // Yields the current task from L: directly on its own thread, else by the
 // sentinel that the resume wrappers pass up.
@@ -42,8 +44,7 @@ Task* NeedTask(lua_State* L, Scheduler* s, const char* fname) {
   Task* t = s->current();
   if (t == nullptr) luaL_error(L, "%s: not inside a task (start one with rt.start or tasks.start)", fname);
   if (!lua_isyieldable(L)) {
-    luaL_error(L, "%s: cannot suspend the task here (inside a metamethod, a C function or a call from JS)",
-               fname);
+    luaL_error(L, "%s: cannot suspend the task here (inside a metamethod, a C function or a call from JS)", fname);
   }
   return t;
 }
@@ -97,7 +98,7 @@ int k_commit(lua_State* L, int status, lua_KContext ctx) {
 int l_co_yield(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
-  if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
+  if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));       // plain Lua semantics
   if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
   WaitRequest req;
   if (lua_gettop(L) == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
@@ -115,8 +116,9 @@ int l_co_yield(lua_State* L) {
   }
   if (req.kind == WaitKind::kCommit) {
     if (!s->has_store()) {
-      return luaL_error(L, "COMMIT failed: this runtime has no store, so its state cannot be saved "
-                           "(create it with Runtime.open({ name, store }))");
+      return luaL_error(L,
+                        "COMMIT failed: this runtime has no store, so its state cannot be saved "
+                        "(create it with Runtime.open({ name, store }))");
     }
     // The yield returns "COMMIT" and the extra values, which stay on this
     // frame's stack across the write (see k_commit).

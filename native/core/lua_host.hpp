@@ -19,10 +19,10 @@ namespace lua_tasks {
 
 struct LuaHostOptions {
   LibProfile libs;
-  size_t memory_limit = 0;  // bytes; 0 = unlimited
-  int64_t time_slice_ns = 0;    // timeSlice; 0 = never preempt
-  int64_t task_timeout_ns = 0;  // taskTimeout; 0 = no CPU budget
-  const Clock* clock = nullptr; // required when either limit is set
+  size_t memory_limit = 0;       // bytes; 0 = unlimited
+  int64_t time_slice_ns = 0;     // timeSlice; 0 = never preempt
+  int64_t task_timeout_ns = 0;   // taskTimeout; 0 = no CPU budget
+  const Clock* clock = nullptr;  // required when either limit is set
 };
 
 // Owns a lua_State. The LuaHost pointer lives in the state's extra space, so
@@ -128,11 +128,11 @@ class LuaHost {
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
 
-  MemoryBudget memory_;          // must outlive L_: it is the allocator's state
+  MemoryBudget memory_;                // must outlive L_: it is the allocator's state
   std::unique_ptr<CpuBudget> budget_;  // null without timeSlice/taskTimeout
   bool last_killed_ = false;
-  lua_State* L_ = nullptr;       // owned; closed in the destructor
-  lua_State* current_ = nullptr; // borrowed: a thread of L_
+  lua_State* L_ = nullptr;        // owned; closed in the destructor
+  lua_State* current_ = nullptr;  // borrowed: a thread of L_
   int depth_ = 0;
   std::string message_;
   std::string traceback_;

@@ -27,11 +27,16 @@ struct Lib {
 };
 
 constexpr Lib kLibs[] = {
-    {"_G", luaopen_base},          {LUA_COLIBNAME, luaopen_coroutine},
-    {LUA_STRLIBNAME, luaopen_string}, {LUA_TABLIBNAME, luaopen_table},
-    {LUA_MATHLIBNAME, luaopen_math},  {LUA_UTF8LIBNAME, luaopen_utf8},
-    {LUA_OSLIBNAME, luaopen_os},      {LUA_IOLIBNAME, luaopen_io},
-    {LUA_DBLIBNAME, luaopen_debug},   {LUA_LOADLIBNAME, luaopen_package},
+    {"_G", luaopen_base},
+    {LUA_COLIBNAME, luaopen_coroutine},
+    {LUA_STRLIBNAME, luaopen_string},
+    {LUA_TABLIBNAME, luaopen_table},
+    {LUA_MATHLIBNAME, luaopen_math},
+    {LUA_UTF8LIBNAME, luaopen_utf8},
+    {LUA_OSLIBNAME, luaopen_os},
+    {LUA_IOLIBNAME, luaopen_io},
+    {LUA_DBLIBNAME, luaopen_debug},
+    {LUA_LOADLIBNAME, luaopen_package},
 };
 
 void Open(lua_State* L, std::string_view name) {

@@ -19,7 +19,7 @@ struct LibProfile {
 
 // The names a list may contain, for messages and validation.
 inline constexpr std::string_view kLibNames[] = {"base", "coroutine", "string", "table", "math",
-                                                  "utf8", "os",        "io",     "debug", "package"};
+                                                 "utf8", "os",        "io",     "debug", "package"};
 
 // True if `name` is one of kLibNames.
 bool IsLibName(std::string_view name);

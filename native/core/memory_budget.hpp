@@ -15,10 +15,10 @@ namespace lua_tasks {
 struct MemoryBudget {
   size_t used = 0;
   size_t peak = 0;
-  size_t limit = 0;        // 0 = no limit
-  bool enforce = false;    // set while Lua code runs
-  bool refused = false;    // an allocation failed for the limit since last reset
-  size_t refused_size = 0; // the size of that allocation
+  size_t limit = 0;         // 0 = no limit
+  bool enforce = false;     // set while Lua code runs
+  bool refused = false;     // an allocation failed for the limit since last reset
+  size_t refused_size = 0;  // the size of that allocation
 
   // lua_Alloc; `ud` is the MemoryBudget.
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;

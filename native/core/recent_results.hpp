@@ -39,7 +39,7 @@ class RecentResults {
   void Erase(uint64_t key);
 
   std::vector<FinishedTask> ring_;
-  size_t next_ = 0;   // where the next outcome goes
+  size_t next_ = 0;  // where the next outcome goes
   size_t count_ = 0;
   std::vector<uint32_t> index_;  // ring positions; size a power of two, at least twice the ring
   int shift_;

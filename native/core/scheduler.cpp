@@ -17,11 +17,16 @@ constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
 
 const char* TaskStatusName(TaskStatus s) {
   switch (s) {
-    case TaskStatus::kRunning: return "running";
-    case TaskStatus::kWaiting: return "waiting";
-    case TaskStatus::kDone: return "done";
-    case TaskStatus::kFailed: return "failed";
-    case TaskStatus::kCancelled: return "cancelled";
+    case TaskStatus::kRunning:
+      return "running";
+    case TaskStatus::kWaiting:
+      return "waiting";
+    case TaskStatus::kDone:
+      return "done";
+    case TaskStatus::kFailed:
+      return "failed";
+    case TaskStatus::kCancelled:
+      return "cancelled";
   }
   return "running";
 }
@@ -129,8 +134,8 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
   t->observed = observed;
   lua_pushvalue(L, -1);
   t->thread = LuaRef::Pop(L);
-  lua_pop(L, 1);                 // the thread
-  lua_xmove(L, co, nargs);       // args onto the coroutine, above its function
+  lua_pop(L, 1);            // the thread
+  lua_xmove(L, co, nargs);  // args onto the coroutine, above its function
   lua_settop(L, fn - 1);
   const uint64_t key = t->key;
   if (locks_ > 0) {
@@ -299,7 +304,7 @@ void Scheduler::ClearWait(Task* t) {
   }
   if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
   if (t->wait == WaitKind::kCommit) --locks_;  // written, or a cancelled committer: its lock goes
-  ++t->gen;  // any ready-queue entry is now stale
+  ++t->gen;                                    // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
 }
 
@@ -484,7 +489,7 @@ void Scheduler::KillNow(Task* t, int status) {
 }
 
 void Scheduler::EndTask(Task* t, int status, int nres) {
-  t->status = status == LUA_OK              ? TaskStatus::kDone
+  t->status = status == LUA_OK             ? TaskStatus::kDone
               : status == kCancelledStatus ? TaskStatus::kCancelled
                                            : TaskStatus::kFailed;
   const bool failed_in_lua = status != LUA_OK && status != kCancelledStatus && status != kTimedOutStatus;
@@ -576,6 +581,8 @@ int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
   return f.nres;
 }
 
-const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const { return finished_.Find(key); }
+const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {
+  return finished_.Find(key);
+}
 
 }  // namespace lua_tasks

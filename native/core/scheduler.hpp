@@ -27,24 +27,24 @@ const char* TaskStatusName(TaskStatus s);
 
 // One task: a coroutine and its single pending wait.
 struct Task {
-  uint64_t key = 0;           // numeric id; the string id is prefix + base36(key)
-  LuaRef thread;              // anchors `co` in the registry; owned here
-  lua_State* co = nullptr;    // kept alive by `thread`
+  uint64_t key = 0;         // numeric id; the string id is prefix + base36(key)
+  LuaRef thread;            // anchors `co` in the registry; owned here
+  lua_State* co = nullptr;  // kept alive by `thread`
   TaskStatus status = TaskStatus::kRunning;
   WaitKind wait = WaitKind::kNone;
-  Unit unit = Unit::kSeconds;       // unit of the yield's elapsed value
-  uint32_t gen = 0;                 // bumped at every new wait: stale queue entries never wake
-  int64_t wait_start = 0;           // monotonic ns when the wait began
-  int64_t wall_deadline = 0;        // UNTIL_TIME / UNTIL_NEXT target, wall ns
-  TimerQueue::Handle timer = 0;     // the queue entry of a timed wait, 0 if none
-  bool observed = false;            // the embedder wants OnTaskEnd (started from JS)
-  bool cancel_pending = false;      // cancelled while running: killed at its next yield or end
-  bool has_pending = false;         // `pending` holds the instruction of the current yield
+  Unit unit = Unit::kSeconds;    // unit of the yield's elapsed value
+  uint32_t gen = 0;              // bumped at every new wait: stale queue entries never wake
+  int64_t wait_start = 0;        // monotonic ns when the wait began
+  int64_t wall_deadline = 0;     // UNTIL_TIME / UNTIL_NEXT target, wall ns
+  TimerQueue::Handle timer = 0;  // the queue entry of a timed wait, 0 if none
+  bool observed = false;         // the embedder wants OnTaskEnd (started from JS)
+  bool cancel_pending = false;   // cancelled while running: killed at its next yield or end
+  bool has_pending = false;      // `pending` holds the instruction of the current yield
   WaitRequest pending;
-  uint64_t join_key = 0;            // kJoin: the task waited for
-  std::vector<uint64_t> joiners;    // tasks that joined this one (stale keys skipped at the end)
-  int64_t cpu_ns = 0;               // CPU time spent so far (monotonic ns while running)
-  uint32_t await_token = 0;         // kPromise: which settlement may wake it (late ones are ignored)
+  uint64_t join_key = 0;          // kJoin: the task waited for
+  std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
+  int64_t cpu_ns = 0;             // CPU time spent so far (monotonic ns while running)
+  uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
 };
 
 // What the embedder (the addon, or a test) supplies.
@@ -204,11 +204,11 @@ class Scheduler {
   static constexpr size_t kSpareKept = 1024;
   std::deque<ReadyEntry> ready_;
   std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
-  int batch_ = 0;  // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
+  int batch_ = 0;                // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
   TimerQueue timers_;
   RecentResults finished_{kFinishedKept};
-  Task* current_ = nullptr;  // the task whose coroutine is running, innermost
-  size_t outside_waits_ = 0; // tasks waiting on kPromise or kCommit
+  Task* current_ = nullptr;   // the task whose coroutine is running, innermost
+  size_t outside_waits_ = 0;  // tasks waiting on kPromise or kCommit
   int locks_ = 0;
   const date::time_zone* default_zone_ = nullptr;
   bool has_store_ = false;

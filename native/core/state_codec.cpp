@@ -76,8 +76,7 @@ constexpr size_t kTableHeader = 8;
 // Longest key shown in an error path before it is cut with "...".
 constexpr size_t kMaxPathKey = 40;
 
-static_assert(std::endian::native == std::endian::little ||
-              std::endian::native == std::endian::big);
+static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big);
 
 void Store32(char* p, uint32_t v) {
   if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
@@ -200,10 +199,9 @@ class TableIds {
 };
 
 bool IsName(const char* s, size_t n) {
-  static constexpr const char* kReserved[] = {
-      "and",      "break",  "do",   "else", "elseif", "end",  "false", "for",
-      "function", "goto",   "if",   "in",   "local",  "nil",  "not",   "or",
-      "repeat",   "return", "then", "true", "until",  "while"};
+  static constexpr const char* kReserved[] = {"and",      "break",  "do",   "else", "elseif", "end",  "false", "for",
+                                              "function", "goto",   "if",   "in",   "local",  "nil",  "not",   "or",
+                                              "repeat",   "return", "then", "true", "until",  "while"};
   auto alpha = [](char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; };
   if (n == 0 || !alpha(s[0])) return false;
   for (size_t i = 1; i < n; ++i) {
@@ -386,9 +384,7 @@ class Encoder {
     }
   }
 
-  bool TooLarge() {
-    return Fail("snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB");
-  }
+  bool TooLarge() { return Fail("snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB"); }
 
   // The path to the value being written, in Lua syntax: state.a[3]["b c"].
   std::string Path() const {
@@ -475,8 +471,7 @@ class StringCache {
     uint64_t w[2];
     Words(s, n, end, w);
     const uint64_t h = (w[0] * 0x9E3779B97F4A7C15ull) ^ (w[1] * 0xC2B2AE3D27D4EB4Full) ^ n;
-    const size_t set =
-        static_cast<size_t>((h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull >> 57);  // 7 bits
+    const size_t set = static_cast<size_t>((h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull >> 57);  // 7 bits
     Entry* e = &entries_[2 * set];
     for (int way = 0; way < 2; ++way) {
       if (e[way].len == n && e[way].w[0] == w[0] && e[way].w[1] == w[1] &&
@@ -605,8 +600,7 @@ class Decoder {
     p_ += kTableHeader;
     if (narr > count) return Fail("array size larger than the table");
     // Every pair owed, here and by the enclosing tables, needs 2 bytes.
-    if (2 * (owed_ + count) > static_cast<uint64_t>(end_ - p_))
-      return Fail("table count past the end");
+    if (2 * (owed_ + count) > static_cast<uint64_t>(end_ - p_)) return Fail("table count past the end");
     // Both fit in int: count <= kMaxStateBytes / 2.
     lua_createtable(L_, static_cast<int>(narr), static_cast<int>(count - narr));
     const uint64_t ordinal = tables_++;
@@ -669,8 +663,7 @@ class Decoder {
 
 }  // namespace
 
-bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error,
-                 const char* root_name) {
+bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name) {
   error->clear();
   out->clear();
   const int top = lua_gettop(L);
@@ -685,8 +678,7 @@ bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error,
 
 bool DecodeState(lua_State* L, std::string_view bytes, std::string* error) {
   error->clear();
-  if (bytes.empty() ||
-      std::memcmp(bytes.data(), kMagic, std::min(bytes.size(), sizeof kMagic)) != 0) {
+  if (bytes.empty() || std::memcmp(bytes.data(), kMagic, std::min(bytes.size(), sizeof kMagic)) != 0) {
     *error = "not a lua-tasks state snapshot (bad magic)";
     return false;
   }

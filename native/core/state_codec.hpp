@@ -27,8 +27,7 @@ inline constexpr size_t kMaxStateBytes = size_t{1} << 30;
 // metatables are not saved) and its one stack call, lua_checkstack, reports
 // failure instead of raising. The caller holds a LuaHost::HostSection, so no
 // Lua error can longjmp through this C++ frame. Stack unchanged.
-bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error,
-                 const char* root_name = "state");
+bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name = "state");
 
 // Decodes a snapshot and pushes its value onto L. Returns false (nothing
 // pushed) and sets *error for bytes that are not a complete, valid snapshot

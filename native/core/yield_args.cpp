@@ -25,16 +25,15 @@ constexpr UnitRow kUnits[] = {
     {"HOURS", Unit::kHours, int64_t{3600} * 1000000000},
     {"DAYS", Unit::kDays, int64_t{86400} * 1000000000},
 };
-constexpr const char kUnitList[] =
-    "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS";
+constexpr const char kUnitList[] = "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS";
 
 struct KindRow {
   const char* name;
   WaitKind kind;
 };
 constexpr KindRow kKinds[] = {
-    {"IMMEDIATE", WaitKind::kImmediate},   {"FOR", WaitKind::kFor},
-    {"UNTIL_TIME", WaitKind::kUntilTime},  {"UNTIL_NEXT", WaitKind::kUntilNext},
+    {"IMMEDIATE", WaitKind::kImmediate},       {"FOR", WaitKind::kFor},
+    {"UNTIL_TIME", WaitKind::kUntilTime},      {"UNTIL_NEXT", WaitKind::kUntilNext},
     {"INDEFINITELY", WaitKind::kIndefinitely}, {"COMMIT", WaitKind::kCommit},
 };
 static_assert(std::size(kKinds) == kKindCount, "YieldNames::kinds follows kKinds");
@@ -83,28 +82,43 @@ bool ParseUnit(std::string_view name, Unit* unit) {
   return false;
 }
 
-const char* UnitName(Unit unit) { return kUnits[static_cast<int>(unit)].name; }
-int64_t UnitNs(Unit unit) { return kUnits[static_cast<int>(unit)].ns; }
+const char* UnitName(Unit unit) {
+  return kUnits[static_cast<int>(unit)].name;
+}
+int64_t UnitNs(Unit unit) {
+  return kUnits[static_cast<int>(unit)].ns;
+}
 
 const char* WaitKindName(WaitKind kind) {
   switch (kind) {
-    case WaitKind::kNone: return "NONE";
-    case WaitKind::kImmediate: return "IMMEDIATE";
-    case WaitKind::kFor: return "FOR";
-    case WaitKind::kUntilTime: return "UNTIL_TIME";
-    case WaitKind::kUntilNext: return "UNTIL_NEXT";
-    case WaitKind::kIndefinitely: return "INDEFINITELY";
-    case WaitKind::kCommit: return "COMMIT";
-    case WaitKind::kJoin: return "JOIN";
-    case WaitKind::kPromise: return "PROMISE";
+    case WaitKind::kNone:
+      return "NONE";
+    case WaitKind::kImmediate:
+      return "IMMEDIATE";
+    case WaitKind::kFor:
+      return "FOR";
+    case WaitKind::kUntilTime:
+      return "UNTIL_TIME";
+    case WaitKind::kUntilNext:
+      return "UNTIL_NEXT";
+    case WaitKind::kIndefinitely:
+      return "INDEFINITELY";
+    case WaitKind::kCommit:
+      return "COMMIT";
+    case WaitKind::kJoin:
+      return "JOIN";
+    case WaitKind::kPromise:
+      return "PROMISE";
   }
   return "NONE";
 }
 
-const char* KindName(int i) { return kKinds[i].name; }
+const char* KindName(int i) {
+  return kKinds[i].name;
+}
 
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
-                WaitRequest* out, char* err, size_t errlen) {
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names, WaitRequest* out,
+                char* err, size_t errlen) {
   *out = WaitRequest{};
   char shown[64];
   if (n == 0 || lua_isnil(L, first)) return true;  // bare yield: IMMEDIATE
@@ -148,8 +162,8 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldN
       }
       if (!known && (u == nullptr || !ParseUnit(std::string_view(u), &out->unit))) {
         Show(L, unit_idx, shown, sizeof shown);
-        std::snprintf(err, errlen, "unknown time unit %s for %s (expected %s)", shown,
-                      WaitKindName(out->kind), kUnitList);
+        std::snprintf(err, errlen, "unknown time unit %s for %s (expected %s)", shown, WaitKindName(out->kind),
+                      kUnitList);
         return false;
       }
     }
@@ -159,8 +173,7 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldN
       } else {
         std::snprintf(shown, sizeof shown, "nothing");
       }
-      std::snprintf(err, errlen, "%s needs a number %s, got %s",
-                    WaitKindName(out->kind),
+      std::snprintf(err, errlen, "%s needs a number %s, got %s", WaitKindName(out->kind),
                     out->kind == WaitKind::kFor ? "of time units to wait" : "of time units since the Unix epoch",
                     shown);
       return false;
@@ -180,8 +193,7 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldN
       }
       if (ns > static_cast<double>(kMaxWaitNs)) {
         Show(L, value, shown, sizeof shown);
-        std::snprintf(err, errlen, "FOR duration too large: %s %s (at most 100 years)", shown,
-                      UnitName(out->unit));
+        std::snprintf(err, errlen, "FOR duration too large: %s %s (at most 100 years)", shown, UnitName(out->unit));
         return false;
       }
       out->duration_ns = static_cast<int64_t>(std::ceil(ns));
@@ -189,8 +201,7 @@ bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldN
       // The clock is read only here: the other instructions never need it.
       if (ns < 0 || ns > static_cast<double>(clock.WallNs()) + static_cast<double>(kMaxWaitNs)) {
         Show(L, value, shown, sizeof shown);
-        std::snprintf(err, errlen,
-                      "UNTIL_TIME out of range: %s %s since the epoch (allowed 0 to 100 years from now)",
+        std::snprintf(err, errlen, "UNTIL_TIME out of range: %s %s since the epoch (allowed 0 to 100 years from now)",
                       shown, UnitName(out->unit));
         return false;
       }

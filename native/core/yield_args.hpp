@@ -33,8 +33,8 @@ enum class WaitKind : uint8_t {
 const char* WaitKindName(WaitKind kind);
 // Waits a resume by id may end (DESIGN §4.1).
 inline bool IsResumable(WaitKind k) {
-  return k == WaitKind::kImmediate || k == WaitKind::kFor || k == WaitKind::kUntilTime ||
-         k == WaitKind::kUntilNext || k == WaitKind::kIndefinitely;
+  return k == WaitKind::kImmediate || k == WaitKind::kFor || k == WaitKind::kUntilTime || k == WaitKind::kUntilNext ||
+         k == WaitKind::kIndefinitely;
 }
 
 // A parsed instruction. Trivially destructible: it is filled in by Lua-facing
@@ -69,7 +69,7 @@ const char* KindName(int i);  // the i-th instruction name of YieldNames::kinds
 
 // `clock` bounds UNTIL_TIME (read only for that instruction); `names` may be
 // null.
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
-                WaitRequest* out, char* err, size_t errlen);
+bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names, WaitRequest* out,
+                char* err, size_t errlen);
 
 }  // namespace lua_tasks

@@ -150,9 +150,8 @@ TEST(CronExprTest, QuartzDaySpecialsAreKeptApartFromPlainDays) {
 
 TEST(CronExprTest, VixieOrsTheDayFieldsOnlyWhenNeitherBeginsWithStar) {
   const std::pair<const char*, bool> rows[] = {
-      {"0 0 13 * 5", true},    {"0 0 13 * *", false},   {"0 0 * * 5", false},
-      {"0 0 */2 * 5", false},  {"0 0 13 * */2", false}, {"0 0 1-7 * 1", true},
-      {"0 0 0 13 * ?", false},  // Quartz never ORs
+      {"0 0 13 * 5", true},    {"0 0 13 * *", false}, {"0 0 * * 5", false},    {"0 0 */2 * 5", false},
+      {"0 0 13 * */2", false}, {"0 0 1-7 * 1", true}, {"0 0 0 13 * ?", false},  // Quartz never ORs
   };
   for (const auto& [text, day_or] : rows) EXPECT_EQ(Describe(text).day_or, day_or) << text;
 }
@@ -169,10 +168,9 @@ TEST(CronExprTest, QuartzAcceptsAPlainStarBesideARestrictedDayField) {
 
 TEST(CronExprTest, IntervalJobsHaveAStarRangeOrStepInSecondsMinutesOrHours) {
   const std::pair<const char*, bool> rows[] = {
-      {"0 30 2 * * ?", false}, {"0 0,30 2 * * ?", false}, {"30 2 * * *", false},
-      {"@daily", false},       {"0 0 0 1-5 * ?", false},  {"0 */5 2 * * ?", true},
-      {"0 0 1-3 * * ?", true}, {"* 0 2 * * ?", true},     {"0 0 0/6 * * ?", true},
-      {"0 0 * * * ?", true},   {"@hourly", true},         {"*/10 * * * *", true},
+      {"0 30 2 * * ?", false},  {"0 0,30 2 * * ?", false}, {"30 2 * * *", false},   {"@daily", false},
+      {"0 0 0 1-5 * ?", false}, {"0 */5 2 * * ?", true},   {"0 0 1-3 * * ?", true}, {"* 0 2 * * ?", true},
+      {"0 0 0/6 * * ?", true},  {"0 0 * * * ?", true},     {"@hourly", true},       {"*/10 * * * *", true},
   };
   for (const auto& [text, interval] : rows) EXPECT_EQ(Describe(text).interval, interval) << text;
 }
@@ -222,8 +220,7 @@ TEST(CronExprTest, EveryErrorNamesTheFieldPositionValueAndWhatIsAllowed) {
       {"@reboot",
        "cron: unknown nickname: '@reboot' at position 1 (allowed @yearly @annually @monthly "
        "@weekly @daily @midnight @hourly)"},
-      {"@daily 5",
-       "cron: unexpected text after @daily: '5' at position 8 (allowed a nickname alone)"},
+      {"@daily 5", "cron: unexpected text after @daily: '5' at position 8 (allowed a nickname alone)"},
       {"CRON_TZ=Mars/Base 0 0 * * *",
        "cron: unknown time zone: 'Mars/Base' at position 9 (allowed an IANA zone name such as "
        "Europe/Paris)"},
@@ -243,15 +240,12 @@ TEST(CronExprTest, EveryErrorNamesTheFieldPositionValueAndWhatIsAllowed) {
       {"0 0 * * 8", "cron: day-of-week out of range: 8 at position 9 (allowed 0-7)"},
       {"0 0 0 1 1 ? 1969", "cron: year out of range: 1969 at position 13 (allowed 1970-2199)"},
       {"0 0 0 1 1 ? 2200", "cron: year out of range: 2200 at position 13 (allowed 1970-2199)"},
-      {"0 0 0-99999999999 * * ?",
-       "cron: hour out of range: 99999999999 at position 7 (allowed 0-23)"},
+      {"0 0 0-99999999999 * * ?", "cron: hour out of range: 99999999999 at position 7 (allowed 0-23)"},
       {"0 0 1-30 * * ?", "cron: hour out of range: 30 at position 7 (allowed 0-23)"},
       // values
       {"x * * * * ?", "cron: second has an invalid value: 'x' at position 1 (allowed 0-59)"},
-      {"0 0 0 ? JAX *",
-       "cron: month has an invalid value: 'JAX' at position 9 (allowed 1-12 or JAN-DEC)"},
-      {"0 0 0 ? JA *",
-       "cron: month has an invalid value: 'JA' at position 9 (allowed 1-12 or JAN-DEC)"},
+      {"0 0 0 ? JAX *", "cron: month has an invalid value: 'JAX' at position 9 (allowed 1-12 or JAN-DEC)"},
+      {"0 0 0 ? JA *", "cron: month has an invalid value: 'JA' at position 9 (allowed 1-12 or JAN-DEC)"},
       {"0 0 0 ? * FUN",
        "cron: day-of-week has an invalid value: 'FUN' at position 11 (allowed 1-7 or SUN-SAT (1 "
        "= SUN), nL, n#k, L or ?)"},
@@ -259,27 +253,23 @@ TEST(CronExprTest, EveryErrorNamesTheFieldPositionValueAndWhatIsAllowed) {
       {"1- * * * * ?", "cron: second is missing a value at position 3 (allowed 0-59)"},
       {"1-x * * * * ?", "cron: second has an invalid value: 'x' at position 3 (allowed 0-59)"},
       {"-1 * * * * ?", "cron: second has an invalid value: '-1' at position 1 (allowed 0-59)"},
-      {"5x * * * * ?",
-       "cron: second has an unexpected character: 'x' at position 2 (allowed 0-59)"},
+      {"5x * * * * ?", "cron: second has an unexpected character: 'x' at position 2 (allowed 0-59)"},
       {"1,,2 * * * * ?", "cron: second has an empty list item at position 3 (allowed 0-59)"},
       {",1 * * * * ?", "cron: second has an empty list item at position 1 (allowed 0-59)"},
       {"1, * * * * ?", "cron: second has an empty list item at position 3 (allowed 0-59)"},
       {"\x01 * * * * ?", "cron: second has an invalid value: '\\x01' at position 1 (allowed 0-59)"},
-      {"*x * * * * ?",
-       "cron: second has an unexpected character: 'x' at position 2 (allowed 0-59)"},
+      {"*x * * * * ?", "cron: second has an unexpected character: 'x' at position 2 (allowed 0-59)"},
       // steps
       {"*/0 * * * * ?", "cron: second step out of range: 0 at position 3 (allowed 1-59)"},
       {"*/60 * * * * ?", "cron: second step out of range: 60 at position 3 (allowed 1-59)"},
       {"0 0 */24 * * ?", "cron: hour step out of range: 24 at position 7 (allowed 1-23)"},
       {"0 0 0 ? */13 *", "cron: month step out of range: 13 at position 11 (allowed 1-12)"},
       {"0 0 0 ? * */8", "cron: day-of-week step out of range: 8 at position 13 (allowed 1-7)"},
-      {"0 0 0 ? * MON-FRI/0",
-       "cron: day-of-week step out of range: 0 at position 19 (allowed 1-7)"},
+      {"0 0 0 ? * MON-FRI/0", "cron: day-of-week step out of range: 0 at position 19 (allowed 1-7)"},
       {"0 0 0 1 1 ? */230", "cron: year step out of range: 230 at position 15 (allowed 1-229)"},
       {"*/ * * * * ?", "cron: second is missing a step after '/' at position 3 (allowed 1-59)"},
       {"*/x * * * * ?", "cron: second has an invalid step: 'x' at position 3 (allowed 1-59)"},
-      {"1/5/5 * * * * ?",
-       "cron: second has an unexpected character: '/' at position 4 (allowed 0-59)"},
+      {"1/5/5 * * * * ?", "cron: second has an unexpected character: '/' at position 4 (allowed 0-59)"},
       // '?' and the day fields
       {"0 0 0 ? * ?",
        "cron: day-of-month and day-of-week are both '?' at position 11 (allowed '?' in exactly "
@@ -321,10 +311,8 @@ TEST(CronExprTest, EveryErrorNamesTheFieldPositionValueAndWhatIsAllowed) {
       {"0 0 0 L/2 * ?",
        "cron: day-of-month has an unexpected character: '/' at position 8 (allowed 1-31, L, L-n, "
        "nW, LW, L-nW or ?)"},
-      {"0 0 0 ? * 6#6",
-       "cron: day-of-week occurrence out of range: 6 at position 13 (allowed 1-5)"},
-      {"0 0 0 ? * 6#0",
-       "cron: day-of-week occurrence out of range: 0 at position 13 (allowed 1-5)"},
+      {"0 0 0 ? * 6#6", "cron: day-of-week occurrence out of range: 6 at position 13 (allowed 1-5)"},
+      {"0 0 0 ? * 6#0", "cron: day-of-week occurrence out of range: 0 at position 13 (allowed 1-5)"},
       {"0 0 0 ? * 6#",
        "cron: day-of-week is missing a value at position 13 (allowed 1-7 or SUN-SAT (1 = SUN), "
        "nL, n#k, L or ?)"},

@@ -42,8 +42,8 @@ std::string Show(int64_t t, const date::time_zone* zone) {
   const int64_t offset = ZoneOffset(zone, t);
   const int64_t a = offset < 0 ? -offset : offset;
   char sign_hh_mm[8];
-  std::snprintf(sign_hh_mm, sizeof sign_hh_mm, "%c%02d:%02d", offset < 0 ? '-' : '+',
-                static_cast<int>(a / 3600), static_cast<int>(a / 60 % 60));
+  std::snprintf(sign_hh_mm, sizeof sign_hh_mm, "%c%02d:%02d", offset < 0 ? '-' : '+', static_cast<int>(a / 3600),
+                static_cast<int>(a / 60 % 60));
   return date::format("%FT%T", date::sys_seconds{std::chrono::seconds{t + offset}}) + sign_hh_mm;
 }
 
@@ -64,8 +64,7 @@ CronExpr Parse(const std::string& text) {
 
 // Follows the schedule from `from`, feeding each result back in, and shows
 // each instant in the zone; "none" ends the list.
-std::vector<std::string> Run(const std::string& text, const char* zone_name,
-                             const std::string& from, size_t count) {
+std::vector<std::string> Run(const std::string& text, const char* zone_name, const std::string& from, size_t count) {
   const CronExpr e = Parse(text);
   const date::time_zone* zone = Zone(zone_name);
   const date::time_zone* shown_in = e.zone ? e.zone : zone;
@@ -93,8 +92,7 @@ struct Row {
 
 void Check(const std::vector<Row>& rows) {
   for (const auto& row : rows) {
-    SCOPED_TRACE(std::string(row.text) + " in " + (row.zone ? row.zone : "UTC") + " from " +
-                 row.from);
+    SCOPED_TRACE(std::string(row.text) + " in " + (row.zone ? row.zone : "UTC") + " from " + row.from);
     EXPECT_EQ(Run(row.text, row.zone, row.from, row.expected.size()), row.expected);
   }
 }
@@ -115,10 +113,7 @@ TEST(CronScheduleTest, BenchExpressionsInUtc) {
        nullptr,
        "2024-01-31T10:15:00Z",
        {"2024-02-29T10:15:00Z", "2024-03-31T10:15:00Z", "2024-04-30T10:15:00Z"}},
-      {"0 0 0 29 2 ?",
-       nullptr,
-       "2024-02-29T00:00:00Z",
-       {"2028-02-29T00:00:00Z", "2032-02-29T00:00:00Z"}},
+      {"0 0 0 29 2 ?", nullptr, "2024-02-29T00:00:00Z", {"2028-02-29T00:00:00Z", "2032-02-29T00:00:00Z"}},
       {"0 0/5 14,18 * * ?",
        nullptr,
        "2024-01-01T14:50:00Z",
@@ -134,19 +129,13 @@ TEST(CronScheduleTest, NextIsStrictlyAfterFrom) {
 
 TEST(CronScheduleTest, LeapDayWaitsForTheNextLeapYearAnd2100IsNotOne) {
   Check({
-      {"0 0 0 29 2 ?",
-       nullptr,
-       "2097-01-01T00:00:00Z",
-       {"2104-02-29T00:00:00Z", "2108-02-29T00:00:00Z"}},
+      {"0 0 0 29 2 ?", nullptr, "2097-01-01T00:00:00Z", {"2104-02-29T00:00:00Z", "2108-02-29T00:00:00Z"}},
       {"0 0 29 2 *", nullptr, "2096-02-29T00:00:00Z", {"2104-02-29T00:00:00Z"}},
       {"0 0 0 29 2 ?",
        "America/New_York",
        "2024-03-01T00:00:00-05:00",
        {"2028-02-29T00:00:00-05:00", "2032-02-29T00:00:00-05:00"}},
-      {"0 0 0 L 2 ?",
-       nullptr,
-       "2099-03-01T00:00:00Z",
-       {"2100-02-28T00:00:00Z", "2101-02-28T00:00:00Z"}},
+      {"0 0 0 L 2 ?", nullptr, "2099-03-01T00:00:00Z", {"2100-02-28T00:00:00Z", "2101-02-28T00:00:00Z"}},
   });
 }
 
@@ -163,10 +152,7 @@ TEST(CronScheduleTest, ImpossibleDatesAndExhaustedYearsHaveNoNextTime) {
       {"0 0 0 1 1 ? 2030", nullptr, "1999-05-05T00:00:00Z", {"2030-01-01T00:00:00Z", "none"}},
       {"0 0 0 ? 2 2#5 2025-2027", nullptr, "2024-01-01T00:00:00Z", {"none"}},
       // A fifth Monday in February needs a leap year starting Feb on a Monday.
-      {"0 0 0 ? 2 2#5",
-       nullptr,
-       "2024-01-01T00:00:00Z",
-       {"2044-02-29T00:00:00Z", "2072-02-29T00:00:00Z"}},
+      {"0 0 0 ? 2 2#5", nullptr, "2024-01-01T00:00:00Z", {"2044-02-29T00:00:00Z", "2072-02-29T00:00:00Z"}},
   });
 }
 
@@ -177,8 +163,7 @@ TEST(CronScheduleTest, SearchStopsAtTheYearsAndTheCalendarEnd) {
   EXPECT_EQ(CronNext(every, INT64_MAX, nullptr), std::nullopt);
   // Before the year 1 the search starts at the year 1.
   EXPECT_EQ(CronNext(every, INT64_MIN, nullptr), At("0001-01-01T00:00:00Z"));
-  EXPECT_EQ(CronNext(Parse("0 0 0 1 1 ?"), At("1900-06-01T00:00:00Z"), nullptr),
-            At("1901-01-01T00:00:00Z"));
+  EXPECT_EQ(CronNext(Parse("0 0 0 1 1 ?"), At("1900-06-01T00:00:00Z"), nullptr), At("1901-01-01T00:00:00Z"));
   EXPECT_EQ(CronNext(Parse("0 0 0 1 1 ? 1970"), INT64_MIN, nullptr), 0);
 }
 
@@ -187,27 +172,15 @@ TEST(CronScheduleTest, SearchStopsAtTheYearsAndTheCalendarEnd) {
 TEST(CronScheduleTest, WeekdayNearestStaysInsideTheMonth) {
   Check({
       // 2024-06-01 is a Saturday: 1W is Monday the 3rd, not Friday May 31.
-      {"0 0 0 1W * ?",
-       nullptr,
-       "2024-05-15T00:00:00Z",
-       {"2024-06-03T00:00:00Z", "2024-07-01T00:00:00Z"}},
+      {"0 0 0 1W * ?", nullptr, "2024-05-15T00:00:00Z", {"2024-06-03T00:00:00Z", "2024-07-01T00:00:00Z"}},
       // 2024-06-15 is a Saturday -> Friday 14th; 2024-09-15 a Sunday -> Monday 16th.
-      {"0 0 0 15W 6,9 ?",
-       nullptr,
-       "2024-01-01T00:00:00Z",
-       {"2024-06-14T00:00:00Z", "2024-09-16T00:00:00Z"}},
+      {"0 0 0 15W 6,9 ?", nullptr, "2024-01-01T00:00:00Z", {"2024-06-14T00:00:00Z", "2024-09-16T00:00:00Z"}},
       // 2024-03-31 is a Sunday: LW is Friday the 29th. 2024-08-31 is a Saturday -> 30th.
-      {"0 0 0 LW 3,8 ?",
-       nullptr,
-       "2024-01-01T00:00:00Z",
-       {"2024-03-29T00:00:00Z", "2024-08-30T00:00:00Z"}},
+      {"0 0 0 LW 3,8 ?", nullptr, "2024-01-01T00:00:00Z", {"2024-03-29T00:00:00Z", "2024-08-30T00:00:00Z"}},
       // 2024-06-30 is a Sunday and the last day: 30W goes back to Friday 28th.
       {"0 0 0 30W 6 ?", nullptr, "2024-01-01T00:00:00Z", {"2024-06-28T00:00:00Z"}},
       // 31W skips the months without a 31st.
-      {"0 0 0 31W * ?",
-       nullptr,
-       "2024-03-31T12:00:00Z",
-       {"2024-05-31T00:00:00Z", "2024-07-31T00:00:00Z"}},
+      {"0 0 0 31W * ?", nullptr, "2024-03-31T12:00:00Z", {"2024-05-31T00:00:00Z", "2024-07-31T00:00:00Z"}},
       // L-3W: 2024-07-28 is a Sunday -> Monday 29th.
       {"0 0 0 L-3W 7 ?", nullptr, "2024-01-01T00:00:00Z", {"2024-07-29T00:00:00Z"}},
   });
@@ -264,16 +237,9 @@ TEST(CronScheduleTest, VixieDayFieldsOrUnlessOneBeginsWithStar) {
       {"0 0 13 * 5",
        nullptr,
        "2024-10-01T00:00:00Z",
-       {"2024-10-04T00:00:00Z", "2024-10-11T00:00:00Z", "2024-10-13T00:00:00Z",
-        "2024-10-18T00:00:00Z"}},
-      {"0 0 13 * *",
-       nullptr,
-       "2024-10-01T00:00:00Z",
-       {"2024-10-13T00:00:00Z", "2024-11-13T00:00:00Z"}},
-      {"0 0 * * 5",
-       nullptr,
-       "2024-10-01T00:00:00Z",
-       {"2024-10-04T00:00:00Z", "2024-10-11T00:00:00Z"}},
+       {"2024-10-04T00:00:00Z", "2024-10-11T00:00:00Z", "2024-10-13T00:00:00Z", "2024-10-18T00:00:00Z"}},
+      {"0 0 13 * *", nullptr, "2024-10-01T00:00:00Z", {"2024-10-13T00:00:00Z", "2024-11-13T00:00:00Z"}},
+      {"0 0 * * 5", nullptr, "2024-10-01T00:00:00Z", {"2024-10-04T00:00:00Z", "2024-10-11T00:00:00Z"}},
       // */2 begins with '*': AND, so odd-numbered days that are Fridays.
       {"0 0 */2 * 5",
        nullptr,
@@ -294,18 +260,12 @@ TEST(CronScheduleTest, StepsRestartEachPeriod) {
        nullptr,
        "2024-01-01T00:00:55Z",
        {"2024-01-01T00:00:56Z", "2024-01-01T00:01:00Z", "2024-01-01T00:01:07Z"}},
-      {"0 0 */5 * * ?",
-       nullptr,
-       "2024-01-01T19:00:00Z",
-       {"2024-01-01T20:00:00Z", "2024-01-02T00:00:00Z"}},
+      {"0 0 */5 * * ?", nullptr, "2024-01-01T19:00:00Z", {"2024-01-01T20:00:00Z", "2024-01-02T00:00:00Z"}},
       {"0 0 0 */10 * ?",
        nullptr,
        "2024-02-15T00:00:00Z",
        {"2024-02-21T00:00:00Z", "2024-03-01T00:00:00Z", "2024-03-11T00:00:00Z"}},
-      {"0 0 0 1 */5 ?",
-       nullptr,
-       "2024-07-01T00:00:00Z",
-       {"2024-11-01T00:00:00Z", "2025-01-01T00:00:00Z"}},
+      {"0 0 0 1 */5 ?", nullptr, "2024-07-01T00:00:00Z", {"2024-11-01T00:00:00Z", "2025-01-01T00:00:00Z"}},
   });
 }
 
@@ -314,13 +274,13 @@ TEST(CronScheduleTest, WrappingRangesAndStepsAfterNames) {
       {"0 0 22-2 * * ?",
        nullptr,
        "2024-01-01T21:00:00Z",
-       {"2024-01-01T22:00:00Z", "2024-01-01T23:00:00Z", "2024-01-02T00:00:00Z",
-        "2024-01-02T01:00:00Z", "2024-01-02T02:00:00Z", "2024-01-02T22:00:00Z"}},
+       {"2024-01-01T22:00:00Z", "2024-01-01T23:00:00Z", "2024-01-02T00:00:00Z", "2024-01-02T01:00:00Z",
+        "2024-01-02T02:00:00Z", "2024-01-02T22:00:00Z"}},
       {"0 0 0 1 NOV-FEB ?",
        nullptr,
        "2024-03-01T00:00:00Z",
-       {"2024-11-01T00:00:00Z", "2024-12-01T00:00:00Z", "2025-01-01T00:00:00Z",
-        "2025-02-01T00:00:00Z", "2025-11-01T00:00:00Z"}},
+       {"2024-11-01T00:00:00Z", "2024-12-01T00:00:00Z", "2025-01-01T00:00:00Z", "2025-02-01T00:00:00Z",
+        "2025-11-01T00:00:00Z"}},
       // MON-FRI/2 is MON, WED, FRI in both dialects. 2024-01-01 is a Monday.
       {"0 0 0 ? * MON-FRI/2",
        nullptr,
@@ -333,12 +293,9 @@ TEST(CronScheduleTest, WrappingRangesAndStepsAfterNames) {
       {"0 0 * * FRI-MON",
        nullptr,
        "2024-01-02T00:00:00Z",
-       {"2024-01-05T00:00:00Z", "2024-01-06T00:00:00Z", "2024-01-07T00:00:00Z",
-        "2024-01-08T00:00:00Z", "2024-01-12T00:00:00Z"}},
-      {"0 0 0 1 1 ? 2030/10",
-       nullptr,
-       "2024-01-01T00:00:00Z",
-       {"2030-01-01T00:00:00Z", "2040-01-01T00:00:00Z"}},
+       {"2024-01-05T00:00:00Z", "2024-01-06T00:00:00Z", "2024-01-07T00:00:00Z", "2024-01-08T00:00:00Z",
+        "2024-01-12T00:00:00Z"}},
+      {"0 0 0 1 1 ? 2030/10", nullptr, "2024-01-01T00:00:00Z", {"2030-01-01T00:00:00Z", "2040-01-01T00:00:00Z"}},
   });
 }
 
@@ -358,14 +315,8 @@ TEST(CronScheduleTest, NicknamesFire) {
 
 TEST(CronScheduleTest, ZonePrefixWinsOverTheZoneArgument) {
   Check({
-      {"CRON_TZ=Asia/Tokyo 0 0 9 * * ?",
-       nullptr,
-       "2024-01-01T00:00:00Z",
-       {"2024-01-02T09:00:00+09:00"}},
-      {"TZ=Asia/Tokyo 0 9 * * *",
-       "America/New_York",
-       "2024-01-01T00:00:00Z",
-       {"2024-01-02T09:00:00+09:00"}},
+      {"CRON_TZ=Asia/Tokyo 0 0 9 * * ?", nullptr, "2024-01-01T00:00:00Z", {"2024-01-02T09:00:00+09:00"}},
+      {"TZ=Asia/Tokyo 0 9 * * *", "America/New_York", "2024-01-01T00:00:00Z", {"2024-01-02T09:00:00+09:00"}},
       {"0 0 9 * * ?", "Asia/Tokyo", "2024-01-01T00:00:00Z", {"2024-01-02T09:00:00+09:00"}},
   });
 }
@@ -392,10 +343,7 @@ TEST(CronScheduleTest, FixedTimeInASpringForwardGapFiresOnceRightAfterIt) {
        "2024-03-10T00:00:00-05:00",
        {"2024-03-10T03:00:00-04:00", "2024-03-11T02:00:00-04:00"}},
       // From exactly the end of the gap: already fired.
-      {"0 30 2 * * ?",
-       "America/New_York",
-       "2024-03-10T03:00:00-04:00",
-       {"2024-03-11T02:30:00-04:00"}},
+      {"0 30 2 * * ?", "America/New_York", "2024-03-10T03:00:00-04:00", {"2024-03-11T02:30:00-04:00"}},
       // Europe/London 2024-03-31: 01:00 GMT jumps to 02:00 BST.
       {"0 30 1 * * ?",
        "Europe/London",
@@ -418,10 +366,7 @@ TEST(CronScheduleTest, IntervalJobsSkipTheMissingHour) {
        "America/New_York",
        "2024-03-10T00:30:00-05:00",
        {"2024-03-10T01:00:00-05:00", "2024-03-10T03:00:00-04:00"}},
-      {"0 */20 2 * * ?",
-       "America/New_York",
-       "2024-03-09T23:00:00-05:00",
-       {"2024-03-11T02:00:00-04:00"}},
+      {"0 */20 2 * * ?", "America/New_York", "2024-03-09T23:00:00-05:00", {"2024-03-11T02:00:00-04:00"}},
       {"30 * * * *",
        "America/New_York",
        "2024-03-10T01:00:00-05:00",
@@ -472,14 +417,8 @@ TEST(CronScheduleTest, FallBackHourFiresFixedTimesOnceAndIntervalsInBothPasses) 
        "2024-11-03T00:00:00-04:00",
        {"2024-11-03T01:30:00-04:00", "2024-11-04T01:30:00-05:00"}},
       // From inside either pass, the next is tomorrow.
-      {"0 30 1 * * ?",
-       "America/New_York",
-       "2024-11-03T01:45:00-04:00",
-       {"2024-11-04T01:30:00-05:00"}},
-      {"0 30 1 * * ?",
-       "America/New_York",
-       "2024-11-03T01:15:00-05:00",
-       {"2024-11-04T01:30:00-05:00"}},
+      {"0 30 1 * * ?", "America/New_York", "2024-11-03T01:45:00-04:00", {"2024-11-04T01:30:00-05:00"}},
+      {"0 30 1 * * ?", "America/New_York", "2024-11-03T01:15:00-05:00", {"2024-11-04T01:30:00-05:00"}},
       // Intervals fire in both passes, in instant order.
       {"0 */30 1 * * ?",
        "America/New_York",
@@ -559,10 +498,9 @@ TEST(CronScheduleTest, DstContinuesAfter2037) {
 
 TEST(CronScheduleTest, NeverFiresTwiceInTheSameSecond) {
   // Walk a whole year of DST changes in several zones, feeding results back.
-  const char* exprs[] = {"0 0 2,3 * * ?", "0 30 1 * * ?", "0 */15 * * * ?",
-                         "0 0 0 * * ?",   "@hourly",      "0 0 1-3 * * ?"};
-  const char* zones[] = {"America/New_York", "Europe/London", "America/Sao_Paulo",
-                         "America/Santiago", "Australia/Lord_Howe"};
+  const char* exprs[] = {"0 0 2,3 * * ?", "0 30 1 * * ?", "0 */15 * * * ?", "0 0 0 * * ?", "@hourly", "0 0 1-3 * * ?"};
+  const char* zones[] = {"America/New_York", "Europe/London", "America/Sao_Paulo", "America/Santiago",
+                         "Australia/Lord_Howe"};
   const char* years[][2] = {{"2018-01-01T00:00:00Z", "2019-01-01T00:00:00Z"},
                             {"2040-01-01T00:00:00Z", "2041-01-01T00:00:00Z"}};
   for (const char* text : exprs) {
@@ -592,14 +530,12 @@ TEST(CronScheduleTest, LocalTimesAreClassified) {
   EXPECT_EQ(ClassifyLocalTime(ny, local("2024-03-10T03:00:00")), LocalTimeKind::kNormal);
   EXPECT_EQ(ClassifyLocalTime(ny, local("2024-11-03T01:30:00")), LocalTimeKind::kAmbiguous);
   EXPECT_EQ(ClassifyLocalTime(ny, local("2024-11-03T02:00:00")), LocalTimeKind::kNormal);
-  EXPECT_EQ(ClassifyLocalTime(Zone("America/Sao_Paulo"), local("2018-11-04T00:00:00")),
-            LocalTimeKind::kNonexistent);
+  EXPECT_EQ(ClassifyLocalTime(Zone("America/Sao_Paulo"), local("2018-11-04T00:00:00")), LocalTimeKind::kNonexistent);
   EXPECT_EQ(ClassifyLocalTime(nullptr, local("2024-03-10T02:30:00")), LocalTimeKind::kNormal);
   EXPECT_EQ(ClassifyLocalTime(ny, local("2040-03-11T02:30:00")), LocalTimeKind::kNonexistent);
   EXPECT_EQ(ClassifyLocalTime(ny, local("2040-11-04T01:30:00")), LocalTimeKind::kAmbiguous);
   EXPECT_EQ(ClassifyLocalTime(ny, local("2040-07-04T12:00:00")), LocalTimeKind::kNormal);
-  EXPECT_EQ(ClassifyLocalTime(Zone("Australia/Lord_Howe"), local("2040-10-07T02:15:00")),
-            LocalTimeKind::kNonexistent);
+  EXPECT_EQ(ClassifyLocalTime(Zone("Australia/Lord_Howe"), local("2040-10-07T02:15:00")), LocalTimeKind::kNonexistent);
 }
 
 TEST(CronScheduleTest, UnknownZonesAreErrors) {

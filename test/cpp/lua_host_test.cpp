@@ -46,13 +46,13 @@ std::string RunLua(LuaHost* host, const std::string& src) {
 TEST(LuaHost, SafeProfileHasOnlyTheAllowList) {
   auto host = MakeHost();
   const std::pair<const char*, const char*> rows[] = {
-      {"return type(string)", "ok:table"},   {"return type(table)", "ok:table"},
-      {"return type(math)", "ok:table"},     {"return type(utf8)", "ok:table"},
-      {"return type(coroutine)", "ok:table"}, {"return type(io)", "ok:nil"},
-      {"return type(debug)", "ok:nil"},      {"return type(package)", "ok:nil"},
-      {"return type(require)", "ok:nil"},    {"return type(dofile)", "ok:nil"},
-      {"return type(loadfile)", "ok:nil"},   {"return type(os.execute)", "ok:nil"},
-      {"return type(os.exit)", "ok:nil"},    {"return type(os.getenv)", "ok:nil"},
+      {"return type(string)", "ok:table"},     {"return type(table)", "ok:table"},
+      {"return type(math)", "ok:table"},       {"return type(utf8)", "ok:table"},
+      {"return type(coroutine)", "ok:table"},  {"return type(io)", "ok:nil"},
+      {"return type(debug)", "ok:nil"},        {"return type(package)", "ok:nil"},
+      {"return type(require)", "ok:nil"},      {"return type(dofile)", "ok:nil"},
+      {"return type(loadfile)", "ok:nil"},     {"return type(os.execute)", "ok:nil"},
+      {"return type(os.exit)", "ok:nil"},      {"return type(os.getenv)", "ok:nil"},
       {"return type(os.time)", "ok:function"}, {"return type(os.clock)", "ok:function"},
       {"return type(os.date)", "ok:function"}, {"return type(os.difftime)", "ok:function"},
   };
@@ -84,8 +84,7 @@ TEST(LuaHost, RuntimeErrorsRecordMessageAndTraceback) {
   EXPECT_NE(host->last_traceback().find("stack traceback:"), std::string::npos);
   EXPECT_NE(host->last_traceback().find("in local 'f'"), std::string::npos);
   EXPECT_EQ(RunLua(host.get(), "error({})"), "err:(error object is a table value)");
-  EXPECT_EQ(RunLua(host.get(), "error(setmetatable({}, {__tostring = function() return 'custom' end}))"),
-            "err:custom");
+  EXPECT_EQ(RunLua(host.get(), "error(setmetatable({}, {__tostring = function() return 'custom' end}))"), "err:custom");
   EXPECT_EQ(RunLua(host.get(), "error(42)"), "err:42");
 }
 

@@ -239,8 +239,7 @@ TEST_F(StateCodec, RoundTripsEveryPersistableValue) {
       {"v = '\\255\\xC3\\x28\\xED\\xA0\\x80'", "back == '\\255\\xC3\\x28\\xED\\xA0\\x80'"},
       {"v = ('ab\\0'):rep(100000)", "#back == 300000 and back == ('ab\\0'):rep(100000)"},
       {"v = {}", "type(back) == 'table' and next(back) == nil"},
-      {"v = { 1, 1.0, '1' }",
-       "math.type(back[1]) == 'integer' and math.type(back[2]) == 'float' and back[3] == '1'"},
+      {"v = { 1, 1.0, '1' }", "math.type(back[1]) == 'integer' and math.type(back[2]) == 'float' and back[3] == '1'"},
       {"v = { [1.5] = 'f', [true] = 'b', [false] = 'c', [2] = 'i', ['2'] = 's', [-0.0] = 'z' }",
        "back[1.5] == 'f' and back[true] == 'b' and back[false] == 'c' and back[2] == 'i' and "
        "back['2'] == 's' and back[0] == 'z'"},
@@ -371,8 +370,8 @@ TEST_F(StateCodec, TheEqualityCheckSeesLostOrAddedSharing) {
 }
 
 TEST_F(StateCodec, NestsUpToTheDepthLimit) {
-  const std::string nest = "v = {} local t = v for i = 2, " + std::to_string(kMaxStateDepth) +
-                           " do t.x = {} t = t.x end t.x = 'bottom'";
+  const std::string nest =
+      "v = {} local t = v for i = 2, " + std::to_string(kMaxStateDepth) + " do t.x = {} t = t.x end t.x = 'bottom'";
   Do(nest);
   RoundTrip();
   EXPECT_TRUE(Eval("same(v, back)"));
@@ -388,28 +387,24 @@ struct EncodeErrorRow {
 
 TEST_F(StateCodec, UnpersistableValuesNameTheirPath) {
   const EncodeErrorRow rows[] = {
-      {"v = { players = { {}, {}, { onHit = function() end } } }",
-       "state.players[3].onHit: cannot persist a function"},
+      {"v = { players = { {}, {}, { onHit = function() end } } }", "state.players[3].onHit: cannot persist a function"},
       {"v = { co = coroutine.create(print) }", "state.co: cannot persist a coroutine"},
       {"v = print", "state: cannot persist a function"},
       {"v = { ['a key'] = { [2.5] = print } }", "state[\"a key\"][2.5]: cannot persist a function"},
       {"v = { ['end'] = { _ok9 = print } }", "state[\"end\"]._ok9: cannot persist a function"},
       {"v = { ['9x'] = print }", "state[\"9x\"]: cannot persist a function"},
-      {"v = { ['q\"\\\\\\n\\0\\255'] = print }",
-       "state[\"q\\\"\\\\\\n\\000\\255\"]: cannot persist a function"},
+      {"v = { ['q\"\\\\\\n\\0\\255'] = print }", "state[\"q\\\"\\\\\\n\\000\\255\"]: cannot persist a function"},
       {"v = { ['日本'] = print }", "state[\"日本\"]: cannot persist a function"},
       {"v = { [('k-'):rep(25)] = print }",
        "state[\"k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-k-\"...]: cannot persist a function"},
       {"v = { [('k'):rep(50)] = print }",
        "state.kkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkkk: cannot persist a function"},
       {"v = { [true] = { [false] = print } }", "state[true][false]: cannot persist a function"},
-      {"v = { [-7] = { [math.mininteger] = print } }",
-       "state[-7][-9223372036854775808]: cannot persist a function"},
+      {"v = { [-7] = { [math.mininteger] = print } }", "state[-7][-9223372036854775808]: cannot persist a function"},
       {"v = { [1/0] = { [-1/0] = print } }", "state[1/0][-1/0]: cannot persist a function"},
       {"v = { [2^63] = print }", "state[9.2233720368548e+18]: cannot persist a function"},
       {"v = { [{}] = print }", "state[table]: cannot persist a function"},
-      {"v = { inner = { [print] = 1 } }",
-       "state.inner: cannot persist a table key that is a function"},
+      {"v = { inner = { [print] = 1 } }", "state.inner: cannot persist a table key that is a function"},
       {"v = { inner = { [coroutine.create(print)] = 1 } }",
        "state.inner: cannot persist a table key that is a coroutine"},
       {"v = { list = { 1, 2, { ok = true }, { bad = { print } } } }",
@@ -429,13 +424,12 @@ TEST_F(StateCodec, UserdataCannotPersist) {
 }
 
 TEST_F(StateCodec, NamesThePathFromTheGivenRoot) {
-  EXPECT_EQ(EncodeError("v = { f = print }", "tasks.state"),
-            "tasks.state.f: cannot persist a function");
+  EXPECT_EQ(EncodeError("v = { f = print }", "tasks.state"), "tasks.state.f: cannot persist a function");
 }
 
 TEST_F(StateCodec, RefusesToEncodePastTheDepthLimit) {
-  const std::string nest = "v = {} local t = v for i = 2, " + std::to_string(kMaxStateDepth + 1) +
-                           " do t.x = {} t = t.x end";
+  const std::string nest =
+      "v = {} local t = v for i = 2, " + std::to_string(kMaxStateDepth + 1) + " do t.x = {} t = t.x end";
   const std::string error = EncodeError(nest);
   EXPECT_EQ(error.substr(0, 8), "state.x.");
   EXPECT_NE(error.find(": nested more than 200 tables deep"), std::string::npos) << error;
@@ -465,10 +459,8 @@ TEST_F(StateCodec, RefusesForeignBuffers) {
   EXPECT_EQ(DecodeError("XXXX\x02"), "not a lua-tasks state snapshot (bad magic)");
   EXPECT_EQ(DecodeError("{\"json\": true}"), "not a lua-tasks state snapshot (bad magic)");
   EXPECT_EQ(DecodeError("LTS"), "corrupt state snapshot: truncated header");
-  EXPECT_EQ(DecodeError(Snapshot("\x02", 1)),
-            "state snapshot version 1 is not supported (this build reads version 2)");
-  EXPECT_EQ(DecodeError(Snapshot("\x02", 3)),
-            "state snapshot version 3 is not supported (this build reads version 2)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 1)), "state snapshot version 1 is not supported (this build reads version 2)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 3)), "state snapshot version 3 is not supported (this build reads version 2)");
 }
 
 struct CorruptRow {
@@ -495,8 +487,7 @@ TEST_F(StateCodec, RefusesCorruptStructure) {
       {TableHeader(1, 2) + "\x02\x02", "array size larger than the table at byte 14"},
       {"\x06\x01\x00", "truncated table header at byte 6"},
       {std::string("\x07\x00", 2), "reference to a table not yet seen at byte 7"},
-      {TableHeader(1) + std::string("\x02\x07\x00", 3),
-       "reference to a table not marked shared at byte 17"},
+      {TableHeader(1) + std::string("\x02\x07\x00", 3), "reference to a table not marked shared at byte 17"},
       {TableHeader(1) + "\x02\x07\x01", "reference to a table not yet seen at byte 17"},
       {TableHeader(1) + std::string("\x00\x02", 2), "nil table key at byte 16"},
       {TableHeader(1) + nan_key + "\x02", "nan table key at byte 24"},

@@ -24,14 +24,9 @@ namespace {
 // Zones with unusual DST: 30-minute shifts (Lord_Howe), missing midnights
 // (Sao_Paulo, Santiago), a skipped calendar day (Apia, 2011-12-30), a
 // non-hour offset (Kathmandu).
-const char* const kZones[] = {nullptr,
-                              "America/New_York",
-                              "Europe/London",
-                              "America/Sao_Paulo",
-                              "America/Santiago",
-                              "Australia/Lord_Howe",
-                              "Pacific/Apia",
-                              "Asia/Kathmandu"};
+const char* const kZones[] = {
+    nullptr,        "America/New_York", "Europe/London", "America/Sao_Paulo", "America/Santiago", "Australia/Lord_Howe",
+    "Pacific/Apia", "Asia/Kathmandu"};
 
 int64_t CpuNanos() {
   timespec ts;
@@ -61,8 +56,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     (void)lua_tasks::DescribeCron(expr);
     // A few instants: one from the input anywhere in int64, one near now and
     // around the DST years, and the 1970 epoch.
-    const int64_t froms[] = {static_cast<int64_t>(seed),
-                             1500000000 + static_cast<int64_t>(seed % 1000000000), 0};
+    const int64_t froms[] = {static_cast<int64_t>(seed), 1500000000 + static_cast<int64_t>(seed % 1000000000), 0};
     for (int64_t from : froms) {
       const std::optional<int64_t> next = CronNext(expr, from, zone);
       if (!next) continue;
@@ -85,8 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!work()) std::abort();
     const int64_t spent = CpuNanos() - started;
     if (spent <= 10000000) break;
-    std::fprintf(stderr, "cron_fuzz: %.3f ms for '%.*s'\n", spent / 1e6,
-                 static_cast<int>(text.size()), text.data());
+    std::fprintf(stderr, "cron_fuzz: %.3f ms for '%.*s'\n", spent / 1e6, static_cast<int>(text.size()), text.data());
     if (attempt == 1) std::abort();
   }
   return 0;

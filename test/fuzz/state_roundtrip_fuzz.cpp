@@ -80,13 +80,8 @@ class Builder {
         lua_pushinteger(L_, static_cast<lua_Integer>(r_->U64()));
         return;
       case 2: {
-        static constexpr lua_Integer kInts[] = {0,
-                                                1,
-                                                -1,
-                                                LUA_MAXINTEGER,
-                                                LUA_MININTEGER,
-                                                (lua_Integer{1} << 53) + 1,
-                                                -(lua_Integer{1} << 53)};
+        static constexpr lua_Integer kInts[] = {
+            0, 1, -1, LUA_MAXINTEGER, LUA_MININTEGER, (lua_Integer{1} << 53) + 1, -(lua_Integer{1} << 53)};
         lua_pushinteger(L_, kInts[(op >> 4) % std::size(kInts)]);
         return;
       }
@@ -101,8 +96,7 @@ class Builder {
           lua_pushnumber(L_, kFloats[k]);
         } else {
           const double inf = std::bit_cast<double>(uint64_t{0x7FF0000000000000});
-          const double specials[] = {inf, -inf,
-                                     std::bit_cast<double>(uint64_t{0x7FF8000000000000})};
+          const double specials[] = {inf, -inf, std::bit_cast<double>(uint64_t{0x7FF8000000000000})};
           lua_pushnumber(L_, specials[k - std::size(kFloats)]);
         }
         return;
@@ -338,8 +332,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (lua_gettop(L) != original) __builtin_trap();  // the stack is left as it was
   if (!encoded) {
     // Only nesting past the limit is refused here: everything else persists.
-    if (!too_deep || error.find("nested more than") == std::string::npos || !bytes.empty())
-      __builtin_trap();
+    if (!too_deep || error.find("nested more than") == std::string::npos || !bytes.empty()) __builtin_trap();
   } else {
     if (too_deep) __builtin_trap();
     if (!lua_tasks::DecodeState(L, bytes, &error)) __builtin_trap();

@@ -63,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const bool ok = ParseYield(L, 1, n, clock, nullptr, &req, err, sizeof err);
   if (ok) {
     // Invariants of an accepted instruction.
-    if (req.kind == WaitKind::kFor && (req.duration_ns < 0 || req.duration_ns > lua_tasks::kMaxWaitNs + 1)) __builtin_trap();
+    if (req.kind == WaitKind::kFor && (req.duration_ns < 0 || req.duration_ns > lua_tasks::kMaxWaitNs + 1))
+      __builtin_trap();
     if (req.kind == WaitKind::kUntilTime && req.wall_ns < 0) __builtin_trap();
   } else if (std::strlen(err) == 0) {
     __builtin_trap();  // a refusal always explains itself
