@@ -35,6 +35,7 @@ class CpuBudget {
 
   bool enabled() const { return slice_ns_ > 0 || timeout_ns_ > 0; }
   int64_t timeout_ns() const { return timeout_ns_; }
+  int64_t slice_ns() const { return slice_ns_; }
   void set_preempt(PreemptFn fn, void* ctx) {
     preempt_ = fn;
     preempt_ctx_ = ctx;

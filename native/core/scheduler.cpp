@@ -359,6 +359,14 @@ void Scheduler::FetchAhead(const Task* next, const Task* after) {
   }
 }
 
+// With timeSlice, a batch also ends once it has held the loop for a slice:
+// N spinning tasks, each preempted after its own slice, would otherwise hold
+// it for N slices. The rest stay queued, in order, for the next loop turn.
+int64_t Scheduler::BatchEnd(int64_t now) const {
+  const CpuBudget* budget = host_->budget();
+  return budget != nullptr && budget->slice_ns() > 0 ? now + budget->slice_ns() : INT64_MAX;
+}
+
 // The clock is read once per wake: a task that parks stamps its wait_start
 // last thing, and that stamp is "now" for the next one in the batch.
 void Scheduler::RunImmediate() {
@@ -368,7 +376,8 @@ void Scheduler::RunImmediate() {
   // the batch and runs on the next loop turn, so I/O is not starved.
   size_t n = ready_.size();
   int64_t now = clock_->MonoNs();
-  while (n-- > 0 && !ready_.empty() && locks_ == 0) {
+  const int64_t batch_end = BatchEnd(now);
+  while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end) {
     const ReadyEntry e = ready_.front();
     ready_.pop_front();
     FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
@@ -388,6 +397,7 @@ void Scheduler::RunTimers() {
   // FOR 0 cannot hold the loop here.
   const uint64_t before = timers_.next_seq();
   int64_t now = clock_->MonoNs();
+  const int64_t batch_end = BatchEnd(now);
   for (;;) {
     // Take every entry due now, then run them fetching ahead as RunImmediate
     // does. A taken task has no timer: a resume or cancel meanwhile bumps its
@@ -412,7 +422,7 @@ void Scheduler::RunTimers() {
     for (size_t i = 0; i < due_.size(); ++i) {
       Task* t = due_[i].task;
       if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
-      if (locks_ > 0) {  // a COMMIT began: the rest wait, still due, for the lock
+      if (locks_ > 0 || now >= batch_end) {  // a COMMIT began, or the slice is used: the rest wait, still due
         ArmTimer(t, now);
         continue;
       }
@@ -420,7 +430,7 @@ void Scheduler::RunTimers() {
       now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
     }
     due_.clear();
-    if (locks_ > 0) break;
+    if (locks_ > 0 || now >= batch_end) break;
   }
   --batch_;
   TrimSpare();

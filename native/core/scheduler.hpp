@@ -184,6 +184,7 @@ class Scheduler {
   static constexpr int kSchedulerName = kUnitCount;
   void PushName(lua_State* L, int i) const;
   static void FetchAhead(const Task* next, const Task* after);
+  int64_t BatchEnd(int64_t now) const;
   Task* NewTask();
   void Release(TaskMap::iterator it);
   void TrimSpare();

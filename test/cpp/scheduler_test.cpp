@@ -379,5 +379,47 @@ TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
   EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});
 }
 
+TEST(CpuBudget, ABatchEndsOnceItHasHeldTheLoopForASlice) {
+  // Four spinning tasks, each preempted after its own 5 ms: one batch runs
+  // about one slice's worth of them, not all four back to back (20 ms).
+  TickingClock clock;
+  Recorder rec;
+  LuaHostOptions o;
+  o.time_slice_ns = 5'000'000;
+  o.clock = &clock;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  ASSERT_TRUE(host) << error;
+  Scheduler sched(host.get(), &clock, &rec);
+  ASSERT_EQ(host->Protected(
+                [](lua_State* L) {
+                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  return 0;
+                },
+                &sched, &error),
+            LUA_OK);
+  lua_State* L = host->main();
+  ASSERT_EQ(luaL_dostring(L, R"(turns = 0 function spin() coroutine.yield() while true do turns = turns + 1
+                                  for i = 1, 1e9 do end end end)"),
+            LUA_OK);
+  for (int i = 0; i < 4; ++i) {
+    lua_getglobal(L, "spin");
+    sched.Start(L, 0, true);  // each yields IMMEDIATE at once
+  }
+  auto turns = [&] {
+    lua_getglobal(L, "turns");
+    const lua_Integer n = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return n;
+  };
+  sched.RunImmediate();
+  EXPECT_EQ(turns(), 1);  // the first ran its slice; the other three wait, in order
+  sched.RunImmediate();
+  EXPECT_EQ(turns(), 2);
+  for (int i = 0; i < 10; ++i) sched.RunImmediate();
+  EXPECT_EQ(turns(), 4);  // every spinner got its turns: nobody starved
+  sched.CancelAll();
+}
+
 }  // namespace
 }  // namespace lua_tasks
