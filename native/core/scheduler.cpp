@@ -157,10 +157,12 @@ Task* Scheduler::NewTask() {
   TaskMap::node_type node = std::move(spare_.back());
   spare_.pop_back();
   Task* t = node.mapped().get();
-  const uint32_t gen = t->gen;  // stale ready entries may still name this Task
+  const uint32_t gen = t->gen;  // stale queue entries may still name this Task
+  const uint32_t queued = t->queued;
   std::vector<uint64_t> joiners = std::move(t->joiners);
   *t = Task();
   t->gen = gen + 1;
+  t->queued = queued;
   t->joiners = std::move(joiners);  // empty, capacity kept
   t->key = key;
   node.key() = key;
@@ -172,12 +174,25 @@ void Scheduler::Release(TaskMap::iterator it) {
   it->second->thread.Reset();  // frees the thread's registry slot
   it->second->joiners.clear();
   TaskMap::node_type node = tasks_.extract(it);
-  // Freed only when no ready entry can point at it; else kept for reuse.
-  if (spare_.size() < kSpareKept || !ready_.empty() || !due_.empty()) spare_.push_back(std::move(node));
+  // Kept for reuse up to kSpareKept, and while a queue entry names it (a
+  // stale entry must find a Task to read its gen from); else freed.
+  if (spare_.size() < kSpareKept || node.mapped()->queued > 0) spare_.push_back(std::move(node));
 }
 
 void Scheduler::TrimSpare() {
-  if (ready_.empty() && due_.empty() && spare_.size() > kSpareKept) spare_.resize(kSpareKept);
+  // Frees spares beyond kSpareKept that no queue entry names any more. Runs
+  // after every batch, so the pool cannot grow with a queue that is never
+  // empty (a task yielding IMMEDIATE forever while others end).
+  for (size_t i = spare_.size(); i-- > 0 && spare_.size() > kSpareKept;) {
+    if (spare_[i].mapped()->queued > 0) continue;
+    if (i != spare_.size() - 1) spare_[i] = std::move(spare_.back());
+    spare_.pop_back();
+  }
+}
+
+void Scheduler::Enqueue(Task* t) {
+  ready_.push_back({t, t->gen});
+  ++t->queued;
 }
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
@@ -256,7 +271,7 @@ void Scheduler::Park(Task* t, int64_t now) {
   t->wait_start = now;
   switch (req.kind) {
     case WaitKind::kImmediate:
-      ready_.push_back({t, t->gen});
+      Enqueue(t);
       break;
     case WaitKind::kFor:
       ArmTimer(t, t->wait_start + req.duration_ns);
@@ -266,7 +281,7 @@ void Scheduler::Park(Task* t, int64_t now) {
       t->wall_deadline = req.wall_ns;
       const int64_t wait = t->wall_deadline - clock_->WallNs();
       if (wait <= 0) {
-        ready_.push_back({t, t->gen});  // in the past: next turn
+        Enqueue(t);  // in the past: next turn
       } else {
         ArmTimer(t, t->wait_start + std::min(wait, kWallRecheckNs));
       }
@@ -380,6 +395,7 @@ void Scheduler::RunImmediate() {
   while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end) {
     const ReadyEntry e = ready_.front();
     ready_.pop_front();
+    --e.task->queued;
     FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
     Task* t = e.task;
     if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
@@ -417,10 +433,12 @@ void Scheduler::RunTimers() {
         }
       }
       due_.push_back({t, t->gen});
+      ++t->queued;
     }
     if (due_.empty()) break;
     for (size_t i = 0; i < due_.size(); ++i) {
       Task* t = due_[i].task;
+      --t->queued;
       if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
       if (locks_ > 0 || now >= batch_end) {  // a COMMIT began, or the slice is used: the rest wait, still due
         ArmTimer(t, now);
@@ -484,6 +502,7 @@ void Scheduler::CancelAll() {
     Task* t = Find(k);
     if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
   }
+  for (const ReadyEntry& e : ready_) --e.task->queued;
   ready_.clear();
 }
 

@@ -45,6 +45,7 @@ struct Task {
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
   int64_t cpu_ns = 0;             // CPU time spent so far (monotonic ns while running)
   uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
+  uint32_t queued = 0;            // entries in the ready/due queues naming this Task (stale ones too)
 };
 
 // What the embedder (the addon, or a test) supplies.
@@ -112,6 +113,8 @@ class Scheduler {
   int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
   size_t task_count() const { return tasks_.size(); }
   uint64_t next_key() const { return next_key_; }  // the key Start gives next
+  size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
+  static constexpr size_t kSpareKept = 1024;            // beyond this, spares nobody names are freed
   Task* Find(uint64_t key) {
     auto it = tasks_.find(key);
     return it == tasks_.end() ? nullptr : it->second.get();
@@ -188,6 +191,7 @@ class Scheduler {
   Task* NewTask();
   void Release(TaskMap::iterator it);
   void TrimSpare();
+  void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
   void EndTask(Task* t, int status, int nres);
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
@@ -202,7 +206,6 @@ class Scheduler {
   LuaRef names_[kUnitCount + 1 + kKindCount];
   YieldNames yield_names_;
   std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
-  static constexpr size_t kSpareKept = 1024;
   std::deque<ReadyEntry> ready_;
   std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
   int batch_ = 0;                // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end

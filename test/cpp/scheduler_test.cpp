@@ -129,6 +129,21 @@ TEST_F(SchedulerTest, AStaleReadyEntryNeverWakesTheTaskThatReusesItsSlot) {
   EXPECT_EQ(sched->task_count(), 1u);
 }
 
+TEST_F(SchedulerTest, EndedTasksKeptForReuseStayBoundedWhileTheReadyQueueNeverEmpties) {
+  // A task yielding IMMEDIATE forever keeps the ready queue non-empty while
+  // thousands of others end (some cancelled with an entry still queued).
+  Run(R"(function spin() while true do coroutine.yield() end end
+         function nap() coroutine.yield("FOR", 1) end
+         function queued() coroutine.yield() end)");
+  Start("spin");
+  for (int i = 0; i < 3000; ++i) Start("nap");
+  for (int i = 0; i < 500; ++i) ASSERT_TRUE(sched->Cancel(Start("queued")));
+  Turn(2000 * kMs);  // every nap ends in this turn's timer batch
+  Turn(0);
+  EXPECT_LE(sched->spare_count(), Scheduler::kSpareKept);
+  EXPECT_EQ(sched->task_count(), 1u);
+}
+
 TEST_F(SchedulerTest, ATimerBatchSkipsATaskResumedOrReplacedEarlierInTheBatch) {
   // Both fall due in one batch; the first resumes the second (which then
   // waits anew) and cancels a third, whose Task a new task takes over.
