@@ -91,9 +91,7 @@ int BeginAwait(RuntimeCore* core, lua_State* L, napi_value promise) {
   if (napi_call_function(core->env, recv, data->await_helper.Value(), 4, argv, &ignored) != napi_ok) {
     ThrowPending(core->env, "awaiting a promise");
   }
-  t->pending = WaitRequest{};
-  t->pending.kind = WaitKind::kPromise;
-  t->has_pending = true;
+  t->Pend(WaitKind::kPromise);
   lua_settop(L, 0);
   return kSuspend;
 }

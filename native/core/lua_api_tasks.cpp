@@ -100,13 +100,11 @@ int l_co_yield(lua_State* L) {
   Task* t = s->current();
   if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));       // plain Lua semantics
   if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
-  WaitRequest req;
   if (lua_gettop(L) == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
-    req.kind = WaitKind::kImmediate;
-    t->pending = req;
-    t->has_pending = true;
+    t->Pend(WaitKind::kImmediate);
     return lua_yield(L, 0);
   }
+  WaitRequest req;
   char err[256];
   if (!ParseYield(L, 1, lua_gettop(L), *s->clock(), s->yield_names(), &req, err, sizeof err)) {
     return luaL_error(L, "%s", err);
@@ -124,12 +122,10 @@ int l_co_yield(lua_State* L) {
     // frame's stack across the write (see k_commit).
     lua_pushliteral(L, "COMMIT");
     lua_replace(L, 1);
-    t->pending = req;
-    t->has_pending = true;
+    t->Pend(req);
     return lua_yieldk(L, 0, 0, k_commit);
   }
-  t->pending = req;
-  t->has_pending = true;
+  t->Pend(req);
   return lua_yield(L, 0);
 }
 
@@ -139,10 +135,7 @@ int l_tasks_sleep(lua_State* L) {
   luaL_argcheck(L, !std::isnan(secs) && secs >= 0 && secs * 1e9 <= static_cast<double>(kMaxWaitNs), 1,
                 "seconds must be a finite number from 0 to 100 years");
   Task* t = NeedTask(L, s, "tasks.sleep");
-  t->pending = WaitRequest{};
-  t->pending.kind = WaitKind::kFor;
-  t->pending.duration_ns = static_cast<int64_t>(std::ceil(secs * 1e9));
-  t->has_pending = true;
+  t->Pend(WaitKind::kFor, static_cast<int64_t>(std::ceil(secs * 1e9)));
   return Suspend(L, s, t);
 }
 
@@ -236,10 +229,7 @@ int l_tasks_join(lua_State* L) {
   if (target != nullptr) {
     Task* t = NeedTask(L, s, "tasks.wait");
     if (target == t) return luaL_error(L, "tasks.wait: a task cannot wait for itself");
-    t->pending = WaitRequest{};
-    t->pending.kind = WaitKind::kJoin;
-    t->pending.join_key = key;
-    t->has_pending = true;
+    t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
     return Suspend(L, s, t);
   }
   if (const Scheduler::Finished* f = s->FindFinished(key)) {

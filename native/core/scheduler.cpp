@@ -57,8 +57,7 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
   // Only on the task's own thread: a yield from a nested coroutine would go
   // to the user's resume. The hook tries again at the next count.
   if (t == nullptr || t->co != L) return false;
-  t->pending = WaitRequest{};
-  t->has_pending = true;
+  t->Pend(WaitKind::kImmediate);
   return true;
 }
 
@@ -245,7 +244,7 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
     return false;
   }
   if (status == LUA_YIELD) {
-    lua_pop(t->co, nres);  // the instruction's values: parsed into t->pending already
+    lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
     if (t->cancel_pending) {
       KillNow(t);
       return false;
@@ -262,23 +261,26 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
 }
 
 void Scheduler::Park(Task* t, int64_t now) {
-  const WaitRequest req = t->has_pending ? t->pending : WaitRequest{};
+  // No instruction pending: the coroutine yielded past the wrappers (a
+  // preemption that found no pending yield is one): treat it as IMMEDIATE.
+  const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
+  const int64_t value = t->pending_value;
+  t->unit = t->has_pending ? t->pending_unit : Unit::kSeconds;
   t->has_pending = false;
   t->status = TaskStatus::kWaiting;
-  t->wait = req.kind;
-  t->unit = req.unit;
+  t->wait = kind;
   ++t->gen;
   t->wait_start = now;
-  switch (req.kind) {
+  switch (kind) {
     case WaitKind::kImmediate:
       Enqueue(t);
       break;
     case WaitKind::kFor:
-      ArmTimer(t, t->wait_start + req.duration_ns);
+      ArmTimer(t, t->wait_start + value);
       break;
     case WaitKind::kUntilTime:
     case WaitKind::kUntilNext: {
-      t->wall_deadline = req.wall_ns;
+      t->wall_deadline = value;
       const int64_t wait = t->wall_deadline - clock_->WallNs();
       if (wait <= 0) {
         Enqueue(t);  // in the past: next turn
@@ -288,8 +290,8 @@ void Scheduler::Park(Task* t, int64_t now) {
       break;
     }
     case WaitKind::kJoin:
-      t->join_key = req.join_key;
-      if (Task* target = Find(req.join_key)) target->joiners.push_back(t->key);
+      t->join_key = static_cast<uint64_t>(value);
+      if (Task* target = Find(t->join_key)) target->joiners.push_back(t->key);
       break;
     case WaitKind::kPromise:
       ++outside_waits_;
@@ -365,7 +367,11 @@ void Scheduler::Deliver(Task* t, int nargs) {
 // the time before) and the Task after it. Tasks in a queue are never freed
 // (see Release), and prefetching a stale pointer is harmless.
 void Scheduler::FetchAhead(const Task* next, const Task* after) {
-  if (after != nullptr) __builtin_prefetch(after);
+  if (after != nullptr) {
+    // Its hot fields come first, but malloc aligns it to 16 bytes, not 64.
+    __builtin_prefetch(after);
+    __builtin_prefetch(reinterpret_cast<const char*>(after) + 63);
+  }
   if (next != nullptr) {
     const char* co = reinterpret_cast<const char*>(next->co);
     __builtin_prefetch(co);
@@ -502,7 +508,7 @@ void Scheduler::CancelAll() {
     Task* t = Find(k);
     if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
   }
-  for (const ReadyEntry& e : ready_) --e.task->queued;
+  for (size_t i = 0; i < ready_.size(); ++i) --ready_[i].task->queued;
   ready_.clear();
 }
 

@@ -17,6 +17,7 @@
 #include "lua_host.hpp"
 #include "lua_ref.hpp"
 #include "recent_results.hpp"
+#include "ring_queue.hpp"
 #include "timer_queue.hpp"
 #include "yield_args.hpp"
 
@@ -25,27 +26,46 @@ namespace lua_tasks {
 enum class TaskStatus : uint8_t { kRunning, kWaiting, kDone, kFailed, kCancelled };
 const char* TaskStatusName(TaskStatus s);
 
-// One task: a coroutine and its single pending wait.
+// One task: a coroutine and its single pending wait. The first cache line
+// holds everything a wake reads or writes, so with thousands of tasks a wake
+// costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
 struct Task {
-  uint64_t key = 0;         // numeric id; the string id is prefix + base36(key)
-  LuaRef thread;            // anchors `co` in the registry; owned here
-  lua_State* co = nullptr;  // kept alive by `thread`
+  lua_State* co = nullptr;       // kept alive by `thread`
+  uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
+  int64_t wait_start = 0;        // monotonic ns when the wait began
+  int64_t cpu_ns = 0;            // CPU time spent so far (monotonic ns while running)
+  int64_t pending_value = 0;     // of the pending instruction: see Pend
+  TimerQueue::Handle timer = 0;  // the queue entry of a timed wait, 0 if none
+  uint32_t gen = 0;              // bumped at every new wait: stale queue entries never wake
+  uint32_t queued = 0;           // entries in the ready/due queues naming this Task (stale ones too)
   TaskStatus status = TaskStatus::kRunning;
   WaitKind wait = WaitKind::kNone;
-  Unit unit = Unit::kSeconds;    // unit of the yield's elapsed value
-  uint32_t gen = 0;              // bumped at every new wait: stale queue entries never wake
-  int64_t wait_start = 0;        // monotonic ns when the wait began
-  int64_t wall_deadline = 0;     // UNTIL_TIME / UNTIL_NEXT target, wall ns
-  TimerQueue::Handle timer = 0;  // the queue entry of a timed wait, 0 if none
-  bool observed = false;         // the embedder wants OnTaskEnd (started from JS)
-  bool cancel_pending = false;   // cancelled while running: killed at its next yield or end
-  bool has_pending = false;      // `pending` holds the instruction of the current yield
-  WaitRequest pending;
+  Unit unit = Unit::kSeconds;  // unit of the yield's elapsed value
+  WaitKind pending_kind = WaitKind::kNone;
+  Unit pending_unit = Unit::kSeconds;
+  bool has_pending = false;     // pending_* hold the instruction of the current yield
+  bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
+  bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
+  // Cold: read only by the waits that use them.
+  LuaRef thread;                  // anchors `co` in the registry; owned here
+  int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target, wall ns
   uint64_t join_key = 0;          // kJoin: the task waited for
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
-  int64_t cpu_ns = 0;             // CPU time spent so far (monotonic ns while running)
   uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
-  uint32_t queued = 0;            // entries in the ready/due queues naming this Task (stale ones too)
+
+  // Records the instruction the task is yielding; the scheduler files it as
+  // the task's wait when the yield reaches it. `value`: the duration (kFor),
+  // the wall-clock target (kUntilTime, kUntilNext) or the joined key (kJoin).
+  void Pend(WaitKind kind, int64_t value = 0, Unit u = Unit::kSeconds) {
+    pending_kind = kind;
+    pending_value = value;
+    pending_unit = u;
+    has_pending = true;
+  }
+  void Pend(const WaitRequest& r) {
+    const int64_t value = r.kind == WaitKind::kFor ? r.duration_ns : r.kind == WaitKind::kJoin ? r.join_key : r.wall_ns;
+    Pend(r.kind, value, r.unit);
+  }
 };
 
 // What the embedder (the addon, or a test) supplies.
@@ -68,7 +88,7 @@ inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
 // it yields; the yield wrappers installed in Lua (lua_api_tasks.cpp) have then
-// already parsed its instruction into task.pending, so the scheduler only
+// already recorded its instruction (Task::Pend), so the scheduler only
 // files the task: IMMEDIATE into `ready_`, timed waits into `timers_`,
 // INDEFINITELY nowhere. The embedder drives RunImmediate from the loop's
 // check phase and RunTimers from its single timer. Queue entries carry the
@@ -112,7 +132,7 @@ class Scheduler {
   bool HasOutsideWaits() const { return outside_waits_ != 0; }
   int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
   size_t task_count() const { return tasks_.size(); }
-  uint64_t next_key() const { return next_key_; }  // the key Start gives next
+  uint64_t next_key() const { return next_key_; }       // the key Start gives next
   size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
   static constexpr size_t kSpareKept = 1024;            // beyond this, spares nobody names are freed
   Task* Find(uint64_t key) {
@@ -206,7 +226,7 @@ class Scheduler {
   LuaRef names_[kUnitCount + 1 + kKindCount];
   YieldNames yield_names_;
   std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
-  std::deque<ReadyEntry> ready_;
+  RingQueue<ReadyEntry> ready_;
   std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
   int batch_ = 0;                // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end
   TimerQueue timers_;

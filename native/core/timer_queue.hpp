@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// TimerQueue: one binary heap of deadlines for all of a runtime's timed waits.
+// TimerQueue: one heap of deadlines for all of a runtime's timed waits.
 #pragma once
 
 #include <cstddef>
@@ -42,6 +42,7 @@ class TimerQueue {
     uint64_t payload;
   };
   static constexpr uint32_t kFree = UINT32_MAX;
+  static constexpr uint32_t kArity = 4;
 
   static bool Less(const Node& a, const Node& b) {
     return a.deadline < b.deadline || (a.deadline == b.deadline && a.seq < b.seq);
