@@ -40,7 +40,9 @@ TEST(RingQueue, MatchesDequeUnderRandomPushesAndPops) {
       ref.pop_front();
     }
     ASSERT_EQ(q.size(), ref.size());
-    if (!ref.empty()) ASSERT_EQ(q[ref.size() - 1], ref.back());
+    if (!ref.empty()) {
+      ASSERT_EQ(q[ref.size() - 1], ref.back());
+    }
     if (step % 50000 == 0) {
       q.clear();
       ref.clear();
