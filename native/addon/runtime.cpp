@@ -404,7 +404,7 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   Scheduler* s = core->scheduler.get();
   std::vector<uint64_t> keys;
-  for (const auto& [k, t] : s->tasks()) keys.push_back(k);
+  s->tasks().ForEach([&](const Task& t) { keys.push_back(t.key); });
   std::sort(keys.begin(), keys.end());
   Napi::Array out = Napi::Array::New(env, keys.size());
   for (uint32_t i = 0; i < keys.size(); ++i) out.Set(i, TaskInfo(env, s, *s->Find(keys[i])));

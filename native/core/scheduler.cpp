@@ -112,11 +112,11 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
       lua_settop(L, fn - 1);
       return 0;
     }
-    for (const auto& [k, t] : tasks_) {
-      if (t->co == co) {
-        lua_settop(L, fn - 1);
-        return 0;
-      }
+    bool taken = false;
+    tasks_.ForEach([&](const Task& t) { taken = taken || t.co == co; });
+    if (taken) {
+      lua_settop(L, fn - 1);
+      return 0;
     }
     lua_pushvalue(L, fn);
   } else if (lua_type(L, fn) == LUA_TFUNCTION) {
@@ -147,35 +147,31 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
 }
 
 Task* Scheduler::NewTask() {
-  const uint64_t key = next_key_++;
+  std::unique_ptr<Task> task;
   if (spare_.empty()) {
-    auto task = std::make_unique<Task>();
-    task->key = key;
-    return tasks_.emplace(key, std::move(task)).first->second.get();
+    task = std::make_unique<Task>();
+  } else {
+    task = std::move(spare_.back());
+    spare_.pop_back();
+    const uint32_t gen = task->gen;  // stale queue entries may still name this Task
+    const uint32_t queued = task->queued;
+    std::vector<uint64_t> joiners = std::move(task->joiners);
+    *task = Task();
+    task->gen = gen + 1;
+    task->queued = queued;
+    task->joiners = std::move(joiners);  // empty, capacity kept
   }
-  TaskMap::node_type node = std::move(spare_.back());
-  spare_.pop_back();
-  Task* t = node.mapped().get();
-  const uint32_t gen = t->gen;  // stale queue entries may still name this Task
-  const uint32_t queued = t->queued;
-  std::vector<uint64_t> joiners = std::move(t->joiners);
-  *t = Task();
-  t->gen = gen + 1;
-  t->queued = queued;
-  t->joiners = std::move(joiners);  // empty, capacity kept
-  t->key = key;
-  node.key() = key;
-  tasks_.insert(std::move(node));
-  return t;
+  task->key = next_key_++;
+  return tasks_.Insert(std::move(task));
 }
 
-void Scheduler::Release(TaskMap::iterator it) {
-  it->second->thread.Reset();  // frees the thread's registry slot
-  it->second->joiners.clear();
-  TaskMap::node_type node = tasks_.extract(it);
+void Scheduler::Release(Task* t) {
+  t->thread.Reset();  // frees the thread's registry slot
+  t->joiners.clear();
+  std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a
   // stale entry must find a Task to read its gen from); else freed.
-  if (spare_.size() < kSpareKept || node.mapped()->queued > 0) spare_.push_back(std::move(node));
+  if (spare_.size() < kSpareKept || owned->queued > 0) spare_.push_back(std::move(owned));
 }
 
 void Scheduler::TrimSpare() {
@@ -183,7 +179,7 @@ void Scheduler::TrimSpare() {
   // after every batch, so the pool cannot grow with a queue that is never
   // empty (a task yielding IMMEDIATE forever while others end).
   for (size_t i = spare_.size(); i-- > 0 && spare_.size() > kSpareKept;) {
-    if (spare_[i].mapped()->queued > 0) continue;
+    if (spare_[i]->queued > 0) continue;
     if (i != spare_.size() - 1) spare_[i] = std::move(spare_.back());
     spare_.pop_back();
   }
@@ -502,7 +498,7 @@ bool Scheduler::Cancel(uint64_t key) {
 void Scheduler::CancelAll() {
   std::vector<uint64_t> keys;
   keys.reserve(tasks_.size());
-  for (const auto& [k, t] : tasks_) keys.push_back(k);
+  tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
   std::sort(keys.begin(), keys.end());
   for (uint64_t k : keys) {
     Task* t = Find(k);
@@ -570,7 +566,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     lua_resetthread(co);
   }
   lua_settop(co, 0);
-  Release(tasks_.find(key));
+  Release(t);
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {

@@ -7,7 +7,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <vector>
 
 #include <lua.hpp>
@@ -18,6 +17,7 @@
 #include "lua_ref.hpp"
 #include "recent_results.hpp"
 #include "ring_queue.hpp"
+#include "task_table.hpp"
 #include "timer_queue.hpp"
 #include "yield_args.hpp"
 
@@ -95,8 +95,6 @@ inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 // task's `gen`, so an entry left behind by a resume or cancel is skipped.
 class Scheduler {
  public:
-  using TaskMap = std::unordered_map<uint64_t, std::unique_ptr<Task>>;
-
   Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks);
   ~Scheduler();  // frees every task's registry slot: destroy before the state
   Scheduler(const Scheduler&) = delete;
@@ -135,14 +133,11 @@ class Scheduler {
   uint64_t next_key() const { return next_key_; }       // the key Start gives next
   size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
   static constexpr size_t kSpareKept = 1024;            // beyond this, spares nobody names are freed
-  Task* Find(uint64_t key) {
-    auto it = tasks_.find(key);
-    return it == tasks_.end() ? nullptr : it->second.get();
-  }
+  Task* Find(uint64_t key) { return tasks_.Find(key); }
   Task* current() const { return current_; }
   const Clock* clock() const { return clock_; }
   LuaHost* host() const { return host_; }
-  const TaskMap& tasks() const { return tasks_; }
+  const TaskTable& tasks() const { return tasks_; }
 
   // Task ids: "<prefix><base36 key>"; the prefix is random per scheduler, so
   // ids are unique across runtimes and restarts.
@@ -209,7 +204,7 @@ class Scheduler {
   static void FetchAhead(const Task* next, const Task* after);
   int64_t BatchEnd(int64_t now) const;
   Task* NewTask();
-  void Release(TaskMap::iterator it);
+  void Release(Task* t);
   void TrimSpare();
   void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
   void EndTask(Task* t, int status, int nres);
@@ -222,10 +217,10 @@ class Scheduler {
   LuaHost* host_;
   const Clock* clock_;
   SchedulerHooks* hooks_;
-  TaskMap tasks_;
+  TaskTable tasks_;
   LuaRef names_[kUnitCount + 1 + kKindCount];
   YieldNames yield_names_;
-  std::vector<TaskMap::node_type> spare_;  // ended tasks, map node and all, for reuse
+  std::vector<std::unique_ptr<Task>> spare_;  // ended tasks, for reuse
   RingQueue<ReadyEntry> ready_;
   std::vector<ReadyEntry> due_;  // RunTimers: the entries taken off the heap, in order
   int batch_ = 0;                // inside RunImmediate/RunTimers: Park leaves OnScheduleChange to the batch's end

@@ -169,7 +169,7 @@ TEST_F(SchedulerTest, ATimerBatchSkipsATaskResumedOrReplacedEarlierInTheBatch) {
   Turn(1000 * kMs);
   ASSERT_EQ(sched->task_count(), 2u);  // second, fresh
   bool fresh_took_third = false;
-  for (const auto& [k, t] : sched->tasks()) fresh_took_third |= t.get() == third;
+  sched->tasks().ForEach([&](const Task& t) { fresh_took_third = fresh_took_third || &t == third; });
   EXPECT_TRUE(fresh_took_third);
   EXPECT_EQ(Log(), "first,second by first");
   Turn(4000 * kMs);

@@ -1,0 +1,105 @@
+// SPDX-License-Identifier: MIT
+// Tests for TaskTable: find/insert/erase against std::unordered_map, with
+// sequential keys, keys a capacity apart, growth and shrinking.
+#include "task_table.hpp"
+
+#include <algorithm>
+#include <random>
+#include <unordered_map>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "scheduler.hpp"
+
+namespace lua_tasks {
+namespace {
+
+std::unique_ptr<Task> MakeTask(uint64_t key) {
+  auto t = std::make_unique<Task>();
+  t->key = key;
+  return t;
+}
+
+TEST(TaskTable, FindsInsertedAndForgetsErased) {
+  TaskTable table;
+  EXPECT_EQ(table.Find(1), nullptr);
+  Task* a = table.Insert(MakeTask(1));
+  Task* b = table.Insert(MakeTask(2));
+  EXPECT_EQ(table.Find(1), a);
+  EXPECT_EQ(table.Find(2), b);
+  EXPECT_EQ(table.size(), 2u);
+  std::unique_ptr<Task> back = table.Erase(1);
+  EXPECT_EQ(back.get(), a);
+  EXPECT_EQ(table.Find(1), nullptr);
+  EXPECT_EQ(table.Find(2), b);
+  EXPECT_EQ(table.size(), 1u);
+}
+
+TEST(TaskTable, KeysACapacityApartAllStayFindable) {
+  TaskTable table;
+  const uint64_t cap = table.capacity();
+  std::vector<Task*> tasks;
+  for (uint64_t i = 1; i <= 20; ++i) tasks.push_back(table.Insert(MakeTask(i * cap)));
+  for (uint64_t i = 1; i <= 20; ++i) ASSERT_EQ(table.Find(i * cap), tasks[i - 1]);
+  // Erasing from the middle of a probe run keeps the rest reachable.
+  for (uint64_t i = 2; i <= 20; i += 2) table.Erase(i * cap);
+  for (uint64_t i = 1; i <= 20; ++i) {
+    if (i % 2 == 0) {
+      EXPECT_EQ(table.Find(i * cap), nullptr);
+    } else {
+      EXPECT_EQ(table.Find(i * cap), tasks[i - 1]);
+    }
+  }
+}
+
+TEST(TaskTable, MatchesUnorderedMapUnderRandomOperations) {
+  TaskTable table;
+  std::unordered_map<uint64_t, Task*> ref;
+  std::vector<uint64_t> live;
+  std::mt19937_64 rng(11);
+  uint64_t next = 1;
+  size_t peak = 0;
+  for (int step = 0; step < 300000; ++step) {
+    // Phases: grow to ~20k, drain to a few, grow again (growth and shrinking).
+    const bool growing = (step / 50000) % 2 == 0;
+    if (live.empty() || rng() % 100 < (growing ? 70u : 25u)) {
+      const uint64_t key = next++;
+      ref[key] = table.Insert(MakeTask(key));
+      live.push_back(key);
+    } else {
+      const size_t i = rng() % live.size();
+      const uint64_t key = live[i];
+      live[i] = live.back();
+      live.pop_back();
+      std::unique_ptr<Task> t = table.Erase(key);
+      ASSERT_EQ(t.get(), ref[key]);
+      ASSERT_EQ(t->key, key);
+      ref.erase(key);
+    }
+    ASSERT_EQ(table.size(), ref.size());
+    peak = std::max(peak, table.capacity());
+    if (step % 997 == 0) {
+      for (const auto& [k, t] : ref) ASSERT_EQ(table.Find(k), t);
+      for (int j = 0; j < 50; ++j) {
+        const uint64_t k = 1 + rng() % next;
+        ASSERT_EQ(table.Find(k), ref.count(k) ? ref[k] : nullptr);
+      }
+      size_t seen = 0;
+      table.ForEach([&](const Task& t) {
+        ++seen;
+        EXPECT_EQ(ref.at(t.key), &t);
+      });
+      ASSERT_EQ(seen, ref.size());
+    }
+  }
+  // The table shrank after the drains rather than keeping its peak size.
+  while (!live.empty()) {
+    table.Erase(live.back());
+    live.pop_back();
+  }
+  EXPECT_LT(table.capacity(), peak);
+}
+
+}  // namespace
+}  // namespace lua_tasks
