@@ -12,7 +12,18 @@ namespace lua_tasks {
 // values (enforce off) allocations never fail for the limit: the host calls
 // Lua API functions outside protected mode, where a memory error would longjmp
 // over C++ destructors. The overshoot is bounded by the values the host pushes.
+//
+// With mimalloc (LUA_TASKS_HAVE_MIMALLOC) the blocks come from a heap of the
+// runtime's own: a runtime's coroutines and tables sit together instead of
+// among every other runtime's and Node's blocks, which kept W2 steady beside
+// other runtimes (see README, Dependencies). The heap belongs to the thread
+// that made the budget, as the runtime does.
 struct MemoryBudget {
+  MemoryBudget();
+  ~MemoryBudget();
+  MemoryBudget(const MemoryBudget&) = delete;
+  MemoryBudget& operator=(const MemoryBudget&) = delete;
+
   size_t used = 0;
   size_t peak = 0;
   size_t limit = 0;         // 0 = no limit
@@ -22,6 +33,9 @@ struct MemoryBudget {
 
   // lua_Alloc; `ud` is the MemoryBudget.
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
+
+ private:
+  void* heap_ = nullptr;  // mi_heap_t*, when built with mimalloc
 };
 
 }  // namespace lua_tasks
