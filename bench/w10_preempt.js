@@ -17,14 +17,20 @@ const TARGET_MS = 25;
 async function run() {
   const rt = new Runtime({ timeSlice: SLICE_MS });
   rt.load('function spin() while true do end end');
+  // rt.start runs each spinner now for its first slice (start runs a task
+  // until its first yield), so the four starts hold the caller for about four
+  // slices by design: gaps are counted from the first interval call after
+  // them, when only the scheduler decides who runs.
   const gaps = [];
-  let last = nowMs();
+  let last = null;
   const iv = setInterval(() => {
     const now = nowMs();
-    gaps.push(now - last);
+    if (last !== null) gaps.push(now - last);
     last = now;
   }, 10);
+  const t0 = nowMs();
   const tasks = [1, 2, 3, 4].map(() => rt.start('spin'));
+  const startMs = nowMs() - t0;
   await new Promise((resolve) => setTimeout(resolve, SPIN_MS));
   for (const t of tasks) rt.cancel(t.id);
   const ends = await Promise.allSettled(tasks.map((t) => t.result));
@@ -33,7 +39,7 @@ async function run() {
   const preemptions = rt.stats().preemptions;
   rt.closeSync();
   const max = Math.max(...gaps);
-  const note = `${gaps.length} interval calls in ${SPIN_MS} ms; ${preemptions} preemptions`;
+  const note = `${gaps.length} gaps in ${SPIN_MS} ms; ${preemptions} preemptions; the 4 rt.start calls, each running a first slice, took ${startMs.toFixed(1)} ms before counting began`;
   return [
     { case: '4 spinning tasks, timeSlice 5 ms: interval gap max', impl: 'lua-tasks', value: max, unit: 'ms',
       target: `≤ ${TARGET_MS} ms`, ok: max <= TARGET_MS, note },

@@ -3,7 +3,12 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
+#include <new>
 #include <random>
+
+#if LUA_TASKS_HAVE_MIMALLOC
+#include <mimalloc.h>
+#endif
 
 namespace lua_tasks {
 
@@ -14,6 +19,17 @@ namespace {
 constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
 
 }  // namespace
+
+#if LUA_TASKS_HAVE_MIMALLOC
+void* Task::operator new(size_t size) {
+  void* p = mi_malloc(size);
+  if (p == nullptr) throw std::bad_alloc();
+  return p;
+}
+void Task::operator delete(void* p) noexcept {
+  mi_free(p);
+}
+#endif
 
 const char* TaskStatusName(TaskStatus s) {
   switch (s) {
