@@ -141,6 +141,9 @@ class Scheduler {
   uint64_t next_key() const { return next_key_; }       // the key Start gives next
   size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
   static constexpr size_t kSpareKept = 1024;            // beyond this, spares nobody names are freed
+  // Live tasks at which the collector switches from generational to
+  // incremental mode, for good (see Scheduler::NewTask).
+  static constexpr size_t kIncrementalAt = 10000;
   Task* Find(uint64_t key) { return tasks_.Find(key); }
   Task* current() const { return current_; }
   const Clock* clock() const { return clock_; }
@@ -246,6 +249,7 @@ class Scheduler {
   std::deque<Deferred> deferred_;  // starts and resumes held back by the lock
   void RunDeferred();
   uint64_t next_key_ = 1;
+  bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;
 };
 

@@ -179,6 +179,23 @@ TEST_F(SchedulerTest, ATimerBatchSkipsATaskResumedOrReplacedEarlierInTheBatch) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
+TEST_F(SchedulerTest, TheCollectorTurnsIncrementalOnceManyTasksAreAlive) {
+  lua_State* L = host->main();
+  // Asking for a mode answers the previous one: the host starts generational.
+  ASSERT_EQ(lua_gc(L, LUA_GCGEN, 0, 0), LUA_GCGEN);
+  Run("function park() coroutine.yield('INDEFINITELY') end");
+  for (size_t i = 0; i < Scheduler::kIncrementalAt; ++i) Start("park");
+  EXPECT_EQ(lua_gc(L, LUA_GCGEN, 0, 0), LUA_GCGEN);  // still: not past the threshold yet
+  Start("park");
+  EXPECT_EQ(lua_gc(L, LUA_GCGEN, 0, 0), LUA_GCINC);  // switched by that start
+  // Once switched it stays: the check above put it back to generational,
+  // and more starts leave that choice alone.
+  Start("park");
+  EXPECT_EQ(lua_gc(L, LUA_GCINC, 0, 0, 0), LUA_GCGEN);
+  sched->CancelAll();
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
 TEST_F(SchedulerTest, TasksReadyAtTheSameInstantRunFirstInFirstOut) {
   Run(R"(function mk(i) return function() coroutine.yield("FOR", 1) note(i) end end
          for i = 1, 5 do _G["t" .. i] = mk(i) end)");
