@@ -62,6 +62,11 @@ struct Task {
     pending_unit = u;
     has_pending = true;
   }
+  void Pend(const WaitRequest& r) {
+    const int64_t value = r.kind == WaitKind::kFor ? r.duration_ns : r.kind == WaitKind::kJoin ? r.join_key : r.wall_ns;
+    Pend(r.kind, value, r.unit);
+  }
+
   // With mimalloc, Tasks come from its heap of this thread: a task ending
   // among a million others freed its Task through glibc's consolidating
   // path, 9% of W7's wake phase.
@@ -69,11 +74,6 @@ struct Task {
   static void* operator new(size_t size);
   static void operator delete(void* p) noexcept;
 #endif
-
-  void Pend(const WaitRequest& r) {
-    const int64_t value = r.kind == WaitKind::kFor ? r.duration_ns : r.kind == WaitKind::kJoin ? r.join_key : r.wall_ns;
-    Pend(r.kind, value, r.unit);
-  }
 };
 
 // What the embedder (the addon, or a test) supplies.
