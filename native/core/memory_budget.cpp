@@ -48,7 +48,7 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
   // and decoding a large state makes hundreds of thousands of new blocks.
 #if LUA_TASKS_HAVE_MIMALLOC
   auto* heap = static_cast<mi_heap_t*>(b->heap_);
-  void* p = heap == nullptr              ? nullptr
+  void* p = heap == nullptr  ? nullptr
             : ptr == nullptr ? mi_heap_malloc(heap, nsize)
                              : mi_heap_realloc(heap, ptr, nsize);
 #else

@@ -195,6 +195,7 @@ void Scheduler::Release(Task* t) {
   t->thread.Reset();  // frees the thread's registry slot
   t->joiners.clear();
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
+  if (!owned) return;  // released already (never expected: see Cancel)
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a
   // stale entry must find a Task to read its gen from); else freed.
   if (spare_.size() < kSpareKept || owned->queued > 0) spare_.push_back(std::move(owned));
@@ -511,7 +512,9 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
 
 bool Scheduler::Cancel(uint64_t key) {
   Task* t = Find(key);
-  if (t == nullptr) return false;
+  // An ended task stays in the table while EndTask wakes its joiners; one of
+  // them cancelling it must not end it a second time.
+  if (t == nullptr || t->ended()) return false;
   if (t->status == TaskStatus::kRunning) {
     t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
     return true;
@@ -528,7 +531,7 @@ void Scheduler::CancelAll() {
   std::sort(keys.begin(), keys.end());
   for (uint64_t k : keys) {
     Task* t = Find(k);
-    if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
+    if (t != nullptr && t->status != TaskStatus::kRunning && !t->ended()) KillNow(t);
   }
   for (size_t i = 0; i < ready_.size(); ++i) --ready_[i].task->queued;
   ready_.clear();

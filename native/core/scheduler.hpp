@@ -53,6 +53,10 @@ struct Task {
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
   uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
 
+  bool ended() const {
+    return status == TaskStatus::kDone || status == TaskStatus::kFailed || status == TaskStatus::kCancelled;
+  }
+
   // Records the instruction the task is yielding; the scheduler files it as
   // the task's wait when the yield reaches it. `value`: the duration (kFor),
   // the wall-clock target (kUntilTime, kUntilNext) or the joined key (kJoin).

@@ -37,7 +37,7 @@ class TaskTable {
   }
   // Adds t under t->key (non-zero, not present); returns t.
   Task* Insert(std::unique_ptr<Task> t);
-  // Removes the task with `key` (present) and hands it back.
+  // Removes the task with `key` and hands it back (null if there is none).
   std::unique_ptr<Task> Erase(uint64_t key);
   size_t size() const { return size_; }
   size_t capacity() const { return slots_.size(); }

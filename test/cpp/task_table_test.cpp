@@ -34,6 +34,9 @@ TEST(TaskTable, FindsInsertedAndForgetsErased) {
   EXPECT_EQ(table.Find(1), nullptr);
   EXPECT_EQ(table.Find(2), b);
   EXPECT_EQ(table.size(), 1u);
+  EXPECT_EQ(table.Erase(1), nullptr);  // gone already: nothing, and no harm
+  EXPECT_EQ(table.Erase(77), nullptr);
+  EXPECT_EQ(table.size(), 1u);
 }
 
 TEST(TaskTable, KeysACapacityApartAllStayFindable) {
