@@ -189,16 +189,18 @@ describe('tasks.cancel and tasks.status', () => {
     expect(rt.load('return tasks.cancel("nope")')).toEqual([null, 'no such task (unknown or finished)']);
   });
 
-  test('a joiner woken by a task\'s end cannot cancel that task: it has ended, and stays ended once', async () => {
+  test('a joiner woken by a task\'s end sees it ended: cancel does nothing, a second wait answers at once', async () => {
     rt.load(`
       function b() coroutine.yield() return 7 end
-      function a(bid) local v = tasks.wait(bid) said = tasks.cancel(bid) seen = tasks.status(bid) return v end`);
+      function a(bid) local v = tasks.wait(bid) said = tasks.cancel(bid) seen = tasks.status(bid)
+        again = tasks.wait(bid) return v end`);
     const b = rt.start('b');
     const a = rt.start('a', b.id);
     expect(await b.result).toBe(7);
     expect(await a.result).toBe(7);
     expect(rt.get('said')).toBeUndefined(); // nil: not cancelled, it had ended
     expect(rt.get('seen')).toBe('done');
+    expect(rt.get('again')).toBe(7); // waiting on it again answers at once
     expect(rt.load(`return tasks.status("${b.id}")`)).toEqual(['done']);
     expect(rt.stats().tasks).toBe(0);
     // The runtime goes on working.
