@@ -84,6 +84,21 @@ function percentile(xs, p) {
  * process. A child may end itself with SIGKILL once it has printed (to skip a
  * teardown that is not being measured); any other failure throws.
  */
+/**
+ * Records the gaps between calls of a setInterval(…, everyMs), counted from
+ * its first call. Returns { gaps, stop() }.
+ */
+function intervalGaps(everyMs) {
+  const gaps = [];
+  let last = null;
+  const iv = setInterval(() => {
+    const now = nowMs();
+    if (last !== null) gaps.push(now - last);
+    last = now;
+  }, everyMs);
+  return { gaps, stop: () => clearInterval(iv) };
+}
+
 function nodeChild(file, args, { nodeArgs = [], timeoutMs = 120000 } = {}) {
   const p = spawnSync(process.execPath, [...nodeArgs, file, ...args.map(String)],
     { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 });
@@ -153,4 +168,4 @@ function machine() {
   };
 }
 
-module.exports = { nowMs, median, percentile, sample, check, nodeChild, machine, haveLuaCli, runLuaCli };
+module.exports = { nowMs, median, percentile, sample, check, nodeChild, intervalGaps, machine, haveLuaCli, runLuaCli };

@@ -8,7 +8,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, percentile, check } = require('./harness');
+const { nowMs, percentile, check, intervalGaps } = require('./harness');
 
 const SPIN_MS = 2000;
 const SLICE_MS = 5;
@@ -21,20 +21,14 @@ async function run() {
   // until its first yield), so the four starts hold the caller for about four
   // slices by design: gaps are counted from the first interval call after
   // them, when only the scheduler decides who runs.
-  const gaps = [];
-  let last = null;
-  const iv = setInterval(() => {
-    const now = nowMs();
-    if (last !== null) gaps.push(now - last);
-    last = now;
-  }, 10);
+  const { gaps, stop } = intervalGaps(10);
   const t0 = nowMs();
   const tasks = [1, 2, 3, 4].map(() => rt.start('spin'));
   const startMs = nowMs() - t0;
   await new Promise((resolve) => setTimeout(resolve, SPIN_MS));
   for (const t of tasks) rt.cancel(t.id);
   const ends = await Promise.allSettled(tasks.map((t) => t.result));
-  clearInterval(iv);
+  stop();
   check('spinners cancelled', ends.filter((e) => e.reason && e.reason.code === 'ERR_TASK_CANCELLED').length, 4);
   const preemptions = rt.stats().preemptions;
   rt.closeSync();

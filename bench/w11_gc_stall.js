@@ -10,7 +10,7 @@
 // runs in its own child process, so neither inherits the other's heap.
 'use strict';
 
-const { nowMs, nodeChild, percentile, check } = require('./harness');
+const { nowMs, nodeChild, percentile, check, intervalGaps } = require('./harness');
 
 const TASKS = 100000;
 const ROUNDS = 3000;
@@ -31,17 +31,11 @@ async function child(mode) {
   const rt = new Runtime();
   rt.load(LUA);
   rt.load(`for i = 1, ${TASKS} do tasks.start(park) end collectgarbage("${mode}") collectgarbage()`);
-  const gaps = [];
-  let last = null;
-  const iv = setInterval(() => {
-    const now = nowMs();
-    if (last !== null) gaps.push(now - last);
-    last = now;
-  }, 1);
+  const { gaps, stop } = intervalGaps(1);
   const t = nowMs();
   const rounds = await rt.call('churn', ROUNDS);
   const ms = nowMs() - t;
-  clearInterval(iv);
+  stop();
   check(`${mode} rounds`, rounds, ROUNDS);
   check(`${mode} tasks waiting`, rt.stats().tasks, TASKS);
   rt.closeSync();
