@@ -404,7 +404,9 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   Scheduler* s = core->scheduler.get();
   std::vector<uint64_t> keys;
-  s->tasks().ForEach([&](const Task& t) { keys.push_back(t.key); });
+  s->tasks().ForEach([&](const Task& t) {
+    if (!t.ended()) keys.push_back(t.key);  // not one still winding down (see Scheduler::Find)
+  });
   std::sort(keys.begin(), keys.end());
   Napi::Array out = Napi::Array::New(env, keys.size());
   for (uint32_t i = 0; i < keys.size(); ++i) out.Set(i, TaskInfo(env, s, *s->Find(keys[i])));

@@ -226,9 +226,7 @@ int l_tasks_join(lua_State* L) {
   Scheduler* s = Sched(L);
   const uint64_t key = KeyArg(L, s);
   Task* target = s->Find(key);
-  // An ended task stays in the table while it wakes its joiners; one of them
-  // waiting on it again gets the kept outcome below, not a join never woken.
-  if (target != nullptr && !target->ended()) {
+  if (target != nullptr) {
     Task* t = NeedTask(L, s, "tasks.wait");
     if (target == t) return luaL_error(L, "tasks.wait: a task cannot wait for itself");
     t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));

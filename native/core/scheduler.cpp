@@ -195,7 +195,7 @@ void Scheduler::Release(Task* t) {
   t->thread.Reset();  // frees the thread's registry slot
   t->joiners.clear();
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
-  if (!owned) return;  // released already (never expected: see Cancel)
+  if (!owned) return;  // released already (never expected: see Find)
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a
   // stale entry must find a Task to read its gen from); else freed.
   if (spare_.size() < kSpareKept || owned->queued > 0) spare_.push_back(std::move(owned));
@@ -391,7 +391,8 @@ void Scheduler::Deliver(Task* t, int nargs) {
 // (see Release), and prefetching a stale pointer is harmless.
 void Scheduler::FetchAhead(const Task* next, const Task* after) {
   if (after != nullptr) {
-    // Its hot fields come first, but malloc aligns it to 16 bytes, not 64.
+    // Its hot fields come first, but they may straddle two lines: malloc
+    // aligns to 16 bytes, not 64.
     __builtin_prefetch(after);
     __builtin_prefetch(reinterpret_cast<const char*>(after) + 63);
   }
@@ -512,9 +513,7 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
 
 bool Scheduler::Cancel(uint64_t key) {
   Task* t = Find(key);
-  // An ended task stays in the table while EndTask wakes its joiners; one of
-  // them cancelling it must not end it a second time.
-  if (t == nullptr || t->ended()) return false;
+  if (t == nullptr) return false;
   if (t->status == TaskStatus::kRunning) {
     t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
     return true;
@@ -531,7 +530,7 @@ void Scheduler::CancelAll() {
   std::sort(keys.begin(), keys.end());
   for (uint64_t k : keys) {
     Task* t = Find(k);
-    if (t != nullptr && t->status != TaskStatus::kRunning && !t->ended()) KillNow(t);
+    if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
   }
   for (size_t i = 0; i < ready_.size(); ++i) --ready_[i].task->queued;
   ready_.clear();
@@ -563,9 +562,11 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   }
   const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
   if (status == kTimedOutStatus) lua_settop(t->co, 0);
+  // Remembered first: from here on Find no longer answers for this task, so
+  // code run by the hook or by a woken joiner sees it through FindFinished.
+  Remember(t, status, nres);
   if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, traceback);
   if (traceback != nullptr) lua_pop(host_->main(), 1);
-  Remember(t, status, nres);
 
   // Wake the tasks joined on this one: (true, results...) or (false, error).
   const uint64_t key = t->key;

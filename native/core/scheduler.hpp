@@ -148,7 +148,14 @@ class Scheduler {
   // Live tasks at which the collector switches from generational to
   // incremental mode, for good (see Scheduler::NewTask).
   static constexpr size_t kIncrementalAt = 10000;
-  Task* Find(uint64_t key) { return tasks_.Find(key); }
+  // A task that has not ended. An ended task stays in `tasks_` while EndTask
+  // tells the embedder and wakes its joiners, but lookups by id answer for
+  // it through FindFinished from then on: code run meanwhile (a listener, a
+  // joiner) can neither cancel it again nor join a task that wakes no one.
+  Task* Find(uint64_t key) {
+    Task* t = tasks_.Find(key);
+    return t != nullptr && !t->ended() ? t : nullptr;
+  }
   Task* current() const { return current_; }
   const Clock* clock() const { return clock_; }
   LuaHost* host() const { return host_; }

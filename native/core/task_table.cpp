@@ -39,10 +39,8 @@ void TaskTable::Place(Entry e) {
 }
 
 std::unique_ptr<Task> TaskTable::Erase(uint64_t key) {
-  size_t i = Slot(key);
-  for (size_t dist = 0; slots_[i].key != key; i = (i + 1) & mask_, ++dist) {
-    if (slots_[i].key == 0 || Distance(slots_[i].key, i) < dist) return nullptr;  // not here
-  }
+  size_t i = Locate(key);
+  if (i == kAbsent) return nullptr;
   std::unique_ptr<Task> out = std::move(slots_[i].task);
   slots_[i].key = 0;
   --size_;

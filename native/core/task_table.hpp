@@ -29,11 +29,8 @@ class TaskTable {
   TaskTable& operator=(const TaskTable&) = delete;
 
   Task* Find(uint64_t key) const {
-    for (size_t i = Slot(key), dist = 0;; i = (i + 1) & mask_, ++dist) {
-      const Entry& e = slots_[i];
-      if (e.key == key) return e.task.get();
-      if (e.key == 0 || Distance(e.key, i) < dist) return nullptr;
-    }
+    const size_t i = Locate(key);
+    return i == kAbsent ? nullptr : slots_[i].task.get();
   }
   // Adds t under t->key (non-zero, not present); returns t.
   Task* Insert(std::unique_ptr<Task> t);
@@ -57,9 +54,19 @@ class TaskTable {
     std::unique_ptr<Task> task;
   };
   static constexpr size_t kMinCapacity = 64;
+  static constexpr size_t kAbsent = SIZE_MAX;
 
   size_t Slot(uint64_t key) const { return (key ^ (key >> shift_)) & mask_; }
   size_t Distance(uint64_t key, size_t i) const { return (i - Slot(key)) & mask_; }  // from its home slot
+  // The slot holding `key`, or kAbsent: the probe stops at an empty slot or
+  // at the first entry closer to its home than `key` would be.
+  size_t Locate(uint64_t key) const {
+    for (size_t i = Slot(key), dist = 0;; i = (i + 1) & mask_, ++dist) {
+      const uint64_t k = slots_[i].key;
+      if (k == key) return i;
+      if (k == 0 || Distance(k, i) < dist) return kAbsent;
+    }
+  }
   void Place(Entry e);  // Robin Hood insertion; capacity checked by the caller
   void Rehash(size_t capacity);
 

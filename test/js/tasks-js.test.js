@@ -215,6 +215,18 @@ describe('events', () => {
     expect(done).toEqual([[b.id, 'at once'], [a.id, 'later']]);
   });
 
+  test('inside its taskdone listener a task reads as ended: cancel says false, rt.task says done, rt.tasks leaves it out', async () => {
+    rt.load('function b() coroutine.yield() return 7 end');
+    const seen = [];
+    rt.on('taskdone', (task) => {
+      seen.push(rt.cancel(task.id), rt.task(task.id).status, rt.tasks().map((t) => t.id));
+    });
+    const b = rt.start('b');
+    expect(await b.result).toBe(7);
+    expect(seen).toEqual([false, 'done', []]);
+    expect(rt.stats().tasks).toBe(0);
+  });
+
   test('taskerror fires once per failed task with the task and its error', async () => {
     const errs = [];
     rt.on('taskerror', (task, err) => errs.push([task.id, err.code, err.message]));
