@@ -69,6 +69,12 @@ class LuaHost {
   // For the embedder (the addon's RuntimeCore); not owned.
   void* embedder = nullptr;
 
+  // Set once the runtime is torn down: the scheduler is gone and lua_close
+  // runs the remaining finalizers. Lua-facing functions that need the
+  // scheduler or JS raise instead of touching what is freed.
+  bool closing() const { return closing_; }
+  void set_closing() { closing_ = true; }
+
   MemoryBudget& memory() { return memory_; }
   CpuBudget* budget() { return budget_.get(); }
   // True if the last outermost call from JS was killed by taskTimeout.
@@ -129,6 +135,7 @@ class LuaHost {
   void SaveError(lua_State* L) noexcept;
 
   MemoryBudget memory_;                // must outlive L_: it is the allocator's state
+  bool closing_ = false;
   std::unique_ptr<CpuBudget> budget_;  // null without timeSlice/taskTimeout
   bool last_killed_ = false;
   lua_State* L_ = nullptr;        // owned; closed in the destructor

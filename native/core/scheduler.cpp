@@ -64,6 +64,7 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
 }
 
 Scheduler::~Scheduler() {
+  host_->set_closing();  // the tasks functions hold this scheduler's address
   if (host_->budget() != nullptr) host_->budget()->set_preempt(nullptr, nullptr);
 }
 

@@ -228,6 +228,37 @@ describe('close', () => {
     expect(() => g()).toThrow(code('ERR_RUNTIME_CLOSED'));
   });
 
+  test('finalizers and <close> handlers that run at close get errors, not freed memory', () => {
+    // lua_close runs every pending __gc after the scheduler and the JS side
+    // are gone: most calls below used to touch freed memory or crash there.
+    const calls = [
+      'tasks.current_id()', 'tasks.start(function() end)', 'tasks.status("x")', 'tasks.resume("x")',
+      'tasks.cancel("x")', 'tasks.wait("x")', 'tasks.sleep(1)', 'coroutine.yield()', 'mark()',
+      'print("from a finalizer")', 'tostring(obj)', 'local _ = obj.a', 'tasks.await(obj)',
+    ];
+    let marked = 0;
+    const printed = [];
+    for (const call of calls) {
+      const r = new Runtime({ print: (s) => printed.push(s) });
+      r.set('mark', () => { marked += 1; });
+      r.set('obj', { a: 1 });
+      r.load(`
+        local function try() local ok, err = pcall(function() ${call} end) return ok, err end
+        setmetatable({}, { __gc = function() try() end })
+        function park()
+          local guard <close> = setmetatable({}, { __close = function() try() end })
+          coroutine.yield("INDEFINITELY")
+        end`);
+      r.start('park');
+      r.closeSync();
+    }
+    // <close> handlers run while close() cancels the waiting task, with the
+    // runtime still whole: only there do JS calls go through.
+    expect(marked).toBe(1);
+    expect(printed).toEqual(['from a finalizer']);
+    expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
   test('closing one runtime leaves the others working', () => {
     const other = new Runtime();
     const [f] = other.load('return function(x) return x + 1 end');
