@@ -134,7 +134,7 @@ class LuaHost {
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
 
-  MemoryBudget memory_;                // must outlive L_: it is the allocator's state
+  MemoryBudget memory_;  // must outlive L_: it is the allocator's state
   bool closing_ = false;
   std::unique_ptr<CpuBudget> budget_;  // null without timeSlice/taskTimeout
   bool last_killed_ = false;

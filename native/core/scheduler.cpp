@@ -148,10 +148,8 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
   Task* t = NewTask();
   t->co = co;
   t->observed = observed;
-  lua_pushvalue(L, -1);
-  t->thread = LuaRef::Pop(L);
-  lua_pop(L, 1);            // the thread
-  lua_xmove(L, co, nargs);  // args onto the coroutine, above its function
+  t->anchor = anchors_.Put(L);  // pops the thread
+  lua_xmove(L, co, nargs);      // args onto the coroutine, above its function
   lua_settop(L, fn - 1);
   const uint64_t key = t->key;
   if (locks_ > 0) {
@@ -186,14 +184,22 @@ Task* Scheduler::NewTask() {
     // stall the loop up to 18-24 ms generational, 8-10 ms incremental).
     // Switching only marks objects white (no collection runs), and the
     // runtime stays incremental after.
-    lua_gc(host_->main(), LUA_GCINC, 0, 0, 0);
+    //
+    // Lua's default step multiplier (100) has a cycle done after the heap
+    // grows by under 1%: with a million threads alive, that is a few hundred
+    // ms of marking packed into the next handful of tasks.start calls (stalls
+    // of 30-60 ms, W7). At 10 the same work spreads over about 10% of growth,
+    // still far inside the pause's doubling; steps of 1 KB keep each piece
+    // small. W7 lateness p99 55-58 -> 18-21 ms; W11 stall max 6.4 -> 5.0 ms.
+    lua_gc(host_->main(), LUA_GCINC, 0, kStepMul, kStepSizeLog2);
     incremental_ = true;
   }
   return tasks_.Insert(std::move(task));
 }
 
 void Scheduler::Release(Task* t) {
-  t->thread.Reset();  // frees the thread's registry slot
+  if (t->anchor != Task::kNoAnchor) anchors_.Clear(host_->main(), t->anchor);
+  t->anchor = Task::kNoAnchor;
   t->joiners.clear();
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   if (!owned) return;  // released already (never expected: see Find)
@@ -350,6 +356,7 @@ void Scheduler::ClearWait(Task* t) {
 }
 
 void Scheduler::CacheNames(lua_State* L) {
+  anchors_.Init(L);
   for (int i = 0; i < kUnitCount; ++i) {
     yield_names_.units[i] = lua_pushstring(L, UnitName(static_cast<Unit>(i)));
     names_[i] = LuaRef::Pop(L);

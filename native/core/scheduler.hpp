@@ -18,6 +18,7 @@
 #include "recent_results.hpp"
 #include "ring_queue.hpp"
 #include "task_table.hpp"
+#include "thread_anchors.hpp"
 #include "timer_queue.hpp"
 #include "yield_args.hpp"
 
@@ -30,7 +31,7 @@ const char* TaskStatusName(TaskStatus s);
 // holds everything a wake reads or writes, so with thousands of tasks a wake
 // costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
 struct Task {
-  lua_State* co = nullptr;       // kept alive by `thread`
+  lua_State* co = nullptr;       // kept alive by its anchor
   uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
   int64_t wait_start = 0;        // monotonic ns when the wait began
   int64_t cpu_ns = 0;            // CPU time spent so far (monotonic ns while running)
@@ -47,7 +48,8 @@ struct Task {
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
   // Cold: read only by the waits that use them.
-  LuaRef thread;                  // anchors `co` in the registry; owned here
+  uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
+  static constexpr uint32_t kNoAnchor = UINT32_MAX;
   int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target, wall ns
   uint64_t join_key = 0;          // kJoin: the task waited for
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
@@ -113,8 +115,9 @@ class Scheduler {
   Scheduler& operator=(const Scheduler&) = delete;
 
   // Keeps "SCHEDULER" and the unit names in the registry, so a wake pushes
-  // them by index instead of hashing them. Raises (memory): call in
-  // protected mode (RegisterTasksApi does).
+  // them by index instead of hashing them, and makes the table that anchors
+  // task threads. Raises (memory): call in protected mode (RegisterTasksApi
+  // does).
   void CacheNames(lua_State* L);
   const YieldNames* yield_names() const { return &yield_names_; }
 
@@ -148,6 +151,10 @@ class Scheduler {
   // Live tasks at which the collector switches from generational to
   // incremental mode, for good (see Scheduler::NewTask).
   static constexpr size_t kIncrementalAt = 10000;
+  // The incremental collector's step multiplier and log2 step size (bytes)
+  // from the switch on (Lua's defaults: 100 and 13).
+  static constexpr int kStepMul = 10;
+  static constexpr int kStepSizeLog2 = 10;
   // A task that has not ended. An ended task stays in `tasks_` while EndTask
   // tells the embedder and wakes its joiners, but lookups by id answer for
   // it through FindFinished from then on: code run meanwhile (a listener, a
@@ -240,6 +247,7 @@ class Scheduler {
   const Clock* clock_;
   SchedulerHooks* hooks_;
   TaskTable tasks_;
+  ThreadAnchors anchors_;  // every task's coroutine, reachable for the collector
   LuaRef names_[kUnitCount + 1 + kKindCount];
   YieldNames yield_names_;
   std::vector<std::unique_ptr<Task>> spare_;  // ended tasks, for reuse

@@ -244,7 +244,7 @@ describe('close', () => {
       r.set('obj', { a: 1 });
       r.load(`
         local function try() local ok, err = pcall(function() ${call} end) return ok, err end
-        setmetatable({}, { __gc = function() try() end })
+        keep = setmetatable({}, { __gc = function() try() end })  -- finalized only by close
         function park()
           local guard <close> = setmetatable({}, { __close = function() try() end })
           coroutine.yield("INDEFINITELY")

@@ -1,0 +1,44 @@
+// SPDX-License-Identifier: MIT
+// ThreadAnchors: keeps task coroutines reachable for Lua's collector.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include <lua.hpp>
+
+#include "lua_ref.hpp"
+
+namespace lua_tasks {
+
+// A registry reference per task (luaL_ref) puts a million threads in one
+// array: the collector marks that array in a single step (tens of ms at a
+// million), and its doubling allocates 16 MB at once, which Lua repays as one
+// burst of collector work. Here the values sit in tables of kChunk slots
+// under one directory table, so every piece the collector sees stays small
+// and nothing grows by more than one chunk at a time. Slots are reused last
+// freed first (their chunk is likely still in cache).
+class ThreadAnchors {
+ public:
+  static constexpr uint32_t kChunk = 1024;
+
+  // Makes the directory table. Raises (memory): call in protected mode.
+  void Init(lua_State* L);
+
+  // Pops the value on top of L into a free slot and returns the slot. May
+  // allocate a chunk: call with the memory limit not enforced (host code).
+  uint32_t Put(lua_State* L);
+  // Clears a slot (the value becomes collectable) and frees it. Never raises.
+  void Clear(lua_State* L, uint32_t slot);
+
+  size_t size() const { return next_ - free_.size(); }
+
+ private:
+  void PushChunk(lua_State* L, uint32_t slot);  // pushes the chunk holding slot, creating it if new
+
+  LuaRef directory_;  // { [1 + slot / kChunk] = chunk }
+  std::vector<uint32_t> free_;
+  uint32_t next_ = 0;  // slots below this have been handed out
+};
+
+}  // namespace lua_tasks
