@@ -2,35 +2,49 @@
 // TaskTable: the live tasks by key, in one open-addressing array.
 #include "task_table.hpp"
 
+#include <algorithm>
+#include <new>
 #include <utility>
 
 #include "scheduler.hpp"
 
 namespace lua_tasks {
 
-TaskTable::TaskTable() {
-  Rehash(kMinCapacity);
+TaskTable::TaskTable() : cur_(MakeArray(kMinCapacity)) {}
+
+TaskTable::~TaskTable() {
+  ForEach([](const Task& t) { delete &t; });
 }
 
-TaskTable::~TaskTable() = default;
+TaskTable::Array TaskTable::MakeArray(size_t capacity) {
+  Array a;
+  a.slots.reset(static_cast<Entry*>(std::calloc(capacity, sizeof(Entry))));
+  if (!a.slots) throw std::bad_alloc();
+  a.mask = capacity - 1;
+  while ((size_t{1} << a.shift) < capacity) ++a.shift;
+  return a;
+}
 
 Task* TaskTable::Insert(std::unique_ptr<Task> t) {
-  if ((size_ + 1) * 2 > slots_.size()) Rehash(slots_.size() * 2);  // load factor at most 1/2
-  Task* out = t.get();
-  const uint64_t key = t->key;
-  Place(Entry{key, std::move(t)});
+  if (resizing()) Move(kMoveStep);
+  if ((size_ + 1) * 2 > capacity()) {     // load factor at most 1/2 (size_ counts both arrays)
+    if (resizing()) Move(old_.mask + 1);  // a shrink still under way: finish it first
+    StartResize(capacity() * 2);
+  }
+  Task* out = t.release();
+  Place(cur_, Entry{out->key, out});
   ++size_;
   return out;
 }
 
-void TaskTable::Place(Entry e) {
-  for (size_t i = Slot(e.key), dist = 0;; i = (i + 1) & mask_, ++dist) {
-    Entry& here = slots_[i];
+void TaskTable::Place(Array& a, Entry e) {
+  for (size_t i = a.Slot(e.key), dist = 0;; i = (i + 1) & a.mask, ++dist) {
+    Entry& here = a.slots[i];
     if (here.key == 0) {
-      here = std::move(e);
+      here = e;
       return;
     }
-    const size_t d = Distance(here.key, i);
+    const size_t d = a.Distance(here.key, i);
     if (d < dist) {  // `here` is closer to home: it moves on instead
       std::swap(here, e);
       dist = d;
@@ -39,31 +53,45 @@ void TaskTable::Place(Entry e) {
 }
 
 std::unique_ptr<Task> TaskTable::Erase(uint64_t key) {
-  size_t i = Locate(key);
-  if (i == kAbsent) return nullptr;
-  std::unique_ptr<Task> out = std::move(slots_[i].task);
-  slots_[i].key = 0;
-  --size_;
-  // Backward shift: each displaced entry behind the hole moves one slot
-  // closer to home; the first entry at home (or an empty slot) ends it.
-  for (size_t j = (i + 1) & mask_; slots_[j].key != 0 && Distance(slots_[j].key, j) > 0; j = (j + 1) & mask_) {
-    slots_[i] = std::move(slots_[j]);
-    slots_[j].key = 0;
-    i = j;
+  std::unique_ptr<Task> out;
+  size_t i = Locate(cur_, key);
+  if (i != kAbsent) {
+    out.reset(cur_.slots[i].task);
+    cur_.slots[i] = Entry{0, nullptr};
+    // Backward shift: each displaced entry behind the hole moves one slot
+    // closer to home; the first entry at home (or an empty slot) ends it.
+    for (size_t j = (i + 1) & cur_.mask; cur_.slots[j].key != 0 && cur_.Distance(cur_.slots[j].key, j) > 0;
+         j = (j + 1) & cur_.mask) {
+      cur_.slots[i] = cur_.slots[j];
+      cur_.slots[j] = Entry{0, nullptr};
+      i = j;
+    }
+  } else if (resizing() && (i = Locate(old_, key)) != kAbsent && old_.slots[i].task != nullptr) {
+    out.reset(std::exchange(old_.slots[i].task, nullptr));
+  } else {
+    return nullptr;
   }
-  // Give memory back after a burst, but not on every small dip.
-  if (slots_.size() > kMinCapacity && size_ * 8 < slots_.size()) Rehash(slots_.size() / 2);
+  --size_;
+  if (resizing()) {
+    Move(kMoveStep);
+  } else if (capacity() > kMinCapacity && size_ * 8 < capacity()) {
+    StartResize(capacity() / 2);  // give memory back after a burst, but not on every small dip
+  }
   return out;
 }
 
-void TaskTable::Rehash(size_t capacity) {
-  std::vector<Entry> old = std::exchange(slots_, std::vector<Entry>(capacity));
-  mask_ = capacity - 1;
-  shift_ = 0;
-  while ((size_t{1} << shift_) < capacity) ++shift_;
-  for (Entry& e : old) {
-    if (e.key != 0) Place(std::move(e));
+void TaskTable::StartResize(size_t capacity) {
+  old_ = std::exchange(cur_, MakeArray(capacity));
+  moved_ = 0;
+}
+
+void TaskTable::Move(size_t slots) {
+  const size_t end = std::min(moved_ + slots, old_.mask + 1);
+  for (; moved_ < end; ++moved_) {
+    Entry& e = old_.slots[moved_];
+    if (e.task != nullptr) Place(cur_, Entry{e.key, std::exchange(e.task, nullptr)});
   }
+  if (moved_ > old_.mask) old_ = Array();
 }
 
 }  // namespace lua_tasks

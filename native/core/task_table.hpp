@@ -4,8 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
-#include <vector>
 
 namespace lua_tasks {
 
@@ -21,6 +21,13 @@ struct Task;
 // home than itself (a miss costs a slot or two, not the run), and erasing
 // shifts back only the displaced entries behind the hole. The table owns its
 // Tasks.
+//
+// Resizing is incremental, as Redis does it: a new array takes every insert
+// while each later insert or erase moves the entries of a few slots of the
+// old one, so no single call pays for the whole table (rehashing a million
+// entries at once held the loop 20-90 ms in bench W7). Arrays come from
+// calloc: an all-zero array is empty, and the pages of a fresh one are only
+// touched as entries land in them.
 class TaskTable {
  public:
   TaskTable();
@@ -29,51 +36,75 @@ class TaskTable {
   TaskTable& operator=(const TaskTable&) = delete;
 
   Task* Find(uint64_t key) const {
-    const size_t i = Locate(key);
-    return i == kAbsent ? nullptr : slots_[i].task.get();
+    const size_t i = Locate(cur_, key);
+    if (i != kAbsent) return cur_.slots[i].task;
+    if (old_.slots == nullptr) return nullptr;
+    const size_t j = Locate(old_, key);
+    return j == kAbsent ? nullptr : old_.slots[j].task;  // null once moved or erased
   }
   // Adds t under t->key (non-zero, not present); returns t.
   Task* Insert(std::unique_ptr<Task> t);
   // Removes the task with `key` and hands it back (null if there is none).
   std::unique_ptr<Task> Erase(uint64_t key);
   size_t size() const { return size_; }
-  size_t capacity() const { return slots_.size(); }
+  size_t capacity() const { return cur_.mask + 1; }
+  bool resizing() const { return old_.slots != nullptr; }
 
   // Calls f(Task&) for every task, in no particular order. f must not
   // insert or erase.
   template <typename F>
   void ForEach(F&& f) const {
-    for (const Entry& e : slots_) {
-      if (e.key != 0) f(*e.task);
+    for (size_t i = 0; i <= cur_.mask; ++i) {
+      if (cur_.slots[i].key != 0) f(*cur_.slots[i].task);
+    }
+    if (old_.slots == nullptr) return;
+    for (size_t i = moved_; i <= old_.mask; ++i) {
+      if (old_.slots[i].task != nullptr) f(*old_.slots[i].task);
     }
   }
 
+  // Slots of the old array moved per insert or erase while resizing: enough
+  // to finish long before the new array passes its load factor.
+  static constexpr size_t kMoveStep = 8;
+
  private:
+  // key 0: empty. In the old array, a moved or erased entry keeps its key
+  // (probes pass through it) and loses its task.
   struct Entry {
-    uint64_t key = 0;  // 0: empty
-    std::unique_ptr<Task> task;
+    uint64_t key;
+    Task* task;  // owned
+  };
+  struct Free {
+    void operator()(Entry* p) const { std::free(p); }
+  };
+  struct Array {
+    std::unique_ptr<Entry[], Free> slots;
+    size_t mask = 0;
+    int shift = 0;  // log2(capacity)
+    size_t Slot(uint64_t key) const { return (key ^ (key >> shift)) & mask; }
+    size_t Distance(uint64_t key, size_t i) const { return (i - Slot(key)) & mask; }  // from its home slot
   };
   static constexpr size_t kMinCapacity = 64;
   static constexpr size_t kAbsent = SIZE_MAX;
 
-  size_t Slot(uint64_t key) const { return (key ^ (key >> shift_)) & mask_; }
-  size_t Distance(uint64_t key, size_t i) const { return (i - Slot(key)) & mask_; }  // from its home slot
   // The slot holding `key`, or kAbsent: the probe stops at an empty slot or
   // at the first entry closer to its home than `key` would be.
-  size_t Locate(uint64_t key) const {
-    for (size_t i = Slot(key), dist = 0;; i = (i + 1) & mask_, ++dist) {
-      const uint64_t k = slots_[i].key;
+  static size_t Locate(const Array& a, uint64_t key) {
+    for (size_t i = a.Slot(key), dist = 0;; i = (i + 1) & a.mask, ++dist) {
+      const uint64_t k = a.slots[i].key;
       if (k == key) return i;
-      if (k == 0 || Distance(k, i) < dist) return kAbsent;
+      if (k == 0 || a.Distance(k, i) < dist) return kAbsent;
     }
   }
-  void Place(Entry e);  // Robin Hood insertion; capacity checked by the caller
-  void Rehash(size_t capacity);
+  static Array MakeArray(size_t capacity);
+  static void Place(Array& a, Entry e);  // Robin Hood insertion; capacity checked by the caller
+  void StartResize(size_t capacity);
+  void Move(size_t slots);  // moves the live entries of the next `slots` old slots
 
-  std::vector<Entry> slots_;
-  size_t mask_ = 0;
-  int shift_ = 0;  // log2(capacity)
-  size_t size_ = 0;
+  Array cur_;
+  Array old_;         // while resizing: the array being emptied into cur_
+  size_t moved_ = 0;  // old slots below this are moved
+  size_t size_ = 0;   // live tasks in both arrays
 };
 
 }  // namespace lua_tasks

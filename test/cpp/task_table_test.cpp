@@ -56,6 +56,44 @@ TEST(TaskTable, KeysACapacityApartAllStayFindable) {
   }
 }
 
+TEST(TaskTable, ResizesAFewSlotsPerCall) {
+  TaskTable table;
+  uint64_t key = 1;
+  while (!table.resizing()) table.Insert(MakeTask(key++));
+  // The insert that grew the table moved almost nothing: the old array
+  // empties over the next calls, and every task stays findable meanwhile,
+  // including one erased while it still sits in the old array.
+  const size_t old_capacity = table.capacity() / 2;
+  ASSERT_EQ(table.Erase(1)->key, 1u);
+  size_t calls = 1;
+  while (table.resizing()) {
+    table.Insert(MakeTask(key++));
+    ++calls;
+    for (uint64_t k = 2; k < key; ++k) ASSERT_NE(table.Find(k), nullptr) << "key " << k;
+    ASSERT_EQ(table.Find(1), nullptr);
+  }
+  EXPECT_GT(calls, 1u);
+  EXPECT_LE(calls, old_capacity / TaskTable::kMoveStep + 1);
+  EXPECT_EQ(table.size(), key - 2);
+  size_t seen = 0;
+  table.ForEach([&](const Task&) { ++seen; });
+  EXPECT_EQ(seen, table.size());
+}
+
+TEST(TaskTable, GrowingDuringAShrinkFinishesTheShrinkFirst) {
+  TaskTable table;
+  uint64_t key = 1;
+  for (; key <= 4096; ++key) table.Insert(MakeTask(key));
+  uint64_t first = 1;
+  while (!table.resizing()) table.Erase(first++);  // drained: a shrink begins
+  // Inserting until the smaller array needs to grow again.
+  while (table.size() * 2 + 2 <= table.capacity()) table.Insert(MakeTask(key++));
+  table.Insert(MakeTask(key++));
+  for (uint64_t k = first; k < key; ++k) ASSERT_NE(table.Find(k), nullptr) << "key " << k;
+  for (uint64_t k = 1; k < first; ++k) ASSERT_EQ(table.Find(k), nullptr) << "key " << k;
+  EXPECT_EQ(table.size(), key - first);
+}
+
 TEST(TaskTable, MatchesUnorderedMapUnderRandomOperations) {
   TaskTable table;
   std::unordered_map<uint64_t, Task*> ref;
