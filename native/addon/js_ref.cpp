@@ -44,12 +44,6 @@ RuntimeCore* CoreOf(lua_State* L) {
   return static_cast<RuntimeCore*>(LuaHost::From(L)->embedder);
 }
 
-// Raises once the runtime is being torn down: a finalizer run by lua_close
-// may still touch a JS value, but the runtime's JS side is gone by then.
-void CheckOpen(lua_State* L) {
-  if (LuaHost::From(L)->closing()) luaL_error(L, "the runtime is closed");
-}
-
 JsRefBox* ToBox(RuntimeCore* core, lua_State* L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return nullptr;
   const bool ours = lua_topointer(L, -1) == core->jsref_mt;
@@ -184,7 +178,7 @@ int CallJs(lua_State* L) noexcept {
 }
 
 int l_js_call(lua_State* L) {
-  CheckOpen(L);
+  LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   const int n = CallJs(L);
   if (n == kSuspend) return Suspend(L);
   if (n < 0) return lua_error(L);
@@ -219,7 +213,7 @@ int AwaitValue(lua_State* L) noexcept {
 
 int l_tasks_await(lua_State* L) {
   luaL_checkany(L, 1);
-  CheckOpen(L);
+  LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   const int n = AwaitValue(L);
   if (n == kSuspend) return Suspend(L);
   if (n < 0) return lua_error(L);
@@ -251,7 +245,7 @@ int JsToString(lua_State* L) noexcept {
 }
 
 int l_jsref_tostring(lua_State* L) {
-  CheckOpen(L);
+  LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   return JsToString(L);
 }
 
@@ -288,7 +282,7 @@ int JsIndex(lua_State* L) noexcept {
 }
 
 int l_jsref_index(lua_State* L) {
-  CheckOpen(L);
+  LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   const int n = JsIndex(L);
   if (n < 0) return lua_error(L);
   return n;

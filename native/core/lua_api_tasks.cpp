@@ -30,7 +30,7 @@ constexpr const char* kPreloadKey = kPreloadRegistryKey;
 // The scheduler behind a tasks function. Finalizers still run after it is
 // gone (lua_close at runtime close): they get an error instead.
 Scheduler* Sched(lua_State* L) {
-  if (LuaHost::From(L)->closing()) luaL_error(L, "the runtime is closed");
+  LuaHost::RaiseIfClosing(L);
   return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
 }
 

@@ -57,7 +57,6 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
 }
 
 LuaHost::~LuaHost() {
-  closing_ = true;  // finalizers run by lua_close may call into the host
   if (L_ != nullptr) lua_close(L_);
 }
 

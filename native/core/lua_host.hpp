@@ -69,11 +69,19 @@ class LuaHost {
   // For the embedder (the addon's RuntimeCore); not owned.
   void* embedder = nullptr;
 
-  // Set once the runtime is torn down: the scheduler is gone and lua_close
-  // runs the remaining finalizers. Lua-facing functions that need the
-  // scheduler or JS raise instead of touching what is freed.
-  bool closing() const { return closing_; }
+  // Set once the runtime is torn down (by ~Scheduler: the tasks functions
+  // hold its address): lua_close then runs the remaining finalizers.
+  // Lua-facing functions that need the scheduler or JS call RaiseIfClosing
+  // first, instead of touching what is freed. Raises nothing else and owns
+  // no C++ object, so it may open any lua_CFunction.
   void set_closing() { closing_ = true; }
+  static void RaiseIfClosing(lua_State* L) {
+    if (From(L)->closing_) {
+      luaL_error(L,
+                 "the runtime is closed: code run while it closes (a __gc finalizer) cannot use the tasks "
+                 "functions or JS values");
+    }
+  }
 
   MemoryBudget& memory() { return memory_; }
   CpuBudget* budget() { return budget_.get(); }

@@ -28,7 +28,8 @@ class ThreadAnchors {
   // Pops the value on top of L into a free slot and returns the slot. May
   // allocate a chunk: call with the memory limit not enforced (host code).
   uint32_t Put(lua_State* L);
-  // Clears a slot (the value becomes collectable) and frees it. Never raises.
+  // Clears a slot (the value becomes collectable) and frees it. Raises no
+  // Lua error (no allocation on the Lua side).
   void Clear(lua_State* L, uint32_t slot);
 
   size_t size() const { return next_ - free_.size(); }

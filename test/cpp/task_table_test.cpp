@@ -80,13 +80,14 @@ TEST(TaskTable, ResizesAFewSlotsPerCall) {
   EXPECT_EQ(seen, table.size());
 }
 
-TEST(TaskTable, GrowingDuringAShrinkFinishesTheShrinkFirst) {
+TEST(TaskTable, RefillingRightAfterAShrinkKeepsEveryTaskFindable) {
   TaskTable table;
   uint64_t key = 1;
   for (; key <= 4096; ++key) table.Insert(MakeTask(key));
   uint64_t first = 1;
   while (!table.resizing()) table.Erase(first++);  // drained: a shrink begins
-  // Inserting until the smaller array needs to grow again.
+  // Inserting until the smaller array grows again, the shrink's moves and
+  // the growth interleaved.
   while (table.size() * 2 + 2 <= table.capacity()) table.Insert(MakeTask(key++));
   table.Insert(MakeTask(key++));
   for (uint64_t k = first; k < key; ++k) ASSERT_NE(table.Find(k), nullptr) << "key " << k;

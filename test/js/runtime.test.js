@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Runtime basics: options, load, set/get, close, isolation, print and stats.
 'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { Runtime, LuaError, RuntimeClosedError } = require('../..');
 
 const code = (c) => expect.objectContaining({ code: c });
@@ -257,6 +260,23 @@ describe('close', () => {
     expect(marked).toBe(1);
     expect(printed).toEqual(['from a finalizer']);
     expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
+  test('a finalizer run at close is told why its call was refused', () => {
+    const file = path.join(os.tmpdir(), `lua-tasks-fin-${process.pid}.txt`);
+    const r = new Runtime({ libs: 'all' });
+    r.set('f', () => 1);
+    r.set('file', file);
+    r.load(`keep = setmetatable({}, { __gc = function()
+      local out = io.open(file, "w")
+      out:write(select(2, pcall(tasks.current_id)), "\\n", select(2, pcall(f)))
+      out:close()
+    end })`);
+    r.closeSync();
+    const lines = fs.readFileSync(file, 'utf8').split('\n');
+    fs.unlinkSync(file);
+    expect(lines).toHaveLength(2);
+    for (const line of lines) expect(line).toMatch(/^the runtime is closed: .*cannot use the tasks functions or JS values$/);
   });
 
   test('closing one runtime leaves the others working', () => {
