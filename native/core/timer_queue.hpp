@@ -4,7 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "grow_array.hpp"
 
 namespace lua_tasks {
 
@@ -55,9 +56,11 @@ class TimerQueue {
   void SiftDown(uint32_t i);
   void RemoveAt(uint32_t i);
 
-  std::vector<Node> heap_;
-  std::vector<Slot> slots_;
-  std::vector<uint32_t> free_;
+  // Not std::vector: growing to a million timers never copies them all in
+  // one Add (see GrowArray).
+  GrowArray<Node> heap_;
+  GrowArray<Slot> slots_;
+  GrowArray<uint32_t> free_;
   uint64_t next_seq_ = 0;
 };
 

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: MIT
+// Tests for GrowArray: values survive every doubling, small arrays stay in
+// malloc memory and large ones move to a mapping of their own.
+#include "grow_array.hpp"
+
+#include <cstdint>
+
+#include <gtest/gtest.h>
+
+namespace lua_tasks {
+namespace {
+
+struct Entry {
+  int64_t a;
+  uint64_t b;
+  uint32_t c;
+};
+
+TEST(GrowArray, KeepsEveryValueAcrossDoublings) {
+  GrowArray<Entry> v;
+  EXPECT_TRUE(v.empty());
+  const uint32_t n = 200000;  // 4.8 MB: past kMapBytes, so the mapped path runs too
+  for (uint32_t i = 0; i < n; ++i) v.push_back({-static_cast<int64_t>(i), i * 7u, i});
+  ASSERT_EQ(v.size(), n);
+  for (uint32_t i = 0; i < n; ++i) {
+    ASSERT_EQ(v[i].a, -static_cast<int64_t>(i));
+    ASSERT_EQ(v[i].b, i * 7u);
+    ASSERT_EQ(v[i].c, i);
+  }
+  EXPECT_EQ(v.front().c, 0u);
+  EXPECT_EQ(v.back().c, n - 1);
+  v.pop_back();
+  EXPECT_EQ(v.back().c, n - 2);
+  EXPECT_EQ(v.size(), n - 1);
+}
+
+TEST(GrowArray, MovesToAMappingOnlyOnceLarge) {
+  GrowArray<uint32_t> v;
+  const size_t small = GrowArray<uint32_t>::kMapBytes / sizeof(uint32_t) / 2;
+  while (v.size() < small) v.push_back(static_cast<uint32_t>(v.size()));
+  EXPECT_FALSE(v.mapped());
+  while (v.capacity() * sizeof(uint32_t) < 4 * GrowArray<uint32_t>::kMapBytes) {
+    v.push_back(static_cast<uint32_t>(v.size()));
+  }
+  EXPECT_EQ(v.mapped(), CanRemap());
+  for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], i);
+}
+
+TEST(GrowArray, PopToEmptyAndRefill) {
+  GrowArray<uint64_t> v;
+  for (int round = 0; round < 3; ++round) {
+    for (uint64_t i = 0; i < 1000; ++i) v.push_back(i + round);
+    for (uint64_t i = 1000; i-- > 0;) {
+      ASSERT_EQ(v.back(), i + round);
+      v.pop_back();
+    }
+    EXPECT_TRUE(v.empty());
+  }
+}
+
+}  // namespace
+}  // namespace lua_tasks
