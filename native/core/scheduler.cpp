@@ -129,8 +129,15 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
       lua_settop(L, fn - 1);
       return 0;
     }
+    // Past those checks, a task's coroutine can only be one whose start a
+    // COMMIT lock deferred: any other has run (it is suspended, running or
+    // dead). So only the deferred are looked at, not every task (a scan of
+    // all of them made namazu.coroutine.start take 150 us with 100,000 alive).
     bool taken = false;
-    tasks_.ForEach([&](const Task& t) { taken = taken || t.co == co; });
+    for (const Deferred& d : deferred_) {
+      const Task* t = tasks_.Find(d.key);
+      taken = taken || (t != nullptr && t->co == co);
+    }
     if (taken) {
       lua_settop(L, fn - 1);
       return 0;

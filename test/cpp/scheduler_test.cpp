@@ -350,6 +350,23 @@ TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   EXPECT_EQ(Log(), "waiting,commit,after,late start,got v,slept");
 }
 
+TEST_F(SchedulerTest, ACoroutineWhoseStartALockDeferredCannotBeStartedAgain) {
+  Run(R"(function committer() coroutine.yield("COMMIT") end
+         co = coroutine.create(function() note("ran") end))");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  ASSERT_TRUE(sched->locked());
+  EXPECT_NE(Start("co"), 0u);  // deferred: it has not run yet
+  EXPECT_EQ(Start("co"), 0u);  // the same coroutine again: refused
+  Task* t = sched->Find(c);
+  ASSERT_NE(t, nullptr);
+  lua_pushboolean(t->co, 1);
+  lua_pushnil(t->co);
+  sched->FinishCommit(t, 2);
+  EXPECT_EQ(Log(), "ran");     // once
+  EXPECT_EQ(Start("co"), 0u);  // dead now
+}
+
 TEST_F(SchedulerTest, AFailedCommitRaisesAtTheYield) {
   Run(R"(function committer() local ok, err = pcall(coroutine.yield, "COMMIT") note(tostring(ok) .. " " .. err) end)");
   sched->set_has_store(true);
