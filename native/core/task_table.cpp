@@ -51,6 +51,7 @@ void TaskTable::Place(Array& a, Entry e) {
     if (d < dist) {  // `here` is closer to home: it moves on instead
       std::swap(here, e);
       dist = d;
+      ++shifts_;
     }
   }
 }
@@ -68,6 +69,7 @@ std::unique_ptr<Task> TaskTable::Erase(uint64_t key) {
       cur_.slots[i] = cur_.slots[j];
       cur_.slots[j] = Entry{0, nullptr};
       i = j;
+      ++shifts_;
     }
   } else if (resizing() && (i = Locate(old_, key)) != kAbsent && old_.slots[i].task != nullptr) {
     out.reset(std::exchange(old_.slots[i].task, nullptr));

@@ -56,6 +56,26 @@ TEST(TaskTable, KeysACapacityApartAllStayFindable) {
   }
 }
 
+// Tasks that stay (100,000 waiting) beside many that start and end one at a
+// time, the keys of the new ones passing the table's capacity several times
+// over: each insert or erase moves a handful of entries, never a run of the
+// ones that stay (laid out in key order, each new key wrapped onto that run
+// and moved the rest of it: about 50,000 entries a call).
+TEST(TaskTable, ShortTasksBesideManyWaitingOnesMoveFewEntries) {
+  TaskTable table;
+  const uint64_t waiting = 100000;
+  for (uint64_t k = 1; k <= waiting; ++k) table.Insert(MakeTask(k));
+  const uint64_t before = table.shifts();
+  const uint64_t calls = 2 * 4 * table.capacity();
+  for (uint64_t k = waiting + 1; k <= waiting + calls / 2; ++k) {
+    table.Insert(MakeTask(k));
+    ASSERT_NE(table.Erase(k), nullptr);
+  }
+  EXPECT_LT((table.shifts() - before) / calls, 4u);
+  EXPECT_EQ(table.size(), waiting);
+  for (uint64_t k = 1; k <= waiting; k += 997) ASSERT_NE(table.Find(k), nullptr);
+}
+
 TEST(TaskTable, ResizesAFewSlotsPerCall) {
   TaskTable table;
   uint64_t key = 1;
