@@ -6,7 +6,9 @@
 // awaited. Each task runs to its end inside start. Beside them, for scale:
 // coroutine.create + resume of the same f in the lua5.4 CLI (os.clock inside
 // Lua) and a trivial async function call in Node. Counts are checked, and no
-// task may be left behind (rt.stats().tasks).
+// task may be left behind (rt.stats().tasks). One more row starts a coroutine
+// object (the seed's namazu.coroutine.start(co)) with 100,000 other tasks
+// waiting in the same runtime: what a start costs with many tasks alive.
 'use strict';
 
 const { Runtime } = require('..');
@@ -16,6 +18,10 @@ const N = 1e5;
 const TARGET_NS = 1000;
 const LUA_F = 'count = 0 function f() count = count + 1 end';
 const FROM_LUA = `local c = 0 local function f() c = c + 1 end for i = 1, ${N} do tasks.start(f) end return c`;
+const WAITING = 1e5;
+const FROM_CO = `local nc = require("namazu.coroutine")
+local c = 0 local function f() c = c + 1 end
+for i = 1, ${N} do nc.start(coroutine.create(f)) end return c`;
 const CLI = `local c = 0 local function f() c = c + 1 end
 local t0 = os.clock()
 for i = 1, ${N} do coroutine.resume(coroutine.create(f)) end
@@ -57,6 +63,21 @@ async function run() {
       return { ns: nsPerTask(ms) };
     },
   });
+  const busy = new Runtime();
+  busy.load(`local function park() coroutine.yield("INDEFINITELY") end for i = 1, ${WAITING} do tasks.start(park) end`);
+  impls.push({
+    name: 'co',
+    warmup: 1,
+    reps: 7,
+    once() {
+      const t = nowMs();
+      const [c] = busy.load(FROM_CO);
+      const ms = nowMs() - t;
+      check('namazu.coroutine.start runs', c, N);
+      check('tasks left (busy)', busy.stats().tasks, WAITING);
+      return { ns: nsPerTask(ms) };
+    },
+  });
   const haveCli = haveLuaCli();
   if (haveCli) {
     impls.push({
@@ -86,6 +107,7 @@ async function run() {
   });
   const stats = await sample(impls);
   rt.closeSync();
+  busy.closeSync();
 
   const rows = [];
   const base = stats.get('lua').ns.median;
@@ -101,6 +123,8 @@ async function run() {
   fromJs.target = `≤ ${TARGET_NS} ns/task`;
   fromJs.ok = fromJs.value <= TARGET_NS;
   rows.push(fromJs);
+  rows.push(row('co', 'start + finish, from Lua', 'lua-tasks, a coroutine, 100,000 tasks waiting',
+    `namazu.coroutine.start(coroutine.create(f)) beside ${WAITING.toLocaleString('en')} tasks waiting INDEFINITELY`));
   if (haveCli) rows.push(row('lua5.4', 'start + finish, from Lua', 'lua5.4 CLI', 'coroutine.resume(coroutine.create(f)), for scale; os.clock'));
   rows.push(row('node', 'start + finish, from JS', 'node', 'a trivial async function call, for scale'));
   return rows;
