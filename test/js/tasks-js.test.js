@@ -109,6 +109,17 @@ describe('task.status', () => {
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
   });
 
+  test('a result taken after the cancel rejects with the reason, the same error each time', async () => {
+    rt.load('function t() coroutine.yield("INDEFINITELY") end');
+    const task = rt.start('t');
+    expect(rt.cancel(task.id, 'later')).toBe(true);
+    await new Promise(setImmediate);
+    const err = await task.result.catch((e) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'later', message: `Task ${task.id} was cancelled: later` });
+    expect(await task.result.catch((e) => e)).toBe(err);
+  });
+
   test('is done at once for a task that never yields', async () => {
     rt.load('function t(a, b) return a + b end');
     const task = rt.start('t', 1, 2);
