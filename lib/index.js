@@ -253,7 +253,7 @@ function isAbortSignal(v) {
  */
 class Runtime extends EventEmitter {
   #native;
-  #idPrefix; // a task's id is this + its key in base 36 (as the native side writes it)
+  #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
   #startOut = [-1, undefined]; // see start()
   #tasks = new Map(); // key -> Task, for tasks started from JS
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
@@ -382,7 +382,7 @@ class Runtime extends EventEmitter {
   }
 
   #idOf(key) {
-    return this.#idPrefix + key.toString(36);
+    return this.#idPrefix + key.toString(36).padStart(13, '0');
   }
 
   // The error a cancelled task's result rejects with, as a function that

@@ -143,7 +143,7 @@ int l_tasks_sleep(lua_State* L) {
 }
 
 void PushId(lua_State* L, Scheduler* s, uint64_t key) {
-  char buf[Scheduler::kMaxIdLength];
+  char buf[Scheduler::kIdLength];
   lua_pushlstring(L, buf, s->FormatId(key, buf));
 }
 

@@ -17,6 +17,7 @@ namespace {
 // Longest single timer arm for wall-clock waits: they are re-checked at least
 // this often, so a clock that jumps is noticed.
 constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
+constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 
 }  // namespace
 
@@ -51,15 +52,15 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
   if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
   std::random_device rd;
-  const uint64_t r = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
-  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  char buf[12] = {'t'};
-  uint64_t v = r;
-  for (int i = 1; i <= 10; ++i) {
-    buf[i] = kDigits[v % 36];
-    v /= 36;
+  char buf[kIdPrefixLength] = {'t'};
+  for (size_t half = 0; half < 2; ++half) {  // 13 digits of each of two random 64-bit values
+    uint64_t v = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
+    for (size_t i = 0; i < 13; ++i) {
+      buf[1 + half * 13 + i] = kIdDigits[v % 36];
+      v /= 36;
+    }
   }
-  buf[11] = '-';
+  buf[kIdPrefixLength - 1] = '-';
   prefix_.assign(buf, sizeof buf);
 }
 
@@ -79,36 +80,34 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
 }
 
 size_t Scheduler::FormatId(uint64_t key, char* buf) const {
-  static constexpr char kDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
-  char digits[16];
-  int n = 0;
-  do {
-    digits[n++] = kDigits[key % 36];
+  prefix_.copy(buf, kIdPrefixLength);
+  for (size_t i = kIdLength; i-- > kIdPrefixLength;) {
+    buf[i] = kIdDigits[key % 36];
     key /= 36;
-  } while (key != 0);
-  size_t len = prefix_.copy(buf, prefix_.size());
-  while (n > 0) buf[len++] = digits[--n];
-  return len;
+  }
+  return kIdLength;
 }
 
 std::string Scheduler::IdOf(uint64_t key) const {
-  char buf[kMaxIdLength];
+  char buf[kIdLength];
   return std::string(buf, FormatId(key, buf));
 }
 
 bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
-  if (id.size() <= prefix_.size() || id.substr(0, prefix_.size()) != prefix_) return false;
+  if (id.size() != kIdLength || id.substr(0, kIdPrefixLength) != prefix_) return false;
   uint64_t k = 0;
-  for (char c : id.substr(prefix_.size())) {
-    int d;
+  for (size_t i = kIdPrefixLength; i < kIdLength; ++i) {
+    const char c = id[i];
+    uint64_t d;
     if (c >= '0' && c <= '9') {
-      d = c - '0';
+      d = static_cast<uint64_t>(c - '0');
     } else if (c >= 'a' && c <= 'z') {
-      d = c - 'a' + 10;
+      d = static_cast<uint64_t>(c - 'a' + 10);
     } else {
       return false;
     }
-    if (k > (UINT64_MAX - d) / 36) return false;
+    // Twelve digits always fit (36^12 < 2^64); only the last can overflow.
+    if (i == kIdLength - 1 && k > (UINT64_MAX - d) / 36) return false;
     k = k * 36 + d;
   }
   *key = k;

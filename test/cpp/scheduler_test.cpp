@@ -159,7 +159,7 @@ TEST_F(SchedulerTest, ATimerBatchSkipsATaskResumedOrReplacedEarlierInTheBatch) {
     lua_State* L = host->main();
     const uint64_t k2 = Start("second");
     const uint64_t k3 = Start("third");
-    char buf[Scheduler::kMaxIdLength];
+    char buf[Scheduler::kIdLength];
     lua_pushlstring(L, buf, sched->FormatId(k2, buf));
     lua_setglobal(L, "second_id");
     lua_pushlstring(L, buf, sched->FormatId(k3, buf));
@@ -348,6 +348,37 @@ TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   EXPECT_EQ(Log(), "waiting,commit,after,late start,got v");
   Turn(0);
   EXPECT_EQ(Log(), "waiting,commit,after,late start,got v,slept");
+}
+
+TEST_F(SchedulerTest, IdsAreLongerThanLuaInternsAndSortInStartOrder) {
+  const std::string a = sched->IdOf(1);
+  const std::string b = sched->IdOf(36);
+  const std::string c = sched->IdOf(UINT64_MAX);
+  EXPECT_EQ(a.size(), 41u);  // Lua interns strings of up to 40 bytes
+  EXPECT_EQ(a.substr(0, 28), sched->id_prefix());
+  EXPECT_EQ(a[0], 't');
+  EXPECT_EQ(a[27], '-');
+  EXPECT_EQ(a.substr(28), "0000000000001");
+  EXPECT_EQ(b.substr(28), "0000000000010");
+  EXPECT_EQ(c.substr(28), "3w5e11264sgsf");
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  uint64_t key = 0;
+  EXPECT_TRUE(sched->ParseId(c, &key));
+  EXPECT_EQ(key, UINT64_MAX);
+  EXPECT_TRUE(sched->ParseId(b, &key));
+  EXPECT_EQ(key, 36u);
+  EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "10", &key));             // not the 13-digit form
+  EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "3w5e11264sgsg", &key));  // past 2^64
+  EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "000000000000A", &key));
+  std::string other = b;
+  other[1] = other[1] == 'a' ? 'b' : 'a';
+  EXPECT_FALSE(sched->ParseId(other, &key));  // another runtime's
+  std::string error;
+  auto other_host = LuaHost::Create(LuaHostOptions{}, &error);
+  ASSERT_TRUE(other_host) << error;
+  Scheduler second(other_host.get(), &clock, &rec);
+  EXPECT_NE(second.id_prefix(), sched->id_prefix());  // random per scheduler
 }
 
 TEST_F(SchedulerTest, ACoroutineWhoseStartALockDeferredCannotBeStartedAgain) {

@@ -79,6 +79,29 @@ test('task ids are strings, unique within a runtime and across runtimes', () => 
   }
 });
 
+describe('task.id', () => {
+  test('is the id Lua sees, 41 characters, and a runtime\'s ids sort in start order', () => {
+    const seen = [];
+    rt.set('peek', (id) => { seen.push(id); });
+    rt.load('function t() peek(tasks.current_id()) coroutine.yield("INDEFINITELY") end');
+    const tasks = [];
+    for (let i = 0; i < 40; i++) tasks.push(rt.start('t'));
+    expect(seen).toEqual(tasks.map((t) => t.id));
+    for (const t of tasks) expect(t.id).toMatch(/^t[0-9a-z]{26}-[0-9a-z]{13}$/);
+    expect([...seen].sort()).toEqual(seen);
+    const [fromLua] = rt.load('return tasks.start(t)');
+    expect(fromLua).toBe(seen[40]);
+    expect(rt.resume(fromLua)).toBe(true);
+    expect(rt.resume(`${fromLua.slice(0, 28)}${fromLua.slice(28).replace(/^0+/, '')}`)).toBe(false);  // not the canonical form
+    const other = new Runtime();
+    try {
+      expect(other.start('tostring').id.slice(0, 28)).not.toBe(tasks[0].id.slice(0, 28));
+    } finally {
+      other.closeSync();
+    }
+  });
+});
+
 describe('task.status', () => {
   test('is running while the task runs, waiting while it waits, then done', async () => {
     const seen = [];
