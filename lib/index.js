@@ -105,6 +105,7 @@ const PERSIST = Symbol('lua-tasks.persist');
 const END_DONE = 0;
 const END_FAILED = 1;
 const END_CANCELLED = 2;
+const ID_KEY_DIGITS = 13; // a task id ends in its key in this many base-36 digits (Scheduler::kIdKeyDigits)
 const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
 
 // Modules shipped with the package, required by name from Lua.
@@ -382,7 +383,7 @@ class Runtime extends EventEmitter {
   }
 
   #idOf(key) {
-    return this.#idPrefix + key.toString(36).padStart(13, '0');
+    return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
   }
 
   // The error a cancelled task's result rejects with, as a function that

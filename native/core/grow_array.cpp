@@ -12,27 +12,19 @@ void* MapBytes(size_t bytes) {
 }
 
 void* RemapBytes(void* p, size_t old_bytes, size_t bytes) {
-#ifdef MREMAP_MAYMOVE
+#ifdef __linux__
   void* q = mremap(p, old_bytes, bytes, MREMAP_MAYMOVE);
   return q == MAP_FAILED ? nullptr : q;
 #else
   (void)p;
   (void)old_bytes;
   (void)bytes;
-  return nullptr;  // never called: CanRemap() is false
+  return nullptr;  // never called: kCanRemap is false
 #endif
 }
 
 void UnmapBytes(void* p, size_t bytes) {
   munmap(p, bytes);
-}
-
-bool CanRemap() {
-#ifdef MREMAP_MAYMOVE
-  return true;
-#else
-  return false;
-#endif
 }
 
 }  // namespace lua_tasks

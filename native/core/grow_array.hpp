@@ -11,12 +11,19 @@
 
 namespace lua_tasks {
 
+// mremap is Linux's; elsewhere every size uses realloc.
+#ifdef __linux__
+inline constexpr bool kCanRemap = true;
+#else
+inline constexpr bool kCanRemap = false;
+#endif
+
 // A std::vector doubles by copying everything into a new array: at a million
 // timers that is a 24 MB copy onto freshly faulted pages, which held the loop
 // about 9 ms in one Add. Here a large array lives in its own mapping and
 // doubles with mremap, which moves page-table entries instead of bytes; a
 // small one lives in malloc memory (realloc). Indexing is a plain pointer, as
-// in a vector. Without mremap (not Linux) every size uses realloc.
+// in a vector.
 template <typename T>
 class GrowArray {
   static_assert(std::is_trivially_copyable_v<T>, "GrowArray moves its elements as bytes");
@@ -33,7 +40,9 @@ class GrowArray {
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
   size_t capacity() const { return cap_; }
-  bool mapped() const { return mapped_; }  // for tests
+  // Whether the array is in a mapping of its own: from kMapBytes on, where
+  // mremap exists (a failed map throws, so nothing smaller or larger is kept).
+  bool mapped() const { return kCanRemap && cap_ * sizeof(T) >= kMapBytes; }
 
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
@@ -55,28 +64,25 @@ class GrowArray {
   T* data_ = nullptr;
   size_t size_ = 0;
   size_t cap_ = 0;
-  bool mapped_ = false;  // data_ is a mapping of cap_ * sizeof(T) bytes
 };
 
 // The mapping calls, out of line so that this header stays free of mman.h.
 void* MapBytes(size_t bytes);                               // nullptr on failure
 void* RemapBytes(void* p, size_t old_bytes, size_t bytes);  // nullptr on failure
 void UnmapBytes(void* p, size_t bytes);
-bool CanRemap();
 
 template <typename T>
 void GrowArray<T>::Grow() {
   const size_t cap = cap_ == 0 ? 16 : cap_ * 2;
   const size_t bytes = cap * sizeof(T);
   void* p;
-  if (mapped_) {
+  if (mapped()) {
     p = RemapBytes(data_, cap_ * sizeof(T), bytes);
-  } else if (bytes >= kMapBytes && CanRemap()) {
+  } else if (kCanRemap && bytes >= kMapBytes) {
     p = MapBytes(bytes);
     if (p != nullptr) {
       if (size_ > 0) std::memcpy(p, data_, size_ * sizeof(T));  // under kMapBytes
       std::free(data_);
-      mapped_ = true;
     }
   } else {
     p = std::realloc(data_, bytes);
@@ -88,7 +94,7 @@ void GrowArray<T>::Grow() {
 
 template <typename T>
 void GrowArray<T>::Free() {
-  if (mapped_) {
+  if (mapped()) {
     UnmapBytes(data_, cap_ * sizeof(T));
   } else {
     std::free(data_);

@@ -52,11 +52,13 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
   if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
   std::random_device rd;
+  // 't', the digits of two random 64-bit values, '-'.
+  static_assert(kIdPrefixLength == 2 + 2 * kIdKeyDigits);
   char buf[kIdPrefixLength] = {'t'};
-  for (size_t half = 0; half < 2; ++half) {  // 13 digits of each of two random 64-bit values
+  for (size_t half = 0; half < 2; ++half) {
     uint64_t v = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
-    for (size_t i = 0; i < 13; ++i) {
-      buf[1 + half * 13 + i] = kIdDigits[v % 36];
+    for (size_t i = 0; i < kIdKeyDigits; ++i) {
+      buf[1 + half * kIdKeyDigits + i] = kIdDigits[v % 36];
       v /= 36;
     }
   }

@@ -42,7 +42,7 @@ TEST(GrowArray, MovesToAMappingOnlyOnceLarge) {
   while (v.capacity() * sizeof(uint32_t) < 4 * GrowArray<uint32_t>::kMapBytes) {
     v.push_back(static_cast<uint32_t>(v.size()));
   }
-  EXPECT_EQ(v.mapped(), CanRemap());
+  EXPECT_EQ(v.mapped(), kCanRemap);
   for (size_t i = 0; i < v.size(); ++i) ASSERT_EQ(v[i], i);
 }
 
