@@ -8,6 +8,7 @@
 #include <cstring>
 #include <new>
 #include <type_traits>
+#include <utility>
 
 namespace lua_tasks {
 
@@ -35,6 +36,17 @@ class GrowArray {
   GrowArray() = default;
   GrowArray(const GrowArray&) = delete;
   GrowArray& operator=(const GrowArray&) = delete;
+  GrowArray(GrowArray&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)), cap_(std::exchange(o.cap_, 0)) {}
+  GrowArray& operator=(GrowArray&& o) noexcept {
+    if (this != &o) {
+      Free();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      cap_ = std::exchange(o.cap_, 0);
+    }
+    return *this;
+  }
   ~GrowArray() { Free(); }
 
   size_t size() const { return size_; }

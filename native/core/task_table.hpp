@@ -67,9 +67,13 @@ class TaskTable {
     }
   }
 
-  // Slots of the old array moved per insert or erase while resizing: enough
-  // to finish long before the new array passes its load factor.
+  // Slots of the old array moved per insert or erase while growing (times
+  // kShrinkBy while shrinking): enough to finish long before the new array
+  // passes its load factor.
   static constexpr size_t kMoveStep = 8;
+  // Below 1/kShrinkBelow load the table shrinks kShrinkBy times (to 1/4).
+  static constexpr size_t kShrinkBelow = 32;
+  static constexpr size_t kShrinkBy = 8;
 
  private:
   // key 0: empty. In the old array, a moved or erased entry keeps its key
@@ -110,9 +114,10 @@ class TaskTable {
   void Move(size_t slots);  // moves the live entries of the next `slots` old slots
 
   Array cur_;
-  Array old_;         // while resizing: the array being emptied into cur_
-  size_t moved_ = 0;  // old slots below this are moved
-  size_t size_ = 0;   // live tasks in both arrays
+  Array old_;                     // while resizing: the array being emptied into cur_
+  size_t moved_ = 0;              // old slots below this are moved
+  size_t move_step_ = kMoveStep;  // old slots moved per call in this resize
+  size_t size_ = 0;               // live tasks in both arrays
   uint64_t shifts_ = 0;
 };
 

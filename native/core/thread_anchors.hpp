@@ -3,10 +3,10 @@
 #pragma once
 
 #include <cstdint>
-#include <vector>
 
 #include <lua.hpp>
 
+#include "grow_array.hpp"
 #include "lua_ref.hpp"
 
 namespace lua_tasks {
@@ -37,9 +37,9 @@ class ThreadAnchors {
  private:
   void PushChunk(lua_State* L, uint32_t slot);  // pushes the chunk holding slot, creating it if new
 
-  LuaRef directory_;  // { [1 + slot / kChunk] = chunk }
-  std::vector<uint32_t> free_;
-  uint32_t next_ = 0;  // slots below this have been handed out
+  LuaRef directory_;          // { [1 + slot / kChunk] = chunk }
+  GrowArray<uint32_t> free_;  // grows to a slot per task as a burst ends: no copying doublings
+  uint32_t next_ = 0;         // slots below this have been handed out
 };
 
 }  // namespace lua_tasks

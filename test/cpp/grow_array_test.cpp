@@ -4,6 +4,7 @@
 #include "grow_array.hpp"
 
 #include <cstdint>
+#include <utility>
 
 #include <gtest/gtest.h>
 
@@ -55,6 +56,24 @@ TEST(GrowArray, PopToEmptyAndRefill) {
       v.pop_back();
     }
     EXPECT_TRUE(v.empty());
+  }
+}
+
+TEST(GrowArray, AMoveTakesTheArrayAndLeavesAnEmptyOne) {
+  for (const size_t n : {size_t{10}, GrowArray<uint32_t>::kMapBytes}) {  // in malloc memory, then mapped
+    GrowArray<uint32_t> a;
+    for (uint32_t i = 0; i < n; ++i) a.push_back(i);
+    GrowArray<uint32_t> b(std::move(a));
+    EXPECT_TRUE(a.empty());
+    EXPECT_EQ(a.capacity(), 0u);
+    ASSERT_EQ(b.size(), n);
+    GrowArray<uint32_t> c;
+    c.push_back(99);
+    c = std::move(b);  // frees c's own array
+    ASSERT_EQ(c.size(), n);
+    for (uint32_t i = 0; i < n; ++i) ASSERT_EQ(c[i], i);
+    a.push_back(7);  // a moved-from array is usable
+    EXPECT_EQ(a.back(), 7u);
   }
 }
 

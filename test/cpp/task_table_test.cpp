@@ -115,6 +115,29 @@ TEST(TaskTable, RefillingRightAfterAShrinkKeepsEveryTaskFindable) {
   EXPECT_EQ(table.size(), key - first);
 }
 
+// Every array a resize makes is fresh memory that faults in as entries land,
+// so a drain shrinks once, to a quarter load, rather than halving at each
+// step down; the move still finishes before inserts could refill it.
+TEST(TaskTable, ADrainShrinksOnceToAQuarterLoad) {
+  TaskTable table;
+  uint64_t key = 1;
+  for (; key <= 100000; ++key) table.Insert(MakeTask(key));
+  const size_t peak = table.capacity();
+  uint64_t first = 1;
+  while (!table.resizing()) table.Erase(first++);
+  EXPECT_EQ(table.capacity(), peak / TaskTable::kShrinkBy);
+  EXPECT_LT(table.size() * TaskTable::kShrinkBelow, peak);
+  EXPECT_LE(table.size() * 4, table.capacity());
+  size_t calls = 0;
+  while (table.resizing()) {
+    table.Insert(MakeTask(key++));
+    ++calls;
+  }
+  EXPECT_LE(calls, table.capacity() / TaskTable::kMoveStep + 1);
+  EXPECT_LE(table.size() * 2, table.capacity());
+  for (uint64_t k = first; k < key; ++k) ASSERT_NE(table.Find(k), nullptr) << "key " << k;
+}
+
 TEST(TaskTable, MatchesUnorderedMapUnderRandomOperations) {
   TaskTable table;
   std::unordered_map<uint64_t, Task*> ref;
