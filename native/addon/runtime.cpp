@@ -303,6 +303,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
   uint64_t key;
+  Scheduler::StartError error = Scheduler::StartError::kNotStartable;
   {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
@@ -323,9 +324,13 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
     }
     RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
                                     info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
-    key = core->scheduler->Start(L, static_cast<int>(n), true);
+    key = core->scheduler->Start(L, static_cast<int>(n), true, &error);
   }
   core->AfterEntry();
+  if (key == 0 && error == Scheduler::StartError::kNoStackRoom) {
+    ThrowError(env, "ERR_LUA_RUNTIME",
+               "Cannot start a task: not enough memory for its Lua stack to take " + std::to_string(n) + " arguments.");
+  }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
   return Napi::Number::New(env, static_cast<double>(key));
 }
@@ -351,6 +356,11 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
     r = core->scheduler->Resume(key, L, static_cast<int>(n));
   }
   core->AfterEntry();
+  if (r == Scheduler::ResumeResult::kNoStackRoom) {
+    ThrowError(env, "ERR_LUA_RUNTIME",
+               "Cannot resume the task: its Lua stack has no room for " + std::to_string(n) +
+                   " more values (it holds about 1,000,000 in all).");
+  }
   return Napi::Boolean::New(env, r == Scheduler::ResumeResult::kResumed);
 }
 

@@ -162,7 +162,12 @@ int l_tasks_start(lua_State* L) {
   Scheduler* s = Sched(L);
   const int t = lua_type(L, 1);
   luaL_argexpected(L, t == LUA_TFUNCTION || t == LUA_TTHREAD, 1, "function or coroutine");
-  const uint64_t key = s->Start(L, lua_gettop(L) - 1, false);
+  const int nargs = lua_gettop(L) - 1;
+  Scheduler::StartError error;
+  const uint64_t key = s->Start(L, nargs, false, &error);
+  if (key == 0 && error == Scheduler::StartError::kNoStackRoom) {
+    return luaL_error(L, "tasks.start: not enough memory for the task's stack to take %d arguments", nargs);
+  }
   if (key == 0) return luaL_argerror(L, 1, "coroutine already started, running or a task");
   PushId(L, s, key);
   return 1;
@@ -195,6 +200,8 @@ int l_tasks_resume(lua_State* L) {
       lua_pushnil(L);
       lua_pushliteral(L, "task is not waiting on a yield instruction");
       return 2;
+    case Scheduler::ResumeResult::kNoStackRoom:
+      return luaL_error(L, "tasks.resume: the task's stack has no room for %d more values", nargs);
   }
   return 0;
 }

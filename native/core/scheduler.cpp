@@ -116,9 +116,10 @@ bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
   return true;
 }
 
-uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
+uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* error) {
   LuaHost::HostSection section(host_, L);  // no Lua error may unwind these C++ frames
   const int fn = lua_gettop(L) - nargs;
+  if (error != nullptr) *error = StartError::kNotStartable;
   lua_State* co;
   if (lua_type(L, fn) == LUA_TTHREAD) {
     co = lua_tothread(L, fn);
@@ -152,7 +153,14 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed) {
     lua_settop(L, fn - 1);
     return 0;
   }
-  // Stack: [fn, args..., thread]
+  // Stack: [fn, args..., thread]. Moving values onto a thread needs room on
+  // its stack, which Lua does not check outside debug builds: a new thread
+  // has about 40 slots, and tasks.start(f, table.unpack(big)) overran them.
+  if (!lua_checkstack(co, nargs)) {
+    lua_settop(L, fn - 1);
+    if (error != nullptr) *error = StartError::kNoStackRoom;
+    return 0;
+  }
   Task* t = NewTask();
   t->co = co;
   t->observed = observed;
@@ -515,6 +523,10 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
     lua_pop(from, nargs);
     return ResumeResult::kNotResumable;
   }
+  if (!lua_checkstack(t->co, nargs)) {  // see Start
+    lua_pop(from, nargs);
+    return ResumeResult::kNoStackRoom;
+  }
   ClearWait(t);
   lua_xmove(from, t->co, nargs);
   if (locks_ > 0) {
@@ -594,15 +606,23 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     Task* w = Find(k);
     if (w == nullptr || w->wait != WaitKind::kJoin || w->join_key != key) continue;  // stale
     ClearWait(w);
-    lua_pushboolean(w->co, status == LUA_OK);
-    if (status == kCancelledStatus || status == kTimedOutStatus) {
-      lua_pushstring(w->co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
+    // A suspended task has room for a few values; more need its stack grown
+    // (see Start). The copies cross one at a time, so co needs one slot.
+    if (status == kCancelledStatus || status == kTimedOutStatus || !lua_checkstack(w->co, 1 + nres) ||
+        !lua_checkstack(co, 1)) {
+      lua_pushboolean(w->co, 0);
+      lua_pushstring(w->co, status == kCancelledStatus  ? "task cancelled"
+                            : status == kTimedOutStatus ? "task killed: CPU budget exceeded"
+                                                        : "the task's results do not fit on the waiting task's stack");
       RunTask(w, host_->current(), 2);
       continue;
     }
+    lua_pushboolean(w->co, status == LUA_OK);
     const int top = lua_gettop(co);
-    for (int i = top - nres + 1; i <= top; ++i) lua_pushvalue(co, i);
-    lua_xmove(co, w->co, nres);
+    for (int i = top - nres + 1; i <= top; ++i) {
+      lua_pushvalue(co, i);
+      lua_xmove(co, w->co, 1);
+    }
     RunTask(w, host_->current(), 1 + nres);
   }
   if (failed_in_lua) {
@@ -621,6 +641,10 @@ void Scheduler::Remember(Task* t, int status, int nres) {
   // the cost of spawning one).
   lua_State* co = t->co;
   Finished f{t->key, t->status, 0, LuaRef()};
+  if (!lua_checkstack(co, 2)) {  // only without memory: the results are not kept
+    finished_.Add(std::move(f));
+    return;
+  }
   if (status == LUA_OK) {
     f.nres = nres;
     if (nres == 1) {

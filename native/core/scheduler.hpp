@@ -121,12 +121,19 @@ class Scheduler {
   void CacheNames(lua_State* L);
   const YieldNames* yield_names() const { return &yield_names_; }
 
+  // Why Start refused.
+  enum class StartError {
+    kNotStartable,  // neither a function nor a coroutine that has not started
+    kNoStackRoom,   // the coroutine's stack cannot take the arguments (memory)
+  };
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
-  // them. Runs it now until its first wait. Returns its key, or 0 when the
-  // value is neither a function nor a fresh/suspended coroutine.
-  uint64_t Start(lua_State* L, int nargs, bool observed);
+  // them. Runs it now until its first wait. Returns its key, or 0 with
+  // *error (when given) saying why.
+  uint64_t Start(lua_State* L, int nargs, bool observed, StartError* error = nullptr);
 
-  enum class ResumeResult { kResumed, kNotFound, kNotResumable, kSelf };
+  // kNoStackRoom: its stack cannot take that many more values (its use plus
+  // nargs past Lua's limit of about a million, or memory).
+  enum class ResumeResult { kResumed, kNotFound, kNotResumable, kSelf, kNoStackRoom };
   // Resumes a waiting task with the `nargs` values on top of `from` (popped
   // in every case), running it until its next wait.
   ResumeResult Resume(uint64_t key, lua_State* from, int nargs);

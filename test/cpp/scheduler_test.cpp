@@ -231,6 +231,39 @@ TEST_F(SchedulerTest, ResumeByIdReturnsExactlyTheValuesAndCancelsTheTimer) {
   EXPECT_EQ(Log(), "12,second");
 }
 
+// A new thread has about 40 stack slots and Lua checks none when values move
+// between threads (outside debug builds): these overran the task's stack.
+TEST_F(SchedulerTest, StartAndResumeMoveMoreValuesThanANewThreadHolds) {
+  Run(R"(function count(...) note(select('#', ...)) note(select('#', coroutine.yield("INDEFINITELY"))) end)");
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  ASSERT_TRUE(lua_checkstack(L, 4001));
+  lua_getglobal(L, "count");
+  for (int i = 0; i < 3000; ++i) lua_pushinteger(L, i);
+  const uint64_t key = sched->Start(L, 3000, true);
+  ASSERT_NE(key, 0u);
+  for (int i = 0; i < 4000; ++i) lua_pushinteger(L, i);
+  EXPECT_EQ(sched->Resume(key, L, 4000), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(Log(), "3000,4000");
+  EXPECT_EQ(lua_gettop(L), base);
+}
+
+TEST_F(SchedulerTest, AResumePastTheStackLimitIsRefusedAndTheTaskStaysWaiting) {
+  Run(R"(function deep() local t = {} for i = 1, 999000 do t[i] = i end
+         local function hold(...) return coroutine.yield("INDEFINITELY") end
+         note(select('#', hold(table.unpack(t)))) end)");
+  const uint64_t key = Start("deep");
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  ASSERT_TRUE(lua_checkstack(L, 20000));
+  for (int i = 0; i < 20000; ++i) lua_pushinteger(L, i);
+  EXPECT_EQ(sched->Resume(key, L, 20000), Scheduler::ResumeResult::kNoStackRoom);
+  EXPECT_EQ(lua_gettop(L), base);
+  lua_pushinteger(L, 1);
+  EXPECT_EQ(sched->Resume(key, L, 1), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(Log(), "1");
+}
+
 TEST_F(SchedulerTest, ResumeOfUnknownOrNonResumableTasksIsRefused) {
   lua_State* L = host->main();
   EXPECT_EQ(sched->Resume(999, L, 0), Scheduler::ResumeResult::kNotFound);
