@@ -108,6 +108,20 @@ function nodeChild(file, args, { nodeArgs = [], timeoutMs = 120000 } = {}) {
   throw new Error(`${path.basename(file)} ${args.join(' ')}: ${why}: ${(p.stderr || '').trim().slice(-500)}`);
 }
 
+/**
+ * Touches `gib` GiB in a throwaway child and lets it exit. On a VM that hands
+ * freed memory back to its host within seconds (virtio free page reporting),
+ * the first touch of each page costs several µs in the host: a child started
+ * after a quiet spell pays that on every page it faults in, one started right
+ * after another has freed memory does not. Calling this right before each
+ * memory-heavy child puts every implementation on the same footing.
+ */
+function warmMemory(gib) {
+  const src = `const keep = []; for (let i = 0; i < ${gib}; i++) keep.push(Buffer.alloc(2 ** 30, 1));`;
+  const p = spawnSync(process.execPath, ['-e', src], { stdio: 'ignore', timeout: 120000 });
+  if (p.status !== 0) throw new Error(`warmMemory(${gib}): the child failed (${p.error || p.signal || p.status})`);
+}
+
 /** Whether the lua5.4 CLI can be run here (it is a baseline, not a requirement). */
 function haveLuaCli() {
   const p = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
@@ -168,4 +182,6 @@ function machine() {
   };
 }
 
-module.exports = { nowMs, median, percentile, sample, check, nodeChild, intervalGaps, machine, haveLuaCli, runLuaCli };
+module.exports = {
+  nowMs, median, percentile, sample, check, nodeChild, warmMemory, intervalGaps, machine, haveLuaCli, runLuaCli,
+};
