@@ -41,7 +41,18 @@ class LuaHost {
   LuaHost(const LuaHost&) = delete;
   LuaHost& operator=(const LuaHost&) = delete;
 
-  static LuaHost* From(lua_State* L) { return *static_cast<LuaHost**>(lua_getextraspace(L)); }
+  static LuaHost* From(lua_State* L) {
+    return reinterpret_cast<LuaHost*>(*static_cast<uintptr_t*>(lua_getextraspace(L)) & ~kTaskMark);
+  }
+  // A task's coroutine is marked in the low bit of its extra space (the host
+  // pointer there is aligned, and a new thread copies the main thread's, so
+  // it starts unmarked). Lua code holding a task's coroutine (from
+  // coroutine.running()) must not resume or close it behind the scheduler.
+  static void SetTaskMark(lua_State* co, bool on) {
+    auto* bits = static_cast<uintptr_t*>(lua_getextraspace(co));
+    *bits = on ? (*bits | kTaskMark) : (*bits & ~kTaskMark);
+  }
+  static bool HasTaskMark(lua_State* co) { return (*static_cast<uintptr_t*>(lua_getextraspace(co)) & kTaskMark) != 0; }
 
   lua_State* main() const { return L_; }
   // The innermost thread running Lua code now, or the main thread when none
@@ -124,6 +135,8 @@ class LuaHost {
     lua_State* saved_current_;
     bool saved_enforce_;
   };
+
+  static constexpr uintptr_t kTaskMark = 1;
 
   // Deepest nesting of JS -> Lua entries; deeper calls are refused.
   static constexpr int kMaxDepth = 180;

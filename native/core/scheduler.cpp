@@ -132,15 +132,8 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
       return 0;
     }
     // Past those checks, a task's coroutine can only be one whose start a
-    // COMMIT lock deferred: any other has run (it is suspended, running or
-    // dead). So only the deferred are looked at, not every task (a scan of
-    // all of them made namazu.coroutine.start take 150 us with 100,000 alive).
-    bool taken = false;
-    for (const Deferred& d : deferred_) {
-      const Task* t = tasks_.Find(d.key);
-      taken = taken || (t != nullptr && t->co == co);
-    }
-    if (taken) {
+    // COMMIT lock deferred (any other has run): its mark says so.
+    if (LuaHost::HasTaskMark(co)) {
       lua_settop(L, fn - 1);
       return 0;
     }
@@ -163,6 +156,7 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
   }
   Task* t = NewTask();
   t->co = co;
+  LuaHost::SetTaskMark(co, true);  // until Release
   t->observed = observed;
   t->anchor = anchors_.Put(L);  // pops the thread
   lua_xmove(L, co, nargs);      // args onto the coroutine, above its function
@@ -214,6 +208,7 @@ Task* Scheduler::NewTask() {
 }
 
 void Scheduler::Release(Task* t) {
+  if (t->co != nullptr) LuaHost::SetTaskMark(t->co, false);  // a plain (dead or reset) coroutine again
   if (t->anchor != Task::kNoAnchor) anchors_.Clear(host_->main(), t->anchor);
   t->anchor = Task::kNoAnchor;
   t->joiners.clear();

@@ -264,6 +264,24 @@ TEST_F(SchedulerTest, AResumePastTheStackLimitIsRefusedAndTheTaskStaysWaiting) {
   EXPECT_EQ(Log(), "1");
 }
 
+// Lua code can hold a task's coroutine (coroutine.running()); the mark lets
+// the Lua glue refuse coroutine.resume and coroutine.close on it.
+TEST_F(SchedulerTest, ATaskCoroutineIsMarkedUntilTheTaskEnds) {
+  Run(R"(function t() co = coroutine.running() coroutine.yield("INDEFINITELY") end)");
+  const uint64_t key = Start("t");
+  lua_State* L = host->main();
+  lua_getglobal(L, "co");
+  lua_State* co = lua_tothread(L, -1);
+  EXPECT_TRUE(LuaHost::HasTaskMark(co));
+  EXPECT_FALSE(LuaHost::HasTaskMark(L));
+  EXPECT_EQ(LuaHost::From(co), host.get());  // the mark leaves the host pointer readable
+  Run(R"(ok, err = coroutine.resume(co) note(tostring(ok) .. ": " .. err))");
+  EXPECT_EQ(Log(), "false: cannot resume a task's coroutine (resume the task: tasks.resume(id))");
+  EXPECT_EQ(sched->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  EXPECT_FALSE(LuaHost::HasTaskMark(co));
+  lua_pop(L, 1);
+}
+
 TEST_F(SchedulerTest, ResumeOfUnknownOrNonResumableTasksIsRefused) {
   lua_State* L = host->main();
   EXPECT_EQ(sched->Resume(999, L, 0), Scheduler::ResumeResult::kNotFound);

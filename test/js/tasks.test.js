@@ -173,3 +173,59 @@ describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua
     expect(await task.result).toBe(3);
   });
 });
+
+describe('a task\'s coroutine runs only under the scheduler (coroutine.running() hands it out)', () => {
+  test('coroutine.resume refuses it and coroutine.close raises, from anywhere; the task stays resumable by id', async () => {
+    rt.load(`function w() leaked = coroutine.running() local v = coroutine.yield("INDEFINITELY") return v end`);
+    const task = rt.start('w');
+    expect(rt.load('return coroutine.resume(leaked)')).toEqual([false, "cannot resume a task's coroutine (resume the task: tasks.resume(id))"]);
+    expect(() => rt.load('coroutine.close(leaked)', { name: 'closer' }))
+      .toThrow(/closer"?\]?:1: cannot close a task's coroutine \(cancel the task: tasks.cancel\(id\)\)/);
+    // From another task too, and its own coroutine from inside.
+    rt.load(`tasks.start(function() other = {coroutine.resume(leaked)} end)
+      mine = tasks.start(function() self_ok, self_err = coroutine.resume(coroutine.running()) end)`);
+    expect(rt.get('other')).toEqual([false, "cannot resume a task's coroutine (resume the task: tasks.resume(id))"]);
+    expect(rt.get('self_ok')).toBe(false);
+    expect(task.status).toBe('waiting');
+    expect(rt.resume(task.id, 'by id')).toBe(true);
+    expect(await task.result).toBe('by id');
+    // Ended: a plain dead coroutine again.
+    expect(rt.load('return coroutine.resume(leaked)')).toEqual([false, 'cannot resume dead coroutine']);
+    expect(rt.load('return coroutine.close(leaked)')).toEqual([true]);
+  });
+
+  test('a JS call cancelling the task cannot reset its coroutine under a resume from Lua', async () => {
+    // Before the refusal, Lua resumed the waiting task's coroutine itself,
+    // poke() cancelled that task from JS, and the reset freed the stack the
+    // interpreter was running on (Node crashed).
+    let id;
+    rt.set('poke', () => rt.cancel(id));
+    rt.load(`function w() leaked = coroutine.running() coroutine.yield("INDEFINITELY") poke() return "ran" end`);
+    const task = rt.start('w');
+    id = task.id;
+    expect(rt.load('return coroutine.resume(leaked)')[0]).toBe(false);
+    expect(rt.cancel(id)).toBe(true);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
+  test('a start deferred by a COMMIT cannot be closed or resumed before it runs', async () => {
+    rt.closeSync();
+    let release;
+    const store = { load: async () => null, save: () => new Promise((r) => { release = r; }) };
+    rt = await Runtime.open({ name: 'deferred', store });
+    rt.load(`co = coroutine.create(function(...) return select('#', ...) end)
+      big = {} for i = 1, 5000 do big[i] = i end`);
+    const committed = rt.commit();
+    await new Promise((r) => setImmediate(r)); // the COMMIT lock is held until save resolves
+    const [id, status] = rt.load('local id = tasks.start(co, table.unpack(big)) return id, tasks.status(id)');
+    expect(status).toBe('waiting');
+    expect(() => rt.load('coroutine.close(co)')).toThrow(/cannot close a task's coroutine/);
+    expect(rt.load('return coroutine.resume(co)')[0]).toBe(false);
+    release();
+    await committed;
+    await new Promise((r) => setTimeout(r, 10));
+    expect(rt.task(id)).toMatchObject({ status: 'done' });
+    expect(rt.load(`return tasks.wait("${id}")`)).toEqual([5000]);
+  });
+});
