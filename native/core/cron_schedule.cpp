@@ -413,14 +413,31 @@ Span RuleSpan(const PosixRule& r, int64_t t, int y) {
   struct Change {
     int64_t at, offset;
   };
-  Change changes[6];
-  int n = 0;
-  for (int year = y - 1; year <= y + 1; ++year) {
-    // Ends first at equal instants, so an all-year DST rule stays in DST.
-    changes[n++] = {RuleLocal(r.end, year) - r.dst_offset, r.std_offset};
-    changes[n++] = {RuleLocal(r.start, year) - r.std_offset, r.dst_offset};
+  constexpr int n = 6;
+  // The changes of years y-1..y+1, in order. A walk over a zone's spans asks
+  // for the same year about twice in a row, so the last year's are kept
+  // (rules live as long as the process, in TailFor's cache).
+  thread_local const PosixRule* memo_rule = nullptr;
+  thread_local int memo_year = 0;
+  thread_local Change changes[n];
+  if (memo_rule != &r || memo_year != y) {
+    int k = 0;
+    for (int year = y - 1; year <= y + 1; ++year) {
+      // Ends first at equal instants, so an all-year DST rule stays in DST.
+      changes[k++] = {RuleLocal(r.end, year) - r.dst_offset, r.std_offset};
+      changes[k++] = {RuleLocal(r.start, year) - r.std_offset, r.dst_offset};
+    }
+    // Insertion sort: stable, and six entries need no buffer (std::stable_sort
+    // allocated one per call).
+    for (int i = 1; i < n; ++i) {
+      const Change c = changes[i];
+      int j = i;
+      for (; j > 0 && changes[j - 1].at > c.at; --j) changes[j] = changes[j - 1];
+      changes[j] = c;
+    }
+    memo_rule = &r;
+    memo_year = y;
   }
-  std::stable_sort(changes, changes + n, [](const Change& a, const Change& b) { return a.at < b.at; });
   Span span{INT64_MIN, INT64_MAX, r.std_offset};
   for (int i = 0; i < n; ++i) {
     if (changes[i].at <= t) {
