@@ -528,7 +528,10 @@ class Runtime extends EventEmitter {
       else if (endKind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, endValue);
     } else {
       this.#tasks.set(key, task);
-      if (signal) {
+      if (signal && signal.aborted) {
+        // Aborted while the task ran its first part (by JS that it called).
+        this.cancel(task.id, signal.reason);
+      } else if (signal) {
         const onAbort = () => this.cancel(task.id, signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
         task.result.then(() => signal.removeEventListener('abort', onAbort), () => signal.removeEventListener('abort', onAbort));

@@ -199,16 +199,18 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
   const std::string name = info[0].As<Napi::String>().Utf8Value();
-  LuaHost::HostSection section(core->host.get(), L);
-  StackGuard stack(L);
-  NeedStack(env, L, 0, 4, "Cannot set a Lua global");
-  // Raw set: a metatable on _G must not run Lua code here.
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_pushlstring(L, name.data(), name.size());
-  PushJs(core, L, info[1]);
-  core->CheckMemory(L, stack.top());
-  lua_rawset(L, -3);
-  return env.Undefined();
+  return core->Entered([&] {
+    LuaHost::HostSection section(core->host.get(), L);
+    StackGuard stack(L);
+    NeedStack(env, L, 0, 4, "Cannot set a Lua global");
+    // Raw set: a metatable on _G must not run Lua code here.
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_pushlstring(L, name.data(), name.size());
+    PushJs(core, L, info[1]);
+    core->CheckMemory(L, stack.top());
+    lua_rawset(L, -3);
+    return env.Undefined();
+  });
 }
 
 Napi::Value Runtime::JS_get(const Napi::CallbackInfo& info) {
@@ -216,13 +218,15 @@ Napi::Value Runtime::JS_get(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
   const std::string name = info[0].As<Napi::String>().Utf8Value();
-  LuaHost::HostSection section(core->host.get(), L);
-  StackGuard stack(L);
-  NeedStack(env, L, 0, 4, "Cannot read a Lua global");
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-  lua_pushlstring(L, name.data(), name.size());
-  lua_rawget(L, -2);
-  return Napi::Value(env, ToJs(core, L, -1));
+  return core->Entered([&] {
+    LuaHost::HostSection section(core->host.get(), L);
+    StackGuard stack(L);
+    NeedStack(env, L, 0, 4, "Cannot read a Lua global");
+    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
+    lua_pushlstring(L, name.data(), name.size());
+    lua_rawget(L, -2);
+    return Napi::Value(env, ToJs(core, L, -1));
+  });
 }
 
 namespace {
@@ -302,9 +306,8 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  uint64_t key;
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
-  {
+  const uint64_t key = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
     {
@@ -322,11 +325,11 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
       }
       PushJsArgs(core, L, args, stack.top());
     }
+    if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
                                     info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
-    key = core->scheduler->Start(L, static_cast<int>(n), true, &error);
-  }
-  core->AfterEntry();
+    return core->scheduler->Start(L, static_cast<int>(n), true, &error);
+  });
   if (key == 0 && error == Scheduler::StartError::kNoStackRoom) {
     ThrowError(env, "ERR_LUA_RUNTIME",
                "Cannot start a task: not enough memory for its Lua stack to take " + std::to_string(n) + " arguments.");
@@ -345,17 +348,16 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
-  Scheduler::ResumeResult r;
-  {
+  const Scheduler::ResumeResult r = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 4, "Cannot resume a task");
     {
       LuaHost::HostSection section(core->host.get(), L);
       PushJsArgs(core, L, args, stack.top());
     }
-    r = core->scheduler->Resume(key, L, static_cast<int>(n));
-  }
-  core->AfterEntry();
+    if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
+    return core->scheduler->Resume(key, L, static_cast<int>(n));
+  });
   if (r == Scheduler::ResumeResult::kNoStackRoom) {
     ThrowError(env, "ERR_LUA_RUNTIME",
                "Cannot resume the task: its Lua stack has no room for " + std::to_string(n) +
@@ -369,8 +371,7 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
   if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return Napi::Boolean::New(env, false);
-  const bool ok = core->scheduler->Cancel(key);
-  core->AfterEntry();
+  const bool ok = core->Entered([&] { return core->scheduler->Cancel(key); });
   return Napi::Boolean::New(env, ok);
 }
 

@@ -37,34 +37,46 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) || t->await_token != token) {
     return nullptr;
   }
-  const bool commit = t->wait == WaitKind::kCommit;
-  lua_State* co = t->co;
-  {
-    LuaHost::HostSection section(core->host.get(), core->host->current());
-    if (!lua_checkstack(co, 4)) return nullptr;
-    const int top = lua_gettop(co);
-    lua_pushboolean(co, ok);
+  const uint64_t key = t->key;
+  const WaitKind wait = t->wait;
+  // The value is converted on the current thread, not on the waiting
+  // coroutine: converting allocates, a collector step may run finalizers
+  // (Lua code) on the thread that allocates, and a suspended coroutine must
+  // run none. The conversion may also run JS (getters) that cancels the
+  // task, resumes it or closes the runtime: all is looked up again after.
+  lua_State* L = core->host->current();
+  core->Entered([&] {
+    LuaHost::HostSection section(core->host.get(), L);
+    if (!lua_checkstack(L, 4)) return 0;
+    const int top = lua_gettop(L);
+    lua_pushboolean(L, ok);
     try {
-      if (ok && commit) {
-        lua_pushnil(co);
+      if (ok && wait == WaitKind::kCommit) {
+        lua_pushnil(L);
       } else if (ok) {
-        PushJs(core.get(), co, argv[3]);
+        PushJs(core.get(), L, argv[3]);
       } else {
-        PushJsError(core.get(), co, argv[3]);
+        PushJsError(core.get(), L, argv[3]);
       }
     } catch (const Napi::Error& e) {
       // The value cannot cross: the await raises that conversion error.
-      lua_settop(co, top);
-      lua_pushboolean(co, 0);
-      PushJsError(core.get(), co, e.Value());
+      lua_settop(L, top);
+      lua_pushboolean(L, 0);
+      PushJsError(core.get(), L, e.Value());
     }
-  }
-  if (commit) {
-    core->scheduler->FinishCommit(t, 2);
-  } else {
-    core->scheduler->Deliver(t, 2);
-  }
-  core->AfterEntry();
+    Task* again = core->closed() ? nullptr : core->scheduler->Find(key);
+    if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
+      lua_settop(L, top);
+      return 0;
+    }
+    lua_xmove(L, again->co, 2);
+    if (wait == WaitKind::kCommit) {
+      core->scheduler->FinishCommit(again, 2);
+    } else {
+      core->scheduler->Deliver(again, 2);
+    }
+    return 0;
+  });
   return nullptr;
 }
 
@@ -302,7 +314,7 @@ void RuntimeCore::ReportMemory() {
 
 void RuntimeCore::Close() {
   closing_ = true;
-  if (host && host->depth() > 0) return;  // AfterEntry finishes it
+  if (host && host->busy()) return;  // AfterEntry finishes it
   CloseNow(true);
 }
 

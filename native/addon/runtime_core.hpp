@@ -43,14 +43,29 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }
 
-  // Idempotent. Cancels every task, frees the state. While Lua code is on
-  // the stack (close() called from a JS function that Lua called), the state
-  // is freed when the outermost call into Lua returns.
+  // Idempotent. Cancels every task, frees the state. While Lua code or host
+  // code working on the state is on the stack (close() called from a JS
+  // function that Lua called, a task-end listener, a getter read during a
+  // conversion), the state is freed when the outermost entry returns.
   void Close();
   // Called after every outermost call into Lua.
   void AfterEntry() {
-    if (closing_ && host && host->depth() == 0) CloseNow(true);
+    if (closing_ && host && !host->busy()) CloseNow(true);
     if (host) ReportMemory();
+  }
+  // Runs f, a JS entry point that works on the Lua state, then AfterEntry,
+  // also when f throws: a close() asked for meanwhile (by a getter during a
+  // conversion, a listener hearing a task end) waited and happens there.
+  template <typename F>
+  auto Entered(F&& f) -> decltype(f()) {
+    try {
+      auto out = f();
+      AfterEntry();
+      return out;
+    } catch (...) {
+      AfterEntry();
+      throw;
+    }
   }
 
   // A Lua callback called while no Lua code ran has failed with `error`: the

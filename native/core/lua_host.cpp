@@ -181,11 +181,13 @@ LuaHost::HostSection::HostSection(LuaHost* host, lua_State* L)
     : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
   host->current_ = L;
   host->memory_.enforce = false;
+  ++host->sections_;
 }
 
 LuaHost::HostSection::~HostSection() {
   host_->current_ = saved_current_;
   host_->memory_.enforce = saved_enforce_;
+  --host_->sections_;
 }
 
 }  // namespace lua_tasks

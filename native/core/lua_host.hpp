@@ -122,7 +122,7 @@ class LuaHost {
   };
 
   // RAII: host C++ code runs (e.g. JS called from Lua): the limit is not
-  // enforced and `current` is the calling thread.
+  // enforced and `current` is the calling thread. Counts as busy().
   class HostSection {
    public:
     HostSection(LuaHost* host, lua_State* L);
@@ -137,6 +137,11 @@ class LuaHost {
   };
 
   static constexpr uintptr_t kTaskMark = 1;
+
+  // Lua code (an Entry) or host code working on the state (a HostSection) is
+  // on the C stack: the state must not be freed now (a close() asked for by
+  // JS that this code called waits for it to return).
+  bool busy() const { return depth_ > 0 || sections_ > 0; }
 
   // Deepest nesting of JS -> Lua entries; deeper calls are refused.
   static constexpr int kMaxDepth = 180;
@@ -162,6 +167,7 @@ class LuaHost {
   lua_State* L_ = nullptr;        // owned; closed in the destructor
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
   int depth_ = 0;
+  int sections_ = 0;  // live HostSections
   std::string message_;
   std::string traceback_;
   std::vector<int> deferred_unrefs_;

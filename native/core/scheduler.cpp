@@ -560,9 +560,16 @@ void Scheduler::CancelAll() {
 }
 
 void Scheduler::KillNow(Task* t, int status) {
+  // Host code on the stack to the end: a task-end listener that closes the
+  // runtime waits for it (RuntimeCore::Close).
+  LuaHost::HostSection section(host_, host_->current());
   ClearWait(t);
+  // Closing runs the coroutine's pending <close> variables (Lua code) on it:
+  // meanwhile the task counts as running, so a cancel from there (the task's
+  // own handler, or JS it calls) only marks it instead of closing the
+  // coroutine again under the handler.
+  t->status = TaskStatus::kRunning;
   {
-    // Closing runs the coroutine's pending <close> variables (Lua code).
     LuaHost::Entry entry(host_, t->co);
     lua_resetthread(t->co);
   }
@@ -584,7 +591,6 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     traceback = lua_tostring(M, -1);
   }
   const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
-  if (status == kTimedOutStatus) lua_settop(t->co, 0);
   // Remembered first: from here on Find no longer answers for this task, so
   // code run by the hook or by a woken joiner sees it through FindFinished.
   Remember(t, status, nres);
@@ -626,7 +632,12 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     LuaHost::Entry entry(host_, co);
     lua_resetthread(co);
   }
-  lua_settop(co, 0);
+  // A coroutine that died of the CPU budget's kill is left as it is, its
+  // <close> variables not run: the kill came from a hook, and Lua runs no
+  // hooks in it after that, so nothing could bound them (one that loops hung
+  // the process); and lua_settop would run them unprotected (one that raised
+  // aborted it). Unanchored, the collector frees it.
+  if (!(status == kTimedOutStatus && lua_status(co) != LUA_OK)) lua_settop(co, 0);
   Release(t);
 }
 

@@ -14,8 +14,16 @@ void ThreadAnchors::PushChunk(lua_State* L, uint32_t slot) {
   if (lua_rawgeti(L, -1, index) == LUA_TNIL) {
     lua_pop(L, 1);
     lua_createtable(L, static_cast<int>(kChunk), 0);
-    lua_pushvalue(L, -1);
-    lua_rawseti(L, -3, index);
+    // Making the table may run a collector step, whose finalizers may start
+    // tasks: one of them may have made this chunk meanwhile, and replacing
+    // it would drop the threads it anchors.
+    if (lua_rawgeti(L, -2, index) != LUA_TNIL) {
+      lua_remove(L, -2);  // ours
+    } else {
+      lua_pop(L, 1);
+      lua_pushvalue(L, -1);
+      lua_rawseti(L, -3, index);
+    }
   }
   lua_remove(L, -2);  // the directory
 }

@@ -1,0 +1,164 @@
+// SPDX-License-Identifier: MIT
+// Code that runs while the runtime is in the middle of its own work: task-end listeners, getters
+// read during a conversion, <close> handlers, __gc finalizers, AbortSignals, odd promises. Each
+// of these crashed Node or lost a task before; each test asserts the outcome, not just survival.
+'use strict';
+const { Runtime } = require('../..');
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+describe('close() from code the runtime is running waits until that work returns', () => {
+  test('from a taskdone listener while a timer batch runs', async () => {
+    const rt = new Runtime();
+    rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return 1 end');
+    const a = rt.start('f');
+    const b = rt.start('f');
+    const heard = [];
+    rt.on('taskdone', (task, value) => {
+      heard.push(value);
+      rt.closeSync();
+      expect(() => rt.load('return 1')).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
+    });
+    const results = await Promise.allSettled([a.result, b.result]);
+    // The batch the first end came in finishes before the close takes effect:
+    // the second task, due in it too, ends done or is cancelled, never lost.
+    expect(heard.length).toBeGreaterThanOrEqual(1);
+    expect(heard.every((v) => v === 1)).toBe(true);
+    expect(results[0]).toEqual({ status: 'fulfilled', value: 1 });
+    expect(results[1].status === 'fulfilled' ? results[1].value : results[1].reason.code).toBe(
+      heard.length === 2 ? 1 : 'ERR_TASK_CANCELLED');
+  });
+
+  test('from a taskerror listener while an immediate batch runs', async () => {
+    const rt = new Runtime();
+    rt.load('function f() coroutine.yield() error("boom") end');
+    const tasks = [rt.start('f'), rt.start('f')];
+    let calls = 0;
+    rt.on('taskerror', () => {
+      calls += 1;
+      rt.closeSync();
+    });
+    const results = await Promise.allSettled(tasks.map((t) => t.result));
+    expect(calls).toBeGreaterThanOrEqual(1);
+    for (const r of results) expect(r.status).toBe('rejected');
+    expect(() => rt.load('return 1')).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
+  });
+
+  test('from a getter read while a value converts: the call that converts fails, nothing is freed under it', () => {
+    for (const how of ['set', 'start', 'resume', 'call']) {
+      const rt = new Runtime();
+      rt.load('function f(x) return type(x) end function w() return coroutine.yield("INDEFINITELY") end');
+      const waiting = rt.start('w');
+      const f = rt.get('f');
+      const evil = { a: 1, get b() { rt.closeSync(); return { c: 'x'.repeat(100) }; } };
+      const run = {
+        set: () => rt.set('x', evil),
+        start: () => rt.start('f', evil),
+        resume: () => rt.resume(waiting.id, evil),
+        call: () => f(evil),
+      }[how];
+      try {
+        run();
+      } catch (e) {
+        expect(e.code).toBe('ERR_RUNTIME_CLOSED');
+      }
+      expect(() => rt.load('return 1')).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
+      waiting.result.catch(() => {});
+    }
+  });
+});
+
+test('a <close> handler that cancels its own task runs to its end and the task ends cancelled', async () => {
+  const lines = [];
+  const rt = new Runtime({ print: (l) => lines.push(l) });
+  rt.load(`function f()
+    local me = tasks.current_id()
+    local x <close> = setmetatable({}, {__close = function()
+      print("status " .. tasks.status(me), tasks.cancel(me))
+      print("after")
+    end})
+    coroutine.yield("INDEFINITELY")
+  end`);
+  const task = rt.start('f');
+  expect(rt.cancel(task.id)).toBe(true);
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+  expect(lines).toEqual(['status running\ttrue', 'after']);
+  expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('a task killed by taskTimeout does not run its <close> handlers (one raising aborted Node, one looping hung it)', async () => {
+  const rt = new Runtime({ taskTimeout: 30 });
+  rt.load(`ran = 0
+    function raises() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 error("x") end}) while true do end end
+    function loops() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 while true do end end}) while true do end end`);
+  for (const fn of ['raises', 'loops']) {
+    await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  }
+  expect(rt.get('ran')).toBe(0);
+  expect(rt.load('return 1 + 1')).toEqual([2]);
+  expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('__gc finalizers that start tasks while a start makes room for its anchor keep every task', () => {
+  const rt = new Runtime();
+  rt.load(`for i = 1, 50 do
+      setmetatable({}, {__gc = function() tasks.start(function() coroutine.yield("INDEFINITELY") end) end})
+    end
+    function f() coroutine.yield("INDEFINITELY") end`);
+  rt.start('f');
+  rt.load('collectgarbage() collectgarbage()');
+  expect(rt.stats().tasks).toBe(51);
+  rt.load('for i = 1, 2000 do local t = {} for j = 1, 50 do t[j] = {} end end collectgarbage()');
+  expect(rt.tasks().every((t) => t.status === 'waiting')).toBe(true);
+  rt.closeSync();
+});
+
+test('a __gc finalizer cancelling a task while its promise\'s value converts', async () => {
+  const rt = new Runtime();
+  let resolve;
+  rt.set('p', () => new Promise((r) => { resolve = r; }));
+  rt.load(`function f()
+    ME = tasks.current_id()
+    for i = 1, 200 do
+      setmetatable({}, {__gc = function() if ME then tasks.cancel(ME) ME = nil end end})
+    end
+    local v = p()
+    return type(v)
+  end`);
+  const task = rt.start('f');
+  const outcome = task.result.then((v) => ['done', v], (e) => ['failed', e.code]);
+  await sleep(5);
+  resolve(Array.from({ length: 20000 }, (_, i) => ({ a: i, b: `x${i}` })));
+  const [how, what] = await outcome;
+  // Whether the collector ran during the conversion decides which; both are whole outcomes.
+  expect([['done', 'table'], ['failed', 'ERR_TASK_CANCELLED']]).toContainEqual([how, what]);
+  expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('an AbortSignal aborted while the task runs its first part cancels it', async () => {
+  const rt = new Runtime();
+  const ac = new AbortController();
+  rt.set('abort', () => ac.abort('stop'));
+  rt.load('function h() abort() coroutine.yield("INDEFINITELY") end');
+  const task = rt.start('h', ac.signal);
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
+  expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('a Promise subclass whose then calls back at once still wakes the task', async () => {
+  const rt = new Runtime();
+  class Eager extends Promise {
+    then(ok) {
+      ok(42);
+      return this;
+    }
+  }
+  rt.set('eager', () => Eager.resolve(42));
+  rt.load('function f() return eager() end');
+  expect(await rt.call('f')).toBe(42);
+  rt.closeSync();
+});
