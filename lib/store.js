@@ -2,6 +2,7 @@
 // DirectoryStore: the embedded store, one durable file per runtime name.
 'use strict';
 
+const crypto = require('node:crypto');
 const fs = require('node:fs/promises');
 const path = require('node:path');
 const { makeError } = require('./errors');
@@ -35,7 +36,6 @@ class DirectoryStore {
       throw makeError('ERR_INVALID_ARG_TYPE', `The store directory must be a non-empty string. Received ${typeof dir}.`);
     }
     this.dir = path.resolve(dir);
-    this.seq = 0;
   }
 
   file(name) {
@@ -57,8 +57,12 @@ class DirectoryStore {
   async save(name, bytes) {
     const file = this.file(name);
     await fs.mkdir(this.dir, { recursive: true });
-    const tmp = `${file}.${process.pid}.${++this.seq}.tmp`;
-    const fh = await fs.open(tmp, 'w', 0o600);
+    // Unique across stores, Workers and processes: two runtimes saving under
+    // the same name and directory wrote the same temp file at once (each
+    // store counted from 1), and the renamed file mixed both snapshots. 'wx'
+    // refuses a name that exists rather than writing into another's file.
+    const tmp = `${file}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
+    const fh = await fs.open(tmp, 'wx', 0o600);
     try {
       await fh.writeFile(bytes);
       await fh.sync();

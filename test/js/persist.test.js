@@ -142,3 +142,21 @@ test('SIGKILL at random moments never leaves a torn or lost snapshot', async () 
   }
   expect(last).toBeGreaterThan(0);
 }, 180000);
+
+test('two runtimes saving under the same name and directory leave one whole snapshot, never a mix', async () => {
+  // Each store used to count its temp files from 1: both wrote the same file at once.
+  const a = await Runtime.open({ name: 'same', store: dir });
+  const b = await Runtime.open({ name: 'same', store: dir });
+  a.load('tasks.state.v = string.rep("A", 200000) tasks.state.who = "a"');
+  b.load('tasks.state.v = "B" tasks.state.who = "b"');
+  for (let i = 0; i < 20; i++) {
+    const settled = await Promise.allSettled([a.commit(), b.commit()]);
+    expect(settled.map((s) => s.status)).toEqual(['fulfilled', 'fulfilled']);
+    const c = await Runtime.open({ name: 'same', store: dir });
+    expect([['a', 200000], ['b', 1]]).toContainEqual(c.load('return tasks.state.who, #tasks.state.v'));
+    c.closeSync();
+  }
+  a.closeSync();
+  b.closeSync();
+  expect(fs.readdirSync(dir).filter((f) => f.startsWith('same.'))).toEqual(['same.state']);
+});
