@@ -88,9 +88,9 @@ function normalizeOptions(options) {
   }
   if (memoryLimit !== undefined) {
     if (typeof memoryLimit !== 'number') throw invalidType('options.memoryLimit', 'a number of bytes', memoryLimit);
-    if (!Number.isInteger(memoryLimit) || memoryLimit < 0) {
+    if (!Number.isSafeInteger(memoryLimit) || memoryLimit < 0) {
       throw makeError('ERR_OUT_OF_RANGE',
-        `The "options.memoryLimit" option must be a non-negative integer number of bytes (0 = no limit). Received ${typeName(memoryLimit)}.`);
+        `The "options.memoryLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no limit). Received ${typeName(memoryLimit)}.`);
     }
     out.memoryLimit = memoryLimit;
   }

@@ -102,10 +102,15 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.libs = ParseLibs(options);
   Napi::Value limit = options.Get("memoryLimit");
   if (limit.IsNumber()) opts.memory_limit = static_cast<size_t>(limit.As<Napi::Number>().DoubleValue());
+  // Positive ms (lib/index.js checks): at least 1 ns, since 0 means no limit.
   Napi::Value slice = options.Get("timeSlice");
-  if (slice.IsNumber()) opts.time_slice_ns = static_cast<int64_t>(slice.As<Napi::Number>().DoubleValue() * 1e6);
+  if (slice.IsNumber()) {
+    opts.time_slice_ns = std::max<int64_t>(1, static_cast<int64_t>(slice.As<Napi::Number>().DoubleValue() * 1e6));
+  }
   Napi::Value timeout = options.Get("taskTimeout");
-  if (timeout.IsNumber()) opts.task_timeout_ns = static_cast<int64_t>(timeout.As<Napi::Number>().DoubleValue() * 1e6);
+  if (timeout.IsNumber()) {
+    opts.task_timeout_ns = std::max<int64_t>(1, static_cast<int64_t>(timeout.As<Napi::Number>().DoubleValue() * 1e6));
+  }
 
   core_ = std::make_shared<RuntimeCore>(env);
   opts.clock = &core_->clock;

@@ -55,3 +55,10 @@ test('other tasks go on while one is killed', async () => {
   await expect(napper.result).resolves.toBe('rested');
   rt.closeSync();
 });
+
+test('a taskTimeout under a nanosecond still kills (it became 0 ns, which means no limit)', async () => {
+  const rt = new Runtime({ taskTimeout: 1e-7 });
+  rt.load('function spin() while true do end end');
+  await expect(rt.call('spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  rt.closeSync();
+});

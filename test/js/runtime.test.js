@@ -28,6 +28,7 @@ describe('constructor options', () => {
     ['a fractional memoryLimit', { memoryLimit: 1.5 }, RangeError, 'ERR_OUT_OF_RANGE'],
     ['a NaN memoryLimit', { memoryLimit: NaN }, RangeError, 'ERR_OUT_OF_RANGE'],
     ['an infinite memoryLimit', { memoryLimit: Infinity }, RangeError, 'ERR_OUT_OF_RANGE'],
+    ['a memoryLimit past 2^53 (it became 0, no limit)', { memoryLimit: 1e30 }, RangeError, 'ERR_OUT_OF_RANGE'],
     ['print as a number', { print: 1 }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['print as a string', { print: 'console.log' }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['print as null', { print: null }, TypeError, 'ERR_INVALID_ARG_TYPE'],
