@@ -162,7 +162,9 @@ int CallJs(lua_State* L) noexcept {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {
       lua_settop(L, 0);
+      const size_t before = core->MemoryUsed();
       PushJs(core, L, out);
+      if (core->RefuseIfPastLimit(L, 0, before)) result = -1;
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
@@ -266,7 +268,9 @@ int JsIndex(lua_State* L) noexcept {
     } else {
       Check(box->env, napi_get_property(box->env, obj, key, &out), "get property");
       lua_settop(L, 2);
+      const size_t before = core->MemoryUsed();
       PushJs(core, L, out);
+      if (core->RefuseIfPastLimit(L, 2, before)) result = -1;
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 2);

@@ -46,8 +46,9 @@ napi_value Call(RuntimeCore* core, int ref, napi_value* argv, size_t argc) {
   lua_rawgeti(L, LUA_REGISTRYINDEX, ref);
   try {
     LuaHost::HostSection section(core->host.get(), L);
+    const size_t before = core->MemoryUsed();
     for (size_t i = 0; i < argc; ++i) PushJs(core, L, argv[i]);
-    core->CheckMemory(L, base);
+    core->CheckMemory(L, base, before);
   } catch (...) {
     lua_settop(L, base);
     throw;

@@ -209,10 +209,11 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
     StackGuard stack(L);
     NeedStack(env, L, 0, 4, "Cannot set a Lua global");
     // Raw set: a metatable on _G must not run Lua code here.
+    const size_t before = core->MemoryUsed();
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
     lua_pushlstring(L, name.data(), name.size());
     PushJs(core, L, info[1]);
-    core->CheckMemory(L, stack.top());
+    core->CheckMemory(L, stack.top(), before);
     lua_rawset(L, -3);
     return env.Undefined();
   });
@@ -300,8 +301,9 @@ namespace {
 // takes them off again if one cannot cross (or the memory limit is hit).
 void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int base) {
   const uint32_t n = args.Length();
+  const size_t before = core->MemoryUsed();
   for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
-  core->CheckMemory(L, base);
+  core->CheckMemory(L, base, before);
 }
 }  // namespace
 
@@ -465,7 +467,9 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
     LuaHost::HostSection section(core->host.get(), L);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
     try {
+      const size_t before = core->MemoryUsed();
       PushJs(core, L, info[1]);
+      core->CheckMemory(L, base, before);
     } catch (...) {
       lua_settop(L, base);
       throw;

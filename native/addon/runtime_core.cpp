@@ -49,6 +49,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
     LuaHost::HostSection section(core->host.get(), L);
     if (!lua_checkstack(L, 4)) return 0;
     const int top = lua_gettop(L);
+    const size_t before = core->MemoryUsed();
     lua_pushboolean(L, ok);
     try {
       if (ok && wait == WaitKind::kCommit) {
@@ -57,6 +58,10 @@ napi_value Settle(napi_env env, napi_callback_info info) {
         PushJs(core.get(), L, argv[3]);
       } else {
         PushJsError(core.get(), L, argv[3]);
+      }
+      if (core->RefuseIfPastLimit(L, top, before)) {  // the await raises the memory error
+        lua_pushboolean(L, 0);
+        lua_insert(L, -2);
       }
     } catch (const Napi::Error& e) {
       // The value cannot cross: the await raises that conversion error.
@@ -292,14 +297,26 @@ void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   core->CloseNow(false);
 }
 
-void RuntimeCore::CheckMemory(lua_State* L, int base) {
+void RuntimeCore::CheckMemory(lua_State* L, int base, size_t before) {
+  if (!PastLimit(before)) return;
   const MemoryBudget& m = host->memory();
-  if (m.limit == 0 || m.used <= m.limit) return;
+  const size_t would = m.used;
   lua_settop(L, base);
   lua_gc(host->main(), LUA_GCCOLLECT);  // the dropped values are garbage now
   ThrowError(Napi::Env(env), "ERR_MEMORY_LIMIT",
-             "The value given is too large for this runtime: the Lua state would hold " + std::to_string(m.used) +
+             "The value given is too large for this runtime: the Lua state would hold " + std::to_string(would) +
                  " bytes, past memoryLimit " + std::to_string(m.limit) + ".");
+}
+
+bool RuntimeCore::RefuseIfPastLimit(lua_State* L, int base, size_t before) {
+  if (!PastLimit(before)) return false;
+  const MemoryBudget& m = host->memory();
+  const std::string message = "not enough memory: the JS value would take the Lua state to " + std::to_string(m.used) +
+                              " bytes, past memoryLimit " + std::to_string(m.limit);
+  lua_settop(L, base);
+  lua_gc(host->main(), LUA_GCCOLLECT);
+  lua_pushlstring(L, message.data(), message.size());
+  return true;
 }
 
 void RuntimeCore::ReportMemory() {

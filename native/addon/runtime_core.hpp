@@ -32,10 +32,24 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // or promises (as Node holds a pending timer's callback).
   void Attach(napi_value listener, napi_value owner, napi_value commit);
 
-  // After host code pushed JS values (limit not enforced): if the state is now
-  // past memoryLimit, drops everything above `base`, collects, and throws
-  // ERR_MEMORY_LIMIT, so the limit holds for values coming from JS too.
-  void CheckMemory(lua_State* L, int base);
+  // Bytes the Lua state holds now.
+  size_t MemoryUsed() const { return host->memory().used; }
+  // After host code pushed JS values (limit not enforced) with the state at
+  // `before` bytes: whether they took it past memoryLimit. Only growth
+  // counts: a state already past the limit (values from JS held earlier)
+  // can still take small values, such as the nil that frees them.
+  bool PastLimit(size_t before) const {
+    const MemoryBudget& m = host->memory();
+    return m.limit != 0 && m.used > m.limit && m.used > before;
+  }
+  // If the values pushed above `base` took the state past memoryLimit
+  // (PastLimit), drops them, collects, and throws ERR_MEMORY_LIMIT, so the
+  // limit holds for values coming from JS too.
+  void CheckMemory(lua_State* L, int base, size_t before);
+  // The same for Lua code that receives a JS value (a call's result, a field,
+  // a promise's value) on top of L: replaces everything above `base` with the
+  // error message and returns true (the caller raises it).
+  bool RefuseIfPastLimit(lua_State* L, int base, size_t before);
 
   // Encodes tasks.state into *out; false with *error if it cannot persist.
   bool Snapshot(std::string* out, std::string* error);

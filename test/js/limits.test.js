@@ -62,3 +62,36 @@ test('a taskTimeout under a nanosecond still kills (it became 0 ns, which means 
   await expect(rt.call('spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   rt.closeSync();
 });
+
+describe('memoryLimit holds for values coming from JS into Lua code', () => {
+  // A JS function's result, a field of a JS object and a promise's value were
+  // pushed unchecked: the state went to 16 MB under a 4 MB limit, and every
+  // later call was refused because the total stayed past the limit.
+  const big = () => new Array(1e6).fill('zz');
+  test('a call\'s result, a field and an awaited value are refused as Lua errors, and the runtime goes on', async () => {
+    const rt = new Runtime({ memoryLimit: 4 << 20 });
+    class Box { constructor() { this.big = big(); } }
+    rt.set('get', big);
+    rt.set('box', new Box());
+    let resolve;
+    rt.set('later', () => new Promise((r) => { resolve = r; }));
+    const tooMuch = /not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 4194304/;
+    expect(() => rt.load('KEEP = get()')).toThrow(tooMuch);
+    const [ok, err] = rt.load('return pcall(function() return box.big end)');
+    expect(ok).toBe(false);
+    expect(err).toMatch(tooMuch);
+    const task = rt.start(rt.load('return function() local ok, e = pcall(later) return {ok, e} end')[0]);
+    resolve(big());
+    const [aok, aerr] = await task.result;
+    expect(aok).toBe(false);
+    expect(aerr).toMatch(tooMuch);
+    expect(rt.stats().memoryUsed).toBeLessThan(4 << 20);
+    expect(rt.load('return 1 + 1')).toEqual([2]);
+    rt.closeSync();
+  });
+
+  test('a module value past the limit fails the runtime\'s creation', () => {
+    expect(() => new Runtime({ memoryLimit: 4 << 20, modules: { big: big() } }))
+      .toThrow(expect.objectContaining({ code: 'ERR_MEMORY_LIMIT' }));
+  });
+});
