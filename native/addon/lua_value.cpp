@@ -116,6 +116,14 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
   }
   napi_value out = nullptr;
   try {
+    // Killed for its CPU budget: an error, also when Lua code swallowed the
+    // kill (coroutine.resume returns it as a value) and went on to return,
+    // as a task would be (Scheduler::RunTask).
+    if (status == LUA_OK && host->last_killed()) {
+      lua_settop(L, base);
+      lua_pushliteral(L, "killed");
+      status = LUA_ERRRUN;
+    }
     if (status != LUA_OK) {
       throw Napi::Error(env, LuaErrorToJs(core, L, status));
     }

@@ -95,3 +95,13 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
       .toThrow(expect.objectContaining({ code: 'ERR_MEMORY_LIMIT' }));
   });
 });
+
+test('a call from JS whose Lua code swallowed the kill in coroutine.resume still fails with ERR_TASK_TIMEOUT', () => {
+  const rt = new Runtime({ taskTimeout: 30 });
+  rt.load(`function spin() while true do end end
+    function swallow() local co = coroutine.create(spin) coroutine.resume(co) return "survived" end`);
+  expect(() => rt.get('swallow')()).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+  expect(() => rt.load('return swallow()')).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+  expect(rt.load('return 1 + 1')).toEqual([2]);
+  rt.closeSync();
+});
