@@ -10,12 +10,43 @@ namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
+  bool guard_xpcall;  // a CPU budget can kill: see kGuardedXpcall
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
+// killing() -> whether the CPU budget is killing the running code.
+int l_budget_killing(lua_State* L) {
+  const CpuBudget* budget = LuaHost::From(L)->budget();
+  lua_pushboolean(L, budget != nullptr && budget->killing());
+  return 1;
+}
+
+// xpcall's message handler runs where the error is raised: for the budget's
+// kill, inside the count hook, where Lua runs no hooks, so a handler that
+// loops could not be stopped (it hung the process past taskTimeout). While
+// the budget kills, the handler is passed over and the kill goes on as it is.
+constexpr const char kGuardedXpcall[] = R"lua(
+local xpcall, killing, type = ...
+_G.xpcall = function(f, msgh, ...)
+  if type(msgh) ~= "function" then return xpcall(f, msgh, ...) end  -- its own error
+  return xpcall(f, function(e)
+    if killing() then return e end
+    return msgh(e)
+  end, ...)
+end
+)lua";
+
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
+  lua_getglobal(L, "xpcall");
+  if (args->guard_xpcall && lua_isfunction(L, -1)) {
+    if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
+    lua_insert(L, -2);
+    lua_pushcfunction(L, l_budget_killing);
+    lua_getglobal(L, "type");
+    lua_call(L, 3, 0);
+  }
   return 0;
 }
 
@@ -37,7 +68,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
-  SetupArgs args{&options};
+  SetupArgs args{&options, host->budget_ != nullptr};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;

@@ -105,3 +105,19 @@ test('a call from JS whose Lua code swallowed the kill in coroutine.resume still
   expect(rt.load('return 1 + 1')).toEqual([2]);
   rt.closeSync();
 });
+
+test('an xpcall message handler cannot hold a killed task past taskTimeout, and xpcall still works', async () => {
+  const rt = new Runtime({ taskTimeout: 30 });
+  // The handler runs inside the hook that raised the kill, where Lua runs no
+  // hooks: one that looped hung the process.
+  rt.load(`function stuck() xpcall(function() while true do end end, function(e) while true do end end) end
+    function normal()
+      local ok, e = xpcall(function() error("x", 0) end, function(e) return "handled " .. e end)
+      local ok2, v = xpcall(function() coroutine.yield("FOR", 1, "MILLISECONDS") return 5 end, print)
+      return {ok, e, ok2, v}
+    end`);
+  await expect(rt.call('stuck')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  expect(await rt.call('normal')).toEqual([false, 'handled x', true, 5]);
+  expect(() => rt.load('xpcall(print, 42)')).toThrow(/bad argument #2 to 'xpcall'/);
+  rt.closeSync();
+});
