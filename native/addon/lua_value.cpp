@@ -118,8 +118,10 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
   try {
     // Killed for its CPU budget: an error, also when Lua code swallowed the
     // kill (coroutine.resume returns it as a value) and went on to return,
-    // as a task would be (Scheduler::RunTask).
-    if (status == LUA_OK && host->last_killed()) {
+    // as a task would be (Scheduler::RunTask). Only the outermost entry's
+    // window says so (depth 0 again): inside a task or another call the
+    // flag is an earlier call's.
+    if (status == LUA_OK && host->depth() == 0 && host->last_killed()) {
       lua_settop(L, base);
       lua_pushliteral(L, "killed");
       status = LUA_ERRRUN;
