@@ -5,8 +5,10 @@
 // 'safe' is for scripts the embedder did not write:
 //   base       yes, but without dofile/loadfile (they read the file system;
 //              modulePaths brings them back, confined), without warn (it
-//              writes to the process's stderr behind the print option), and
-//              with load restricted to text chunks
+//              writes to the process's stderr behind the print option), with
+//              load restricted to text chunks, and with setmetatable refusing
+//              a metatable with __gc: Lua runs finalizers with hooks off, at
+//              any allocation, so no CPU budget could stop one that loops
 //   coroutine, string, table, math, utf8   yes: pure computation
 //   os         only time, clock, date, difftime: reading the clock is harmless;
 //              execute/exit/getenv/remove/rename/tmpname/setlocale reach the host
@@ -50,6 +52,29 @@ void Open(lua_State* L, std::string_view name) {
 }
 
 // Replaces os with a table of the clock-reading functions only.
+// setmetatable(t, mt) as the base library has it, but refusing a metatable
+// with a __gc field (the field Lua looks at, raw, to mark t for finalizing).
+int SafeSetMetatable(lua_State* L) {
+  const int mt = lua_type(L, 2);
+  luaL_checktype(L, 1, LUA_TTABLE);
+  luaL_argexpected(L, mt == LUA_TNIL || mt == LUA_TTABLE, 2, "nil or table");
+  if (mt == LUA_TTABLE) {
+    lua_pushliteral(L, "__gc");
+    const bool gc = lua_rawget(L, 2) != LUA_TNIL;
+    lua_pop(L, 1);
+    if (gc) {
+      return luaL_error(L,
+                        "setmetatable: __gc finalizers are not available with libs 'safe' (Lua runs them at any "
+                        "moment with hooks off, where no CPU budget can stop them); use a <close> variable, or "
+                        "libs 'all'");
+    }
+  }
+  if (luaL_getmetafield(L, 1, "__metatable") != LUA_TNIL) return luaL_error(L, "cannot change a protected metatable");
+  lua_settop(L, 2);
+  lua_setmetatable(L, 1);
+  return 1;
+}
+
 void RestrictOs(lua_State* L) {
   static constexpr const char* kKeep[] = {"time", "clock", "date", "difftime"};
   luaL_requiref(L, LUA_OSLIBNAME, luaopen_os, 0);  // full os, not global
@@ -135,6 +160,8 @@ void OpenLibs(lua_State* L, const LibProfile& profile) {
       InstallTextOnly(L, false);
       lua_pushnil(L);
       lua_setglobal(L, "warn");
+      lua_pushcfunction(L, SafeSetMetatable);
+      lua_setglobal(L, "setmetatable");
       break;
     case LibProfile::Kind::kList: {
       Open(L, "base");

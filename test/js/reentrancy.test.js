@@ -101,8 +101,9 @@ test('a task killed by taskTimeout does not run its <close> handlers (one raisin
   rt.closeSync();
 });
 
+// libs 'all': the 'safe' profile refuses __gc.
 test('__gc finalizers that start tasks while a start makes room for its anchor keep every task', () => {
-  const rt = new Runtime();
+  const rt = new Runtime({ libs: 'all' });
   rt.load(`for i = 1, 50 do
       setmetatable({}, {__gc = function() tasks.start(function() coroutine.yield("INDEFINITELY") end) end})
     end
@@ -116,7 +117,7 @@ test('__gc finalizers that start tasks while a start makes room for its anchor k
 });
 
 test('a __gc finalizer cancelling a task while its promise\'s value converts', async () => {
-  const rt = new Runtime();
+  const rt = new Runtime({ libs: 'all' });
   let resolve;
   rt.set('p', () => new Promise((r) => { resolve = r; }));
   rt.load(`function f()
@@ -146,6 +147,15 @@ test('an AbortSignal aborted while the task runs its first part cancels it', asy
   const task = rt.start('h', ac.signal);
   await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
   expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('libs \'safe\' refuses a metatable with __gc: no CPU budget could stop a finalizer that loops', async () => {
+  const rt = new Runtime({ taskTimeout: 30 });
+  expect(() => rt.load('setmetatable({}, {__gc = function() while true do end end}) collectgarbage()'))
+    .toThrow(/setmetatable: __gc finalizers are not available with libs 'safe'/);
+  expect(rt.load('local t = setmetatable({}, {__index = {a = 1}}) return t.a')).toEqual([1]);
+  expect(() => rt.load('setmetatable(setmetatable({}, {__metatable = false}), {})')).toThrow(/cannot change a protected metatable/);
   rt.closeSync();
 });
 

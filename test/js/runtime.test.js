@@ -243,7 +243,7 @@ describe('close', () => {
     let marked = 0;
     const printed = [];
     for (const call of calls) {
-      const r = new Runtime({ print: (s) => printed.push(s) });
+      const r = new Runtime({ libs: 'all', print: (s) => printed.push(s) });  // 'safe' refuses __gc
       r.set('mark', () => { marked += 1; });
       r.set('obj', { a: 1 });
       r.load(`
