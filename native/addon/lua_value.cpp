@@ -51,7 +51,13 @@ napi_value Call(RuntimeCore* core, int ref, napi_value* argv, size_t argc) {
     core->CheckMemory(L, base, before);
   } catch (...) {
     lua_settop(L, base);
+    core->AfterEntry();  // a close() a getter asked for waited for this
     throw;
+  }
+  if (core->closed()) {  // a getter closed the runtime: no Lua runs now
+    lua_settop(L, base);
+    core->AfterEntry();
+    ThrowError(Napi::Env(env), "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");
   }
   return CallLua(core, L, static_cast<int>(argc), false);
 }

@@ -57,6 +57,12 @@ void CpuBudget::OnHook(lua_State* L) {
     }
   }
   lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // from now on, every instruction
+  // Raised from a hook, the kill leaves L with hooks off for good (Lua does
+  // not turn them back on in a coroutine that dies of it): the mark keeps
+  // its <close> handlers from being run later, where nothing could stop them.
+  // (Not the main thread: new coroutines copy its extra space, and a kill
+  // there is inside a protected call, which turns hooks back on.)
+  if (L != LuaHost::From(L)->main()) LuaHost::SetKilledMark(L);
   luaL_error(L, "CPU budget exceeded (taskTimeout %d ms)", static_cast<int>(timeout_ns_ / 1000000));
 }
 

@@ -259,9 +259,15 @@ int l_co_is_task(lua_State* L) {
   return 1;
 }
 
+// is_killed(v): whether v is a coroutine the CPU budget's kill was raised in.
+int l_co_is_killed(lua_State* L) {
+  lua_pushboolean(L, lua_type(L, 1) == LUA_TTHREAD && LuaHost::HasKilledMark(lua_tothread(L, 1)));
+  return 1;
+}
+
 // Lua glue: resume/wrap pass-through, tasks.wait, require, namazu.coroutine.
 constexpr const char kPrelude[] = R"lua(
-local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE, is_task = ...
+local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE, is_task, is_killed = ...
 local co = coroutine
 local create, resume, yield, status, close, isyieldable = co.create, co.resume, co.yield, co.status, co.close, co.isyieldable
 local error, type, select = error, type, select
@@ -287,9 +293,16 @@ co.resume = function(c, ...)
   return pass(c, resume(c, ...))
 end
 
+-- A coroutine the CPU budget killed runs no hooks any more: its <close>
+-- handlers are not run (nothing could stop one that loops), as for a task.
+local function close_unless_killed(c)
+  if is_killed(c) then return false, "killed: CPU budget exceeded (its <close> handlers are not run)" end
+  return close(c)
+end
+
 co.close = function(c)
   if is_task(c) then error("cannot close a task's coroutine (cancel the task: tasks.cancel(id))", 2) end
-  return close(c)
+  return close_unless_killed(c)
 end
 
 co.wrap = function(f)
@@ -297,7 +310,7 @@ co.wrap = function(f)
   local function finish(ok, ...)
     if ok then return ... end
     local err = ...
-    if status(c) == "dead" then close(c) end
+    if status(c) == "dead" then close_unless_killed(c) end
     if type(err) == "string" then error(err, 2) end
     error(err, 0)
   end
@@ -440,7 +453,8 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
   lua_pushcfunction(L, l_co_is_task);
-  lua_call(L, 7, 0);
+  lua_pushcfunction(L, l_co_is_killed);
+  lua_call(L, 8, 0);
 
   lua_setglobal(L, "tasks");
 }

@@ -26,13 +26,17 @@ int l_budget_killing(lua_State* L) {
 // loops could not be stopped (it hung the process past taskTimeout). While
 // the budget kills, the handler is passed over and the kill goes on as it is.
 constexpr const char kGuardedXpcall[] = R"lua(
-local xpcall, killing, type = ...
-_G.xpcall = function(f, msgh, ...)
-  if type(msgh) ~= "function" then return xpcall(f, msgh, ...) end  -- its own error
+local xpcall, killing, type, select, error = ...
+_G.xpcall = function(...)
+  local f, msgh = ...
+  if type(msgh) ~= "function" then  -- as xpcall says it, at the caller's line
+    local got = select("#", ...) < 2 and "no value" or type(msgh)
+    error("bad argument #2 to 'xpcall' (function expected, got " .. got .. ")", 2)
+  end
   return xpcall(f, function(e)
     if killing() then return e end
     return msgh(e)
-  end, ...)
+  end, select(3, ...))
 end
 )lua";
 
@@ -45,7 +49,9 @@ int l_setup(lua_State* L) {
     lua_insert(L, -2);
     lua_pushcfunction(L, l_budget_killing);
     lua_getglobal(L, "type");
-    lua_call(L, 3, 0);
+    lua_getglobal(L, "select");
+    lua_getglobal(L, "error");
+    lua_call(L, 5, 0);
   }
   return 0;
 }

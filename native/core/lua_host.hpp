@@ -42,7 +42,7 @@ class LuaHost {
   LuaHost& operator=(const LuaHost&) = delete;
 
   static LuaHost* From(lua_State* L) {
-    return reinterpret_cast<LuaHost*>(*static_cast<uintptr_t*>(lua_getextraspace(L)) & ~kTaskMark);
+    return reinterpret_cast<LuaHost*>(*static_cast<uintptr_t*>(lua_getextraspace(L)) & ~kMarks);
   }
   // A task's coroutine is marked in the low bit of its extra space (the host
   // pointer there is aligned, and a new thread copies the main thread's, so
@@ -53,6 +53,13 @@ class LuaHost {
     *bits = on ? (*bits | kTaskMark) : (*bits & ~kTaskMark);
   }
   static bool HasTaskMark(lua_State* co) { return (*static_cast<uintptr_t*>(lua_getextraspace(co)) & kTaskMark) != 0; }
+  // A coroutine the CPU budget's kill was raised in (from its hook, after
+  // which Lua runs no hooks in it): closing it would run its <close>
+  // handlers unbounded, so the scheduler and the Lua glue do not.
+  static void SetKilledMark(lua_State* co) { *static_cast<uintptr_t*>(lua_getextraspace(co)) |= kKilledMark; }
+  static bool HasKilledMark(lua_State* co) {
+    return (*static_cast<uintptr_t*>(lua_getextraspace(co)) & kKilledMark) != 0;
+  }
 
   lua_State* main() const { return L_; }
   // The innermost thread running Lua code now, or the main thread when none
@@ -137,6 +144,8 @@ class LuaHost {
   };
 
   static constexpr uintptr_t kTaskMark = 1;
+  static constexpr uintptr_t kKilledMark = 2;
+  static constexpr uintptr_t kMarks = kTaskMark | kKilledMark;  // a LuaHost is aligned to 8 or more
 
   // Lua code (an Entry) or host code working on the state (a HostSection) is
   // on the C stack: the state must not be freed now (a close() asked for by

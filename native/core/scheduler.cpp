@@ -626,18 +626,19 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     }
     RunTask(w, host_->current(), 1 + nres);
   }
-  if (failed_in_lua) {
-    // A failed coroutine keeps its stack; closing it runs its pending
-    // <close> variables, as coroutine.close would.
-    LuaHost::Entry entry(host_, co);
-    lua_resetthread(co);
-  }
   // A coroutine that died of the CPU budget's kill is left as it is, its
   // <close> variables not run: the kill came from a hook, and Lua runs no
   // hooks in it after that, so nothing could bound them (one that loops hung
   // the process); and lua_settop would run them unprotected (one that raised
   // aborted it). Unanchored, the collector frees it.
-  if (!(status == kTimedOutStatus && lua_status(co) != LUA_OK)) lua_settop(co, 0);
+  const bool killed = lua_status(co) != LUA_OK && (status == kTimedOutStatus || LuaHost::HasKilledMark(co));
+  if (failed_in_lua && !killed) {
+    // A failed coroutine keeps its stack; closing it runs its pending
+    // <close> variables, as coroutine.close would.
+    LuaHost::Entry entry(host_, co);
+    lua_resetthread(co);
+  }
+  if (!killed) lua_settop(co, 0);
   Release(t);
 }
 

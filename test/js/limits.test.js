@@ -121,6 +121,7 @@ test('an xpcall message handler cannot hold a killed task past taskTimeout, and 
     end`);
   await expect(rt.call('stuck')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   expect(await rt.call('normal')).toEqual([false, 'handled x', true, 5]);
-  expect(() => rt.load('xpcall(print, 42)')).toThrow(/bad argument #2 to 'xpcall'/);
+  expect(() => rt.load('xpcall(print, 42)')).toThrow(/^\[string "xpcall\(print, 42\)"\]:1: bad argument #2 to 'xpcall' \(function expected, got number\)/);
+  expect(() => rt.load('xpcall(print)')).toThrow(/bad argument #2 to 'xpcall' \(function expected, got no value\)/);
   rt.closeSync();
 });

@@ -44,6 +44,22 @@ describe('close() from code the runtime is running waits until that work returns
     expect(() => rt.load('return 1')).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
   });
 
+  test('from a getter read while a Lua function handle converts its arguments: the close completes', async () => {
+    for (const throws of [false, true]) {
+      const lines = [];
+      const rt = new Runtime({ print: (l) => lines.push(l) });
+      rt.load(`function f(t) return 1 end
+        function w() local x <close> = setmetatable({}, {__close = function() print("closed") end}) tasks.sleep(5) end`);
+      const task = rt.start('w');
+      const f = rt.get('f');
+      const arg = { get x() { rt.close(); if (throws) throw new Error('boom'); return 1; } };
+      expect(() => f(arg)).toThrow(throws ? 'boom' : 'This Lua runtime is closed.');
+      // The close happened: the waiting task's <close> ran and its result settled.
+      await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+      expect(lines).toEqual(['closed']);
+    }
+  });
+
   test('from a getter read while a value converts: the call that converts fails, nothing is freed under it', () => {
     for (const how of ['set', 'start', 'resume', 'call']) {
       const rt = new Runtime();
@@ -147,6 +163,23 @@ test('an AbortSignal aborted while the task runs its first part cancels it', asy
   const task = rt.start('h', ac.signal);
   await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
   expect(rt.stats().tasks).toBe(0);
+  rt.closeSync();
+});
+
+test('a coroutine the CPU budget killed is never closed later (its <close> handlers would run with no hooks)', async () => {
+  const rt = new Runtime({ taskTimeout: 30 });
+  rt.load(`ran = 0
+    local function guarded() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 while true do end end}) while true do end end
+    function viawrap() coroutine.wrap(guarded)() end
+    function viaclose() local c = coroutine.create(guarded) coroutine.resume(c) return coroutine.close(c) end
+    function saving() saved = coroutine.running() guarded() end`);
+  for (const fn of ['viawrap', 'viaclose', 'saving']) {
+    await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  }
+  expect(rt.load('return coroutine.close(saved)')).toEqual([false, 'killed: CPU budget exceeded (its <close> handlers are not run)']);
+  expect(rt.get('ran')).toBe(0);
+  // Coroutines made afterwards close as usual.
+  expect(rt.load('local c = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() ran = 10 end}) coroutine.yield() end) coroutine.resume(c) return coroutine.close(c), ran')).toEqual([true, 10]);
   rt.closeSync();
 });
 
