@@ -97,6 +97,42 @@ TEST(LuaHost, MemoryLimitFailsTheAllocationAndTheStateStaysUsable) {
   EXPECT_GT(host->memory().peak, size_t{512} << 10);
 }
 
+// Each reading is 1 ms after the last, so any loop passes a taskTimeout soon.
+class SteppingClock final : public Clock {
+ public:
+  int64_t MonoNs() const override { return now_ += 1'000'000; }
+  int64_t WallNs() const override { return now_; }
+
+ private:
+  mutable int64_t now_ = 0;
+};
+
+// The kill is raised from the count hook, after which Lua runs no hooks in
+// that coroutine: the mark keeps its <close> handlers from being run later.
+// The main thread is never marked (new coroutines copy its extra space).
+TEST(LuaHost, AKillMarksTheCoroutineItWasRaisedInButNotTheMainThread) {
+  SteppingClock clock;
+  LuaHostOptions o;
+  o.task_timeout_ns = 50'000'000;
+  o.clock = &clock;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  ASSERT_TRUE(host) << error;
+  EXPECT_EQ(RunLua(host.get(), "co = coroutine.create(function() while true do end end) return coroutine.resume(co)"),
+            "ok:false");  // the kill, returned by coroutine.resume
+  EXPECT_TRUE(host->last_killed());
+  lua_State* L = host->main();
+  lua_getglobal(L, "co");
+  EXPECT_TRUE(LuaHost::HasKilledMark(lua_tothread(L, -1)));
+  EXPECT_FALSE(LuaHost::HasKilledMark(L));
+  EXPECT_EQ(LuaHost::From(lua_tothread(L, -1)), host.get());
+  lua_pop(L, 1);
+  EXPECT_EQ(RunLua(host.get(), "co2 = coroutine.create(print) return 1"), "ok:1");
+  lua_getglobal(L, "co2");
+  EXPECT_FALSE(LuaHost::HasKilledMark(lua_tothread(L, -1)));
+  lua_pop(L, 1);
+}
+
 TEST(LuaHost, StatesAreIsolated) {
   auto a = MakeHost();
   auto b = MakeHost();
