@@ -80,9 +80,16 @@ async function run(argv) {
   if (!file) fail('run needs a script file (see lua-tasks run --help)');
   let source;
   try {
-    source = fs.readFileSync(file, 'utf8');
+    source = fs.readFileSync(file); // bytes: Lua strings in it are byte strings, not UTF-8
   } catch (e) {
     fail(`cannot read ${file}: ${e.message}`);
+  }
+  // As the lua CLI does: skip a UTF-8 BOM, and a first line starting with #
+  // (a #! line), keeping its newline so line numbers stay right.
+  if (source[0] === 0xef && source[1] === 0xbb && source[2] === 0xbf) source = source.subarray(3);
+  if (source[0] === 0x23) {
+    const nl = source.indexOf(0x0a);
+    source = nl < 0 ? Buffer.alloc(0) : source.subarray(nl);
   }
   const { Runtime } = require('./index');
   let libs = opts.libs || 'safe';
@@ -104,21 +111,42 @@ async function run(argv) {
     printError(err);
     process.exitCode = 1;
   });
-  // Compile without running: Lua's own load, with the file as chunk name.
-  rt.set('__lua_tasks_source', source);
-  const [main, loadError] = rt.load(
-    `local s = __lua_tasks_source __lua_tasks_source = nil return load(s, ${JSON.stringify(`@${path.basename(file)}`)}, "t")`);
-  if (!main) {
-    process.stderr.write(`${loadError}\n`);
+  let task;
+  try {
+    // Compile without running: Lua's own load, with the file as chunk name.
+    rt.set('__lua_tasks_source', source);
+    const [main, loadError] = rt.load(
+      `local s = __lua_tasks_source __lua_tasks_source = nil return load(s, ${JSON.stringify(`@${path.basename(file)}`)}, "t")`);
+    if (!main) {
+      process.stderr.write(`${loadError}\n`);
+      process.exit(1);
+    }
+    task = rt.start(main, ...args);
+  } catch (e) {
+    printError(e); // e.g. a script larger than --memory-limit
     process.exit(1);
   }
-  const task = rt.start(main, ...args);
   task.result.then(
     () => {
-      if (opts.entry) rt.start(opts.entry);
+      if (!opts.entry) return;
+      try {
+        rt.start(opts.entry);
+      } catch (e) {
+        printError(e); // --entry names no Lua function
+        process.exitCode = 1;
+      }
     },
     () => {}, // reported through 'taskerror'
   );
+  // The loop is empty but tasks are left: nothing can wake them.
+  process.once('beforeExit', () => {
+    const left = rt.stats().tasks;
+    if (left === 0) return;
+    process.stderr.write(`lua-tasks: ${left} task(s) still waiting with nothing left to wake them ` +
+      `(INDEFINITELY, or a promise that never settles)${opts.entry && task.status !== 'done' ? `; --entry ${opts.entry} did not start` : ''}\n`);
+    process.exitCode = 1;
+    rt.closeSync();
+  });
 }
 
 function cron(argv) {

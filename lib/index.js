@@ -208,7 +208,7 @@ function findModule(roots, name) {
   for (const root of roots) {
     for (const candidate of [path.join(root, `${rel}.lua`), path.join(root, rel, 'init.lua')]) {
       const src = readInRoots([root], candidate);
-      if (typeof src === 'string') return [src, `@${candidate}`];
+      if (src !== undefined) return [src, `@${candidate}`];
     }
   }
   return undefined;
@@ -228,7 +228,7 @@ function readInRoots(roots, file) {
     }
     if (real === root || !real.startsWith(root + path.sep)) continue;
     try {
-      return fs.readFileSync(real, 'utf8');
+      return fs.readFileSync(real); // bytes, as Lua reads a file (a Buffer crosses as a byte string)
     } catch {
       continue;
     }

@@ -81,3 +81,45 @@ test('the CLI passes arguments and knows --help', () => {
   expect(node(['lib/cli.js', 'run', '--help'])).toMatch(/Usage: lua-tasks run/);
   expect(node(['lib/cli.js', '--help'])).toMatch(/Commands:/);
 });
+
+describe('the CLI reads a script as the lua CLI does', () => {
+  const { spawnSync } = require('node:child_process');
+  let dir;
+  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-cli-')); });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const runCli = (bytes, ...args) => {
+    const file = path.join(dir, 's.lua');
+    fs.writeFileSync(file, bytes);
+    return spawnSync(process.execPath, ['lib/cli.js', 'run', file, ...args], { cwd: root, encoding: 'latin1', timeout: 30000 });
+  };
+
+  test('bytes as they are (the file was read as UTF-8: "\\xff" became 3 bytes)', () => {
+    const r = runCli(Buffer.from('print(#"\xff\xfe", ("\xff"):byte())\n', 'latin1'));
+    expect([r.status, r.stdout]).toEqual([0, '2\t255\n']);
+  });
+
+  test('a BOM and a #! first line are skipped, line numbers kept', () => {
+    const r = runCli(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('#!/usr/bin/env lua-tasks\nprint("ok")\nerror("on line 3")\n')]));
+    expect(r.stdout).toBe('ok\n');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/s\.lua:3: on line 3/);
+  });
+
+  test('an --entry that names no function, and tasks left with nothing to wake them, are said plainly with status 1', () => {
+    let r = runCli('x = 5\n', '--entry', 'x');
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/^Cannot start a task: "x" is not a Lua function/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);  // no Node stack
+    r = runCli('coroutine.yield("INDEFINITELY")\nprint("after")\n', '--entry', 'x');
+    expect(r.status).toBe(1);
+    expect(r.stdout).toBe('');
+    expect(r.stderr).toBe('lua-tasks: 1 task(s) still waiting with nothing left to wake them (INDEFINITELY, or a promise that never settles); --entry x did not start\n');
+  });
+
+  test('a script larger than --memory-limit is an error, not a crash', () => {
+    const r = runCli(`local s = "${'a'.repeat(3 << 20)}"\n`, '--memory-limit', String(1 << 20));
+    expect(r.status).toBe(1);
+    expect(r.stderr).toMatch(/memoryLimit/);
+    expect(r.stderr).not.toMatch(/\n\s+at /);
+  });
+});

@@ -87,3 +87,14 @@ test('JS -> Lua -> JS recursion is bounded with a clear error, not a stack overf
   expect(() => rt.get('lua')(0)).toThrow(/levels deep|C stack overflow|stack overflow/);
   expect(rt.load('return 1')).toEqual([1]);
 });
+
+test('a module file\'s bytes reach Lua as they are (it was read as UTF-8: "\\xff" became 3 bytes)', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-mod-'));
+  fs.writeFileSync(path.join(dir, 'latin.lua'), Buffer.from('return "\xff\xfe"\n', 'latin1'));
+  const r = new Runtime({ modulePaths: [dir] });
+  expect(r.load('local s = require("latin") return #s, s:byte(1), #dofile("latin.lua")')).toEqual([2, 255, 2]);
+  r.closeSync();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
