@@ -298,24 +298,21 @@ void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
 }
 
 void RuntimeCore::CheckMemory(lua_State* L, int base, size_t before) {
-  if (!PastLimit(before)) return;
-  const MemoryBudget& m = host->memory();
-  const size_t would = m.used;
-  lua_settop(L, base);
-  lua_gc(host->main(), LUA_GCCOLLECT);  // the dropped values are garbage now
+  const size_t would = host->memory().used;
+  if (!RefuseIfPastLimit(L, base, before)) return;
+  lua_settop(L, base);  // the Lua message: JS gets its own
   ThrowError(Napi::Env(env), "ERR_MEMORY_LIMIT",
              "The value given is too large for this runtime: the Lua state would hold " + std::to_string(would) +
-                 " bytes, past memoryLimit " + std::to_string(m.limit) + ".");
+                 " bytes, past memoryLimit " + std::to_string(host->memory().limit) + ".");
 }
 
 bool RuntimeCore::RefuseIfPastLimit(lua_State* L, int base, size_t before) {
   if (!PastLimit(before)) return false;
-  const MemoryBudget& m = host->memory();
-  const std::string message = "not enough memory: the JS value would take the Lua state to " + std::to_string(m.used) +
-                              " bytes, past memoryLimit " + std::to_string(m.limit);
+  const lua_Integer would = static_cast<lua_Integer>(host->memory().used);
   lua_settop(L, base);
-  lua_gc(host->main(), LUA_GCCOLLECT);
-  lua_pushlstring(L, message.data(), message.size());
+  lua_gc(host->main(), LUA_GCCOLLECT);  // the dropped values are garbage now
+  lua_pushfstring(L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I", would,
+                  static_cast<lua_Integer>(host->memory().limit));
   return true;
 }
 

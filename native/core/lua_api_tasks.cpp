@@ -201,7 +201,9 @@ int l_tasks_resume(lua_State* L) {
       lua_pushliteral(L, "task is not waiting on a yield instruction");
       return 2;
     case Scheduler::ResumeResult::kNoStackRoom:
-      return luaL_error(L, "tasks.resume: the task's stack has no room for %d more values", nargs);
+      return luaL_error(
+          L, "tasks.resume: the task's stack has no room for %d more values (a coroutine holds about 1,000,000)",
+          nargs);
   }
   return 0;
 }
@@ -253,15 +255,11 @@ int l_tasks_join(lua_State* L) {
   return 2;
 }
 
-// is_task(v): whether v is the coroutine of a live task.
-int l_co_is_task(lua_State* L) {
-  lua_pushboolean(L, lua_type(L, 1) == LUA_TTHREAD && LuaHost::HasTaskMark(lua_tothread(L, 1)));
-  return 1;
-}
-
-// is_killed(v): whether v is a coroutine the CPU budget's kill was raised in.
-int l_co_is_killed(lua_State* L) {
-  lua_pushboolean(L, lua_type(L, 1) == LUA_TTHREAD && LuaHost::HasKilledMark(lua_tothread(L, 1)));
+// is_task(v) / is_killed(v): whether v is a coroutine with that mark (the
+// coroutine of a live task; one the CPU budget's kill was raised in).
+template <bool (*HasMark)(lua_State*)>
+int l_co_has_mark(lua_State* L) {
+  lua_pushboolean(L, lua_type(L, 1) == LUA_TTHREAD && HasMark(lua_tothread(L, 1)));
   return 1;
 }
 
@@ -452,8 +450,8 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_newtable(L);  // RESOLVE: the prelude stores its resolver at [1]
   lua_pushvalue(L, -1);
   lua_setfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
-  lua_pushcfunction(L, l_co_is_task);
-  lua_pushcfunction(L, l_co_is_killed);
+  lua_pushcfunction(L, l_co_has_mark<LuaHost::HasTaskMark>);
+  lua_pushcfunction(L, l_co_has_mark<LuaHost::HasKilledMark>);
   lua_call(L, 8, 0);
 
   lua_setglobal(L, "tasks");

@@ -612,9 +612,14 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
     if (status == kCancelledStatus || status == kTimedOutStatus || !lua_checkstack(w->co, 1 + nres) ||
         !lua_checkstack(co, 1)) {
       lua_pushboolean(w->co, 0);
-      lua_pushstring(w->co, status == kCancelledStatus  ? "task cancelled"
-                            : status == kTimedOutStatus ? "task killed: CPU budget exceeded"
-                                                        : "the task's results do not fit on the waiting task's stack");
+      if (status == kCancelledStatus || status == kTimedOutStatus) {
+        lua_pushstring(w->co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
+      } else {
+        lua_pushfstring(
+            w->co,
+            "the task's %d results do not fit on the waiting task's stack (a coroutine holds about 1,000,000 values)",
+            nres);
+      }
       RunTask(w, host_->current(), 2);
       continue;
     }
@@ -631,7 +636,8 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   // hooks in it after that, so nothing could bound them (one that loops hung
   // the process); and lua_settop would run them unprotected (one that raised
   // aborted it). Unanchored, the collector frees it.
-  const bool killed = lua_status(co) != LUA_OK && (status == kTimedOutStatus || LuaHost::HasKilledMark(co));
+  const bool killed = status != LUA_OK && status != kCancelledStatus &&
+                      (status == kTimedOutStatus || LuaHost::HasKilledMark(co)) && lua_status(co) != LUA_OK;
   if (failed_in_lua && !killed) {
     // A failed coroutine keeps its stack; closing it runs its pending
     // <close> variables, as coroutine.close would.

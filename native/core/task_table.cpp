@@ -26,7 +26,7 @@ TaskTable::Array TaskTable::MakeArray(size_t capacity) {
 }
 
 Task* TaskTable::Insert(std::unique_ptr<Task> t) {
-  if (resizing()) Move(move_step_);
+  if (resizing()) Move(MoveStep());
   if ((size_ + 1) * 2 > capacity()) {  // load factor at most 1/2 (size_ counts both arrays)
     // Not reached with these constants (a shrink leaves the new array at 1/4
     // load and finishes in 1/8 of its slots' worth of calls, before the
@@ -78,7 +78,7 @@ std::unique_ptr<Task> TaskTable::Erase(uint64_t key) {
   }
   --size_;
   if (resizing()) {
-    Move(move_step_);
+    Move(MoveStep());
   } else if (capacity() > kMinCapacity && size_ * kShrinkBelow < capacity()) {
     // Give memory back after a burst, in one step to a quarter load rather
     // than halving at each dip: every new array is fresh pages that fault in
@@ -91,9 +91,6 @@ std::unique_ptr<Task> TaskTable::Erase(uint64_t key) {
 }
 
 void TaskTable::StartResize(size_t capacity) {
-  // A shrink by N must empty N times more old slots per call than a growth
-  // to be done before inserts fill the small array to its load factor.
-  move_step_ = kMoveStep * std::max<size_t>(1, this->capacity() / capacity);
   old_ = std::exchange(cur_, MakeArray(capacity));
   moved_ = 0;
 }

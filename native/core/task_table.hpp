@@ -2,6 +2,7 @@
 // TaskTable: the live tasks by key, in one open-addressing array.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -112,12 +113,14 @@ class TaskTable {
   void Place(Array& a, Entry e);  // Robin Hood insertion; capacity checked by the caller
   void StartResize(size_t capacity);
   void Move(size_t slots);  // moves the live entries of the next `slots` old slots
+  // Old slots moved per call: a shrink by N empties N times more than a
+  // growth, to be done before inserts fill the small array to its load factor.
+  size_t MoveStep() const { return kMoveStep * std::max<size_t>(1, (old_.mask + 1) / (cur_.mask + 1)); }
 
   Array cur_;
-  Array old_;                     // while resizing: the array being emptied into cur_
-  size_t moved_ = 0;              // old slots below this are moved
-  size_t move_step_ = kMoveStep;  // old slots moved per call in this resize
-  size_t size_ = 0;               // live tasks in both arrays
+  Array old_;         // while resizing: the array being emptied into cur_
+  size_t moved_ = 0;  // old slots below this are moved
+  size_t size_ = 0;   // live tasks in both arrays
   uint64_t shifts_ = 0;
 };
 

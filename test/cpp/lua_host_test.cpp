@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "test_clocks.hpp"
+
 namespace lua_tasks {
 namespace {
 
@@ -97,21 +99,11 @@ TEST(LuaHost, MemoryLimitFailsTheAllocationAndTheStateStaysUsable) {
   EXPECT_GT(host->memory().peak, size_t{512} << 10);
 }
 
-// Each reading is 1 ms after the last, so any loop passes a taskTimeout soon.
-class SteppingClock final : public Clock {
- public:
-  int64_t MonoNs() const override { return now_ += 1'000'000; }
-  int64_t WallNs() const override { return now_; }
-
- private:
-  mutable int64_t now_ = 0;
-};
-
 // The kill is raised from the count hook, after which Lua runs no hooks in
 // that coroutine: the mark keeps its <close> handlers from being run later.
 // The main thread is never marked (new coroutines copy its extra space).
 TEST(LuaHost, AKillMarksTheCoroutineItWasRaisedInButNotTheMainThread) {
-  SteppingClock clock;
+  TickingClock clock;
   LuaHostOptions o;
   o.task_timeout_ns = 50'000'000;
   o.clock = &clock;

@@ -8,21 +8,10 @@
 #include <gtest/gtest.h>
 
 #include "lua_api_tasks.hpp"
+#include "test_clocks.hpp"
 
 namespace lua_tasks {
 namespace {
-
-class FakeClock final : public Clock {
- public:
-  int64_t MonoNs() const override { return mono; }
-  int64_t WallNs() const override { return wall; }
-  void Advance(int64_t ns) {
-    mono += ns;
-    wall += ns;
-  }
-  int64_t mono = 1'000'000'000;
-  int64_t wall = int64_t{1'700'000'000} * 1'000'000'000;
-};
 
 class Recorder final : public SchedulerHooks {
  public:
@@ -474,13 +463,6 @@ TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
 
 // A clock that moves 1 ms every time it is read: Lua code "runs" for as long
 // as it reads the clock, so preemption and kills are deterministic.
-class TickingClock final : public Clock {
- public:
-  int64_t MonoNs() const override { return mono += 1'000'000; }
-  int64_t WallNs() const override { return int64_t{1'700'000'000} * 1'000'000'000 + mono; }
-  mutable int64_t mono = 0;
-};
-
 TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
   TickingClock clock;
   Recorder rec;
