@@ -3,6 +3,9 @@
 #include "memory_budget.hpp"
 
 #include <cstdlib>
+#include <cstring>
+
+#include <lua.hpp>
 
 #if LUA_TASKS_HAVE_MIMALLOC
 #include <mimalloc.h>
@@ -26,34 +29,66 @@ MemoryBudget::MemoryBudget() = default;
 MemoryBudget::~MemoryBudget() = default;
 #endif
 
+#if LUA_TASKS_HAVE_MIMALLOC
+void* MemoryBudget::HeapMalloc(size_t n) noexcept {
+  auto* heap = static_cast<mi_heap_t*>(heap_);
+  return heap == nullptr ? nullptr : mi_heap_malloc(heap, n);
+}
+void* MemoryBudget::HeapRealloc(void* p, size_t n) noexcept {
+  auto* heap = static_cast<mi_heap_t*>(heap_);
+  return heap == nullptr ? nullptr : mi_heap_realloc(heap, p, n);
+}
+void MemoryBudget::HeapFree(void* p) noexcept {
+  mi_free(p);
+}
+#else
+void* MemoryBudget::HeapMalloc(size_t n) noexcept {
+  return std::malloc(n);
+}
+void* MemoryBudget::HeapRealloc(void* p, size_t n) noexcept {
+  return std::realloc(p, n);
+}
+void MemoryBudget::HeapFree(void* p) noexcept {
+  std::free(p);
+}
+#endif
+
 void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept {
   auto* b = static_cast<MemoryBudget*>(ud);
+  ThreadArena& arena = b->arena_;
   // For a new block Lua passes the object's type in osize, not a size.
   const size_t old = ptr ? osize : 0;
   if (nsize == 0) {
-#if LUA_TASKS_HAVE_MIMALLOC
-    mi_free(ptr);
-#else
-    std::free(ptr);
-#endif
+    arena.Forget();
+    if (!arena.Free(ptr, osize)) b->HeapFree(ptr);
     b->used -= old;
     return nullptr;
   }
   if (nsize > old && b->enforce && b->limit != 0 && b->used - old + nsize > b->limit) {
+    arena.Forget();
     b->refused = true;
     b->refused_size = nsize;
     return nullptr;
   }
-  // malloc for a new block: realloc(nullptr) gets there too, after more checks,
-  // and decoding a large state makes hundreds of thousands of new blocks.
-#if LUA_TASKS_HAVE_MIMALLOC
-  auto* heap = static_cast<mi_heap_t*>(b->heap_);
-  void* p = heap == nullptr  ? nullptr
-            : ptr == nullptr ? mi_heap_malloc(heap, nsize)
-                             : mi_heap_realloc(heap, ptr, nsize);
-#else
-  void* p = ptr == nullptr ? std::malloc(nsize) : std::realloc(ptr, nsize);
-#endif
+  void* p;
+  if (ptr == nullptr) {
+    // malloc for a new block: realloc(nullptr) gets there too, after more
+    // checks, and decoding a large state makes hundreds of thousands of them.
+    p = osize == LUA_TTHREAD ? arena.NewState(nsize) : arena.NewStack(nsize);
+    if (p == nullptr) p = b->HeapMalloc(nsize);
+  } else {
+    arena.Forget();
+    if (arena.Owns(ptr, osize)) {
+      // A coroutine's stack that Lua resizes leaves the arena for good.
+      p = b->HeapMalloc(nsize);
+      if (p != nullptr) {
+        std::memcpy(p, ptr, osize < nsize ? osize : nsize);
+        arena.Free(ptr, osize);
+      }
+    } else {
+      p = b->HeapRealloc(ptr, nsize);
+    }
+  }
   if (p == nullptr) return nullptr;
   b->used = b->used - old + nsize;
   if (b->used > b->peak) b->peak = b->used;

@@ -4,6 +4,8 @@
 
 #include <cstddef>
 
+#include "thread_arena.hpp"
+
 namespace lua_tasks {
 
 // Accounts every byte a lua_State holds. While `enforce` is set (Lua code is
@@ -18,6 +20,9 @@ namespace lua_tasks {
 // among every other runtime's and Node's blocks, which kept W2 steady beside
 // other runtimes (see README, Dependencies). The heap belongs to the thread
 // that made the budget, as the runtime does.
+//
+// Coroutines (their state and first stack) go to a ThreadArena instead; see
+// there why.
 struct MemoryBudget {
   MemoryBudget();
   ~MemoryBudget();
@@ -34,7 +39,14 @@ struct MemoryBudget {
   // lua_Alloc; `ud` is the MemoryBudget.
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
 
+  const ThreadArena& arena() const { return arena_; }
+
  private:
+  void* HeapMalloc(size_t n) noexcept;
+  void* HeapRealloc(void* p, size_t n) noexcept;
+  void HeapFree(void* p) noexcept;
+
+  ThreadArena arena_;
   void* heap_ = nullptr;  // mi_heap_t*, when built with mimalloc
 };
 

@@ -158,8 +158,8 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
   t->co = co;
   LuaHost::SetTaskMark(co, true);  // until Release
   t->observed = observed;
-  t->anchor = anchors_.Put(L);  // pops the thread
-  lua_xmove(L, co, nargs);      // args onto the coroutine, above its function
+  t->anchor = anchors_.Put(L, host_->memory().arena().SlotOf(co));  // pops the thread
+  lua_xmove(L, co, nargs);                                          // args onto the coroutine, above its function
   lua_settop(L, fn - 1);
   const uint64_t key = t->key;
   if (locks_ > 0) {

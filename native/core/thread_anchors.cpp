@@ -28,18 +28,27 @@ void ThreadAnchors::PushChunk(lua_State* L, uint32_t slot) {
   lua_remove(L, -2);  // the directory
 }
 
-uint32_t ThreadAnchors::Put(lua_State* L) {
-  uint32_t slot;
-  if (free_.empty()) {
-    slot = next_++;
-  } else {
-    slot = free_.back();
-    free_.pop_back();
+uint32_t ThreadAnchors::Put(lua_State* L, uint32_t at) {
+  uint32_t slot = kAnySlot;
+  if (at < kDynamicBase) {
+    PushChunk(L, at);
+    const bool taken = lua_rawgeti(L, -1, at % kChunk + 1) != LUA_TNIL;  // never expected
+    lua_pop(L, taken ? 2 : 1);
+    if (!taken) slot = at;
   }
-  PushChunk(L, slot);
+  if (slot == kAnySlot) {
+    if (free_.empty()) {
+      slot = next_++;
+    } else {
+      slot = free_.back();
+      free_.pop_back();
+    }
+    PushChunk(L, slot);
+  }
   lua_insert(L, -2);
   lua_rawseti(L, -2, slot % kChunk + 1);
   lua_pop(L, 1);
+  ++size_;
   return slot;
 }
 
@@ -49,7 +58,8 @@ void ThreadAnchors::Clear(lua_State* L, uint32_t slot) {
   lua_pushnil(L);
   lua_rawseti(L, -2, slot % kChunk + 1);
   lua_pop(L, 2);
-  free_.push_back(slot);
+  --size_;
+  if (slot >= kDynamicBase) free_.push_back(slot);
 }
 
 }  // namespace lua_tasks

@@ -271,6 +271,25 @@ TEST_F(SchedulerTest, ATaskCoroutineIsMarkedUntilTheTaskEnds) {
   lua_pop(L, 1);
 }
 
+// The collector walks anchors in slot order; a task anchored at its
+// coroutine's arena slot is met in memory order (see ThreadArena).
+TEST_F(SchedulerTest, ATaskIsAnchoredAtItsCoroutinesArenaSlot) {
+  Run(R"(function t() coroutine.yield("INDEFINITELY") end)");
+  std::vector<uint64_t> keys;
+  for (int i = 0; i < 5; ++i) keys.push_back(Start("t"));
+  lua_State* L = host->main();
+  Run("co = coroutine.create(t)");  // a coroutine made by Lua code, then started as a task
+  lua_getglobal(L, "co");
+  keys.push_back(sched->Start(L, 0, true));
+  for (uint64_t key : keys) {
+    const Task* t = sched->Find(key);
+    ASSERT_NE(t, nullptr);
+    const uint32_t slot = host->memory().arena().SlotOf(t->co);
+    EXPECT_NE(slot, ThreadArena::kNoSlot);
+    EXPECT_EQ(t->anchor, slot);
+  }
+}
+
 TEST_F(SchedulerTest, ResumeOfUnknownOrNonResumableTasksIsRefused) {
   lua_State* L = host->main();
   EXPECT_EQ(sched->Resume(999, L, 0), Scheduler::ResumeResult::kNotFound);

@@ -84,5 +84,20 @@ TEST_F(ThreadAnchorsTest, FillsSeveralChunks) {
   }
 }
 
+TEST_F(ThreadAnchorsTest, PutsAValueAtTheSlotAskedForWhileItIsFree) {
+  lua_newthread(L);
+  EXPECT_EQ(anchors.Put(L, 5000), 5000u);
+  lua_newthread(L);
+  const uint32_t other = anchors.Put(L, 5000);  // taken: a dynamic slot
+  EXPECT_GE(other, ThreadAnchors::kDynamicBase);
+  EXPECT_EQ(anchors.size(), 2u);
+  anchors.Clear(L, 5000);
+  EXPECT_EQ(PutThread(1), other + 1);  // a cleared asked-for slot is not a dynamic one
+  lua_newthread(L);
+  EXPECT_EQ(anchors.Put(L, 5000), 5000u);
+  EXPECT_TRUE(Alive(1));
+  EXPECT_EQ(anchors.size(), 3u);
+}
+
 }  // namespace
 }  // namespace lua_tasks

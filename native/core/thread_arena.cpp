@@ -1,0 +1,210 @@
+// SPDX-License-Identifier: MIT
+#include "thread_arena.hpp"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <bit>
+#include <new>
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define LUA_TASKS_ASAN 1
+#endif
+#elif defined(__SANITIZE_ADDRESS__)
+#define LUA_TASKS_ASAN 1
+#endif
+#if LUA_TASKS_ASAN
+#include <sanitizer/asan_interface.h>
+#endif
+
+namespace lua_tasks {
+
+namespace {
+
+// Under AddressSanitizer a free part is poisoned, so a use after free of a
+// coroutine is still caught (until its slot is handed out again).
+#if LUA_TASKS_ASAN
+void Poison(void* p, size_t n) {
+  ASAN_POISON_MEMORY_REGION(p, n);
+}
+void Unpoison(void* p, size_t n) {
+  ASAN_UNPOISON_MEMORY_REGION(p, n);
+}
+#else
+void Poison(void*, size_t) {}
+void Unpoison(void*, size_t) {}
+#endif
+
+size_t RoundUp(size_t n, size_t to) {
+  return (n + to - 1) / to * to;
+}
+
+}  // namespace
+
+ThreadArena::Mapping::Mapping(size_t bytes, size_t align) noexcept {
+  // Map align more than needed, then return the ends around an aligned
+  // start to the system.
+  const size_t span = bytes + align;
+  void* raw = mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) return;
+  char* begin = static_cast<char*>(raw);
+  char* data = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(raw) + align - 1) & ~(align - 1));
+  if (data > begin) munmap(begin, static_cast<size_t>(data - begin));
+  char* tail = data + bytes;
+  if (begin + span > tail) munmap(tail, static_cast<size_t>(begin + span - tail));
+  data_ = data;
+  bytes_ = bytes;
+}
+
+ThreadArena::Mapping::~Mapping() {
+  if (data_ == nullptr) return;
+  Unpoison(data_, bytes_);  // the addresses may be mapped again by anyone
+  munmap(data_, bytes_);
+}
+
+ThreadArena::~ThreadArena() = default;
+
+void ThreadArena::Layout(size_t state_bytes) noexcept {
+  const long page = sysconf(_SC_PAGESIZE);
+  state_bytes_ = state_bytes;
+  state_span_ = RoundUp(state_bytes, 16);
+  slot_bytes_ = state_span_ + kStackBytes;
+  slab_bytes_ = RoundUp(slot_bytes_ * kSlabSlots, page > 0 ? static_cast<size_t>(page) : 4096);
+  align_ = std::bit_ceil(slab_bytes_);
+}
+
+void ThreadArena::MarkHasFree(uint32_t index, bool has) noexcept {
+  uint64_t& word = has_free_[index / 64];
+  const uint64_t bit = uint64_t{1} << (index % 64);
+  if (has) {
+    word |= bit;
+    if (index / 64 < first_free_word_) first_free_word_ = index / 64;
+  } else {
+    word &= ~bit;
+  }
+}
+
+ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
+  try {
+    if (index >= slabs_.size()) {
+      slabs_.resize(index + 1);
+      has_free_.resize((slabs_.size() + 63) / 64, 0);
+    }
+    auto slab = std::make_unique<Slab>(slab_bytes_, align_);
+    if (slab->memory.data() == nullptr) return nullptr;
+    for (uint64_t& w : slab->free_bits) w = ~uint64_t{0};
+    for (uint8_t& p : slab->parts) p = 0;
+    Poison(slab->memory.data(), slab_bytes_);
+    by_base_.emplace(reinterpret_cast<uintptr_t>(slab->memory.data()), index);
+    slabs_[index] = std::move(slab);
+  } catch (const std::bad_alloc&) {
+    return nullptr;
+  }
+  ++empty_kept_;
+  MarkHasFree(index, true);
+  return slabs_[index].get();
+}
+
+void ThreadArena::Unmap(uint32_t index) noexcept {
+  by_base_.erase(reinterpret_cast<uintptr_t>(slabs_[index]->memory.data()));
+  slabs_[index].reset();  // an unmapped slab counts as having free slots: its has_free bit stays
+}
+
+void* ThreadArena::NewState(size_t bytes) noexcept {
+  pending_ = kNoSlot;
+  if (bytes > kMaxStateBytes) return nullptr;
+  if (state_bytes_ == 0) Layout(bytes);
+  if (bytes != state_bytes_) return nullptr;
+  // The lowest slab with a free slot (or unmapped), else a new one.
+  uint32_t index = static_cast<uint32_t>(slabs_.size());
+  for (size_t w = first_free_word_; w < has_free_.size(); ++w) {
+    if (has_free_[w] != 0) {
+      index = static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(has_free_[w])));
+      break;
+    }
+    first_free_word_ = w + 1;
+  }
+  Slab* slab = index < slabs_.size() ? slabs_[index].get() : nullptr;
+  if (slab == nullptr && (slab = Map(index)) == nullptr) return nullptr;
+  uint32_t slot = 0;
+  for (uint32_t w = 0; w < kSlabSlots / 64; ++w) {
+    if (slab->free_bits[w] != 0) {
+      slot = w * 64 + static_cast<uint32_t>(std::countr_zero(slab->free_bits[w]));
+      break;
+    }
+  }
+  slab->free_bits[slot / 64] &= ~(uint64_t{1} << (slot % 64));
+  slab->parts[slot] = kState;
+  if (slab->live++ == 0) --empty_kept_;
+  ++live_;
+  if (slab->live == kSlabSlots) MarkHasFree(index, false);
+  pending_ = index * kSlabSlots + slot;
+  char* state = slab->memory.data() + size_t{slot} * slot_bytes_;
+  Unpoison(state, bytes);
+  return state;
+}
+
+void* ThreadArena::NewStack(size_t bytes) noexcept {
+  const uint32_t global = pending_;
+  pending_ = kNoSlot;
+  // Exactly kStackBytes: Lua frees the stack giving its size, and only
+  // blocks of the two known sizes are looked for in the arena.
+  if (global == kNoSlot || bytes != kStackBytes) return nullptr;
+  Slab* slab = slabs_[global / kSlabSlots].get();
+  const uint32_t slot = global % kSlabSlots;
+  slab->parts[slot] |= kStack;
+  char* stack = slab->memory.data() + size_t{slot} * slot_bytes_ + state_span_;
+  Unpoison(stack, bytes);
+  return stack;
+}
+
+ThreadArena::Where ThreadArena::Locate(const void* p, size_t bytes) const noexcept {
+  if (state_bytes_ == 0 || (bytes != state_bytes_ && bytes != kStackBytes)) return {};
+  const uintptr_t address = reinterpret_cast<uintptr_t>(p);
+  const auto it = by_base_.find(address & ~(align_ - 1));
+  if (it == by_base_.end()) return {};
+  Slab* slab = slabs_[it->second].get();
+  const size_t offset = address - it->first;
+  const size_t slot = offset / slot_bytes_;
+  const size_t within = offset % slot_bytes_;
+  const uint8_t part = within == 0 && bytes == state_bytes_            ? kState
+                       : within == state_span_ && bytes == kStackBytes ? kStack
+                                                                       : 0;
+  if (slot >= kSlabSlots || part == 0 || (slab->parts[slot] & part) == 0) return {};
+  return {slab, it->second, static_cast<uint32_t>(slot), part};
+}
+
+bool ThreadArena::Free(void* p, size_t bytes) noexcept {
+  const Where w = Locate(p, bytes);
+  if (w.slab == nullptr) return false;
+  Poison(p, bytes);
+  uint8_t& parts = w.slab->parts[w.slot];
+  parts = static_cast<uint8_t>(parts & ~w.part);
+  if (parts != 0) return true;  // the other part is still in use
+  w.slab->free_bits[w.slot / 64] |= uint64_t{1} << (w.slot % 64);
+  --live_;
+  MarkHasFree(w.index, true);
+  if (--w.slab->live == 0) {
+    if (empty_kept_ > 0) {
+      Unmap(w.index);
+    } else {
+      ++empty_kept_;
+    }
+  }
+  return true;
+}
+
+uint32_t ThreadArena::SlotOf(const void* state) const noexcept {
+  if (state_bytes_ == 0) return kNoSlot;
+  const uintptr_t address = reinterpret_cast<uintptr_t>(state);
+  const auto it = by_base_.find(address & ~(align_ - 1));
+  if (it == by_base_.end()) return kNoSlot;
+  const size_t offset = address - it->first;
+  const size_t slot = offset / slot_bytes_;
+  if (slot >= kSlabSlots || offset % slot_bytes_ >= state_span_) return kNoSlot;
+  if ((slabs_[it->second]->parts[slot] & kState) == 0) return kNoSlot;
+  return it->second * kSlabSlots + static_cast<uint32_t>(slot);
+}
+
+}  // namespace lua_tasks
