@@ -268,7 +268,34 @@ constexpr const char kPrelude[] = R"lua(
 local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE, is_task, is_killed = ...
 local co = coroutine
 local create, resume, yield, status, close, isyieldable = co.create, co.resume, co.yield, co.status, co.close, co.isyieldable
-local error, type, select = error, type, select
+local error, type, select, setmetatable = error, type, select, setmetatable
+
+-- A coroutine the CPU budget killed runs no hooks any more: its <close>
+-- handlers are not run (nothing could stop one that loops), as for a task.
+local function close_unless_killed(c)
+  if is_killed(c) then return false, "killed: CPU budget exceeded (its <close> handlers are not run)" end
+  return close(c)
+end
+
+-- Cancelling a task unwinds the task's own coroutine, not the nested ones
+-- suspended inside its wait. This guard, pending in the frame that passed
+-- the wait up, closes the nested coroutine then, so its <close> variables
+-- run too. A normal resume disarms it.
+local guard_mt = {__close = function(g)
+  local c = g[1]
+  if c then
+    g[1] = nil
+    close_unless_killed(c)
+  end
+end}
+local function disarm(g, ...)
+  g[1] = nil
+  return ...
+end
+local function relay(c, ...)
+  local g <close> = setmetatable({c}, guard_mt)
+  return disarm(g, resume(c, yield(...)))
+end
 
 -- A sentinel yield from a nested coroutine is an API wait of the task:
 -- pass it up, and hand what the task is resumed with back down.
@@ -277,7 +304,7 @@ local function pass(c, ok, ...)
     if not isyieldable() then
       error("cannot suspend the task here (inside a metamethod, a C function or a call from JS)", 0)
     end
-    return pass(c, resume(c, yield(...)))
+    return pass(c, relay(c, ...))
   end
   return ok, ...
 end
@@ -289,13 +316,6 @@ end
 co.resume = function(c, ...)
   if is_task(c) then return false, "cannot resume a task's coroutine (resume the task: tasks.resume(id))" end
   return pass(c, resume(c, ...))
-end
-
--- A coroutine the CPU budget killed runs no hooks any more: its <close>
--- handlers are not run (nothing could stop one that loops), as for a task.
-local function close_unless_killed(c)
-  if is_killed(c) then return false, "killed: CPU budget exceeded (its <close> handlers are not run)" end
-  return close(c)
 end
 
 co.close = function(c)

@@ -42,6 +42,30 @@ test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', as
   rt.closeSync();
 });
 
+test('a task cancelled while its runner\'s item sleeps on the task closes the item and leaves the runner ready', async () => {
+  const lines = [];
+  const rt = new Runtime({ print: (l) => lines.push(String(l)) });
+  rt.load(`
+    local async = require "util.async"
+    runner = async.runner(function(item)
+      local c <close> = setmetatable({}, { __close = function() print("closed " .. item) end })
+      if item == "slow" then tasks.sleep(60) end
+      print("done " .. item)
+    end)
+    function feed(item) runner:run(item) end
+  `);
+  const task = rt.start('feed', 'slow');
+  expect(task.status).toBe('waiting');
+  expect(rt.load('return runner.state')[0]).toBe('running');
+  rt.cancel(task.id);
+  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+  expect(lines).toEqual(['closed slow']);
+  expect(rt.load('return runner.state')[0]).toBe('ready');
+  await rt.call('feed', 'next');
+  expect(lines).toEqual(['closed slow', 'done next', 'closed next']);
+  rt.closeSync();
+});
+
 test.each([
   ['examples/async-dns.js', /localhost A: 127\.0\.0\.1/],
   ['examples/async-sequence.js', /callbacks: 127\.0\.0\.1 -> hello from \/path\nwaiters: 127\.0\.0\.1 -> hello from \/path|waiters: 127\.0\.0\.1 -> hello from \/path\ncallbacks: 127\.0\.0\.1 -> hello from \/path/],

@@ -61,6 +61,69 @@ test('cancel runs <close> variables and rejects with ERR_TASK_CANCELLED', async 
   expect(rt.stats().tasks).toBe(0);
 });
 
+describe('cancel runs the <close> variables of coroutines a task waits inside', () => {
+  const CLOSER = 'local function closer(name) return setmetatable({}, { __close = function(_, e) print(name .. " closed " .. tostring(e)) end }) end';
+
+  test('coroutine.wrap and coroutine.resume, nested two deep, innermost first', async () => {
+    rt.load(`${CLOSER}
+    function t()
+      local outer <close> = closer("task")
+      local gen = coroutine.wrap(function()
+        local w <close> = closer("wrap")
+        local co = coroutine.create(function()
+          local c <close> = closer("inner")
+          tasks.sleep(60)
+        end)
+        print("inner resumed", coroutine.resume(co))
+      end)
+      gen()
+    end`);
+    const task = rt.start('t');
+    expect(task.status).toBe('waiting');
+    expect(rt.cancel(task.id)).toBe(true);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(lines).toEqual(['inner closed nil', 'wrap closed nil', 'task closed nil']);
+  });
+
+  test('a nested coroutine resumed normally is left alone, and one that waits again is guarded again', async () => {
+    rt.load(`${CLOSER}
+    function t()
+      local co = coroutine.create(function()
+        local c <close> = closer("inner")
+        tasks.sleep(0.001)
+        coroutine.yield("first")
+        tasks.sleep(60)
+      end)
+      print(coroutine.resume(co))
+      print(coroutine.status(co))
+      coroutine.resume(co)
+    end`);
+    const task = rt.start('t');
+    await new Promise((r) => setTimeout(r, 30));
+    expect(lines).toEqual(['true\tfirst', 'suspended']);
+    expect(task.status).toBe('waiting');
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(lines).toEqual(['true\tfirst', 'suspended', 'inner closed nil']);
+  });
+
+  test('an error in a nested <close> handler does not stop the cancel', async () => {
+    rt.load(`${CLOSER}
+    function t()
+      local outer <close> = closer("task")
+      coroutine.wrap(function()
+        local bad <close> = setmetatable({}, { __close = function() error("boom") end })
+        tasks.sleep(60)
+      end)()
+    end`);
+    const task = rt.start('t');
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(lines).toEqual(['task closed nil']);
+    expect(rt.stats().tasks).toBe(0);
+  });
+});
+
 test('a bad yield raises at the yield with the caller line, catchable by pcall', async () => {
   rt.load(`function t()
     local ok, err = pcall(coroutine.yield, "FOR", 5, "FORTNIGHTS")

@@ -154,6 +154,20 @@ local function new_thread(r)
   end)
 end
 
+-- A host wait inside func (lua-tasks: tasks.sleep) suspends the whole task
+-- with step() pending. If that task is cancelled, Lua unwinds step() without
+-- it returning (the host closes the runner's thread first, running its
+-- <close> variables): this guard then drops the thread and leaves the runner
+-- "ready", its queue kept for the next run(), rather than "running" for ever.
+local unwound = { __close = function(guard)
+  if not guard.armed then return end
+  guard.armed = false
+  local r = guard.runner
+  active[r] = nil
+  r.thread = nil
+  r.state = "ready"
+end }
+
 -- Resumes the runner's thread once, recording the runner as active meanwhile.
 -- Outcomes:
 --   "wait"          the item is waiting (the thread is suspended at a wait)
@@ -165,7 +179,10 @@ local function step(r, ...)
   local thread = r.thread
   entries = entries + 1
   active[r] = entries
+  local guard <close> = r.guard
+  guard.armed = true
   local ok, res = resume(thread, ...)
+  guard.armed = false
   active[r] = nil
   if ok and res == WAIT then return "wait" end
   if ok and res == READY then return "done" end
@@ -266,7 +283,7 @@ end
 function async.runner(func, watchers, data)
   if func ~= nil and type(func) ~= "function" then argerror(1, "runner", "function", type(func)) end
   if watchers ~= nil and type(watchers) ~= "table" then argerror(2, "runner", "table", type(watchers)) end
-  return setmetatable({
+  local r = setmetatable({
     func = func or default_func,
     watchers = watchers or { error = default_error_watcher },
     data = data,
@@ -275,6 +292,8 @@ function async.runner(func, watchers, data)
     state = "ready", -- "ready" | "running" | "waiting"
     notified_state = "ready", -- last state told to a ready/waiting watcher
   }, Runner)
+  r.guard = setmetatable({ runner = r, armed = false }, unwound)
+  return r
 end
 
 --------------------------------------------------------------------------
