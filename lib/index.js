@@ -126,8 +126,10 @@ local function wait_for(p)
   if type(p) ~= "userdata" then return lua_wait_for(p) end
   local wait, done = async.waiter()
   local settled, ok, value
-  host["then"](p, function(v) settled, ok, value = true, true, v done() end,
-                  function(e) settled, ok, value = true, false, e done() end)
+  -- done() from a task, as a next tick would: the item goes on inside one,
+  -- so task waits (tasks.sleep, another Promise) work after the await.
+  host["then"](p, function(v) settled, ok, value = true, true, v tasks.start(done) end,
+                  function(e) settled, ok, value = true, false, e tasks.start(done) end)
   wait()
   if ok then return value end
   return nil, value

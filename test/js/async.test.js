@@ -42,6 +42,25 @@ test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', as
   rt.closeSync();
 });
 
+test('after wait_for(a JS Promise) the item goes on inside a task, so it can wait on the task', async () => {
+  const rt = new Runtime();
+  rt.set('later', (v) => ({ p: new Promise((r) => setTimeout(() => r(v), 2)) }));
+  rt.load(`
+    local async = require "util.async"
+    out = {}
+    runner = async.runner(function(item)
+      local v = async.wait_for(later(item).p)
+      out[#out + 1] = v .. " in task: " .. tostring(tasks.current_id() ~= nil)
+      tasks.sleep(0.001)
+      out[#out + 1] = "slept"
+    end)
+    runner:run("a")
+  `);
+  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  expect(rt.get('out')).toEqual(['a in task: true', 'slept']);
+  rt.closeSync();
+});
+
 test('a task cancelled while its runner\'s item sleeps on the task closes the item and leaves the runner ready', async () => {
   const lines = [];
   const rt = new Runtime({ print: (l) => lines.push(String(l)) });
