@@ -347,6 +347,25 @@ tasks.wait = function(id)
 end
 
 if not require then
+  -- name -> id of the task running the module's top level, while that top
+  -- level waits (tasks.sleep, a JS Promise): another task requiring it then
+  -- waits for it rather than running the module a second time, looking
+  -- again after 1, 2, 4 ... ms (at most 50: such modules are rare, and a
+  -- wake-up list would have to be woken from the <close> of a cancel).
+  -- Cleared when the top level ends, fails or is cancelled.
+  local loading = {}
+  local current_id, status, sleep = tasks.current_id, tasks.status, tasks.sleep
+  local loaded_mt = {__close = function(mark)
+    if loading[mark[1]] == mark[2] then loading[mark[1]] = nil end
+  end}
+  local function load_module(name, loader, id)
+    local mark <close> = id and setmetatable({name, id}, loaded_mt)
+    if id then loading[name] = id end
+    local v = loader(name)
+    if v == nil then v = true end
+    LOADED[name] = v
+    return v
+  end
   require = function(name)
     if type(name) ~= "string" then
       error("bad argument #1 to 'require' (string expected, got " .. type(name) .. ")", 2)
@@ -357,10 +376,22 @@ if not require then
     if loader == nil then
       error("module '" .. name .. "' not found (modules come from the Runtime's modules option)", 2)
     end
-    v = loader(name)
-    if v == nil then v = true end
-    LOADED[name] = v
-    return v
+    local id = current_id()
+    local pause = 0.001
+    while loading[name] do
+      local owner = loading[name]
+      if owner == id then error("module '" .. name .. "' requires itself while it loads (a require loop)", 2) end
+      local st = status(owner)
+      if st ~= "running" and st ~= "waiting" then break end  -- killed while loading: no <close> ran
+      if not id then
+        error("module '" .. name .. "' is loading in task " .. owner .. " (its top level waits); require it from a task to wait for it", 2)
+      end
+      sleep(pause)
+      if pause < 0.05 then pause = pause * 2 end
+      v = LOADED[name]
+      if v ~= nil then return v end
+    end
+    return load_module(name, loader, id)
   end
 end
 

@@ -98,3 +98,41 @@ test('a module file\'s bytes reach Lua as they are (it was read as UTF-8: "\\xff
   r.closeSync();
   fs.rmSync(dir, { recursive: true, force: true });
 });
+
+describe('a module whose top level waits', () => {
+  const modules = {
+    slow: 'print("loading") tasks.sleep(0.02) print("loaded") return { n = 1 }',
+    loop: 'require "loop" return 1',
+  };
+  let rt;
+  let lines;
+  beforeEach(() => {
+    lines = [];
+    rt = new Runtime({ print: (l) => lines.push(l), modules });
+    rt.load('seen = {} function use(m) local v = require(m) seen[#seen + 1] = v return v end');
+  });
+  afterEach(() => rt.closeSync());
+
+  test('runs once: a second task requiring it meanwhile waits for it and gets the same value', async () => {
+    const a = rt.call('use', 'slow');
+    const b = rt.call('use', 'slow');
+    const [va, vb] = await Promise.all([a, b]);
+    expect(lines).toEqual(['loading', 'loaded']);
+    expect(va).toEqual({ n: 1 });
+    expect(vb).toEqual({ n: 1 });
+    expect(rt.load('return seen[1] == seen[2]')).toEqual([true]);
+  });
+
+  test('a require outside a task meanwhile fails clearly; a cancelled load lets the next require load it again', async () => {
+    const task = rt.start('use', 'slow');
+    expect(() => rt.load('return require "slow"')).toThrow(/module 'slow' is loading in task .* \(its top level waits\); require it from a task to wait for it/);
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(await rt.call('use', 'slow')).toEqual({ n: 1 });
+    expect(lines).toEqual(['loading', 'loading', 'loaded']);
+  });
+
+  test('requiring itself while it loads is a clear error, not a stack overflow', async () => {
+    await expect(rt.call('use', 'loop')).rejects.toThrow(/module 'loop' requires itself while it loads \(a require loop\)/);
+  });
+});
