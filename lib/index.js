@@ -205,7 +205,8 @@ class Task {
 
 // require("a.b") -> <root>/a/b.lua or <root>/a/b/init.lua, first root first.
 function findModule(roots, name) {
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_.-]*$/.test(name) || name.includes('..')) return undefined;
+  // Dot-separated parts, none empty: "a." would have found <root>/a/.lua.
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$/.test(name)) return undefined;
   const rel = name.split('.').join(path.sep);
   for (const root of roots) {
     for (const candidate of [path.join(root, `${rel}.lua`), path.join(root, rel, 'init.lua')]) {

@@ -374,7 +374,7 @@ if not require then
     if v ~= nil then return v end
     local loader = PRELOAD[name]
     if loader == nil then
-      error("module '" .. name .. "' not found (modules come from the Runtime's modules option)", 2)
+      error("module '" .. name .. "' not found (modules come from the Runtime's modules and modulePaths options)", 2)
     end
     local id = current_id()
     local pause = 0.001

@@ -99,6 +99,22 @@ test('a module file\'s bytes reach Lua as they are (it was read as UTF-8: "\\xff
   fs.rmSync(dir, { recursive: true, force: true });
 });
 
+test('a module name is dot-separated parts, none empty ("a." found <dir>/a/.lua)', () => {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-mod-'));
+  fs.mkdirSync(path.join(dir, 'a'));
+  fs.writeFileSync(path.join(dir, 'a', '.lua'), 'return "hidden"');
+  fs.writeFileSync(path.join(dir, 'a', 'b.lua'), 'return "a.b"');
+  const r = new Runtime({ modulePaths: [dir] });
+  expect(r.load('return require "a.b"')).toEqual(['a.b']);
+  for (const name of ['a.', '.a', 'a..b', 'a.b.']) {
+    expect(() => r.load(`return require "${name}"`)).toThrow(`module '${name}' not found (modules come from the Runtime's modules and modulePaths options)`);
+  }
+  r.closeSync();
+  fs.rmSync(dir, { recursive: true, force: true });
+});
+
 describe('a module whose top level waits', () => {
   const modules = {
     slow: 'print("loading") tasks.sleep(0.02) print("loaded") return { n = 1 }',
