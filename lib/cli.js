@@ -14,7 +14,7 @@ Commands:
   cron "<expr>"                print the next times of a cron expression
 
 Run "lua-tasks <command> --help" for a command's options.`,
-  run: `Usage: lua-tasks run <script.lua> [args...] [options]
+  run: `Usage: lua-tasks run <script.lua> [args...] [options] [-- args...]
 
 Runs the file's top level as a task (so coroutine.yield instructions work),
 passing args as its ... values. Exits when no task is left; prints an
@@ -39,14 +39,18 @@ function fail(msg) {
 }
 
 // Splits argv into positionals and known --options (each takes the next
-// word). Unknown --words after the script are the script's own arguments.
+// word). Unknown --words after the script are the script's own arguments,
+// and so is every word after a "--".
 function parse(argv, valueOpts) {
   const pos = [];
   const opts = {};
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     const key = a.startsWith('--') ? a.slice(2) : null;
-    if (a === '--help' || a === '-h') {
+    if (a === '--') {
+      pos.push(...argv.slice(i + 1));
+      break;
+    } else if (a === '--help' || a === '-h') {
       opts.help = true;
     } else if (key !== null && valueOpts.includes(key)) {
       if (i + 1 >= argv.length) fail(`option ${a} needs a value`);
@@ -60,10 +64,11 @@ function parse(argv, valueOpts) {
   return { pos, opts };
 }
 
-function number(opts, key) {
+function number(opts, key, whole = false) {
   if (opts[key] === undefined) return undefined;
   const n = Number(opts[key]);
   if (!Number.isFinite(n) || n <= 0) fail(`--${key} must be a positive number, got "${opts[key]}"`);
+  if (whole && !Number.isInteger(n)) fail(`--${key} must be a whole number, got "${opts[key]}"`);
   return n;
 }
 
@@ -95,8 +100,8 @@ async function run(argv) {
   let libs = opts.libs || 'safe';
   if (libs !== 'safe' && libs !== 'all') libs = libs.split(',');
   const options = { libs };
-  const mem = number(opts, 'memory-limit');
-  if (mem !== undefined) options.memoryLimit = Math.floor(mem);
+  const mem = number(opts, 'memory-limit', true); // 0.5 floored to 0, which means no limit
+  if (mem !== undefined) options.memoryLimit = mem;
   const timeout = number(opts, 'task-timeout');
   if (timeout !== undefined) options.taskTimeout = timeout;
   const slice = number(opts, 'time-slice');

@@ -116,6 +116,13 @@ describe('the CLI reads a script as the lua CLI does', () => {
     expect(r.stderr).toBe('lua-tasks: 1 task(s) still waiting with nothing left to wake them (INDEFINITELY, or a promise that never settles); --entry x did not start\n');
   });
 
+  test('every word after -- is the script\'s own, and --memory-limit takes whole bytes only', () => {
+    let r = runCli('print(select("#", ...), ...)\n', 'a', '--', '--entry', 'x', '--');
+    expect([r.status, r.stdout]).toEqual([0, '4\ta\t--entry\tx\t--\n']);
+    r = runCli('print("ran")\n', '--memory-limit', '0.5');
+    expect([r.status, r.stdout, r.stderr]).toEqual([2, '', 'lua-tasks: --memory-limit must be a whole number, got "0.5"\n']);
+  });
+
   test('a script larger than --memory-limit is an error, not a crash', () => {
     const r = runCli(`local s = "${'a'.repeat(3 << 20)}"\n`, '--memory-limit', String(1 << 20));
     expect(r.status).toBe(1);
