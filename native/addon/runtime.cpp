@@ -345,11 +345,26 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   return Napi::Number::New(env, static_cast<double>(key));
 }
 
+namespace {
+
+// The key in a task id string, read into a stack buffer: an id is
+// kIdLength ASCII characters, past SSO, and a heap string per call was 9% of
+// rt.resume. A longer string fills the buffer past kIdLength, which ParseId
+// refuses.
+bool ReadKey(const Napi::Value& id, const Scheduler& s, uint64_t* key) {
+  char buf[Scheduler::kIdLength + 2];
+  size_t n = 0;
+  if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return false;
+  return s.ParseId(std::string_view(buf, n), key);
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return Napi::Boolean::New(env, false);
+  if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   Task* t = core->scheduler->Find(key);
   if (t == nullptr || t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
@@ -377,7 +392,7 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return Napi::Boolean::New(env, false);
+  if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   const bool ok = core->Entered([&] { return core->scheduler->Cancel(key); });
   return Napi::Boolean::New(env, ok);
 }
@@ -406,7 +421,7 @@ Napi::Value Runtime::JS_task(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   Scheduler* s = core->scheduler.get();
   uint64_t key;
-  if (!s->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  if (!ReadKey(info[0], *s, &key)) return env.Undefined();
   if (Task* t = s->Find(key)) return TaskInfo(env, s, *t);
   if (const Scheduler::Finished* f = s->FindFinished(key)) {
     Napi::Object o = Napi::Object::New(env);

@@ -230,6 +230,19 @@ describe('rt.task and rt.tasks', () => {
     expect(rt.task(id)).toBeUndefined();
   });
 
+  test('an id with a character more, one less, or one changed names no task', () => {
+    rt.load('function park() coroutine.yield("INDEFINITELY") end');
+    const { id } = rt.start('park');
+    const last = id[id.length - 1];
+    for (const other of [`${id}0`, `${id}${id}`, id.slice(0, -1), id.slice(0, -1) + (last === '0' ? '1' : '0'), id.toUpperCase(), `${id.slice(0, -1)}é`]) {
+      expect(rt.task(other)).toBeUndefined();
+      expect(rt.resume(other)).toBe(false);
+      expect(rt.cancel(other)).toBe(false);
+    }
+    expect(rt.task(id).status).toBe('waiting');
+    expect(rt.cancel(id)).toBe(true);
+  });
+
   test('rt.task, rt.resume and rt.cancel refuse a non-string id', () => {
     for (const m of ['task', 'resume', 'cancel']) {
       expect(() => rt[m](42)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
