@@ -83,10 +83,20 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
 
 size_t Scheduler::FormatId(uint64_t key, char* buf) const {
   prefix_.copy(buf, kIdPrefixLength);
-  for (size_t i = kIdLength; i-- > kIdPrefixLength;) {
-    buf[i] = kIdDigits[key % 36];
-    key /= 36;
+  // 13 digits as 1 + 6 + 6: each group of six fits 32 bits, so two short
+  // chains of 32-bit divisions run side by side instead of one chain of 13
+  // 64-bit ones (a tenth of a spawn's time went here).
+  constexpr uint64_t k36To6 = 36ull * 36 * 36 * 36 * 36 * 36;
+  auto low = static_cast<uint32_t>(key % k36To6);
+  auto mid = static_cast<uint32_t>(key / k36To6 % k36To6);
+  char* end = buf + kIdLength;
+  for (int i = 1; i <= 6; ++i) {
+    end[-i] = kIdDigits[low % 36];
+    end[-6 - i] = kIdDigits[mid % 36];
+    low /= 36;
+    mid /= 36;
   }
+  buf[kIdPrefixLength] = kIdDigits[key / k36To6 / k36To6];
   return kIdLength;
 }
 

@@ -106,8 +106,19 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
   return slabs_[index].get();
 }
 
+uint32_t ThreadArena::FindSlab(uintptr_t base) const noexcept {
+  if (base == last_base_) return last_index_;
+  const auto it = by_base_.find(base);
+  if (it == by_base_.end()) return kNoSlot;
+  last_base_ = base;
+  last_index_ = it->second;
+  return it->second;
+}
+
 void ThreadArena::Unmap(uint32_t index) noexcept {
-  by_base_.erase(reinterpret_cast<uintptr_t>(slabs_[index]->memory.data()));
+  const uintptr_t base = reinterpret_cast<uintptr_t>(slabs_[index]->memory.data());
+  if (base == last_base_) last_base_ = 0;
+  by_base_.erase(base);
   slabs_[index].reset();  // an unmapped slab counts as having free slots: its has_free bit stays
 }
 
@@ -162,17 +173,18 @@ void* ThreadArena::NewStack(size_t bytes) noexcept {
 ThreadArena::Where ThreadArena::Locate(const void* p, size_t bytes) const noexcept {
   if (state_bytes_ == 0 || (bytes != state_bytes_ && bytes != kStackBytes)) return {};
   const uintptr_t address = reinterpret_cast<uintptr_t>(p);
-  const auto it = by_base_.find(address & ~(align_ - 1));
-  if (it == by_base_.end()) return {};
-  Slab* slab = slabs_[it->second].get();
-  const size_t offset = address - it->first;
+  const uintptr_t base = address & ~(align_ - 1);
+  const uint32_t index = FindSlab(base);
+  if (index == kNoSlot) return {};
+  Slab* slab = slabs_[index].get();
+  const size_t offset = address - base;
   const size_t slot = offset / slot_bytes_;
   const size_t within = offset % slot_bytes_;
   const uint8_t part = within == 0 && bytes == state_bytes_            ? kState
                        : within == state_span_ && bytes == kStackBytes ? kStack
                                                                        : 0;
   if (slot >= kSlabSlots || part == 0 || (slab->parts[slot] & part) == 0) return {};
-  return {slab, it->second, static_cast<uint32_t>(slot), part};
+  return {slab, index, static_cast<uint32_t>(slot), part};
 }
 
 bool ThreadArena::Free(void* p, size_t bytes) noexcept {
@@ -198,13 +210,14 @@ bool ThreadArena::Free(void* p, size_t bytes) noexcept {
 uint32_t ThreadArena::SlotOf(const void* state) const noexcept {
   if (state_bytes_ == 0) return kNoSlot;
   const uintptr_t address = reinterpret_cast<uintptr_t>(state);
-  const auto it = by_base_.find(address & ~(align_ - 1));
-  if (it == by_base_.end()) return kNoSlot;
-  const size_t offset = address - it->first;
+  const uintptr_t base = address & ~(align_ - 1);
+  const uint32_t index = FindSlab(base);
+  if (index == kNoSlot) return kNoSlot;
+  const size_t offset = address - base;
   const size_t slot = offset / slot_bytes_;
   if (slot >= kSlabSlots || offset % slot_bytes_ >= state_span_) return kNoSlot;
-  if ((slabs_[it->second]->parts[slot] & kState) == 0) return kNoSlot;
-  return it->second * kSlabSlots + static_cast<uint32_t>(slot);
+  if ((slabs_[index]->parts[slot] & kState) == 0) return kNoSlot;
+  return index * kSlabSlots + static_cast<uint32_t>(slot);
 }
 
 }  // namespace lua_tasks

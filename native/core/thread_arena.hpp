@@ -96,7 +96,8 @@ class ThreadArena {
   static constexpr uint8_t kStack = 2;
 
   Where Locate(const void* p, size_t bytes) const noexcept;
-  void Layout(size_t state_bytes) noexcept;  // fixes the slot layout at the first coroutine
+  uint32_t FindSlab(uintptr_t base) const noexcept;  // the index of the slab mapped at base, or kNoSlot
+  void Layout(size_t state_bytes) noexcept;          // fixes the slot layout at the first coroutine
   Slab* Map(uint32_t index) noexcept;
   void Unmap(uint32_t index) noexcept;
   void MarkHasFree(uint32_t index, bool has) noexcept;
@@ -109,8 +110,10 @@ class ThreadArena {
   std::vector<std::unique_ptr<Slab>> slabs_;         // by index; null when unmapped
   std::vector<uint64_t> has_free_;                   // by slab index: 1 = unmapped or a slot free
   std::unordered_map<uintptr_t, uint32_t> by_base_;  // mapped slab base -> index
-  size_t first_free_word_ = 0;                       // has_free_ words below this are 0
-  uint32_t empty_kept_ = 0;                          // mapped slabs with no slot in use
+  mutable uintptr_t last_base_ = 0;                  // the last slab found, as a lookup usually repeats it
+  mutable uint32_t last_index_ = 0;
+  size_t first_free_word_ = 0;  // has_free_ words below this are 0
+  uint32_t empty_kept_ = 0;     // mapped slabs with no slot in use
   size_t live_ = 0;
   uint32_t pending_ = kNoSlot;  // global slot whose state was the last allocation
 };

@@ -427,6 +427,17 @@ TEST_F(SchedulerTest, IdsAreLongerThanLuaInternsAndSortInStartOrder) {
   EXPECT_EQ(key, UINT64_MAX);
   EXPECT_TRUE(sched->ParseId(b, &key));
   EXPECT_EQ(key, 36u);
+  // Around the boundaries of the digit groups FormatId works in (36^6, 36^12).
+  const uint64_t g = 2176782336ull;  // 36^6
+  EXPECT_EQ(sched->IdOf(g - 1).substr(28), "0000000zzzzzz");
+  EXPECT_EQ(sched->IdOf(g).substr(28), "0000001000000");
+  EXPECT_EQ(sched->IdOf(g * g - 1).substr(28), "0zzzzzzzzzzzz");
+  EXPECT_EQ(sched->IdOf(g * g).substr(28), "1000000000000");
+  for (uint64_t k : std::initializer_list<uint64_t>{g - 1, g, g + 1, g * g - 1, g * g, g * g + 1, 0x123456789abcdefull,
+                                                    UINT64_MAX - 1}) {
+    EXPECT_TRUE(sched->ParseId(sched->IdOf(k), &key));
+    EXPECT_EQ(key, k);
+  }
   EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "10", &key));             // not the 13-digit form
   EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "3w5e11264sgsg", &key));  // past 2^64
   EXPECT_FALSE(sched->ParseId(sched->id_prefix() + "000000000000A", &key));
