@@ -16,10 +16,15 @@ CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
   w.active = true;
   w.start = now;
   if (outer.active) {
-    // Nested (task -> JS -> Lua): the outer limits still hold.
+    // Nested (task -> JS -> Lua, or a task started from a task): the outer
+    // limits still hold, so nothing run synchronously outlasts the outer
+    // deadline. A call from JS inherits a kill under way at once; a task
+    // started by code being killed (a kill swallowed in a nested coroutine)
+    // is not that code, and may still yield before its first hook finds the
+    // deadline passed (it had started every util.async next tick dead).
     w.deadline = outer.deadline;
     w.slice_end = 0;
-    w.killing = outer.killing;
+    w.killing = outer.killing && !task;
   } else {
     if (timeout_ns_ > 0) w.deadline = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
     if (task && slice_ns_ > 0) w.slice_end = now + slice_ns_;

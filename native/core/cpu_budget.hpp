@@ -22,7 +22,8 @@ namespace lua_tasks {
 //    one raise, but the very next instruction outside it raises again, so the
 //    error always reaches the entry point (the Redis script-kill idea).
 // A window is one stretch of Lua execution: a task's resume, or a call from
-// JS. Windows nest (task -> JS -> Lua); an inner window keeps the outer limits.
+// JS. Windows nest (task -> JS -> Lua, task -> tasks.start); an inner window
+// keeps the outer deadline.
 class CpuBudget {
  public:
   static constexpr int kHookEvery = 1000;

@@ -522,6 +522,48 @@ TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
   EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});
 }
 
+// A kill swallowed by coroutine.resume leaves the caller killing until its
+// next hook. A task it starts meanwhile shares its deadline (already past)
+// but not the kill: one that yields before its first hook lives on, under
+// a budget of its own once resumed.
+TEST(CpuBudget, ATaskStartedByCodeBeingKilledIsNotKilledWithIt) {
+  TickingClock clock;
+  Recorder rec;
+  LuaHostOptions o;
+  o.task_timeout_ns = 200'000'000;
+  o.clock = &clock;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  ASSERT_TRUE(host) << error;
+  Scheduler sched(host.get(), &clock, &rec);
+  ASSERT_EQ(host->Protected(
+                [](lua_State* L) {
+                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  return 0;
+                },
+                &sched, &error),
+            LUA_OK);
+  lua_State* L = host->main();
+  ASSERT_EQ(luaL_dostring(L, R"(
+    log = ""
+    function child() log = log .. "ran " coroutine.yield() log = log .. "resumed" end
+    function parent()
+      local ok = coroutine.resume(coroutine.create(function() while true do end end))
+      log = log .. tostring(ok) .. " "
+      tasks.start(child)
+      while true do end
+    end)"),
+            LUA_OK);
+  lua_getglobal(L, "parent");
+  sched.Start(L, 0, true);
+  sched.RunImmediate();
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "false ran resumed");
+  lua_pop(L, 1);
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});  // the parent (the child is not observed)
+  EXPECT_EQ(sched.task_count(), 0u);
+}
+
 TEST(CpuBudget, ABatchEndsOnceItHasHeldTheLoopForASlice) {
   // Four spinning tasks, each preempted after its own 5 ms: one batch runs
   // about one slice's worth of them, not all four back to back (20 ms).

@@ -85,6 +85,32 @@ test('a task cancelled while its runner\'s item sleeps on the task closes the it
   rt.closeSync();
 });
 
+test('a runner whose item is killed by taskTimeout, in run() or after a wait, takes the next item', async () => {
+  const rt = new Runtime({ taskTimeout: 20 });
+  rt.load(`
+    local async = require "util.async"
+    out = {}
+    runner = async.runner(function(item)
+      if item == "spin" then while true do end end
+      if item == "later" then async.sleep(0.001) while true do end end
+      out[#out + 1] = item
+    end, { error = function() end })
+    function feed(item) runner:run(item) return runner.state end
+  `);
+  await expect(rt.call('feed', 'spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  expect(await rt.call('feed', 'a')).toBe('ready');
+  expect(await rt.call('feed', 'later')).toBe('waiting');
+  // The continuation runs in a task of its own, which the budget kills.
+  const killed = new Promise((resolve) => rt.on('taskerror', (task, err) => resolve(err.code)));
+  expect(await killed).toBe('ERR_TASK_TIMEOUT');
+  // The queue restarts on the next tick (a task of its own, started by the
+  // killed one: it used to be killed as well, leaving the runner "waiting").
+  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  expect(await rt.call('feed', 'b')).toBe('ready');
+  expect(rt.get('out')).toEqual(['a', 'b']);
+  rt.closeSync();
+});
+
 test.each([
   ['examples/async-dns.js', /localhost A: 127\.0\.0\.1/],
   ['examples/async-sequence.js', /callbacks: 127\.0\.0\.1 -> hello from \/path\nwaiters: 127\.0\.0\.1 -> hello from \/path|waiters: 127\.0\.0\.1 -> hello from \/path\ncallbacks: 127\.0\.0\.1 -> hello from \/path/],

@@ -166,7 +166,23 @@ local unwound = { __close = function(guard)
   active[r] = nil
   r.thread = nil
   r.state = "ready"
+  r.owner = false
 end }
+
+-- A CPU-budget kill (lua-tasks' taskTimeout) unwinds run() or continue()
+-- with no <close> run at all, which left the runner busy for ever. So each
+-- records the coroutine it runs on while it holds the runner ("owner"), and
+-- a busy runner whose owner has died is taken back by the next run().
+local function abandoned(r)
+  return r.owner and status(r.owner) == "dead"
+end
+local function take_back(r)
+  active[r] = nil
+  r.guard.armed = false
+  r.thread = nil -- killed or stuck mid-item: the next item gets a fresh one
+  r.state = "ready"
+  r.owner = false
+end
 
 -- Resumes the runner's thread once, recording the runner as active meanwhile.
 -- Outcomes:
@@ -209,15 +225,18 @@ function Runner:run(input)
   if input ~= nil then q[#q + 1] = input end
   if self.state ~= "ready" then
     -- Busy (running or waiting): the item waits its turn in the queue.
-    return true, self.state, #q
+    if not abandoned(self) then return true, self.state, #q end
+    take_back(self)
   end
   self.state = "running"
+  self.owner = running()
   while #q > 0 do
     local item = table.remove(q, 1)
     if not self.thread then self.thread = new_thread(self) end
     local outcome, err = step(self, item)
     if outcome == "wait" then
       self.state = "waiting"
+      self.owner = false
       notify(self, "waiting")
       return true, "waiting", #q
     elseif outcome == "error" then
@@ -226,11 +245,13 @@ function Runner:run(input)
       local ok, werr = pcall(error_watcher(self), self, err)
       if not ok then
         self.state = "ready"
+        self.owner = false
         error(werr, 0)
       end
     end
   end
   self.state = "ready"
+  self.owner = false
   notify(self, "ready")
   return true, "ready", 0
 end
@@ -265,12 +286,17 @@ local function continue(r)
   if r.state ~= "waiting" or not thread or status(thread) ~= "suspended" then
     return false
   end
+  r.owner = running()
   local outcome, err = step(r)
-  if outcome == "wait" then return true end
+  if outcome == "wait" then
+    r.owner = false
+    return true
+  end
   local watcher_ok, watcher_err = true, nil
   if outcome == "error" then
     watcher_ok, watcher_err = pcall(error_watcher(r), r, err)
   end
+  r.owner = false
   local tick_ok, tick_err = pcall(next_tick, function() restart(r) end)
   if not watcher_ok then error(watcher_err, 0) end
   if not tick_ok then error(tick_err, 0) end
@@ -291,6 +317,7 @@ function async.runner(func, watchers, data)
     thread = false, -- created on the first item; dropped after an error
     state = "ready", -- "ready" | "running" | "waiting"
     notified_state = "ready", -- last state told to a ready/waiting watcher
+    owner = false, -- the coroutine run() or continue() runs on while busy
   }, Runner)
   r.guard = setmetatable({ runner = r, armed = false }, unwound)
   return r
