@@ -32,6 +32,9 @@ describe('constructor options', () => {
     ['print as a number', { print: 1 }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['print as a string', { print: 'console.log' }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['print as null', { print: null }, TypeError, 'ERR_INVALID_ARG_TYPE'],
+    ['a module given as null', { modules: { m: null } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+    ['a module named as a built-in one (it was silently ignored)', { modules: { tasks: 'return 1' } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+    ['a module named as a standard library', { modules: { string: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
   ])('refuses %s', (_, options, Cls, errCode) => {
     let err;
     try {
