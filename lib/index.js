@@ -122,6 +122,9 @@ const END_CANCELLED = 2;
 const ID_KEY_DIGITS = 13; // a task id ends in its key in this many base-36 digits (Scheduler::kIdKeyDigits)
 const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
 
+// The native taskState code is status + 16 * wait kind; these name them.
+const { status: TASK_STATUS, wait: WAIT_KINDS } = binding.NativeRuntime.taskNames;
+
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
 
@@ -445,7 +448,19 @@ class Runtime extends EventEmitter {
   }
 
   _nativeTask(id) {
-    return this.#closed ? undefined : this.#native.task(id);
+    return this.#closed ? undefined : this.#snapshot(id);
+  }
+
+  // { id, status, waiting? } of a live or recently ended task, else undefined.
+  #snapshot(id) {
+    const code = this.#native.taskState(id);
+    if (code === undefined) return undefined;
+    const status = TASK_STATUS[code & 15];
+    if (status !== 'waiting') return { id, status };
+    const waiting = { instruction: WAIT_KINDS[code >> 4] };
+    const until = this.#native.taskUntil(id);
+    if (until !== undefined) waiting.until = new Date(until);
+    return { id, status, waiting };
   }
 
   /**
@@ -591,7 +606,7 @@ class Runtime extends EventEmitter {
   task(id) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
-    return this.#native.task(id);
+    return this.#snapshot(id);
   }
 
   /** Snapshots of every live task, oldest first. */
