@@ -40,6 +40,25 @@ size_t RoundUp(size_t n, size_t to) {
   return (n + to - 1) / to * to;
 }
 
+void SetBit(std::vector<uint64_t>& bits, uint32_t i, bool on) {
+  const uint64_t bit = uint64_t{1} << (i % 64);
+  if (on) {
+    bits[i / 64] |= bit;
+  } else {
+    bits[i / 64] &= ~bit;
+  }
+}
+
+// The lowest set bit at or after word `from`, or UINT32_MAX; *from moves
+// past the leading zero words.
+uint32_t LowestSet(const std::vector<uint64_t>& bits, size_t* from) {
+  for (size_t w = *from; w < bits.size(); ++w) {
+    if (bits[w] != 0) return static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(bits[w])));
+    *from = w + 1;
+  }
+  return UINT32_MAX;
+}
+
 }  // namespace
 
 ThreadArena::Mapping::Mapping(size_t bytes, size_t align) noexcept {
@@ -75,14 +94,8 @@ void ThreadArena::Layout(size_t state_bytes) noexcept {
 }
 
 void ThreadArena::MarkHasFree(uint32_t index, bool has) noexcept {
-  uint64_t& word = has_free_[index / 64];
-  const uint64_t bit = uint64_t{1} << (index % 64);
-  if (has) {
-    word |= bit;
-    if (index / 64 < first_free_word_) first_free_word_ = index / 64;
-  } else {
-    word &= ~bit;
-  }
+  SetBit(has_free_, index, has);
+  if (has && index / 64 < first_free_word_) first_free_word_ = index / 64;
 }
 
 ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
@@ -90,6 +103,7 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
     if (index >= slabs_.size()) {
       slabs_.resize(index + 1);
       has_free_.resize((slabs_.size() + 63) / 64, 0);
+      unmapped_.resize(has_free_.size(), 0);
     }
     auto slab = std::make_unique<Slab>(slab_bytes_, align_);
     if (slab->memory.data() == nullptr) return nullptr;
@@ -102,6 +116,8 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
     return nullptr;
   }
   ++empty_kept_;
+  ++maps_;
+  SetBit(unmapped_, index, false);
   MarkHasFree(index, true);
   return slabs_[index].get();
 }
@@ -119,7 +135,9 @@ void ThreadArena::Unmap(uint32_t index) noexcept {
   const uintptr_t base = reinterpret_cast<uintptr_t>(slabs_[index]->memory.data());
   if (base == last_base_) last_base_ = 0;
   by_base_.erase(base);
-  slabs_[index].reset();  // an unmapped slab counts as having free slots: its has_free bit stays
+  slabs_[index].reset();
+  MarkHasFree(index, false);
+  SetBit(unmapped_, index, true);
 }
 
 void* ThreadArena::NewState(size_t bytes) noexcept {
@@ -127,14 +145,14 @@ void* ThreadArena::NewState(size_t bytes) noexcept {
   if (bytes > kMaxStateBytes) return nullptr;
   if (state_bytes_ == 0) Layout(bytes);
   if (bytes != state_bytes_) return nullptr;
-  // The lowest slab with a free slot (or unmapped), else a new one.
-  uint32_t index = static_cast<uint32_t>(slabs_.size());
-  for (size_t w = first_free_word_; w < has_free_.size(); ++w) {
-    if (has_free_[w] != 0) {
-      index = static_cast<uint32_t>(w * 64 + static_cast<size_t>(std::countr_zero(has_free_[w])));
-      break;
-    }
-    first_free_word_ = w + 1;
+  // The lowest mapped slab with a free slot; else the lowest unmapped one,
+  // or a new one. Preferring an unmapped lower slab to the empty one kept
+  // mapped and unmapped a slab at every collection.
+  uint32_t index = LowestSet(has_free_, &first_free_word_);
+  if (index == UINT32_MAX) {
+    size_t from = 0;
+    index = LowestSet(unmapped_, &from);
+    if (index == UINT32_MAX) index = static_cast<uint32_t>(slabs_.size());
   }
   Slab* slab = index < slabs_.size() ? slabs_[index].get() : nullptr;
   if (slab == nullptr && (slab = Map(index)) == nullptr) return nullptr;
