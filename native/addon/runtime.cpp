@@ -369,10 +369,12 @@ namespace {
 
 // The key in a task id string, read into a stack buffer: an id is
 // kIdLength ASCII characters, past SSO, and a heap string per call was 9% of
-// rt.resume. A longer string fills the buffer past kIdLength, which ParseId
-// refuses.
+// rt.resume. Node-API copies whole characters only, so the buffer has room
+// for one more of up to 4 bytes: any longer string comes out longer than
+// kIdLength, which ParseId refuses (with 2 bytes spare, id + "é" was read as
+// the id).
 bool ReadKey(const Napi::Value& id, const Scheduler& s, uint64_t* key) {
-  char buf[Scheduler::kIdLength + 2];
+  char buf[Scheduler::kIdLength + 5];
   size_t n = 0;
   if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return false;
   return s.ParseId(std::string_view(buf, n), key);

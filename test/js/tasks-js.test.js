@@ -234,7 +234,7 @@ describe('rt.task and rt.tasks', () => {
     rt.load('function park() coroutine.yield("INDEFINITELY") end');
     const { id } = rt.start('park');
     const last = id[id.length - 1];
-    for (const other of [`${id}0`, `${id}${id}`, id.slice(0, -1), id.slice(0, -1) + (last === '0' ? '1' : '0'), id.toUpperCase(), `${id.slice(0, -1)}é`]) {
+    for (const other of [`${id}0`, `${id}${id}`, id.slice(0, -1), id.slice(0, -1) + (last === '0' ? '1' : '0'), id.toUpperCase(), `${id.slice(0, -1)}é`, `${id}é`, `${id}😀`, `${id}\u0800`]) {
       expect(rt.task(other)).toBeUndefined();
       expect(rt.resume(other)).toBe(false);
       expect(rt.cancel(other)).toBe(false);
