@@ -12,12 +12,6 @@ const { makeError } = errors;
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
 
-// Names require() answers before any module given in options.modules: the
-// standard libraries (as package.loaded names them) and the runtime's own.
-// A module given under one of them would be silently ignored, so it is refused.
-const BUILT_IN = new Set(['_G', 'coroutine', 'debug', 'io', 'math', 'os', 'package', 'string', 'table', 'utf8',
-  'tasks', 'namazu.coroutine', 'lua-tasks.host']);
-
 function typeName(v) {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
@@ -79,9 +73,6 @@ function normalizeOptions(options) {
     for (const [name, mod] of Object.entries(modules)) {
       if (mod === undefined || mod === null) {
         throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" must be Lua source or a value. Received ${typeName(mod)}.`);
-      }
-      if (BUILT_IN.has(name)) {
-        throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`);
       }
     }
     out.modules = modules;
@@ -328,6 +319,12 @@ class Runtime extends EventEmitter {
     }
     if (opts.modules) {
       for (const [name, mod] of Object.entries(opts.modules)) {
+        // A library the profile opened, or one of the runtime's own modules:
+        // require() answers it first, and the module would be ignored.
+        if (this.#native.isLoaded(name)) {
+          this.#native.close();
+          throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`);
+        }
         this.#native.preload(name, mod);
       }
     }

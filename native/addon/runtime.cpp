@@ -107,6 +107,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_idPrefix>("idPrefix"),
                          InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
                          InstanceMethod<&Runtime::JS_preload>("preload"),
+                         InstanceMethod<&Runtime::JS_isLoaded>("isLoaded"),
                          InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
                          InstanceMethod<&Runtime::JS_snapshot>("snapshot"),
                          InstanceMethod<&Runtime::JS_restore>("restore"),
@@ -485,6 +486,18 @@ Napi::Value Runtime::JS_idPrefix(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_keepAlive(const Napi::CallbackInfo& info) {
   if (!core_->closed() && core_->driver) core_->driver->SetKeepAlive(info[0].ToBoolean());
   return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_isLoaded(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  lua_State* L = core->host->current();
+  const std::string name = info[0].As<Napi::String>().Utf8Value();
+  LuaHost::HostSection section(core->host.get(), L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  const bool loaded = lua_getfield(L, -1, name.c_str()) != LUA_TNIL;
+  lua_pop(L, 2);
+  return Napi::Boolean::New(env, loaded);
 }
 
 Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {

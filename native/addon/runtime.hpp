@@ -31,6 +31,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)
   Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)
+  Napi::Value JS_isLoaded(const Napi::CallbackInfo& info);     // (name) -> whether require(name) has its value already
   Napi::Value JS_modulePaths(const Napi::CallbackInfo& info);  // (find, readFile): require and dofile from files
   Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state
   Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state

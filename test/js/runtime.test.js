@@ -34,7 +34,8 @@ describe('constructor options', () => {
     ['print as null', { print: null }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['a module given as null', { modules: { m: null } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
     ['a module named as a built-in one (it was silently ignored)', { modules: { tasks: 'return 1' } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
-    ['a module named as a standard library', { modules: { string: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+    ['a module named as a standard library the profile opens', { modules: { string: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+    ['a module named _G', { libs: ['string'], modules: { _G: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
   ])('refuses %s', (_, options, Cls, errCode) => {
     let err;
     try {
@@ -44,6 +45,15 @@ describe('constructor options', () => {
     }
     expect(err).toBeInstanceOf(Cls);
     expect(err.code).toBe(errCode);
+  });
+
+  test('accepts a module named as a standard library the profile leaves out (require does not answer it)', () => {
+    const rt = new Runtime({ modules: { io: 'return { shim = true }' }, libs: ['base', 'string'] });
+    expect(rt.load('return require("io").shim')).toEqual([true]);
+    rt.closeSync();
+    const safe = new Runtime({ modules: { debug: { shim: 1 } } });
+    expect(safe.load('return require("debug").shim')).toEqual([1]);
+    safe.closeSync();
   });
 
   // STYLE §5: TypeError for a wrong type, RangeError for a value out of range.
