@@ -99,6 +99,12 @@ test('a runner whose item is killed by taskTimeout, in run() or after a wait, ta
   `);
   await expect(rt.call('feed', 'spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   expect(await rt.call('feed', 'a')).toBe('ready');
+  // Driven from JS (the main thread, which never dies), with a watcher long
+  // enough for the kill to land in run() itself, outside the item.
+  rt.load('runner:onerror(function() for i = 1, 1e5 do end end)');
+  expect(() => rt.load('feed("spin")')).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+  expect(rt.load('return feed("a2")')).toEqual(['ready']);
+  rt.load('runner:onerror(function() end)');
   expect(await rt.call('feed', 'later')).toBe('waiting');
   // The continuation runs in a task of its own, which the budget kills.
   const killed = new Promise((resolve) => rt.on('taskerror', (task, err) => resolve(err.code)));
@@ -107,7 +113,7 @@ test('a runner whose item is killed by taskTimeout, in run() or after a wait, ta
   // killed one: it used to be killed as well, leaving the runner "waiting").
   while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
   expect(await rt.call('feed', 'b')).toBe('ready');
-  expect(rt.get('out')).toEqual(['a', 'b']);
+  expect(rt.get('out')).toEqual(['a', 'a2', 'b']);
   rt.closeSync();
 });
 

@@ -172,7 +172,9 @@ end }
 -- A CPU-budget kill (lua-tasks' taskTimeout) unwinds run() or continue()
 -- with no <close> run at all, which left the runner busy for ever. So each
 -- records the coroutine it runs on while it holds the runner ("owner"), and
--- a busy runner whose owner has died is taken back by the next run().
+-- a busy runner whose owner has died is taken back by the next run(). On
+-- the main thread (a call from JS, or plain lua5.4), which never dies, they
+-- run in a coroutine of their own (see on_own_thread).
 local function abandoned(r)
   return r.owner and status(r.owner) == "dead"
 end
@@ -182,6 +184,22 @@ local function take_back(r)
   r.thread = nil -- killed or stuck mid-item: the next item gets a fresh one
   r.state = "ready"
   r.owner = false
+end
+
+local function own_thread_result(c, ok, ...)
+  if not ok then error((...), 0) end
+  if status(c) ~= "dead" then
+    -- A watcher yielded: on the main thread that was an error, so it stays one.
+    coroutine_close(c)
+    error("attempt to yield from outside a coroutine", 0)
+  end
+  return ...
+end
+local function on_own_thread(f, ...)
+  local _, main = running()
+  if not main then return f(...) end
+  local c = create(f)
+  return own_thread_result(c, resume(c, ...))
 end
 
 -- Resumes the runner's thread once, recording the runner as active meanwhile.
@@ -220,7 +238,7 @@ end
 -- Returns true, state, n (items still queued). With the default error
 -- watcher an item's error propagates out of run at once; the items after it
 -- stay queued for the next run().
-function Runner:run(input)
+local function run(self, input)
   local q = self.queue
   if input ~= nil then q[#q + 1] = input end
   if self.state ~= "ready" then
@@ -255,6 +273,9 @@ function Runner:run(input)
   notify(self, "ready")
   return true, "ready", 0
 end
+function Runner:run(input)
+  return on_own_thread(run, self, input)
+end
 
 -- Adds an item without starting the runner, even if it is idle.
 function Runner:enqueue(input)
@@ -281,7 +302,7 @@ end
 -- way; a watcher error (the default re-raises) is raised after that, so the
 -- queue is never left stuck. When both the watcher and a synchronous restart
 -- raise, the watcher's error, the earlier one, wins.
-local function continue(r)
+local function continue_on(r)
   local thread = r.thread
   if r.state ~= "waiting" or not thread or status(thread) ~= "suspended" then
     return false
@@ -301,6 +322,9 @@ local function continue(r)
   if not watcher_ok then error(watcher_err, 0) end
   if not tick_ok then error(tick_err, 0) end
   return true
+end
+local function continue(r)
+  return on_own_thread(continue_on, r)
 end
 
 -- runner(func, watchers, data): func(item) is called once per queued item;
