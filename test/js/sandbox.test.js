@@ -148,6 +148,21 @@ describe('a module whose top level waits', () => {
     expect(lines).toEqual(['loading', 'loading', 'loaded']);
   });
 
+  test('a require loop across two tasks is an error, not a wait for ever', async () => {
+    const r = new Runtime({ modules: {
+      a: 'tasks.sleep(0.01) require "b" return "a"',
+      b: 'tasks.sleep(0.01) require "a" return "b"',
+    } });
+    r.load('function use(m) return require(m) end');
+    const results = await Promise.allSettled([r.call('use', 'a'), r.call('use', 'b')]);
+    for (const res of results) {
+      expect(res.status).toBe('rejected');
+      expect(res.reason.message).toMatch(/a require loop/);
+    }
+    expect(r.stats().tasks).toBe(0);
+    r.closeSync();
+  });
+
   test('requiring itself while it loads is a clear error, not a stack overflow', async () => {
     await expect(rt.call('use', 'loop')).rejects.toThrow(/module 'loop' requires itself while it loads \(a require loop\)/);
   });
