@@ -10,6 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "lua_api_pattern.hpp"
+#include "lua_host.hpp"
+#include "test_clocks.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -554,6 +556,81 @@ TEST(PatternMatcher, PlainSearchFindsTheFirstOccurrenceFromAnOffset) {
   EXPECT_EQ(FindPlain(hay.data(), hay.size(), 0, "abab", 4), -1);
   EXPECT_FALSE(HasPatternSpecials("a)b]", 4));
   EXPECT_TRUE(HasPatternSpecials("a\0-", 3));
+}
+
+// ---- wiring into a runtime ------------------------------------------------------
+
+std::unique_ptr<LuaHost> MakeHost(const Clock* clock, int64_t slice_ns, int64_t timeout_ns, LibProfile::Kind kind) {
+  LuaHostOptions o;
+  o.libs.kind = kind;
+  o.time_slice_ns = slice_ns;
+  o.task_timeout_ns = timeout_ns;
+  o.clock = clock;
+  std::string error;
+  auto host = LuaHost::Create(o, &error);
+  EXPECT_TRUE(host) << error;
+  return host;
+}
+
+// Runs `src` from JS's side; returns "ok:<first result>" or "err:<message>".
+std::string RunLua(LuaHost* host, const std::string& src) {
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  int status = host->Load(L, src, "=test");
+  if (status == LUA_OK) {
+    LuaHost::Entry entry(host, L);
+    status = host->PCall(L, 0, 1);
+  }
+  const std::string out =
+      status == LUA_OK ? std::string("ok:") + luaL_tolstring(L, -1, nullptr) : "err:" + host->last_message();
+  lua_settop(L, base);
+  return out;
+}
+
+TEST(PatternWiring, OnlyARuntimeWithATaskTimeoutGetsOurPatternFunctions) {
+  TickingClock clock;
+  const std::string count = "return debug.getinfo(string.find, 'u').nups + debug.getinfo(('').gsub, 'u').nups";
+  EXPECT_EQ(RunLua(MakeHost(&clock, 0, 50'000'000, LibProfile::Kind::kAll).get(), count), "ok:2");
+  EXPECT_EQ(RunLua(MakeHost(&clock, 5'000'000, 50'000'000, LibProfile::Kind::kAll).get(), count), "ok:2");
+  EXPECT_EQ(RunLua(MakeHost(&clock, 5'000'000, 0, LibProfile::Kind::kAll).get(), count), "ok:0");
+  EXPECT_EQ(RunLua(MakeHost(nullptr, 0, 0, LibProfile::Kind::kAll).get(), count), "ok:0");
+  // In 'safe' too (no debug library there: compare with the method).
+  EXPECT_EQ(RunLua(MakeHost(&clock, 0, 50'000'000, LibProfile::Kind::kSafe).get(),
+                   "return string.find == ('').find and string.find('abc', 'b')"),
+            "ok:2");
+}
+
+// The clock moves 1 ms a read: the matcher's checks run the budget out.
+TEST(PatternWiring, ThePathologicalMatchIsKilledLikeALoopAndPcallCannotKeepIt) {
+  TickingClock clock;
+  auto host = MakeHost(&clock, 0, 50'000'000, LibProfile::Kind::kSafe);
+  const char* const calls[] = {
+      "string.find(s, p)",     "string.match(s, p)", "for _ in string.gmatch(s, p) do end",
+      "string.gsub(s, p, '')", "s:find(p)",          "('x'):rep(1e5):match('.-.-.-.-.-y')",
+  };
+  for (const char* call : calls) {
+    const std::string src = "local s, p = ('a'):rep(40000), ('a-'):rep(30) .. 'b' local ok = pcall(function() " +
+                            std::string(call) + " end) return 'survived'";
+    // The last raise is the hook's, at the chunk's next instruction after pcall.
+    EXPECT_EQ(RunLua(host.get(), src), "err:CPU budget exceeded (taskTimeout 50 ms)") << call;
+    EXPECT_TRUE(host->last_killed()) << call;
+    EXPECT_EQ(RunLua(host.get(), "return ('abc'):find('b')"), "ok:2");  // usable afterwards
+  }
+}
+
+TEST(PatternWiring, AKillInACoroutineMarksItLikeTheHooksKill) {
+  TickingClock clock;
+  auto host = MakeHost(&clock, 0, 50'000'000, LibProfile::Kind::kSafe);
+  EXPECT_EQ(RunLua(host.get(),
+                   "co = coroutine.create(function() return string.find(('a'):rep(40000), "
+                   "('a-'):rep(30) .. 'b') end) return coroutine.resume(co)"),
+            "ok:false");
+  EXPECT_TRUE(host->last_killed());
+  lua_State* L = host->main();
+  lua_getglobal(L, "co");
+  EXPECT_TRUE(LuaHost::HasKilledMark(lua_tothread(L, -1)));
+  lua_pop(L, 1);
+  EXPECT_FALSE(LuaHost::HasKilledMark(L));
 }
 
 }  // namespace
