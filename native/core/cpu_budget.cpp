@@ -45,6 +45,12 @@ void CpuBudget::Hook(lua_State* L, lua_Debug* ar) {
   LuaHost::From(L)->budget()->OnHook(L);
 }
 
+bool CpuBudget::DeadlinePassed() {
+  if (!window_.active) return false;
+  if (!window_.killing && window_.deadline != 0 && clock_->MonoNs() >= window_.deadline) window_.killing = true;
+  return window_.killing;
+}
+
 void CpuBudget::OnHook(lua_State* L) {
   if (!window_.active) return;
   if (!window_.killing) {
@@ -61,14 +67,20 @@ void CpuBudget::OnHook(lua_State* L) {
       return;
     }
   }
+  RaiseKill(L);
+}
+
+int CpuBudget::RaiseKill(lua_State* L) {
   lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // from now on, every instruction
   // Raised from a hook, the kill leaves L with hooks off for good (Lua does
   // not turn them back on in a coroutine that dies of it): the mark keeps
   // its <close> handlers from being run later, where nothing could stop them.
   // (Not the main thread: new coroutines copy its extra space, and a kill
-  // there is inside a protected call, which turns hooks back on.)
+  // there is inside a protected call, which turns hooks back on.) Raised
+  // from a C function instead, hooks stay on, but the coroutine is marked
+  // alike: a killed coroutine is one kind, whatever raised the kill.
   if (L != LuaHost::From(L)->main()) LuaHost::SetKilledMark(L);
-  luaL_error(L, "CPU budget exceeded (taskTimeout %d ms)", static_cast<int>(timeout_ns_ / 1000000));
+  return luaL_error(L, "CPU budget exceeded (taskTimeout %d ms)", static_cast<int>(timeout_ns_ / 1000000));
 }
 
 }  // namespace lua_tasks

@@ -61,6 +61,15 @@ class CpuBudget {
   int64_t Close(const Window& outer, bool* killed, int64_t now);
   int64_t Close(const Window& outer, bool* killed) { return Close(outer, killed, clock_->MonoNs()); }
 
+  // For long C calls the hook cannot reach (our pattern matcher asks this
+  // every thousand steps): reads the clock and returns true, switching to
+  // killing, once the current window's deadline has passed.
+  bool DeadlinePassed();
+  // Raises the kill on L, as the hook does: the message, the killed mark on a
+  // non-main thread, and a hook on every instruction from now on, so the kill
+  // goes on reaching the entry point past any pcall. Never returns.
+  int RaiseKill(lua_State* L);
+
   bool killing() const { return window_.killing; }
   bool active() const { return window_.active; }
   uint64_t preemptions() const { return preemptions_; }

@@ -4,13 +4,16 @@
 
 #include <cstring>
 
+#include "lua_api_pattern.hpp"
+
 namespace lua_tasks {
 
 namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
-  bool guard_xpcall;  // a CPU budget can kill: see kGuardedXpcall
+  bool guard_xpcall;       // a CPU budget can kill: see kGuardedXpcall
+  CpuBudget* kill_budget;  // with a taskTimeout: see GuardPatterns
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
@@ -40,9 +43,33 @@ _G.xpcall = function(...)
 end
 )lua";
 
+// Lua's pattern matching runs whole inside one C call, out of the count
+// hook's reach, and some patterns backtrack for minutes. With a taskTimeout,
+// string.find/match/gmatch/gsub are our matcher (same behaviour), which asks
+// the budget as it goes and raises the same kill. Not for a timeSlice alone:
+// that only preempts, which no C call allows midway, so the stock functions
+// do as well there, and runtimes without limits pay nothing.
+bool PatternDeadlinePassed(void* budget) {
+  return static_cast<CpuBudget*>(budget)->DeadlinePassed();
+}
+int PatternRaiseKill(void* budget, lua_State* L) {
+  return static_cast<CpuBudget*>(budget)->RaiseKill(L);
+}
+
+// Replaces the pattern functions in the string library, if it is open (it is
+// then also the strings' metatable __index, so s:find changes too).
+void GuardPatterns(lua_State* L, CpuBudget* budget) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, LUA_STRLIBNAME) == LUA_TTABLE) {
+    RegisterPatternFunctions(L, -1, PatternStop{PatternDeadlinePassed, PatternRaiseKill, budget});
+  }
+  lua_pop(L, 2);
+}
+
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
+  if (args->kill_budget != nullptr) GuardPatterns(L, args->kill_budget);
   lua_getglobal(L, "xpcall");
   if (args->guard_xpcall && lua_isfunction(L, -1)) {
     if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
@@ -74,7 +101,8 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
-  SetupArgs args{&options, host->budget_ != nullptr};
+  CpuBudget* kill_budget = host->budget_ && host->budget_->timeout_ns() > 0 ? host->budget_.get() : nullptr;
+  SetupArgs args{&options, host->budget_ != nullptr, kill_budget};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;

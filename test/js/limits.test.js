@@ -125,3 +125,34 @@ test('an xpcall message handler cannot hold a killed task past taskTimeout, and 
   expect(() => rt.load('xpcall(print)')).toThrow(/bad argument #2 to 'xpcall' \(function expected, got no value\)/);
   rt.closeSync();
 });
+
+describe('taskTimeout stops pattern matching that backtracks for minutes', () => {
+  // Lua's own matcher runs a whole string.find in one C call, where the count
+  // hook never fires: each of these held the process for minutes or more.
+  const setup = `s, p = ("a"):rep(40000), ("a-"):rep(30) .. "b"`;
+  const calls = [
+    'string.find(s, p)',
+    'string.match(s, p)',
+    'for _ in string.gmatch(s, p) do end',
+    'string.gsub(s, p, "")',
+    's:find(p)',
+    '("x"):rep(1e5):match(".-.-.-.-.-y")',
+  ];
+  test.each(calls)('%s in a task ends with ERR_TASK_TIMEOUT, through pcall, and the runtime goes on', async (call) => {
+    const rt = new Runtime({ taskTimeout: 50 });
+    rt.load(setup);
+    const fn = rt.load(`return function() local ok = pcall(function() ${call} end) return "survived" end`)[0];
+    await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+    expect(rt.load('return ("key=value"):match("(%w+)=(%w+)")')).toEqual(['key', 'value']);
+    rt.closeSync();
+  });
+
+  test('a call from JS is stopped the same way', () => {
+    const rt = new Runtime({ taskTimeout: 50 });
+    rt.load(setup);
+    expect(() => rt.load('return string.gsub(s, p, function() end)'))
+      .toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+    expect(rt.load('return string.gsub("a b", "%s", "_")')).toEqual(['a_b', 1]);
+    rt.closeSync();
+  });
+});
