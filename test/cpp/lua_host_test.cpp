@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "test_clocks.hpp"
+#include "test_hosts.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -15,34 +16,7 @@ std::unique_ptr<LuaHost> MakeHost(LibProfile::Kind kind = LibProfile::Kind::kSaf
   LuaHostOptions o;
   o.libs.kind = kind;
   o.memory_limit = limit;
-  std::string error;
-  auto host = LuaHost::Create(o, &error);
-  EXPECT_TRUE(host) << error;
-  return host;
-}
-
-// Runs `src`; returns "ok:<first result as string>" or "err:<message>".
-std::string RunLua(LuaHost* host, const std::string& src) {
-  lua_State* L = host->main();
-  const int base = lua_gettop(L);
-  int status = host->Load(L, src, "=test");
-  if (status == LUA_OK) {
-    LuaHost::Entry entry(host, L);
-    status = host->PCall(L, 0, 1);
-  }
-  std::string out;
-  if (status == LUA_OK) {
-    const char* s = luaL_tolstring(L, -1, nullptr);
-    out = std::string("ok:") + s;
-  } else if (status == LUA_ERRRUN) {
-    out = "err:" + host->last_message();
-  } else if (status == LUA_ERRMEM) {
-    out = "mem:" + host->MemoryErrorMessage();
-  } else {
-    out = std::string("err:") + lua_tostring(L, -1);
-  }
-  lua_settop(L, base);
-  return out;
+  return CreateHost(o);
 }
 
 TEST(LuaHost, SafeProfileHasOnlyTheAllowList) {

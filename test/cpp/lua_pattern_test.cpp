@@ -12,6 +12,7 @@
 #include "lua_api_pattern.hpp"
 #include "lua_host.hpp"
 #include "test_clocks.hpp"
+#include "test_hosts.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -566,25 +567,7 @@ std::unique_ptr<LuaHost> MakeHost(const Clock* clock, int64_t slice_ns, int64_t 
   o.time_slice_ns = slice_ns;
   o.task_timeout_ns = timeout_ns;
   o.clock = clock;
-  std::string error;
-  auto host = LuaHost::Create(o, &error);
-  EXPECT_TRUE(host) << error;
-  return host;
-}
-
-// Runs `src` from JS's side; returns "ok:<first result>" or "err:<message>".
-std::string RunLua(LuaHost* host, const std::string& src) {
-  lua_State* L = host->main();
-  const int base = lua_gettop(L);
-  int status = host->Load(L, src, "=test");
-  if (status == LUA_OK) {
-    LuaHost::Entry entry(host, L);
-    status = host->PCall(L, 0, 1);
-  }
-  const std::string out =
-      status == LUA_OK ? std::string("ok:") + luaL_tolstring(L, -1, nullptr) : "err:" + host->last_message();
-  lua_settop(L, base);
-  return out;
+  return CreateHost(o);
 }
 
 TEST(PatternWiring, OnlyARuntimeWithATaskTimeoutGetsOurPatternFunctions) {

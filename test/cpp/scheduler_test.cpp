@@ -32,6 +32,19 @@ class Recorder final : public SchedulerHooks {
 
 constexpr int64_t kMs = 1'000'000;
 
+// Gives the host's Lua code the tasks API of `sched`.
+void RegisterTasks(LuaHost* host, Scheduler* sched) {
+  std::string error;
+  ASSERT_EQ(host->Protected(
+                [](lua_State* L) {
+                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  return 0;
+                },
+                sched, &error),
+            LUA_OK)
+      << error;
+}
+
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -40,14 +53,7 @@ class SchedulerTest : public ::testing::Test {
     host = LuaHost::Create(o, &error);
     ASSERT_TRUE(host) << error;
     sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
-    ASSERT_EQ(host->Protected(
-                  [](lua_State* L) {
-                    RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                    return 0;
-                  },
-                  sched.get(), &error),
-              LUA_OK)
-        << error;
+    ASSERT_NO_FATAL_FAILURE(RegisterTasks(host.get(), sched.get()));
     Run("log = {} function note(s) log[#log + 1] = s end");
   }
   void TearDown() override {
@@ -491,34 +497,43 @@ TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
   EXPECT_EQ(Log(), "other");
 }
 
-// A clock that moves 1 ms every time it is read: Lua code "runs" for as long
-// as it reads the clock, so preemption and kills are deterministic.
-TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
+// A runtime with a CPU budget on a clock that moves 1 ms every time it is
+// read: Lua code "runs" for as long as it reads the clock, so preemption and
+// kills are deterministic.
+class CpuBudgetTest : public ::testing::Test {
+ protected:
+  void Make(int64_t slice_ns, int64_t timeout_ns) {
+    LuaHostOptions o;
+    o.time_slice_ns = slice_ns;
+    o.task_timeout_ns = timeout_ns;
+    o.clock = &clock;
+    std::string error;
+    host = LuaHost::Create(o, &error);
+    ASSERT_TRUE(host) << error;
+    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
+    ASSERT_NO_FATAL_FAILURE(RegisterTasks(host.get(), sched.get()));
+  }
+  void TearDown() override {
+    sched.reset();
+    host.reset();
+  }
+
   TickingClock clock;
   Recorder rec;
-  LuaHostOptions o;
-  o.time_slice_ns = 5'000'000;
-  o.task_timeout_ns = 200'000'000;
-  o.clock = &clock;
-  std::string error;
-  auto host = LuaHost::Create(o, &error);
-  ASSERT_TRUE(host) << error;
-  Scheduler sched(host.get(), &clock, &rec);
-  ASSERT_EQ(host->Protected(
-                [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                  return 0;
-                },
-                &sched, &error),
-            LUA_OK);
+  std::unique_ptr<LuaHost> host;
+  std::unique_ptr<Scheduler> sched;
+};
+
+TEST_F(CpuBudgetTest, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
+  ASSERT_NO_FATAL_FAILURE(Make(5'000'000, 200'000'000));
   lua_State* L = host->main();
   ASSERT_EQ(luaL_dostring(L, R"(function spin() while true do pcall(function() while true do end end) end end)"),
             LUA_OK);
   lua_getglobal(L, "spin");
-  sched.Start(L, 0, true);
+  sched->Start(L, 0, true);
   EXPECT_GT(host->budget()->preemptions(), 0u);  // made to yield at its first slice
-  for (int i = 0; i < 100 && sched.task_count() > 0; ++i) sched.RunImmediate();
-  EXPECT_EQ(sched.task_count(), 0u);
+  for (int i = 0; i < 100 && sched->task_count() > 0; ++i) sched->RunImmediate();
+  EXPECT_EQ(sched->task_count(), 0u);
   EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});
 }
 
@@ -526,23 +541,8 @@ TEST(CpuBudget, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
 // next hook. A task it starts meanwhile shares its deadline (already past)
 // but not the kill: one that yields before its first hook lives on, under
 // a budget of its own once resumed.
-TEST(CpuBudget, ATaskStartedByCodeBeingKilledIsNotKilledWithIt) {
-  TickingClock clock;
-  Recorder rec;
-  LuaHostOptions o;
-  o.task_timeout_ns = 200'000'000;
-  o.clock = &clock;
-  std::string error;
-  auto host = LuaHost::Create(o, &error);
-  ASSERT_TRUE(host) << error;
-  Scheduler sched(host.get(), &clock, &rec);
-  ASSERT_EQ(host->Protected(
-                [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                  return 0;
-                },
-                &sched, &error),
-            LUA_OK);
+TEST_F(CpuBudgetTest, ATaskStartedByCodeBeingKilledIsNotKilledWithIt) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 200'000'000));
   lua_State* L = host->main();
   ASSERT_EQ(luaL_dostring(L, R"(
     log = ""
@@ -555,41 +555,26 @@ TEST(CpuBudget, ATaskStartedByCodeBeingKilledIsNotKilledWithIt) {
     end)"),
             LUA_OK);
   lua_getglobal(L, "parent");
-  sched.Start(L, 0, true);
-  sched.RunImmediate();
+  sched->Start(L, 0, true);
+  sched->RunImmediate();
   lua_getglobal(L, "log");
   EXPECT_STREQ(lua_tostring(L, -1), "false ran resumed");
   lua_pop(L, 1);
   EXPECT_EQ(rec.ends, std::vector<std::string>{"failed:timeout"});  // the parent (the child is not observed)
-  EXPECT_EQ(sched.task_count(), 0u);
+  EXPECT_EQ(sched->task_count(), 0u);
 }
 
-TEST(CpuBudget, ABatchEndsOnceItHasHeldTheLoopForASlice) {
+TEST_F(CpuBudgetTest, ABatchEndsOnceItHasHeldTheLoopForASlice) {
   // Four spinning tasks, each preempted after its own 5 ms: one batch runs
   // about one slice's worth of them, not all four back to back (20 ms).
-  TickingClock clock;
-  Recorder rec;
-  LuaHostOptions o;
-  o.time_slice_ns = 5'000'000;
-  o.clock = &clock;
-  std::string error;
-  auto host = LuaHost::Create(o, &error);
-  ASSERT_TRUE(host) << error;
-  Scheduler sched(host.get(), &clock, &rec);
-  ASSERT_EQ(host->Protected(
-                [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                  return 0;
-                },
-                &sched, &error),
-            LUA_OK);
+  ASSERT_NO_FATAL_FAILURE(Make(5'000'000, 0));
   lua_State* L = host->main();
   ASSERT_EQ(luaL_dostring(L, R"(turns = 0 function spin() coroutine.yield() while true do turns = turns + 1
                                   for i = 1, 1e9 do end end end)"),
             LUA_OK);
   for (int i = 0; i < 4; ++i) {
     lua_getglobal(L, "spin");
-    sched.Start(L, 0, true);  // each yields IMMEDIATE at once
+    sched->Start(L, 0, true);  // each yields IMMEDIATE at once
   }
   auto turns = [&] {
     lua_getglobal(L, "turns");
@@ -597,13 +582,13 @@ TEST(CpuBudget, ABatchEndsOnceItHasHeldTheLoopForASlice) {
     lua_pop(L, 1);
     return n;
   };
-  sched.RunImmediate();
+  sched->RunImmediate();
   EXPECT_EQ(turns(), 1);  // the first ran its slice; the other three wait, in order
-  sched.RunImmediate();
+  sched->RunImmediate();
   EXPECT_EQ(turns(), 2);
-  for (int i = 0; i < 10; ++i) sched.RunImmediate();
+  for (int i = 0; i < 10; ++i) sched->RunImmediate();
   EXPECT_EQ(turns(), 4);  // every spinner got its turns: nobody starved
-  sched.CancelAll();
+  sched->CancelAll();
 }
 
 }  // namespace
