@@ -303,12 +303,18 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
     return false;
   }
   lua_pushlstring(L, path.data(), path.size());
+  int status;
   {
     LuaHost::Entry entry(core->host.get(), L);
-    if (core->host->PCall(L, 1, 1) != LUA_OK) {
-      lua_pop(L, 1);
-      lua_pushnil(L);
-    }
+    status = core->host->PCall(L, 1, 1);
+  }
+  if (status != LUA_OK) {
+    // A module on the path failed to load (its top level raised, or it is
+    // loading in a task): that error says more than "not a Lua function".
+    Napi::Env env = fn.Env();
+    Napi::Value err(env, LuaErrorToJs(core, L, status));
+    lua_pop(L, 1);
+    throw Napi::Error(env, err);
   }
   if (lua_isfunction(L, -1)) return true;
   lua_pop(L, 1);

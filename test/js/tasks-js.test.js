@@ -55,6 +55,13 @@ describe('what rt.start accepts', () => {
     expect(rt.tasks()).toEqual([]);
   });
 
+  test('a module.fn path whose module fails to load gives the module\'s error, not "not a Lua function"', () => {
+    const r = new Runtime({ modules: { bad: 'error("broken module")' } });
+    expect(() => r.start('bad.fn')).toThrow(expect.objectContaining({ code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^bad:1: broken module/) }));
+    expect(r.tasks()).toEqual([]);
+    r.closeSync();
+  });
+
   test.each([[42], [null], [{}], [undefined]])('refuses %p as the function with ERR_INVALID_ARG_TYPE', (fn) => {
     expect(() => rt.start(fn)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
   });
