@@ -531,7 +531,11 @@ std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::
     if (*found < span.end + span.offset) {
       const int64_t instant = *found - span.offset;
       // A fixed-time match inside the gap fires at the first valid instant.
-      return expr.interval ? instant : std::max(instant, span.begin);
+      const int64_t next = expr.interval ? instant : std::max(instant, span.begin);
+      // West of UTC, local 9999-12-31 reaches into UTC year 10000, where no
+      // search may start: such an instant would have no instant before it.
+      if (next > kMaxFrom) return std::nullopt;
+      return next;
     }
     prev = span.offset;
     span = SpanAt(zone, tail, span.end);

@@ -165,6 +165,16 @@ TEST(CronScheduleTest, SearchStopsAtTheYearsAndTheCalendarEnd) {
   EXPECT_EQ(CronNext(every, INT64_MIN, nullptr), At("0001-01-01T00:00:00Z"));
   EXPECT_EQ(CronNext(Parse("0 0 0 1 1 ?"), At("1900-06-01T00:00:00Z"), nullptr), At("1901-01-01T00:00:00Z"));
   EXPECT_EQ(CronNext(Parse("0 0 0 1 1 ? 1970"), INT64_MIN, nullptr), 0);
+  // West of UTC, local 9999-12-31 runs into UTC year 10000, where no search
+  // starts: an instant there had no instant before it (fuzz: CronNext of
+  // next - 1 was none). The search ends at 9999-12-31T23:59:59Z in every zone.
+  const date::time_zone* santiago = Zone("America/Santiago");
+  const CronExpr at3 = Parse("7-2 3 * * * *");
+  EXPECT_EQ(CronNext(at3, At("9999-12-31T23:59:57Z"), santiago), std::nullopt);
+  const std::optional<int64_t> last = CronNext(at3, At("9999-12-31T20:00:00Z"), santiago);
+  ASSERT_TRUE(last.has_value());
+  EXPECT_LE(*last, At("9999-12-31T23:59:59Z"));
+  EXPECT_EQ(CronNext(at3, *last - 1, santiago), last);
 }
 
 // ---- day specials ----------------------------------------------------------------
