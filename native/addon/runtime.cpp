@@ -269,6 +269,9 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
     return false;
   }
   const std::string path = fn.As<Napi::String>().Utf8Value();
+  // Every part must be non-empty: a leading '.' made the loop below start
+  // over at the globals for ever, and "print." named print.
+  if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos) return false;
   // Try globals, then every split "module.rest" of the loaded modules.
   for (size_t split = 0; split != std::string::npos;) {
     std::string_view rest(path);

@@ -369,6 +369,8 @@ if not require then
       local name = waiting_for[owner]
       owner = name and loading[name]
       if not owner then return false end
+      local st = status(owner)  -- a killed task's marks stay (no <close> ran): not a loop through it
+      if owner ~= id and st ~= "running" and st ~= "waiting" then return false end
     end
     return false
   end
@@ -396,11 +398,11 @@ if not require then
     while loading[name] do
       local owner = loading[name]
       if owner == id then error("module '" .. name .. "' requires itself while it loads (a require loop)", 2) end
+      local st = status(owner)
+      if st ~= "running" and st ~= "waiting" then break end  -- killed while loading: no <close> ran
       if waits_on(owner, id) then
         error("module '" .. name .. "' is loading in task " .. owner .. ", which waits for a module this task loads (a require loop)", 2)
       end
-      local st = status(owner)
-      if st ~= "running" and st ~= "waiting" then break end  -- killed while loading: no <close> ran
       if not id then
         error("module '" .. name .. "' is loading in task " .. owner .. " (its top level waits); require it from a task to wait for it", 2)
       end

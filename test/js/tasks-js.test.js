@@ -50,6 +50,10 @@ describe('what rt.start accepts', () => {
     ['an unknown global', 'nope', /"nope" is not a Lua function/],
     ['a path through a missing table', 'nope.fn', /"nope\.fn" is not a Lua function/],
     ['a global that is not a function', 'math.pi', /"math\.pi" is not a Lua function/],
+    ['a path starting with a dot (it looped for ever)', '.x', /"\.x" is not a Lua function/],
+    ['a lone dot', '.', /"\." is not a Lua function/],
+    ['a path ending with a dot (it named print)', 'print.', /"print\." is not a Lua function/],
+    ['an empty part', 'math..max', /"math\.\.max" is not a Lua function/],
   ])('refuses %s with ERR_INVALID_ARG_VALUE', (_, name, message) => {
     expect(() => rt.start(name)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringMatching(message) }));
     expect(rt.tasks()).toEqual([]);
