@@ -504,7 +504,8 @@ Napi::Value Runtime::JS_isLoaded(const Napi::CallbackInfo& info) {
   const std::string name = info[0].As<Napi::String>().Utf8Value();
   LuaHost::HostSection section(core->host.get(), L);
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  const bool loaded = lua_getfield(L, -1, name.c_str()) != LUA_TNIL;
+  lua_pushlstring(L, name.data(), name.size());  // all of it: c_str() stopped at a NUL
+  const bool loaded = lua_rawget(L, -2) != LUA_TNIL;
   lua_pop(L, 2);
   return Napi::Boolean::New(env, loaded);
 }

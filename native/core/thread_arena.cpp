@@ -103,7 +103,6 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
     if (index >= slabs_.size()) {
       slabs_.resize(index + 1);
       has_free_.resize((slabs_.size() + 63) / 64, 0);
-      unmapped_.resize(has_free_.size(), 0);
     }
     auto slab = std::make_unique<Slab>(slab_bytes_, align_);
     if (slab->memory.data() == nullptr) return nullptr;
@@ -117,7 +116,6 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
   }
   ++empty_kept_;
   ++maps_;
-  SetBit(unmapped_, index, false);
   MarkHasFree(index, true);
   return slabs_[index].get();
 }
@@ -137,7 +135,6 @@ void ThreadArena::Unmap(uint32_t index) noexcept {
   by_base_.erase(base);
   slabs_[index].reset();
   MarkHasFree(index, false);
-  SetBit(unmapped_, index, true);
 }
 
 void* ThreadArena::NewState(size_t bytes) noexcept {
@@ -148,11 +145,11 @@ void* ThreadArena::NewState(size_t bytes) noexcept {
   // The lowest mapped slab with a free slot; else the lowest unmapped one,
   // or a new one. Preferring an unmapped lower slab to the empty one kept
   // mapped and unmapped a slab at every collection.
+  // (Only when every mapped slab is full: a scan of slabs_ is cheap then.)
   uint32_t index = LowestSet(has_free_, &first_free_word_);
   if (index == UINT32_MAX) {
-    size_t from = 0;
-    index = LowestSet(unmapped_, &from);
-    if (index == UINT32_MAX) index = static_cast<uint32_t>(slabs_.size());
+    index = 0;
+    while (index < slabs_.size() && slabs_[index] != nullptr) ++index;
   }
   Slab* slab = index < slabs_.size() ? slabs_[index].get() : nullptr;
   if (slab == nullptr && (slab = Map(index)) == nullptr) return nullptr;

@@ -111,7 +111,6 @@ class ThreadArena {
   size_t align_ = 0;  // a power of two >= slab_bytes_: a part's slab is found by masking its address
   std::vector<std::unique_ptr<Slab>> slabs_;         // by index; null when unmapped
   std::vector<uint64_t> has_free_;                   // by slab index: 1 = mapped, with a slot free
-  std::vector<uint64_t> unmapped_;                   // by slab index: 1 = unmapped (below slabs_.size())
   std::unordered_map<uintptr_t, uint32_t> by_base_;  // mapped slab base -> index
   mutable uintptr_t last_base_ = 0;                  // the last slab found, as a lookup usually repeats it
   mutable uint32_t last_index_ = 0;
