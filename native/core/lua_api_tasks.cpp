@@ -101,15 +101,16 @@ int k_commit(lua_State* L, int status, lua_KContext ctx) {
 int l_co_yield(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
-  if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));       // plain Lua semantics
-  if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
-  if (lua_gettop(L) == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
+  if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
+  const int n = lua_gettop(L);
+  if (n == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
     t->Pend(WaitKind::kImmediate);
     return lua_yield(L, 0);
   }
+  if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
   WaitRequest req;
   char err[256];
-  if (!ParseYield(L, 1, lua_gettop(L), *s->clock(), s->yield_names(), &req, err, sizeof err)) {
+  if (!ParseYield(L, 1, n, *s->clock(), s->yield_names(), &req, err, sizeof err)) {
     return luaL_error(L, "%s", err);
   }
   if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {

@@ -216,43 +216,17 @@ std::string LuaHost::MemoryErrorMessage() const {
   return "Lua ran out of memory";
 }
 
-LuaHost::Entry::Entry(LuaHost* host, lua_State* L)
-    : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
-  host->current_ = L;
-  host->memory_.enforce = true;
-  // A call from JS with nothing running opens a CPU window; tasks open their
-  // own (Scheduler::RunTask), and nested calls keep the outer one.
-  if (host->budget_ && !host->budget_->active()) {
-    outer_ = host->budget_->Open(0, false);
-    opened_ = true;
-    host->last_killed_ = false;
-  }
-  ++host->depth_;
+void LuaHost::Entry::OpenWindow() {
+  outer_ = host_->budget_->Open(0, false);
+  opened_ = true;
+  host_->last_killed_ = false;
 }
 
-LuaHost::Entry::~Entry() {
-  host_->current_ = saved_current_;
-  host_->memory_.enforce = saved_enforce_;
-  --host_->depth_;
-  if (opened_) {
-    bool killed;
-    host_->budget_->Close(outer_, &killed);
-    host_->last_killed_ = killed;
-    if (killed) host_->budget_->Install(host_->L_);  // the kill left a per-instruction hook
-  }
-}
-
-LuaHost::HostSection::HostSection(LuaHost* host, lua_State* L)
-    : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
-  host->current_ = L;
-  host->memory_.enforce = false;
-  ++host->sections_;
-}
-
-LuaHost::HostSection::~HostSection() {
-  host_->current_ = saved_current_;
-  host_->memory_.enforce = saved_enforce_;
-  --host_->sections_;
+void LuaHost::Entry::CloseWindow() {
+  bool killed;
+  host_->budget_->Close(outer_, &killed);
+  host_->last_killed_ = killed;
+  if (killed) host_->budget_->Install(host_->L_);  // the kill left a per-instruction hook
 }
 
 }  // namespace lua_tasks

@@ -113,14 +113,31 @@ class LuaHost {
 
   // RAII: marks Lua code as running on `L` for the lifetime of the object.
   // Safe around lua_pcall/lua_resume (they never longjmp to their caller).
+  // Inline: every task wake opens one.
   class Entry {
    public:
-    Entry(LuaHost* host, lua_State* L);
-    ~Entry();
+    Entry(LuaHost* host, lua_State* L)
+        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+      host->current_ = L;
+      host->memory_.enforce = true;
+      // A call from JS with nothing running opens a CPU window; tasks open
+      // their own (Scheduler::RunTask), and nested calls keep the outer one.
+      if (host->budget_ && !host->budget_->active()) OpenWindow();
+      ++host->depth_;
+    }
+    ~Entry() {
+      host_->current_ = saved_current_;
+      host_->memory_.enforce = saved_enforce_;
+      --host_->depth_;
+      if (opened_) CloseWindow();
+    }
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
 
    private:
+    void OpenWindow();
+    void CloseWindow();
+
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
@@ -132,8 +149,17 @@ class LuaHost {
   // enforced and `current` is the calling thread. Counts as busy().
   class HostSection {
    public:
-    HostSection(LuaHost* host, lua_State* L);
-    ~HostSection();
+    HostSection(LuaHost* host, lua_State* L)
+        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+      host->current_ = L;
+      host->memory_.enforce = false;
+      ++host->sections_;
+    }
+    ~HostSection() {
+      host_->current_ = saved_current_;
+      host_->memory_.enforce = saved_enforce_;
+      --host_->sections_;
+    }
     HostSection(const HostSection&) = delete;
     HostSection& operator=(const HostSection&) = delete;
 
