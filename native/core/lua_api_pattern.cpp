@@ -176,12 +176,23 @@ int l_pattern_gmatch(lua_State* L) {
 
 // gsub with a string replacement (argument 3): "%0" the match, "%1"-"%9" a
 // capture, "%%" a '%'; any other '%' is an error.
-void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m) {
+// The template is all C: with a long one ("%0" a million times), the
+// stop is asked every kTemplateCheckBytes copied or scanned, as the matcher
+// asks it every so many steps.
+constexpr ptrdiff_t kTemplateCheckBytes = 64 * 1024;
+
+void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, const PatternStop* stop) {
   size_t len;
   const char* t = lua_tolstring(L, 3, &len);
   const char* end = t + len;
   const char* pct;
+  ptrdiff_t countdown = kTemplateCheckBytes;
   while ((pct = static_cast<const char*>(std::memchr(t, '%', static_cast<size_t>(end - t)))) != nullptr) {
+    countdown -= (pct - t) + 2 + (m.end() - m.start());
+    if (countdown <= 0) {
+      countdown = kTemplateCheckBytes;
+      if (stop->should_stop(stop->ctx)) stop->raise(stop->ctx, L);
+    }
     luaL_addlstring(b, t, static_cast<size_t>(pct - t));
     const char c = pct + 1 < end ? pct[1] : '\0';
     if (c == '%') {
@@ -207,9 +218,9 @@ void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m) {
 
 // Adds the replacement for the current match to b. Returns false when a
 // function or table gave false or nil, which keeps the match as it was.
-bool AddReplacement(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, int repl_type) {
+bool AddReplacement(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, int repl_type, const PatternStop* stop) {
   if (repl_type == LUA_TSTRING || repl_type == LUA_TNUMBER) {
-    AddTemplate(L, b, m);
+    AddTemplate(L, b, m, stop);
     return true;
   }
   if (repl_type == LUA_TFUNCTION) {
@@ -252,7 +263,7 @@ int l_pattern_gsub(lua_State* L) {
   while (n < max_n && (status = m.Search(pos, anchored != 0, last)) == Status::kMatch) {
     luaL_addlstring(&b, s + pos, static_cast<size_t>(m.start() - (s + pos)));
     ++n;
-    changed = AddReplacement(L, &b, m, repl_type) || changed;
+    changed = AddReplacement(L, &b, m, repl_type, stop) || changed;
     last = m.end();
     pos = static_cast<size_t>(last - s);
     if (anchored) break;

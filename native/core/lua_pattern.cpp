@@ -154,11 +154,12 @@ PatternMatcher::Status PatternMatcher::Search(size_t from, bool anchored, const 
 // match can only start where that item matches: anywhere else Match fails on
 // it before it reaches anything (an error included). Returns that item's
 // end, or null when the pattern starts otherwise.
-const char* PatternMatcher::FirstItemEnd() const {
+const char* PatternMatcher::FirstItemEnd() {
   const char* p = pat_;
   if (p == pat_end_ || *p == '(' || *p == ')' || (*p == '$' && p + 1 == pat_end_)) return nullptr;
   if (*p == '%' && p + 1 < pat_end_ && (p[1] == 'b' || p[1] == 'f' || (p[1] >= '0' && p[1] <= '9'))) return nullptr;
   const char* ep = ScanItem(p, pat_end_, nullptr);
+  if (ep != nullptr) ChargeScan(p, ep);
   if (ep == nullptr || (ep < pat_end_ && (*ep == '*' || *ep == '?' || *ep == '-'))) return nullptr;
   return ep;
 }
@@ -168,7 +169,7 @@ const char* PatternMatcher::FirstItemEnd() const {
 const char* PatternMatcher::NextCandidate(const char* s, const char* first_end) {
   if (*pat_ != '.' && *pat_ != '%' && *pat_ != '[') {  // a plain character: memchr finds it
     const void* at = std::memchr(s, *pat_, static_cast<size_t>(src_end_ - s));
-    countdown_ -= static_cast<int>(std::min<ptrdiff_t>(src_end_ - s, kCheckEvery) / 64);
+    ChargeScan(s, src_end_);
     return at == nullptr || !Step() ? nullptr : static_cast<const char*>(at);
   }
   for (; s < src_end_; ++s) {
@@ -205,16 +206,19 @@ const char* PatternMatcher::ScanItem(const char* p, const char* pat_end, Error* 
 const char* PatternMatcher::ItemEnd(const char* p) {
   Error error = Error::kNone;
   const char* ep = ScanItem(p, pat_end_, &error);
-  return ep != nullptr ? ep : Fail(error);
+  if (ep == nullptr) return Fail(error);
+  ChargeScan(p, ep);
+  return ep;
 }
 
-bool PatternMatcher::ItemMatches(unsigned char c, const char* p, const char* item_end) const {
+bool PatternMatcher::ItemMatches(unsigned char c, const char* p, const char* item_end) {
   switch (*p) {
     case '.':
       return true;
     case '%':
       return ClassMatches(c, static_cast<unsigned char>(p[1]));
     case '[':
+      ChargeScan(p, item_end);
       return SetMatches(c, p, item_end - 1);
     default:
       return static_cast<unsigned char>(*p) == c;
@@ -261,6 +265,7 @@ const char* PatternMatcher::Match(const char* s, const char* p) {
       // The subject has a '\0' before its start and after its end.
       const auto before = static_cast<unsigned char>(s == src_ ? '\0' : s[-1]);
       const auto here = static_cast<unsigned char>(s == src_end_ ? '\0' : *s);
+      ChargeScan(p, set_end);
       if (SetMatches(before, p, set_end - 1) || !SetMatches(here, p, set_end - 1)) break;
       p = set_end;
       continue;
@@ -377,7 +382,7 @@ const char* PatternMatcher::BackReference(const char* s, char digit) {
   if (i < 0 || i >= ncap_ || caps_[i].len == kOpen) return Fail(Error::kCaptureIndex, i + 1);
   const ptrdiff_t len = caps_[i].len;
   if (len < 0 || src_end_ - s < len) return nullptr;
-  countdown_ -= static_cast<int>(len / 64 < kCheckEvery ? len / 64 : kCheckEvery);  // memcmp is fast, not free
+  ChargeScan(s, s + len);  // memcmp is fast, not free
   if (std::memcmp(caps_[i].start, s, static_cast<size_t>(len)) != 0) return nullptr;
   return s + len;
 }

@@ -2,6 +2,7 @@
 // PatternMatcher: Lua 5.4 patterns (reference manual §6.4.1), matched in steps that can be stopped.
 #pragma once
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <type_traits>
@@ -81,14 +82,20 @@ class PatternMatcher {
   // Counts a step; false once the match must unwind.
   bool Step() { return --countdown_ > 0 || Checkpoint(); }
   bool Checkpoint();
+  // A scan of [from, to) (a set, the pattern for an item's end, memchr,
+  // memcmp) counts a step per 64 bytes, so a huge set or capture cannot hide
+  // seconds of work between checks. Capped: the next Step checks anyway.
+  void ChargeScan(const char* from, const char* to) {
+    countdown_ -= static_cast<int>(std::min<ptrdiff_t>((to - from) / 64, kCheckEvery));
+  }
   const char* Fail(Error e, int index = 0);
 
-  const char* FirstItemEnd() const;
+  const char* FirstItemEnd();
   const char* NextCandidate(const char* s, const char* first_end);
   static const char* ScanItem(const char* p, const char* pat_end, Error* error);
   const char* Match(const char* s, const char* p);
   const char* ItemEnd(const char* p);
-  bool ItemMatches(unsigned char c, const char* p, const char* item_end) const;
+  bool ItemMatches(unsigned char c, const char* p, const char* item_end);
   const char* Greedy(const char* s, const char* p, const char* item_end);
   const char* Lazy(const char* s, const char* p, const char* item_end);
   const char* OpenCapture(const char* s, const char* p, ptrdiff_t kind);

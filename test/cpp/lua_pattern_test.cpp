@@ -499,6 +499,30 @@ TEST_F(PatternTest, APathologicalMatchStopsWhenTheCheckSaysSo) {
   }
 }
 
+// Few steps, but each scans megabytes: the check is asked in proportion to
+// the bytes scanned, so these stop too (each would run seconds unchecked).
+TEST_F(PatternTest, AHugeSetCaptureOrTemplateIsCheckedByItsSize) {
+  const char* const calls[] = {
+      "S.find(s, set)",                            // the first item's end, then a candidate scan
+      "S.find(s, 'x?' .. set)",                    // an item's end, at every start
+      "S.match(s, set:sub(1, -2) .. 'a]*')",       // each character against the set
+      "S.find(s, '%f' .. set)",                    // the frontier's set
+      "S.gsub(s, '.', ('%0'):rep(1e6))",           // the replacement template
+      "S.gsub(s, '(.)', ('%1'):rep(1e6))",         // with a capture
+      "S.match(big .. big, '(' .. big .. ')%1')",  // a long back-reference
+  };
+  for (const char* call : calls) {
+    stop = FakeStop{0, 3};
+    const std::string expr =
+        "(function() local s, set, big = ('a'):rep(20), '[' .. ('b'):rep(4e6) .. ']', ('a'):rep(4e6) return " +
+        std::string(call) + " end)()";
+    const std::string got = Run(expr, "ours");
+    EXPECT_TRUE(got.starts_with("false,\"") && got.ends_with(": stopped after 3 checks\""))
+        << call << ": " << got.substr(0, 200);
+    EXPECT_EQ(stop.checks, 3) << call;
+  }
+}
+
 TEST_F(PatternTest, ALongMatchAsksTheCheckAndGoesOnWhileItSaysSo) {
   // About 4 million steps: a few thousand checks, then the stock result.
   const std::string expr = "S.find(('a'):rep(100), 'a-a-a-b')";

@@ -137,6 +137,9 @@ describe('taskTimeout stops pattern matching that backtracks for minutes', () =>
     'string.gsub(s, p, "")',
     's:find(p)',
     '("x"):rep(1e5):match(".-.-.-.-.-y")',
+    // Few steps, each scanning megabytes: a huge set, a huge template.
+    'string.find(s, "[" .. ("b"):rep(4e6) .. "a]*c")',
+    'string.gsub(s:sub(1, 1000), "a", ("%0"):rep(1e6))',
   ];
   test.each(calls)('%s in a task ends with ERR_TASK_TIMEOUT, through pcall, and the runtime goes on', async (call) => {
     const rt = new Runtime({ taskTimeout: 50 });
