@@ -531,7 +531,7 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
       throw Napi::Error(env, err);
     }
     LuaHost::HostSection section(core->host.get(), L);
-    PreloadModule(L, name.c_str());
+    PreloadModule(L, name);
   } else {
     LuaHost::HostSection section(core->host.get(), L);
     luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
@@ -543,7 +543,9 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
       lua_settop(L, base);
       throw;
     }
-    lua_setfield(L, -2, name.c_str());
+    lua_pushlstring(L, name.data(), name.size());  // the whole name: it may hold a NUL
+    lua_insert(L, -2);
+    lua_rawset(L, -3);
   }
   lua_settop(L, base);
   return env.Undefined();

@@ -466,10 +466,12 @@ const luaL_Reg kTasksFuncs[] = {
 
 }  // namespace
 
-void PreloadModule(lua_State* L, const char* name) {
-  lua_getfield(L, LUA_REGISTRYINDEX, kPreloadKey);
+void PreloadModule(lua_State* L, std::string_view name) {
+  lua_getfield(L, LUA_REGISTRYINDEX, kPreloadKey);  // value, PRELOAD
   lua_insert(L, -2);
-  lua_setfield(L, -2, name);
+  lua_pushlstring(L, name.data(), name.size());  // the whole name: it may hold a NUL
+  lua_insert(L, -2);
+  lua_rawset(L, -3);
   lua_pop(L, 1);
 }
 

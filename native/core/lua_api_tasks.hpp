@@ -2,6 +2,8 @@
 // The Lua face of the scheduler: coroutine.yield instructions, tasks, namazu.coroutine, require.
 #pragma once
 
+#include <string_view>
+
 #include <lua.hpp>
 
 namespace lua_tasks {
@@ -14,7 +16,7 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler);
 
 // Registers `name` as a module whose loader is the function on top of L's
 // stack (popped): require(name) calls it once. Raises (memory).
-void PreloadModule(lua_State* L, const char* name);
+void PreloadModule(lua_State* L, std::string_view name);
 
 // Registry key of the table `require` consults for loaders.
 inline constexpr const char kPreloadRegistryKey[] = "lua-tasks.preload";

@@ -56,6 +56,15 @@ describe('constructor options', () => {
     safe.closeSync();
   });
 
+  // Regression: the name was cut at the NUL, so 'a\0b' was registered as 'a'.
+  test('registers a module whose name holds a NUL byte under its whole name', () => {
+    const rt = new Runtime({ modules: { 'a\u0000b': 'return "source"', 'c\u0000d': { value: 1 } } });
+    expect(rt.load('return require("a\\0b"), require("c\\0d").value')).toEqual(['source', 1]);
+    expect(rt.load('return pcall(require, "a")')[0]).toBe(false);
+    expect(rt.load('return pcall(require, "c")')[0]).toBe(false);
+    rt.closeSync();
+  });
+
   // STYLE §5: TypeError for a wrong type, RangeError for a value out of range.
   // Regression: a string memoryLimit was reported as RangeError ERR_OUT_OF_RANGE.
   test('refuses a memoryLimit of the wrong type with TypeError ERR_INVALID_ARG_TYPE', () => {
