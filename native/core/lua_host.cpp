@@ -211,7 +211,7 @@ int LuaHost::Protected(lua_CFunction f, void* ud, std::string* error) {
 std::string LuaHost::MemoryErrorMessage() const {
   if (memory_.refused && memory_.limit != 0) {
     return "Lua memory limit exceeded: an allocation of " + std::to_string(memory_.refused_size) + " bytes with " +
-           std::to_string(memory_.used) + " in use passes memoryLimit " + std::to_string(memory_.limit);
+           std::to_string(memory_.refused_used) + " in use passes memoryLimit " + std::to_string(memory_.limit);
   }
   return "Lua ran out of memory";
 }

@@ -68,6 +68,7 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
     arena.Forget();
     b->refused = true;
     b->refused_size = nsize;
+    b->refused_used = b->used;
     return nullptr;
   }
   void* p;

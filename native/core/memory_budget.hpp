@@ -35,6 +35,7 @@ struct MemoryBudget {
   bool enforce = false;     // set while Lua code runs
   bool refused = false;     // an allocation failed for the limit since last reset
   size_t refused_size = 0;  // the size of that allocation
+  size_t refused_used = 0;  // and the memory in use then (unwinding frees some)
 
   // lua_Alloc; `ud` is the MemoryBudget.
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;

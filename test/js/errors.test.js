@@ -302,6 +302,20 @@ describe('memory limit', () => {
     expect(small.stats().memoryUsed).toBeLessThan(1 << 20);
   });
 
+  test.each([
+    ['a string', 'local keep = string.rep("x", 400 * 1024) return keep .. keep'],
+    ['a table', 'local t = {} for i = 1, 1e7 do t[i] = i end'],
+  ])('the message for %s gives the refused allocation and what was in use then, which together pass the limit', (_, src) => {
+    const err = thrownBy(() => small.load(src));
+    expect(err.code).toBe('ERR_MEMORY_LIMIT');
+    const m = /an allocation of (\d+) bytes with (\d+) in use passes memoryLimit 1048576$/.exec(err.message);
+    expect(m).not.toBeNull();
+    const [size, used] = [Number(m[1]), Number(m[2])];
+    expect(used).toBeLessThanOrEqual(1 << 20);
+    // A growing block's old size is in `used` and goes when it moves.
+    expect(used + size).toBeGreaterThan(1 << 20);
+  });
+
   test('source text too large to parse within the limit fails with ERR_MEMORY_LIMIT', () => {
     expect(() => small.load(`return #"${'y'.repeat(1 << 21)}"`)).toThrow(code('ERR_MEMORY_LIMIT'));
     expect(small.load('return 3')).toEqual([3]);
