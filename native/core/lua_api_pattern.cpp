@@ -111,8 +111,10 @@ int FindOrMatch(lua_State* L, bool find) {
     luaL_pushfail(L);
     return 1;
   }
+  const PatternStop* stop = StopAt(L, 1);
   if (find && (lua_toboolean(L, 4) || !HasPatternSpecials(p, lp))) {
-    const ptrdiff_t at = FindPlain(s, ls, init, p, lp);
+    const ptrdiff_t at = FindPlain(s, ls, init, p, lp, stop->should_stop, stop->ctx);
+    if (at == kFindStopped) return stop->raise(stop->ctx, L);
     if (at < 0) {
       luaL_pushfail(L);
       return 1;
@@ -121,7 +123,6 @@ int FindOrMatch(lua_State* L, bool find) {
     lua_pushinteger(L, at + static_cast<lua_Integer>(lp));
     return 2;
   }
-  const PatternStop* stop = StopAt(L, 1);
   const size_t anchored = lp > 0 && p[0] == '^' ? 1 : 0;
   PatternMatcher m(s, ls, p + anchored, lp - anchored, stop->should_stop, stop->ctx);
   const Status status = m.Search(init, anchored != 0, nullptr);
@@ -174,25 +175,36 @@ int l_pattern_gmatch(lua_State* L) {
   return 1;
 }
 
+// gsub's output is all C (the text between matches, templates, replacement
+// values), and a template is scanned in C: so the stop is asked every
+// kOutputCheckBytes added or scanned, across matches, as the matcher asks it
+// every so many steps. Trivially destructible: a raise may pass over it.
+constexpr ptrdiff_t kOutputCheckBytes = 64 * 1024;
+
+struct OutputCheck {
+  const PatternStop* stop;
+  ptrdiff_t left = kOutputCheckBytes;
+  size_t charged = 0;  // the buffer's length at the last charge
+
+  // Counts what was added to b since the last charge, and `scanned` bytes.
+  void Charge(lua_State* L, luaL_Buffer* b, size_t scanned) {
+    left -= static_cast<ptrdiff_t>(luaL_bufflen(b) - charged + scanned);
+    charged = luaL_bufflen(b);
+    if (left > 0) return;
+    left = kOutputCheckBytes;
+    if (stop->should_stop(stop->ctx)) stop->raise(stop->ctx, L);
+  }
+};
+
 // gsub with a string replacement (argument 3): "%0" the match, "%1"-"%9" a
 // capture, "%%" a '%'; any other '%' is an error.
-// The template is all C: with a long one ("%0" a million times), the
-// stop is asked every kTemplateCheckBytes copied or scanned, as the matcher
-// asks it every so many steps.
-constexpr ptrdiff_t kTemplateCheckBytes = 64 * 1024;
-
-void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, const PatternStop* stop) {
+void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, OutputCheck* check) {
   size_t len;
   const char* t = lua_tolstring(L, 3, &len);
   const char* end = t + len;
   const char* pct;
-  ptrdiff_t countdown = kTemplateCheckBytes;
   while ((pct = static_cast<const char*>(std::memchr(t, '%', static_cast<size_t>(end - t)))) != nullptr) {
-    countdown -= (pct - t) + 2 + (m.end() - m.start());
-    if (countdown <= 0) {
-      countdown = kTemplateCheckBytes;
-      if (stop->should_stop(stop->ctx)) stop->raise(stop->ctx, L);
-    }
+    check->Charge(L, b, static_cast<size_t>(pct - t) + 2);
     luaL_addlstring(b, t, static_cast<size_t>(pct - t));
     const char c = pct + 1 < end ? pct[1] : '\0';
     if (c == '%') {
@@ -214,13 +226,14 @@ void AddTemplate(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, const Pa
     t = pct + 2;
   }
   luaL_addlstring(b, t, static_cast<size_t>(end - t));
+  check->Charge(L, b, static_cast<size_t>(end - t));
 }
 
 // Adds the replacement for the current match to b. Returns false when a
 // function or table gave false or nil, which keeps the match as it was.
-bool AddReplacement(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, int repl_type, const PatternStop* stop) {
+bool AddReplacement(lua_State* L, luaL_Buffer* b, const PatternMatcher& m, int repl_type, OutputCheck* check) {
   if (repl_type == LUA_TSTRING || repl_type == LUA_TNUMBER) {
-    AddTemplate(L, b, m, stop);
+    AddTemplate(L, b, m, check);
     return true;
   }
   if (repl_type == LUA_TFUNCTION) {
@@ -260,10 +273,12 @@ int l_pattern_gsub(lua_State* L) {
   lua_Integer n = 0;
   bool changed = false;
   Status status = Status::kNoMatch;
+  OutputCheck check{stop};
   while (n < max_n && (status = m.Search(pos, anchored != 0, last)) == Status::kMatch) {
     luaL_addlstring(&b, s + pos, static_cast<size_t>(m.start() - (s + pos)));
     ++n;
-    changed = AddReplacement(L, &b, m, repl_type, stop) || changed;
+    changed = AddReplacement(L, &b, m, repl_type, &check) || changed;
+    check.Charge(L, &b, 0);
     last = m.end();
     pos = static_cast<size_t>(last - s);
     if (anchored) break;

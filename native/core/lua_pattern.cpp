@@ -169,7 +169,7 @@ const char* PatternMatcher::FirstItemEnd() {
 const char* PatternMatcher::NextCandidate(const char* s, const char* first_end) {
   if (*pat_ != '.' && *pat_ != '%' && *pat_ != '[') {  // a plain character: memchr finds it
     const void* at = std::memchr(s, *pat_, static_cast<size_t>(src_end_ - s));
-    ChargeScan(s, src_end_);
+    ChargeScan(s, at != nullptr ? static_cast<const char*>(at) : src_end_);
     return at == nullptr || !Step() ? nullptr : static_cast<const char*>(at);
   }
   for (; s < src_end_; ++s) {
@@ -408,12 +408,21 @@ bool HasPatternSpecials(const char* pattern, size_t len) {
   return false;
 }
 
-ptrdiff_t FindPlain(const char* hay, size_t hay_len, size_t from, const char* needle, size_t needle_len) {
+ptrdiff_t FindPlain(const char* hay, size_t hay_len, size_t from, const char* needle, size_t needle_len,
+                    PatternMatcher::StopFn stop, void* stop_ctx) {
   if (needle_len == 0) return static_cast<ptrdiff_t>(from);
   if (needle_len > hay_len - from) return -1;
-  // glibc's memmem is the two-way algorithm: linear, whatever the input.
-  const void* at = memmem(hay + from, hay_len - from, needle, needle_len);
-  return at == nullptr ? -1 : static_cast<const char*>(at) - hay;
+  const size_t window = std::max(kFindWindow, 4 * needle_len);
+  for (size_t pos = from;;) {
+    // Windows overlap by needle_len - 1 bytes, so no occurrence falls between.
+    const size_t end = hay_len - pos - needle_len < window ? hay_len : pos + window + needle_len - 1;
+    // glibc's memmem is the two-way algorithm: linear, whatever the input.
+    const void* at = memmem(hay + pos, end - pos, needle, needle_len);
+    if (at != nullptr) return static_cast<const char*>(at) - hay;
+    if (end == hay_len) return -1;
+    if (stop != nullptr && stop(stop_ctx)) return kFindStopped;
+    pos += window;
+  }
 }
 
 }  // namespace lua_tasks

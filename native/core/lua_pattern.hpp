@@ -127,7 +127,12 @@ static_assert(std::is_trivially_destructible_v<PatternMatcher>);
 bool HasPatternSpecials(const char* pattern, size_t len);
 
 // Plain substring search from byte `from` (at most hay_len). Returns the
-// offset of the first occurrence, or -1. Linear time: no stop checks needed.
-ptrdiff_t FindPlain(const char* hay, size_t hay_len, size_t from, const char* needle, size_t needle_len);
+// offset of the first occurrence, or -1; kFindStopped when `stop` said stop.
+// Linear, but about 3 ns a byte: over a long subject the stop is asked
+// between windows of kFindWindow bytes (or 4 needles, if longer).
+constexpr ptrdiff_t kFindStopped = -2;
+constexpr size_t kFindWindow = size_t{1} << 20;
+ptrdiff_t FindPlain(const char* hay, size_t hay_len, size_t from, const char* needle, size_t needle_len,
+                    PatternMatcher::StopFn stop, void* stop_ctx);
 
 }  // namespace lua_tasks

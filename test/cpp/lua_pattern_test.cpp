@@ -510,6 +510,11 @@ TEST_F(PatternTest, AHugeSetCaptureOrTemplateIsCheckedByItsSize) {
       "S.gsub(s, '.', ('%0'):rep(1e6))",           // the replacement template
       "S.gsub(s, '(.)', ('%1'):rep(1e6))",         // with a capture
       "S.match(big .. big, '(' .. big .. ')%1')",  // a long back-reference
+      "S.gsub(s, '.', ('x'):rep(1e6))",            // replacement output, across matches
+      "S.gsub(s, '.', {a = ('x'):rep(1e6)})",
+      "S.gsub(s, '()', ('%1'):rep(1e6))",         // a template that adds little
+      "S.find(big .. big .. big, 'y', 1, true)",  // a plain search
+      "S.find(big .. big .. big, 'y')",
   };
   for (const char* call : calls) {
     stop = FakeStop{0, 3};
@@ -574,13 +579,39 @@ TEST(PatternMatcher, ErrorsAreReportedNotRaised) {
 
 TEST(PatternMatcher, PlainSearchFindsTheFirstOccurrenceFromAnOffset) {
   const std::string_view hay("ab\0ab\0", 6);
-  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 0, "b\0", 2), 1);
-  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 2, "b\0", 2), 4);
-  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 5, "b\0", 2), -1);
-  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 6, "", 0), 6);
-  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 0, "abab", 4), -1);
+  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 0, "b\0", 2, nullptr, nullptr), 1);
+  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 2, "b\0", 2, nullptr, nullptr), 4);
+  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 5, "b\0", 2, nullptr, nullptr), -1);
+  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 6, "", 0, nullptr, nullptr), 6);
+  EXPECT_EQ(FindPlain(hay.data(), hay.size(), 0, "abab", 4, nullptr, nullptr), -1);
   EXPECT_FALSE(HasPatternSpecials("a)b]", 4));
   EXPECT_TRUE(HasPatternSpecials("a\0-", 3));
+}
+
+// Searched in windows: an occurrence across a window's edge is found, and
+// the stop is asked between windows, never within a short subject.
+TEST(PatternMatcher, PlainSearchFindsWhatStraddlesItsWindowsAndStopsBetweenThem) {
+  const std::string needle = "needle!";
+  const size_t w = kFindWindow;
+  const size_t n = needle.size();
+  for (const size_t at : {w - n, w - n + 1, w - 1, w, w + 1, 2 * w - 3, 3 * w - n + 2}) {
+    std::string hay(3 * w + 100, 'x');
+    hay.replace(at, n, needle);
+    for (const size_t from : {size_t{0}, w - 2, at}) {
+      if (from > at) continue;
+      EXPECT_EQ(FindPlain(hay.data(), hay.size(), from, needle.data(), n, nullptr, nullptr),
+                static_cast<ptrdiff_t>(hay.find(needle, from)))
+          << "at " << at << " from " << from;
+    }
+  }
+  FakeStop stop{0, 2};
+  const std::string long_hay(3 * w, 'x');
+  EXPECT_EQ(FindPlain(long_hay.data(), long_hay.size(), 0, "y", 1, FakeStop::ShouldStop, &stop), kFindStopped);
+  EXPECT_EQ(stop.checks, 2);
+  stop = FakeStop{0, 1};
+  const std::string short_hay(w, 'x');
+  EXPECT_EQ(FindPlain(short_hay.data(), short_hay.size(), 0, "y", 1, FakeStop::ShouldStop, &stop), -1);
+  EXPECT_EQ(stop.checks, 0);
 }
 
 // ---- wiring into a runtime ------------------------------------------------------
