@@ -266,7 +266,7 @@ function isAbortSignal(v) {
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
-  #startOut = [-1, undefined]; // see start()
+  #startOut = [undefined]; // see start()
   #tasks = new Map(); // key -> Task, for tasks started from JS
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
@@ -517,25 +517,27 @@ class Runtime extends EventEmitter {
       Object.defineProperty(err, 'name', { value: 'AbortError', configurable: true });
       throw err;
     }
-    let key;
-    // A task that ends before start returns (most short ones) leaves its
-    // outcome in `out` ([kind, value]; kind -1 while it runs) rather than
-    // calling back into JS. Starts nest (Lua calling JS that starts a
-    // task): the outermost one reuses an array, nested ones get their own.
-    const out = this.#starting === 0 ? this.#startOut : [-1, undefined];
-    out[0] = -1;
+    let started;
+    // A task that ends before start returns (most short ones) does not call
+    // back into JS: native start returns key × 4 + (end kind + 1), with 0 for
+    // "still running", and puts the end value, if not undefined, in out[0].
+    // Starts nest (Lua calling JS that starts a task): the outermost one
+    // reuses an array, nested ones get their own.
+    const out = this.#starting === 0 ? this.#startOut : [undefined];
+    out[0] = undefined;
     this.#starting++;
     try {
-      key = this.#native.start(fn, args, out);
+      started = this.#native.start(fn, args, out);
     } finally {
       this.#starting--;
     }
+    const key = Math.floor(started / 4);
     const task = new Task(this, this.#idOf(key));
-    let endKind = out[0];
+    let endKind = (started % 4) - 1;
     let endValue;
     if (endKind !== -1) {
-      endValue = endKind === END_CANCELLED ? this.#cancelledError(task.id) : out[1];
-      out[1] = undefined;
+      endValue = endKind === END_CANCELLED ? this.#cancelledError(task.id) : out[0];
+      out[0] = undefined;
     } else if (this.#early.size > 0) {
       const early = this.#early.get(key);
       if (early) [endKind, endValue] = early;

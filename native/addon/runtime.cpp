@@ -268,12 +268,21 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
     lua_pop(L, 1);
     return false;
   }
-  const std::string path = fn.As<Napi::String>().Utf8Value();
+  // Most paths fit a stack buffer (Node-API copies whole characters only: a
+  // length near the end means it may have stopped short).
+  char buf[64];
+  size_t len = 0;
+  napi_get_value_string_utf8(fn.Env(), fn, buf, sizeof buf, &len);
+  std::string long_path;
+  if (len + 4 >= sizeof buf) long_path = fn.As<Napi::String>().Utf8Value();
+  const std::string_view path = long_path.empty() ? std::string_view(buf, len) : std::string_view(long_path);
   // Every part must be non-empty: a leading '.' made the loop below start
   // over at the globals for ever, and "print." named print.
-  if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string::npos) return false;
+  if (path.empty() || path.front() == '.' || path.back() == '.' || path.find("..") != std::string_view::npos) {
+    return false;
+  }
   // Try globals, then every split "module.rest" of the loaded modules.
-  for (size_t split = 0; split != std::string::npos;) {
+  for (size_t split = 0; split != std::string_view::npos;) {
     std::string_view rest(path);
     if (split == 0) {
       lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
@@ -282,7 +291,7 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
       lua_pushlstring(L, path.data(), split);
       lua_rawget(L, -2);
       lua_remove(L, -2);
-      rest = std::string_view(path).substr(split + 1);
+      rest = path.substr(split + 1);
     }
     while (lua_istable(L, -1) && !rest.empty()) {
       const size_t dot = rest.find('.');
@@ -296,7 +305,7 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
     lua_pop(L, 1);
     split = path.find('.', split == 0 ? 0 : split + 1);
   }
-  if (path.find('.') == std::string::npos) return false;
+  if (path.find('.') == std::string_view::npos) return false;
   // Not loaded yet: the Lua resolver requires the module (running its code).
   lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
   lua_rawgeti(L, -1, 1);
@@ -344,6 +353,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
+  int end_kind = RuntimeCore::DirectStart::kRunning;
   const uint64_t key = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
@@ -365,14 +375,17 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
     if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
                                     info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
-    return core->scheduler->Start(L, static_cast<int>(n), true, &error);
+    const uint64_t started = core->scheduler->Start(L, static_cast<int>(n), true, &error);
+    end_kind = direct.kind();
+    return started;
   });
   if (key == 0 && error == Scheduler::StartError::kNoStackRoom) {
     ThrowError(env, "ERR_LUA_RUNTIME",
                "Cannot start a task: not enough memory for its Lua stack to take " + std::to_string(n) + " arguments.");
   }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
-  return Napi::Number::New(env, static_cast<double>(key));
+  // key × 4 + (end kind + 1): keys count up from 1 and stay far below 2^51.
+  return Napi::Number::New(env, static_cast<double>(key * 4 + static_cast<uint64_t>(end_kind + 1)));
 }
 
 namespace {

@@ -208,56 +208,62 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   napi_close_handle_scope(env, scope);
 }
 
+napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, int nres, const char* traceback,
+                                 int* kind) {
+  *kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
+  if (status == kTimedOutStatus) {
+    const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
+    return MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
+                     "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
+                         std::to_string(ms) + " ms) and was killed.");
+  }
+  if (*kind == 0 && nres > 0) {
+    try {
+      return ToJs(this, co, -nres);
+    } catch (const Napi::Error& e) {
+      *kind = 1;  // the result cannot cross: the task fails with that error
+      return e.Value();
+    }
+  }
+  if (*kind == 1) return LuaErrorToJs(this, co, status, traceback);
+  napi_value undefined;
+  napi_get_undefined(env, &undefined);
+  return undefined;
+}
+
 void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) {
   if (!notify_ || listener_ == nullptr) return;
+  int kind;
+  if (task.key == direct_key_ && direct_out_ != nullptr) {
+    // Inside rt.start's own call, whose handle scope holds these values: a
+    // scope of its own was a heap allocation per start.
+    try {
+      napi_value value = EndValue(task, co, status, nres, traceback, &kind);
+      napi_valuetype type;
+      napi_typeof(env, value, &type);
+      if (type != napi_undefined) napi_set_element(env, direct_out_, 0, value);
+      direct_kind_ = kind;
+      direct_key_ = 0;
+    } catch (const Napi::Error& e) {
+      napi_fatal_exception(env, e.Value());
+    } catch (const std::exception&) {
+    }
+    return;
+  }
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
   try {
-    napi_value argv[3];
-    napi_create_double(env, static_cast<double>(task.key), &argv[0]);
-    int kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
-    if (status == kTimedOutStatus) {
-      const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
-      argv[2] = MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
-                          "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
-                              std::to_string(ms) + " ms) and was killed.");
-    }
-    napi_create_int32(env, kind, &argv[1]);
-    if (kind == 0) {
-      if (nres > 0) {
-        try {
-          argv[2] = ToJs(this, co, -nres);
-        } catch (const Napi::Error& e) {
-          kind = 1;  // the result cannot cross: the task fails with that error
-          napi_create_int32(env, kind, &argv[1]);
-          argv[2] = e.Value();
-        }
-      } else {
-        napi_get_undefined(env, &argv[2]);
-      }
-    } else if (kind == 1 && status != kTimedOutStatus) {
-      argv[2] = LuaErrorToJs(this, co, status, traceback);
-    } else if (status != kTimedOutStatus) {
-      napi_get_undefined(env, &argv[2]);
-    }
-    if (task.key == direct_key_ && direct_out_ != nullptr) {
-      napi_set_element(env, direct_out_, 0, argv[1]);
-      napi_set_element(env, direct_out_, 1, argv[2]);
-      direct_key_ = 0;
-      napi_close_handle_scope(env, scope);
-      return;
-    }
-    napi_value fn, recv, ignored, owner, args[4];
+    napi_value args[4];
+    args[3] = EndValue(task, co, status, nres, traceback, &kind);
+    napi_create_double(env, static_cast<double>(task.key), &args[1]);
+    napi_create_int32(env, kind, &args[2]);
+    napi_value fn, recv, ignored;
     napi_get_reference_value(env, listener_, &fn);
-    napi_get_reference_value(env, owner_, &owner);
-    if (owner == nullptr) {  // the Runtime was collected: nobody can hear it
+    napi_get_reference_value(env, owner_, &args[0]);
+    if (args[0] == nullptr) {  // the Runtime was collected: nobody can hear it
       napi_close_handle_scope(env, scope);
       return;
     }
-    args[0] = owner;
-    args[1] = argv[0];
-    args[2] = argv[1];
-    args[3] = argv[2];
     napi_get_undefined(env, &recv);
     if (napi_call_function(env, recv, fn, 4, args, &ignored) != napi_ok) {
       napi_value exc;

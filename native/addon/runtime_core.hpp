@@ -92,6 +92,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
 
   // SchedulerHooks
   void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
+  // The JS value a task ended with: its result, its error or undefined; and
+  // its kind (0 done, 1 failed, 2 cancelled). Throws Napi::Error.
+  napi_value EndValue(const Task& task, lua_State* co, int status, int nres, const char* traceback, int* kind);
   void OnScheduleChange() override;
   void OnCommit(Task& task) override;
 
@@ -104,27 +107,36 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion
 
-  // RAII, around Scheduler::Start for rt.start(): the task it starts (`key`)
-  // puts its outcome into the JS array `out` if it ends before Start returns,
-  // instead of calling the listener. Nests (restores the outer start's).
+  // RAII, around Scheduler::Start for rt.start(): if the task it starts
+  // (`key`) ends before Start returns, its end kind is kept here (kind()) and
+  // its value, unless undefined, put into out[0], instead of calling the
+  // listener: no JS call, and for most short tasks no property set either.
+  // Nests (restores the outer start's).
   class DirectStart {
    public:
     DirectStart(RuntimeCore* core, uint64_t key, napi_value out)
-        : core_(core), key_(core->direct_key_), out_(core->direct_out_) {
+        : core_(core), key_(core->direct_key_), out_(core->direct_out_), kind_(core->direct_kind_) {
       core->direct_key_ = key;
       core->direct_out_ = out;
+      core->direct_kind_ = kRunning;
     }
     ~DirectStart() {
       core_->direct_key_ = key_;
       core_->direct_out_ = out_;
+      core_->direct_kind_ = kind_;
     }
     DirectStart(const DirectStart&) = delete;
     DirectStart& operator=(const DirectStart&) = delete;
+
+    static constexpr int kRunning = -1;
+    // The listener's kind (0 done, 1 failed, 2 cancelled), or kRunning.
+    int kind() const { return core_->direct_kind_; }
 
    private:
     RuntimeCore* core_;
     uint64_t key_;
     napi_value out_;
+    int kind_;
   };
 
  private:
@@ -140,6 +152,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   bool notify_ = true;       // false during teardown: no JS may run
   uint64_t direct_key_ = 0;  // see DirectStart
   napi_value direct_out_ = nullptr;
+  int direct_kind_ = DirectStart::kRunning;
   napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)

@@ -40,6 +40,16 @@ describe('what rt.start accepts', () => {
     expect(task.status).toBe('done');
   });
 
+  // The path is read into a 64-byte buffer when it fits: these lie around
+  // and past its end, in bytes (é is two).
+  test.each([57, 58, 59, 60, 61, 62, 63, 64, 65, 200])('starts a global whose name is %i bytes long', async (bytes) => {
+    const name = `f${'y'.repeat(bytes - 9)}${'é'.repeat(4)}`; // two-byte characters across the edge
+    expect(Buffer.byteLength(name)).toBe(bytes);
+    rt.set(name, rt.load('return function(x) return x + 1 end')[0]);
+    expect(await rt.call(name, 1)).toBe(2);
+    expect(() => rt.start(name.slice(0, -1))).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+  });
+
   // Regression: PushTarget used to look only in package.loaded, so a module
   // declared in `modules` but never required was "not a Lua function".
   test('starts a module.fn path of a module from the modules option without requiring it first', async () => {
