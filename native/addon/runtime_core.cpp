@@ -172,6 +172,7 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   napi_create_reference(env, listener, 1, &listener_);
   napi_value resource, name;
   napi_create_object(env, &resource);
+  napi_create_reference(env, resource, 1, &resource_);
   napi_create_string_utf8(env, "lua-tasks", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, resource, name, &async_);
   scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
@@ -187,8 +188,10 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   if (closed() || !scheduler) return;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
+  // One resource object for the runtime's life, as Node has for its own
+  // handles: a new one per loop turn was a JS allocation per turn.
   napi_value resource;
-  napi_create_object(env, &resource);
+  napi_get_reference_value(env, resource_, &resource);
   napi_callback_scope cb_scope = nullptr;
   // Closing the callback scope runs microtasks: promise reactions to the
   // tasks that ended in this step run right after it, as after any callback.
@@ -356,7 +359,9 @@ void RuntimeCore::CloseNow(bool notify) {
     if (settle != nullptr) napi_delete_reference(env, settle);
     if (owner_ != nullptr) napi_delete_reference(env, owner_);
     if (commit_ != nullptr) napi_delete_reference(env, commit_);
+    if (resource_ != nullptr) napi_delete_reference(env, resource_);
   }
+  resource_ = nullptr;
   listener_ = nullptr;
   owner_ = nullptr;
   commit_ = nullptr;

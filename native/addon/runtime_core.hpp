@@ -159,6 +159,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   bool owner_strong_ = false;
   int64_t reported_ = 0;                                   // bytes last reported to napi_adjust_external_memory
   napi_async_context async_ = nullptr;                     // for callback scopes from the loop
+  napi_ref resource_ = nullptr;                            // their resource object
   napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed once handles are closed
 };
 
