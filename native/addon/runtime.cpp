@@ -470,7 +470,9 @@ Napi::Value Runtime::JS_taskState(const Napi::CallbackInfo& info) {
     const int wait = t->status == TaskStatus::kWaiting ? static_cast<int>(t->wait) : 0;
     return Napi::Number::New(env, static_cast<int>(t->status) + 16 * wait);
   }
-  if (const Scheduler::Finished* f = s->FindFinished(key)) return Napi::Number::New(env, static_cast<int>(f->status));
+  if (const Scheduler::Finished* f = s->FindFinished(key)) {
+    return Napi::Number::New(env, static_cast<int>(f->host_failed ? TaskStatus::kFailed : f->status));
+  }
   return env.Undefined();
 }
 
@@ -531,8 +533,15 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
   const std::string name = info[0].As<Napi::String>().Utf8Value();
   if (info[1].IsString()) {
     const std::string source = info[1].As<Napi::String>().Utf8Value();
+    // The chunk name is a C string: a NUL in the module name is shown as \0.
     std::string chunk(1, '=');
-    chunk += name;
+    for (const char c : name) {
+      if (c == '\0') {
+        chunk += "\\0";
+      } else {
+        chunk += c;
+      }
+    }
     int status;
     {
       LuaHost::Entry entry(core->host.get(), L);

@@ -225,6 +225,7 @@ napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, in
       return ToJs(this, co, -nres);
     } catch (const Napi::Error& e) {
       *kind = 1;  // the result cannot cross: the task fails with that error
+      scheduler->MarkHostFailed(task.key);
       return e.Value();
     }
   }

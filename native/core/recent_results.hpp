@@ -18,6 +18,9 @@ struct FinishedTask {
   TaskStatus status{};
   int nres = 0;   // results kept (an error value counts as one)
   LuaRef values;  // none, the one value, or a table {...} of nres results
+  // Its results could not be converted for the host, whose view of it is
+  // "failed"; Lua still sees it done, with its results.
+  bool host_failed = false;
 };
 
 // A ring of the last `capacity` outcomes, with an open-addressing index
@@ -31,6 +34,9 @@ class RecentResults {
   void Add(FinishedTask f);
   // The outcome of `key`, or null. Valid until the next Add.
   const FinishedTask* Find(uint64_t key) const;
+  FinishedTask* Find(uint64_t key) {
+    return const_cast<FinishedTask*>(static_cast<const RecentResults*>(this)->Find(key));
+  }
   size_t size() const { return count_; }
 
  private:

@@ -196,6 +196,11 @@ class Scheduler {
   // Outcome of a task that ended recently (kept for tasks.wait / status).
   using Finished = FinishedTask;
   const Finished* FindFinished(uint64_t key) const;
+  // The host could not take the ended task's results: it reports the task
+  // failed from now on (Lua's tasks.wait and tasks.status still see it done).
+  void MarkHostFailed(uint64_t key) {
+    if (Finished* f = finished_.Find(key)) f->host_failed = true;
+  }
   // Pushes f's results (done) or its error value (failed, cancelled) onto L;
   // returns how many. Raises (memory, stack): call from Lua-facing code.
   int PushFinished(const Finished& f, lua_State* L) const;

@@ -63,6 +63,8 @@ describe('constructor options', () => {
     expect(rt.load('return pcall(require, "a")')[0]).toBe(false);
     expect(rt.load('return pcall(require, "c")')[0]).toBe(false);
     rt.closeSync();
+    // Its errors name it whole too (a chunk name is a C string: \0 shown).
+    expect(() => new Runtime({ modules: { 'a\u0000b': 'return (' } })).toThrow(/^a\\0b:1: /);
   });
 
   // STYLE §5: TypeError for a wrong type, RangeError for a value out of range.

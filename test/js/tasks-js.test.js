@@ -81,6 +81,21 @@ describe('what rt.start accepts', () => {
   });
 });
 
+// Regression: rt.task(id) said 'done' (what Lua saw) while the task said
+// 'failed' and its result rejected.
+test.each([['inside rt.start', ''], ['later', 'coroutine.yield()']])(
+  'a task whose result cannot cross to JS ends failed (ERR_CONVERSION) for every JS view, %s',
+  async (_, wait) => {
+    const fn = rt.load(`return function() ${wait} return {[print] = 1} end`)[0];
+    const task = rt.start(fn);
+    const err = await task.result.catch((e) => e);
+    expect(err.code).toBe('ERR_CONVERSION');
+    expect(task.status).toBe('failed');
+    expect(rt.task(task.id).status).toBe('failed');
+    // Lua still sees it done, with its result.
+    expect(rt.load(`return tasks.status("${task.id}")`)).toEqual(['done']);
+  });
+
 test('task ids are strings, unique within a runtime and across runtimes', () => {
   rt.load('function w() coroutine.yield("INDEFINITELY") end');
   const other = new Runtime();
