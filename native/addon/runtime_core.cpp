@@ -188,8 +188,10 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   if (closed() || !scheduler) return;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
-  // One resource object for the runtime's life, as Node has for its own
-  // handles: a new one per loop turn was a JS allocation per turn.
+  // The async context's own resource object, held for the runtime's life:
+  // Node-API keeps it only weakly (once collected, AsyncLocalStorage context
+  // entered in the Runtime's creation was lost), and uses it whatever object
+  // is passed here; a new one per loop turn was a JS allocation per turn.
   napi_value resource;
   napi_get_reference_value(env, resource_, &resource);
   napi_callback_scope cb_scope = nullptr;

@@ -178,8 +178,11 @@ class LuaHost {
   // JS that this code called waits for it to return).
   bool busy() const { return depth_ > 0 || sections_ > 0; }
 
-  // Deepest nesting of JS -> Lua entries; deeper calls are refused.
-  static constexpr int kMaxDepth = 180;
+  // Deepest nesting of JS -> Lua entries; deeper calls are refused. Below
+  // Lua's own C-call limit (200), and low enough that V8's stack limit (about
+  // 1 MB) is not reached first even in an AddressSanitizer build, whose
+  // frames are larger: at 180 it was, by a few frames.
+  static constexpr int kMaxDepth = 150;
 
   // Runs f(L) with a light userdata `ud` as its only argument in protected
   // mode, under an Entry. Returns the Lua status (error message on failure in

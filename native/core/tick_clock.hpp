@@ -3,7 +3,7 @@
 // counter (the x86 TSC) between real reads.
 //
 // The scheduler reads the clock once per wake: each yield's park stamp and
-// the next task's wake stamp. A vDSO clock_gettime is about 24 ns, a sixth of
+// the next task's wake stamp. A vDSO clock_gettime is about 24 ns, a fifth of
 // an IMMEDIATE yield; the TSC is about 9. So a real read is taken at most
 // every kAnchorNs of ticks (an anchor); in between, time is the anchor plus
 // the ticks since, scaled by a rate measured from real reads at least
@@ -53,7 +53,6 @@ class TickClock {
 
   bool rated() const { return rated_; }
   double ns_per_tick() const { return static_cast<double>(mult_) / static_cast<double>(uint64_t{1} << kShift); }
-  Source& source() { return src_; }
 
  private:
   static constexpr int kShift = 32;  // mult_ is ns a tick in 32.32 fixed point

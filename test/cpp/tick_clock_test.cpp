@@ -28,6 +28,11 @@ struct World {
   int tick_reads = 0;
 
   uint64_t ticks() const { return static_cast<uint64_t>(offset + ns * rate); }
+  // From now on the counter runs `factor` times as fast, without a jump.
+  void ChangePace(double factor) {
+    offset -= ns * rate * (factor - 1);
+    rate *= factor;
+  }
 };
 
 struct FakeTicks {
@@ -118,8 +123,7 @@ TEST(TickClock, NeverGoesBack) {
   ASSERT_TRUE(c.rated());
   // The counter speeds up by 0.5%: derived times run ahead of real ones,
   // and each anchor's real read comes in below what was served.
-  w.offset -= w.ns * 0.005 * w.rate;
-  w.rate *= 1.005;
+  w.ChangePace(1.005);
   int64_t last = c.Now();
   for (int i = 0; i < 200'000; ++i) {
     w.ns += 99;
@@ -137,8 +141,7 @@ TEST(TickClock, ADerivedTimeIsNeverMoreThanAnAnchorSpanAheadOfItsAnchor) {
   ASSERT_TRUE(c.rated());
   const int64_t anchor = c.Now();
   // The counter races ahead 1,000 times too fast, without the real clock.
-  w.rate *= 1000;
-  w.offset -= w.ns * (w.rate - w.rate / 1000);
+  w.ChangePace(1000);
   w.real_reads = 0;
   int64_t last = anchor;
   for (int i = 0; i < 1000 && w.real_reads == 0; ++i) {
@@ -205,8 +208,7 @@ TEST(TickClock, FollowsASlewedRealClock) {
   ReadFor(c, w, 1000, 30e6);
   ASSERT_TRUE(c.rated());
   // The real clock is slewed 200 ppm slower against the counter (NTP).
-  w.offset -= w.ns * 0.0002 * w.rate;
-  w.rate *= 1.0002;
+  w.ChangePace(1.0002);
   ReadFor(c, w, 5000, 2.5e9);  // past a recalibration
   EXPECT_TRUE(c.rated());
   EXPECT_NEAR(c.ns_per_tick(), 1 / 3.0006, 1e-6);
