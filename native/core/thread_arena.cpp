@@ -106,6 +106,12 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
     }
     auto slab = std::make_unique<Slab>(slab_bytes_, align_);
     if (slab->memory.data() == nullptr) return nullptr;
+#ifdef MADV_POPULATE_WRITE
+    // A runtime past its first slab is filling slabs in order: fault each
+    // one in with one call, not page by page (W7's start of a million tasks,
+    // 1.2 GB, 1.8 -> 1.5 s). Older kernels refuse it; nothing else changes.
+    if (maps_ > 0) madvise(slab->memory.data(), slab_bytes_, MADV_POPULATE_WRITE);
+#endif
     for (uint64_t& w : slab->free_bits) w = ~uint64_t{0};
     for (uint8_t& p : slab->parts) p = 0;
     Poison(slab->memory.data(), slab_bytes_);
