@@ -239,48 +239,41 @@ napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, in
 
 void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) {
   if (!notify_ || listener_ == nullptr) return;
-  int kind;
-  if (task.key == direct_key_ && direct_out_ != nullptr) {
-    // Inside rt.start's own call, whose handle scope holds these values: a
-    // scope of its own was a heap allocation per start.
-    try {
-      napi_value value = EndValue(task, co, status, nres, traceback, &kind);
+  // Inside rt.start's own call, whose handle scope holds the values: a scope
+  // of its own was a heap allocation per start.
+  const bool direct = task.key == direct_key_ && direct_out_ != nullptr;
+  napi_handle_scope scope = nullptr;
+  if (!direct) napi_open_handle_scope(env, &scope);
+  try {
+    int kind;
+    napi_value value = EndValue(task, co, status, nres, traceback, &kind);
+    if (direct) {
       napi_valuetype type;
       napi_typeof(env, value, &type);
       if (type != napi_undefined) napi_set_element(env, direct_out_, 0, value);
       direct_kind_ = kind;
       direct_key_ = 0;
-    } catch (const Napi::Error& e) {
-      napi_fatal_exception(env, e.Value());
-    } catch (const std::exception&) {
-    }
-    return;
-  }
-  napi_handle_scope scope;
-  napi_open_handle_scope(env, &scope);
-  try {
-    napi_value args[4];
-    args[3] = EndValue(task, co, status, nres, traceback, &kind);
-    napi_create_double(env, static_cast<double>(task.key), &args[1]);
-    napi_create_int32(env, kind, &args[2]);
-    napi_value fn, recv, ignored;
-    napi_get_reference_value(env, listener_, &fn);
-    napi_get_reference_value(env, owner_, &args[0]);
-    if (args[0] == nullptr) {  // the Runtime was collected: nobody can hear it
-      napi_close_handle_scope(env, scope);
-      return;
-    }
-    napi_get_undefined(env, &recv);
-    if (napi_call_function(env, recv, fn, 4, args, &ignored) != napi_ok) {
-      napi_value exc;
-      napi_get_and_clear_last_exception(env, &exc);
-      napi_fatal_exception(env, exc);  // a throwing 'taskdone' listener: uncaught, as in any emit
+    } else {
+      napi_value args[4], fn, recv, ignored;
+      napi_get_reference_value(env, owner_, &args[0]);
+      if (args[0] != nullptr) {  // else the Runtime was collected: nobody can hear it
+        napi_create_double(env, static_cast<double>(task.key), &args[1]);
+        napi_create_int32(env, kind, &args[2]);
+        args[3] = value;
+        napi_get_reference_value(env, listener_, &fn);
+        napi_get_undefined(env, &recv);
+        if (napi_call_function(env, recv, fn, 4, args, &ignored) != napi_ok) {
+          napi_value exc;
+          napi_get_and_clear_last_exception(env, &exc);
+          napi_fatal_exception(env, exc);  // a throwing 'taskdone' listener: uncaught, as in any emit
+        }
+      }
     }
   } catch (const Napi::Error& e) {
     napi_fatal_exception(env, e.Value());
   } catch (const std::exception&) {
   }
-  napi_close_handle_scope(env, scope);
+  if (scope != nullptr) napi_close_handle_scope(env, scope);
 }
 
 void RuntimeCore::OnCallbackError(napi_value error) {
