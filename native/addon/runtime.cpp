@@ -135,6 +135,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
 
   core_ = std::make_shared<RuntimeCore>(env);
   opts.clock = &core_->clock;
+  opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   std::string error;
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) {

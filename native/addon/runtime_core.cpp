@@ -175,6 +175,12 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   napi_create_reference(env, resource, 1, &resource_);
   napi_create_string_utf8(env, "lua-tasks", NAPI_AUTO_LENGTH, &name);
   napi_async_init(env, resource, name, &async_);
+  napi_value poll;
+  napi_create_function(
+      env, "poll", NAPI_AUTO_LENGTH, [](napi_env, napi_callback_info) -> napi_value { return nullptr; }, nullptr,
+      &poll);
+  napi_create_reference(env, poll, 1, &poll_fn_);
+  host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
   scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
@@ -184,8 +190,31 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   napi_add_async_cleanup_hook(env, OnCleanup, this, &cleanup_hook_);
 }
 
+// The InterruptWatch's question: may Lua go on? Node-API refuses to call JS
+// once the environment is being torn down (worker.terminate(), process.exit()
+// stopping Workers, the end of a Worker), so a failed call of a function that
+// cannot throw means exactly that. An exception pending before the call
+// (host code between two steps) says nothing: ask again at the next round.
+bool RuntimeCore::PollTerminating(void* ctx) {
+  napi_env env = static_cast<RuntimeCore*>(ctx)->env;
+  bool pending = false;
+  if (napi_is_exception_pending(env, &pending) != napi_ok || pending) return false;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return true;
+  napi_value fn, recv, out;
+  napi_get_undefined(env, &recv);
+  napi_status st = napi_get_reference_value(env, static_cast<RuntimeCore*>(ctx)->poll_fn_, &fn);
+  if (st == napi_ok) st = napi_call_function(env, recv, fn, 0, nullptr, &out);
+  if (st != napi_ok) {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(env, &ignored);
+  }
+  napi_close_handle_scope(env, scope);
+  return st != napi_ok;
+}
+
 void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
-  if (closed() || !scheduler) return;
+  if (closed() || !scheduler || host->terminating()) return;
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
   // The async context's own resource object, held for the runtime's life:
@@ -356,8 +385,10 @@ void RuntimeCore::CloseNow(bool notify) {
     if (owner_ != nullptr) napi_delete_reference(env, owner_);
     if (commit_ != nullptr) napi_delete_reference(env, commit_);
     if (resource_ != nullptr) napi_delete_reference(env, resource_);
+    if (poll_fn_ != nullptr) napi_delete_reference(env, poll_fn_);
   }
   resource_ = nullptr;
+  poll_fn_ = nullptr;
   listener_ = nullptr;
   owner_ = nullptr;
   commit_ = nullptr;

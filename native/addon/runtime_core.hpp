@@ -32,6 +32,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // or promises (as Node holds a pending timer's callback).
   void Attach(napi_value listener, napi_value owner, napi_value commit);
 
+  // LuaHost's interrupt poll: true once this env can no longer run JS.
+  static bool PollTerminating(void* ctx);
+
   // Bytes the Lua state holds now.
   size_t MemoryUsed() const { return host->memory().used; }
   // After host code pushed JS values (limit not enforced) with the state at
@@ -156,6 +159,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)
+  napi_ref poll_fn_ = nullptr;   // a native no-op PollTerminating calls; lives until the state is freed
   bool owner_strong_ = false;
   int64_t reported_ = 0;                                   // bytes last reported to napi_adjust_external_memory
   napi_async_context async_ = nullptr;                     // for callback scopes from the loop

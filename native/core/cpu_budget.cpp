@@ -7,7 +7,7 @@
 namespace lua_tasks {
 
 void CpuBudget::Install(lua_State* L) const {
-  if (enabled()) lua_sethook(L, Hook, LUA_MASKCOUNT, kHookEvery);
+  if (enabled()) lua_sethook(L, LuaHost::Hook, LUA_MASKCOUNT, kHookEvery);
 }
 
 CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
@@ -41,10 +41,6 @@ int64_t CpuBudget::Close(const Window& outer, bool* killed, int64_t now) {
   return ran;
 }
 
-void CpuBudget::Hook(lua_State* L, lua_Debug* ar) {
-  LuaHost::From(L)->budget()->OnHook(L);
-}
-
 bool CpuBudget::DeadlinePassed() {
   if (!window_.active) return false;
   if (!window_.killing && window_.deadline != 0 && clock_->MonoNs() >= window_.deadline) window_.killing = true;
@@ -71,7 +67,7 @@ void CpuBudget::OnHook(lua_State* L) {
 }
 
 int CpuBudget::RaiseKill(lua_State* L) {
-  lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // from now on, every instruction
+  lua_sethook(L, LuaHost::Hook, LUA_MASKCOUNT, 1);  // from now on, every instruction
   // Raised from a hook, the kill leaves L with hooks off for good (Lua does
   // not turn them back on in a coroutine that dies of it): the mark keeps
   // its <close> handlers from being run later, where nothing could stop them.

@@ -71,13 +71,12 @@ class CpuBudget {
   int RaiseKill(lua_State* L);
 
   bool killing() const { return window_.killing; }
+  // Called from LuaHost::Hook, the count hook every thread runs under.
+  void OnHook(lua_State* L);
   bool active() const { return window_.active; }
   uint64_t preemptions() const { return preemptions_; }
 
  private:
-  static void Hook(lua_State* L, lua_Debug* ar);
-  void OnHook(lua_State* L);
-
   const Clock* clock_;
   int64_t slice_ns_;
   int64_t timeout_ns_;

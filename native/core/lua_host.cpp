@@ -4,6 +4,8 @@
 
 #include <cstring>
 
+#include "interrupt_watch.hpp"
+#include "lua_coroutine.hpp"
 #include "lua_api_pattern.hpp"
 
 namespace lua_tasks {
@@ -12,22 +14,25 @@ namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
-  bool guard_xpcall;       // a CPU budget can kill: see kGuardedXpcall
   CpuBudget* kill_budget;  // with a taskTimeout: see GuardPatterns
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
-// killing() -> whether the CPU budget is killing the running code.
+// killing() -> whether the running code is being stopped: killed by the CPU
+// budget, or stopped because its thread shuts down.
 int l_budget_killing(lua_State* L) {
-  const CpuBudget* budget = LuaHost::From(L)->budget();
-  lua_pushboolean(L, budget != nullptr && budget->killing());
+  LuaHost* host = LuaHost::From(L);
+  const CpuBudget* budget = host->budget();
+  lua_pushboolean(L, host->terminating() || (budget != nullptr && budget->killing()));
   return 1;
 }
 
 // xpcall's message handler runs where the error is raised: for the budget's
-// kill, inside the count hook, where Lua runs no hooks, so a handler that
-// loops could not be stopped (it hung the process past taskTimeout). While
-// the budget kills, the handler is passed over and the kill goes on as it is.
+// kill or an interrupt's stop, inside the count hook, where Lua runs no
+// hooks, so a handler that loops could not be stopped (it hung the process
+// past taskTimeout, and a Worker's terminate() for ever). While Lua is being
+// stopped, the handler is passed over and the stop goes on as it is. Every
+// runtime can be stopped (interrupt_watch.hpp), so every runtime has it.
 constexpr const char kGuardedXpcall[] = R"lua(
 local xpcall, killing, type, select, error = ...
 _G.xpcall = function(...)
@@ -69,9 +74,10 @@ void GuardPatterns(lua_State* L, CpuBudget* budget) {
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
+  ReplaceCoroutineResume(L);
   if (args->kill_budget != nullptr) GuardPatterns(L, args->kill_budget);
   lua_getglobal(L, "xpcall");
-  if (args->guard_xpcall && lua_isfunction(L, -1)) {
+  if (lua_isfunction(L, -1)) {
     if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
     lua_insert(L, -2);
     lua_pushcfunction(L, l_budget_killing);
@@ -102,7 +108,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
   CpuBudget* kill_budget = host->budget_ && host->budget_->timeout_ns() > 0 ? host->budget_.get() : nullptr;
-  SetupArgs args{&options, host->budget_ != nullptr, kill_budget};
+  SetupArgs args{&options, kill_budget};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;
@@ -118,11 +124,57 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   lua_settop(L, 0);
   lua_pushcfunction(L, l_traceback);
   if (host->budget_) host->budget_->Install(L);  // every later thread inherits it
+  if (options.interruptible) {
+    host->watch_ = InterruptWatch::ForThisThread();
+    host->watch_->Add(host.get());
+  }
   return host;
 }
 
 LuaHost::~LuaHost() {
+  // Still watched while lua_close runs finalizers and <close> handlers: a
+  // thread torn down while one loops is stopped too.
   if (L_ != nullptr) lua_close(L_);
+  if (watch_) watch_->Remove(this);
+}
+
+void LuaHost::RequestInterrupt() noexcept {
+  interrupt_pending_ = 1;
+  lua_sethook(current_, Hook, LUA_MASKCOUNT, 1);
+}
+
+void LuaHost::Hook(lua_State* L, lua_Debug* ar) { From(L)->OnHook(L); }
+
+void LuaHost::OnHook(lua_State* L) {
+  if (interrupt_pending_ != 0 || terminating_) {
+    if (InterruptDue()) RaiseTerminating(L);
+    RestoreHook(L);
+    return;
+  }
+  if (budget_) budget_->OnHook(L);
+}
+
+// The hook L runs under when no interrupt is pending: the budget's, or none.
+void LuaHost::RestoreHook(lua_State* L) {
+  if (budget_ && budget_->enabled()) {
+    lua_sethook(L, Hook, LUA_MASKCOUNT, budget_->killing() ? 1 : CpuBudget::kHookEvery);
+  } else {
+    lua_sethook(L, nullptr, 0, 0);
+  }
+}
+
+bool LuaHost::InterruptDue() {
+  if (terminating_) return true;
+  if (interrupt_pending_ == 0) return false;
+  interrupt_pending_ = 0;
+  if (poll_ != nullptr && poll_(poll_ctx_)) terminating_ = true;
+  return terminating_;
+}
+
+int LuaHost::RaiseTerminating(lua_State* L) {
+  lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // every instruction from now on
+  if (L != L_) SetKilledMark(L);           // its <close> handlers are not run later
+  return luaL_error(L, "Lua was stopped: the thread it runs on is shutting down (worker.terminate() or process.exit())");
 }
 
 int LuaHost::Load(lua_State* L, std::string_view source, const char* chunkname) {

@@ -2,6 +2,8 @@
 // LuaHost: one Lua state, its allocator, its libraries, and protected entry.
 #pragma once
 
+#include <atomic>
+#include <csignal>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -23,7 +25,12 @@ struct LuaHostOptions {
   int64_t time_slice_ns = 0;     // timeSlice; 0 = never preempt
   int64_t task_timeout_ns = 0;   // taskTimeout; 0 = no CPU budget
   const Clock* clock = nullptr;  // required when either limit is set
+  // Register with this thread's InterruptWatch, so Lua that runs too long
+  // can be stopped when the embedder's poll says so (set_interrupt_poll).
+  bool interruptible = false;
 };
+
+class InterruptWatch;
 
 // Owns a lua_State. The LuaHost pointer lives in the state's extra space, so
 // every thread of the state finds it with LuaHost::From(L).
@@ -87,6 +94,40 @@ class LuaHost {
   // For the embedder (the addon's RuntimeCore); not owned.
   void* embedder = nullptr;
 
+  // ---- Interrupts (see interrupt_watch.hpp) ----
+  // Answers whether the thread is being torn down and Lua must stop now.
+  using InterruptPoll = bool (*)(void* ctx);
+  void set_interrupt_poll(InterruptPoll fn, void* ctx) {
+    poll_ = fn;
+    poll_ctx_ = ctx;
+  }
+  // Lua code (not host code) is on the C stack now. Read by the watchdog.
+  bool RunningLua() const { return in_lua_.load(std::memory_order_relaxed); }
+  // From the signal handler, on the Lua thread: have the running coroutine
+  // check at its next instruction. Async-signal-safe.
+  void RequestInterrupt() noexcept;
+  // True once the poll said the thread is being torn down: from then on Lua
+  // is stopped at every instruction, and nothing should enter it.
+  bool terminating() const { return terminating_; }
+  // For long C functions' checkpoints: if an interrupt was requested, polls;
+  // true if Lua must stop (then raise with RaiseTerminating).
+  bool InterruptDue();
+  // Raises the stop on L and makes every later instruction raise it again,
+  // so it reaches the entry point past any pcall. Never returns.
+  int RaiseTerminating(lua_State* L);
+  // lua_resume(co, from, ...) with co as current() meanwhile, for
+  // coroutine.resume: an interrupt then reaches the coroutine that runs.
+  int ResumeNested(lua_State* co, lua_State* from, int nargs, int* nres) {
+    lua_State* outer = current_;
+    current_ = co;
+    const int status = lua_resume(co, from, nargs, nres);
+    current_ = outer;
+    return status;
+  }
+  // The count hook every thread of the state runs under: an interrupt
+  // request first, then the CPU budget.
+  static void Hook(lua_State* L, lua_Debug* ar);
+
   // Set once the runtime is torn down (by ~Scheduler: the tasks functions
   // hold its address): lua_close then runs the remaining finalizers.
   // Lua-facing functions that need the scheduler or JS call RaiseIfClosing
@@ -117,8 +158,12 @@ class LuaHost {
   class Entry {
    public:
     Entry(LuaHost* host, lua_State* L)
-        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+        : host_(host),
+          saved_current_(host->current_),
+          saved_enforce_(host->memory_.enforce),
+          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
       host->current_ = L;
+      host->in_lua_.store(true, std::memory_order_relaxed);
       host->memory_.enforce = true;
       // A call from JS with nothing running opens a CPU window; tasks open
       // their own (Scheduler::RunTask), and nested calls keep the outer one.
@@ -127,6 +172,7 @@ class LuaHost {
     }
     ~Entry() {
       host_->current_ = saved_current_;
+      host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
       --host_->depth_;
       if (opened_) CloseWindow();
@@ -141,6 +187,7 @@ class LuaHost {
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
+    bool saved_in_lua_;
     CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
     bool opened_ = false;
   };
@@ -150,13 +197,18 @@ class LuaHost {
   class HostSection {
    public:
     HostSection(LuaHost* host, lua_State* L)
-        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+        : host_(host),
+          saved_current_(host->current_),
+          saved_enforce_(host->memory_.enforce),
+          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
       host->current_ = L;
+      host->in_lua_.store(false, std::memory_order_relaxed);
       host->memory_.enforce = false;
       ++host->sections_;
     }
     ~HostSection() {
       host_->current_ = saved_current_;
+      host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
       --host_->sections_;
     }
@@ -167,6 +219,7 @@ class LuaHost {
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
+    bool saved_in_lua_;
   };
 
   static constexpr uintptr_t kTaskMark = 1;
@@ -197,6 +250,8 @@ class LuaHost {
   void DrainUnrefs();
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
+  void OnHook(lua_State* L);
+  void RestoreHook(lua_State* L);
 
   MemoryBudget memory_;  // must outlive L_: it is the allocator's state
   bool closing_ = false;
@@ -206,6 +261,14 @@ class LuaHost {
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
   int depth_ = 0;
   int sections_ = 0;  // live HostSections
+  // The innermost of Entry and HostSection is an Entry. A relaxed atomic:
+  // written by the Lua thread (plain stores), read by the InterruptWatch.
+  std::atomic<bool> in_lua_{false};
+  std::shared_ptr<InterruptWatch> watch_;  // null unless interruptible
+  InterruptPoll poll_ = nullptr;
+  void* poll_ctx_ = nullptr;
+  volatile std::sig_atomic_t interrupt_pending_ = 0;  // set by the signal handler
+  bool terminating_ = false;
   std::string message_;
   std::string traceback_;
   std::vector<int> deferred_unrefs_;

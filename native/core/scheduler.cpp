@@ -451,7 +451,7 @@ void Scheduler::RunImmediate() {
   size_t n = ready_.size();
   int64_t now = clock_->MonoNs();
   const int64_t batch_end = BatchEnd(now);
-  while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end) {
+  while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end && !host_->terminating()) {
     const ReadyEntry e = ready_.front();
     ready_.pop_front();
     --e.task->queued;
@@ -499,7 +499,7 @@ void Scheduler::RunTimers() {
       Task* t = due_[i].task;
       --t->queued;
       if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
-      if (locks_ > 0 || now >= batch_end) {  // a COMMIT began, or the slice is used: the rest wait, still due
+      if (locks_ > 0 || now >= batch_end || host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
         ArmTimer(t, now);
         continue;
       }

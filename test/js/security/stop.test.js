@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: MIT
+// Lua can always be stopped: worker.terminate() and process.exit() end a
+// runtime spinning in Lua, with or without limits (docs/security.md).
+'use strict';
+const path = require('node:path');
+const { Worker } = require('node:worker_threads');
+const { spawnSync } = require('node:child_process');
+
+const root = path.resolve(__dirname, '..', '..', '..');
+
+// Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
+// `rt` in scope) and reports 'go' just before Lua starts spinning.
+function spinningWorker(setup, options = {}) {
+  const code = `
+    const { Runtime } = require(${JSON.stringify(root)});
+    const { parentPort } = require('node:worker_threads');
+    const rt = new Runtime(${JSON.stringify(options)});
+    parentPort.postMessage('go');
+    ${setup}
+    parentPort.postMessage('returned');
+  `;
+  return new Worker(code, { eval: true });
+}
+
+// Terminates the worker 150 ms after it says 'go'; resolves with how long
+// terminate() took, or rejects if the worker returned or failed instead.
+function terminateWhileSpinning(worker, returns = false) {
+  return new Promise((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error('terminate() did not finish within 8 s')), 8000);
+    worker.on('error', (e) => {
+      clearTimeout(guard);
+      reject(e);
+    });
+    let asked = false;
+    worker.on('message', (m) => {
+      if (m === 'returned' && !asked && !returns) reject(new Error('the Lua code returned instead of spinning'));
+      if (m !== 'go') return;
+      setTimeout(() => {
+        asked = true;
+        const t0 = Date.now();
+        worker.terminate().then(() => {
+          clearTimeout(guard);
+          resolve(Date.now() - t0);
+        }, reject);
+      }, 150);
+    });
+  });
+}
+
+const spinners = [
+  ['a call from JS looping', "rt.load('while true do end');"],
+  ['a call from JS looping with a pcall around each step', "rt.load('while true do pcall(function() while true do end end) end');"],
+  ['a task started from JS', "rt.load('function spin() while true do end end'); rt.start('spin');"],
+  [
+    'a task woken by a timer',
+    "rt.load('function spin() coroutine.yield(\"FOR\", 1, \"MILLISECONDS\") while true do end end'); rt.start('spin');",
+    {},
+    true, // rt.start returns; the task spins from the timer
+  ],
+  ['a coroutine resumed by Lua', "rt.load('coroutine.resume(coroutine.create(function() while true do end end))');"],
+  ['a coroutine.wrap function', "rt.load('coroutine.wrap(function() while true do end end)()');"],
+  [
+    'a coroutine that swallows the stop and resumes another',
+    "rt.load('while true do coroutine.resume(coroutine.create(function() while true do end end)) end');",
+  ],
+  ['a deep recursion of pcalls', "rt.load('local function f(n) if n > 0 then pcall(f, n - 1) end while true do end end f(50)');"],
+  [
+    'an error handler that loops',
+    "rt.load('xpcall(function() error(\"x\") end, function() while true do end end)');",
+  ],
+  [
+    'a string.gsub callback that loops',
+    "rt.load('string.gsub(\"abc\", \".\", function() while true do end end)');",
+  ],
+  ['a table.sort comparator that loops', "rt.load('table.sort({3, 2, 1}, function() while true do end end)');"],
+  ['a __index metamethod that loops', "rt.load('local t = setmetatable({}, {__index = function() while true do end end}) return t.x');"],
+  ['a call from JS in a runtime with a timeSlice (calls are not preempted)', "rt.load('while true do end');", { timeSlice: 5 }],
+  [
+    'a task whose <close> handler loops when the worker ends',
+    "rt.load('function spin() local x <close> = setmetatable({}, {__close = function() while true do end end}) coroutine.yield(\"INDEFINITELY\") end'); rt.start('spin'); rt.load('while true do end');",
+  ],
+];
+
+describe('worker.terminate() stops running Lua', () => {
+  for (const [name, setup, options, returns] of spinners) {
+    test(`${name}`, async () => {
+      const ms = await terminateWhileSpinning(spinningWorker(setup, options), returns);
+      expect(ms).toBeLessThan(3000); // the contract: within about 1 s
+    });
+  }
+
+  test('a Worker that ends on its own with a <close> handler looping in a waiting task still exits', async () => {
+    const code = `
+      const { Runtime } = require(${JSON.stringify(root)});
+      const rt = new Runtime();
+      rt.load('function spin() local x <close> = setmetatable({}, {__close = function() while true do end end}) coroutine.yield("INDEFINITELY") end');
+      rt.start('spin');
+    `;
+    const w = new Worker(code, { eval: true });
+    const exit = await new Promise((resolve) => w.on('exit', resolve));
+    expect(exit).toBe(0);
+  });
+});
+
+describe('process.exit() stops Workers running Lua', () => {
+  test('the process exits while a Worker spins in Lua without limits', () => {
+    const script = `
+      const { Worker } = require('node:worker_threads');
+      const w = new Worker(\`
+        const { Runtime } = require(${JSON.stringify(root)});
+        require('node:worker_threads').parentPort.postMessage('go');
+        new Runtime().load('while true do end');
+      \`, { eval: true });
+      w.on('message', () => setTimeout(() => process.exit(7), 100));
+    `;
+    const r = spawnSync(process.execPath, ['-e', script], { timeout: 10000 });
+    expect(r.error).toBeUndefined();
+    expect(r.status).toBe(7);
+  });
+});
+
+describe('the check costs nothing when nothing is stuck', () => {
+  test('a runtime that runs Lua in short bursts is not stopped by the watch', async () => {
+    const { Runtime } = require(root);
+    const rt = new Runtime();
+    const add = rt.load('return function(a, b) return a + b end');
+    const until = Date.now() + 400; // spans several watch periods of busy Lua
+    let n = 0;
+    while (Date.now() < until) {
+      rt.load('local s = 0 for i = 1, 20000 do s = s + i end return s');
+      n += 1;
+    }
+    expect(n).toBeGreaterThan(0);
+    expect(rt.load('local s = 0 for i = 1, 3e6 do s = s + 1 end return s')).toEqual([3e6]);
+    rt.close();
+  });
+});
