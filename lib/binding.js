@@ -36,6 +36,7 @@ binding.init({
   readOwn: boundary.readOwn,
   errorField: boundary.errorField,
   errorText: boundary.errorText,
+  unwrapThrown: boundary.unwrapThrown,
 });
 
 module.exports = binding;

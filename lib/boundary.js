@@ -116,4 +116,21 @@ function errorText(thrown) {
   return `${n}: ${m}`;
 }
 
-module.exports = { RECEIVER, classify, readOwn, errorField, errorText };
+// node-addon-api keeps a thrown primitive (a string, a number...) inside an
+// object under this key (Napi::Error::ERROR_WRAP_VALUE, private there). The
+// round trip of every primitive is tested (test/js/security/boundary.test.js).
+const WRAP_KEY = '4bda9e7e-4913-4dbc-95de-891cbf66598e-errorVal';
+
+/**
+ * What JS threw, from the value a caught Napi::Error holds: that value
+ * itself, or the primitive node-addon-api wrapped. Runs no code of it (the
+ * addon's own unwrapping asks a Proxy's `has` trap).
+ * @param {object} held
+ */
+function unwrapThrown(held) {
+  if (!isObject(held) || isProxy(held)) return held;
+  const d = getOwnPropertyDescriptor(held, WRAP_KEY);
+  return d !== undefined && hasOwn(d, 'value') ? d.value : held;
+}
+
+module.exports = { RECEIVER, classify, readOwn, errorField, errorText, unwrapThrown };

@@ -22,6 +22,7 @@ struct AddonData {
   Napi::FunctionReference read_own;      // (object, key) -> an own data property, else undefined
   Napi::FunctionReference error_field;   // (thrown, key) -> message/name/code/stack as a string, or undefined
   Napi::FunctionReference error_text;    // (thrown) -> what tostring() of the error value gives
+  Napi::FunctionReference unwrap_thrown; // (value of a Napi::Error) -> what was thrown (a primitive comes wrapped)
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);

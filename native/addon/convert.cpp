@@ -581,7 +581,11 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
 
 napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback) {
   Napi::Env env(core->env);
-  if (napi_value js = JsRefValue(core, L, -1)) return js;  // a JS value thrown through Lua
+  // A JS error (what JS threw or rejected with, or an Error) thrown through
+  // Lua: the very same value. A JS function or object that Lua itself throws
+  // is not one: it becomes a LuaError below, with it as `value`, so JS code
+  // catching Lua's errors never receives a bare function as the error.
+  if (napi_value js = JsErrorValue(core, L, -1)) return js;
   LuaHost* host = core->host.get();
   if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage());
   if (host->last_killed() && traceback == nullptr) {

@@ -160,18 +160,34 @@ int Suspend(lua_State* L) {
   return lua_yieldk(L, 1, 0, k_await);
 }
 
-// Pushes the error for a failed JS call: the thrown value kept by reference.
-void PushThrown(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept {
+}  // namespace
+
+void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept {
   try {
-    napi_value v = e.Value();
-    if (v == nullptr) {
-      lua_pushstring(L, e.what());
-    } else {
-      PushJsError(core, L, v);
+    // Not e.Value(): it asks the value whether it has node-addon-api's
+    // wrapper key, which runs a Proxy's `has` trap. The reference itself,
+    // unwrapped by lib/boundary.js when it wraps a thrown primitive.
+    napi_value raw = static_cast<const Napi::ObjectReference&>(e).Value();
+    if (raw == nullptr) {
+      lua_pushliteral(L, "a JS error without a value");
+      return;
     }
+    PushJsError(core, L, CallHelper(core->env, AddonData::From(core->env)->unwrap_thrown, 1, &raw));
   } catch (...) {
-    lua_pushstring(L, e.what());  // the thrown value could not be kept: its message at least
+    // Not e.what(): it reads .message, which may be a getter.
+    lua_pushliteral(L, "a JS value was thrown that could not be kept");
   }
+}
+
+namespace {
+
+// The error value for a JS exception pending on env after a failed call.
+void PushPending(RuntimeCore* core, lua_State* L, const char* what) {
+  napi_value exc;
+  bool pending = false;
+  napi_is_exception_pending(core->env, &pending);
+  if (!pending || napi_get_and_clear_last_exception(core->env, &exc) != napi_ok) ThrowPending(core->env, what);
+  PushJsError(core, L, exc);
 }
 
 // The body of l_js_call. Returns the number of results, or -1 with the error
@@ -201,8 +217,12 @@ int CallJs(lua_State* L) noexcept {
     if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)
     // Never undefined: a sloppy-mode function would get globalThis as `this`.
     napi_value recv = AddonData::From(env)->receiver.Value();
-    const napi_status st = napi_call_function(env, recv, fn, argc, argv, &out);
-    if (st != napi_ok) ThrowPending(env, "calling a JS function");
+    if (napi_call_function(env, recv, fn, argc, argv, &out) != napi_ok) {
+      lua_settop(L, 0);
+      PushPending(core, L, "calling a JS function");  // what it threw, as itself
+      napi_close_handle_scope(env, scope);
+      return kRaise;
+    }
     napi_valuetype type;
     napi_typeof(env, out, &type);
     bool promise = false;
@@ -217,7 +237,7 @@ int CallJs(lua_State* L) noexcept {
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
-    PushThrown(core, L, e);
+    PushJsException(core, L, e);
     result = -1;
   } catch (const std::exception& e) {
     lua_settop(L, 0);
@@ -258,7 +278,7 @@ int AwaitValue(lua_State* L) noexcept {
     result = BeginAwait(core, L, v);
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
-    PushThrown(core, L, e);
+    PushJsException(core, L, e);
     result = kRaise;
   }
   napi_close_handle_scope(core->env, scope);
@@ -301,7 +321,7 @@ int InJs(lua_State* L, int base, F&& body) noexcept {
     result = body(core, env);
   } catch (const Napi::Error& e) {
     lua_settop(L, base);
-    PushThrown(core, L, e);
+    PushJsException(core, L, e);
     result = kRaise;
   } catch (const std::exception& e) {
     lua_settop(L, base);
@@ -409,11 +429,15 @@ int ErrorToString(lua_State* L) noexcept {
   return InJs(L, 1, [&](RuntimeCore* core, napi_env) { return PushErrorText(core, L, 1, 1); });
 }
 
+// Never raises: Lua's message handlers call __tostring on the way out of a
+// failed call, and an error there would replace the JS error with its own.
+// What could not be read (a text past memoryLimit) is said instead.
 int l_jserror_tostring(lua_State* L) {
   LuaHost::RaiseIfClosing(L);
-  const int n = ErrorToString(L);
-  if (n < 0) return lua_error(L);
-  return n;
+  if (ErrorToString(L) < 0 && lua_type(L, -1) != LUA_TSTRING) {
+    lua_pushliteral(L, "(the text of this JS error could not be read)");
+  }
+  return 1;
 }
 
 // a .. b where one side is an error value: its text, so
@@ -530,6 +554,11 @@ napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
   }
   if (box == nullptr) return nullptr;
   return BoxValue(box);
+}
+
+napi_value JsErrorValue(RuntimeCore* core, lua_State* L, int idx) {
+  JsRefBox* box = ToBox(core, L, idx);
+  return box != nullptr && box->kind == kError ? BoxValue(box) : nullptr;
 }
 
 }  // namespace lua_tasks

@@ -5,6 +5,7 @@
 #include <node_api.h>
 
 #include <lua.hpp>
+#include <napi.h>
 
 namespace lua_tasks {
 
@@ -27,11 +28,19 @@ void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable);
 // PushJsError), returns it; else nullptr. Stack unchanged.
 napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx);
 
+// If the Lua value at `idx` is an error value (PushJsError), returns the JS
+// value it holds; else nullptr. Stack unchanged.
+napi_value JsErrorValue(RuntimeCore* core, lua_State* L, int idx);
+
 // Pushes an error value for a JS value thrown into Lua (any value: an Error,
 // a string, a function...): pcall returns it; .message, .name, .code and
 // .stack read as strings (or nil) and tostring gives "name: message", all
 // without running any code of the value; it cannot be indexed further or
 // called. It reaches JS (rethrown, returned, passed) as the same value.
 void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown);
+
+// Pushes the error value for the JS exception `e` carries (PushJsError of
+// what was thrown), without running any code of it. Never throws.
+void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept;
 
 }  // namespace lua_tasks
