@@ -217,17 +217,16 @@ int CallJs(lua_State* L) noexcept {
     if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)
     // Never undefined: a sloppy-mode function would get globalThis as `this`.
     napi_value recv = AddonData::From(env)->receiver.Value();
-    if (napi_call_function(env, recv, fn, argc, argv, &out) != napi_ok) {
+    napi_valuetype type = napi_undefined;
+    bool promise = false;
+    const bool threw = napi_call_function(env, recv, fn, argc, argv, &out) != napi_ok;
+    if (!threw) napi_typeof(env, out, &type);
+    if (type == napi_object) napi_is_promise(env, out, &promise);
+    if (threw) {
       lua_settop(L, 0);
       PushPending(core, L, "calling a JS function");  // what it threw, as itself
-      napi_close_handle_scope(env, scope);
-      return kRaise;
-    }
-    napi_valuetype type;
-    napi_typeof(env, out, &type);
-    bool promise = false;
-    if (type == napi_object) napi_is_promise(env, out, &promise);
-    if (promise) {
+      result = kRaise;
+    } else if (promise) {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {
       lua_settop(L, 0);
@@ -440,19 +439,18 @@ int l_jserror_tostring(lua_State* L) {
   return 1;
 }
 
-// a .. b where one side is an error value: its text, so
-// `"failed: " .. err` reads as it would with a string error.
-int ErrorConcat(lua_State* L) noexcept {
+// a .. b where one side is an error value: replaces it with its text, so
+// `"failed: " .. err` reads as it would with a string error. Returns 2 (both
+// operands are strings or numbers now) or kRaise.
+int ErrorConcatOperands(lua_State* L) noexcept {
   return InJs(L, 2, [&](RuntimeCore* core, napi_env) {
     for (int i = 1; i <= 2; ++i) {
       if (ToBox(core, L, i) != nullptr) {
-        const int top = lua_gettop(L);
-        if (PushErrorText(core, L, i, top) < 0) return kRaise;
+        if (PushErrorText(core, L, i, 2) < 0) return kRaise;
         lua_replace(L, i);
       }
     }
-    lua_concat(L, 2);  // both are strings or numbers now (l_jserror_concat checked)
-    return 1;
+    return 2;
   });
 }
 
@@ -466,9 +464,9 @@ int l_jserror_concat(lua_State* L) {
     }
   }
   lua_settop(L, 2);
-  const int n = ErrorConcat(L);
-  if (n < 0) return lua_error(L);
-  return n;
+  if (ErrorConcatOperands(L) < 0) return lua_error(L);
+  lua_concat(L, 2);  // here, not in the helper: it may raise (memory)
+  return 1;
 }
 
 void NewBox(RuntimeCore* core, lua_State* L, napi_value v, Kind kind) {

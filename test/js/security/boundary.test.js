@@ -408,6 +408,17 @@ describe('Proxies: no trap runs', () => {
     expect(rt.load('return fp(), (pcall(function() return fp.x end))')).toEqual([2, false]);
     expect([applies, others]).toEqual([1, 0]);
   });
+  test('a revoked Proxy crosses, is read, thrown and printed without an error from its revocation', () => {
+    const { proxy, revoke } = Proxy.revocable({ a: 1 }, {});
+    revoke();
+    rt.set('p', proxy);
+    rt.set('t', () => { throw proxy; });
+    expect(rt.load('local ok, e = pcall(t) return type(p), p.a, tostring(e), e.message')).toEqual([
+      'userdata', null, '(error object is a JS Proxy)', null,
+    ]);
+    expect(rt.get('p')).toBe(proxy);
+    usable();
+  });
 });
 
 describe('JS errors reach Lua as error values', () => {
@@ -633,6 +644,20 @@ describe('JS errors reach Lua as error values', () => {
     rt.load('function t() local ok, e = pcall(rej) assert(e.token == nil and e.code == "E_REJ") error(e) end');
     await expect(rt.call('t')).rejects.toBe(err);
   });
+  test('coroutine.wrap and xpcall pass an error value on unchanged, and it rethrows as the same Error', () => {
+    const err = new Error('wrapped');
+    rt.set('t', () => { throw err; });
+    expect(rt.load(`local w = coroutine.wrap(function() t() end)
+      local ok, e = pcall(w)
+      local ok2, e2 = xpcall(t, function(m) return m end)
+      return type(e), e.message, type(e2), e2.constructor`)).toEqual(['userdata', 'wrapped', 'userdata', null]);
+    expect(thrownBy(() => rt.load('coroutine.wrap(function() t() end)()'))).toBe(err);
+  });
+
+  test('an error value is not a function to start: tasks.start refuses it', () => {
+    rt.set('t', () => { throw new Error('x'); });
+    refused('local ok, e = pcall(t) return tasks.start(e)');
+  });
 });
 
 describe('no internal module or host value is reachable', () => {
@@ -693,6 +718,27 @@ describe('no internal module or host value is reachable', () => {
     expect(ran).toBe(0);
     usable(r);
     r.closeSync();
+  });
+
+  test('util.async wait_for of a thenable JS object does not call its then', async () => {
+    let ran = 0;
+    const thenable = new (class { then() { ran++; } })();
+    rt.set('thenable', thenable);
+    rt.load(`
+      local async = require "util.async"
+      runner = async.runner(function() got = async.wait_for(thenable) == thenable end)
+      runner:run(1)
+    `);
+    while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+    expect(rt.load('return got')).toEqual([true]);
+    expect(ran).toBe(0);
+  });
+
+  test('a getter of a plain object runs once, when the object is copied, never when Lua reads the copy', () => {
+    let ran = 0;
+    rt.set('cfg', { get v() { ran++; return 'copied'; } });
+    expect(rt.load('return cfg.v, cfg.v, rawget(cfg, "v")')).toEqual(['copied', 'copied', 'copied']);
+    expect(ran).toBe(1);
   });
 
   test('the print function Lua calls gets the frozen receiver, not globalThis', () => {
