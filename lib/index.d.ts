@@ -17,8 +17,9 @@ export interface RuntimeOptions {
   /**
    * Lua reads fields of by-reference JS objects as JS does (getters, the
    * prototype chain, `constructor`), instead of own data properties only.
-   * Only for Lua code trusted as much as the host's JavaScript: with it,
-   * `obj.constructor.constructor` is `Function`. @default false
+   * Only for Lua code trusted as much as the host's JavaScript: getters run
+   * on Lua's behalf and reads reach whatever prototypes reach
+   * (docs/security.md). @default false
    */
   trustedObjects?: boolean;
   /** Modules for `require`: Lua source, or a value. */
