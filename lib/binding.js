@@ -3,6 +3,7 @@
 'use strict';
 const path = require('node:path');
 const { makeError } = require('./errors');
+const boundary = require('./boundary');
 
 let binding;
 try {
@@ -26,6 +27,16 @@ function warnUnheard(err) {
   process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
 }
 
-binding.init({ makeError, awaitPromise, warnUnheard });
+binding.init({
+  makeError,
+  awaitPromise,
+  warnUnheard,
+  receiver: boundary.RECEIVER,
+  classify: boundary.classify,
+  readOwn: boundary.readOwn,
+  errorField: boundary.errorField,
+  errorText: boundary.errorText,
+  unwrapThrown: boundary.unwrapThrown,
+});
 
 module.exports = binding;

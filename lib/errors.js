@@ -27,9 +27,6 @@ class LuaTasksError extends Error {
     this.code = code;
     if (props) Object.assign(this, props);
   }
-  get name() {
-    return this.constructor.name;
-  }
 }
 
 /**
@@ -52,6 +49,13 @@ class RuntimeClosedError extends LuaTasksError {}
 
 /** A task that was cancelled, timed out or could not commit. */
 class TaskError extends LuaTasksError {}
+
+// `name` is a data property of each prototype, not a getter: Lua reads an
+// error's name without running code of it (docs/security.md), and a getter
+// would read as nil there.
+for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError]) {
+  Object.defineProperty(Cls.prototype, 'name', { value: Cls.name, writable: true, configurable: true, enumerable: false });
+}
 
 const byCode = {
   ERR_LUA_SYNTAX: LuaError,

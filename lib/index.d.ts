@@ -14,6 +14,14 @@ export interface RuntimeOptions {
   print?: (line: string) => void;
   /** Whether timed waits keep the process alive. @default true */
   keepAlive?: boolean;
+  /**
+   * Lua reads fields of by-reference JS objects as JS does (getters, the
+   * prototype chain, `constructor`), instead of own data properties only.
+   * Only for Lua code trusted as much as the host's JavaScript: getters run
+   * on Lua's behalf and reads reach whatever prototypes reach
+   * (docs/security.md). @default false
+   */
+  trustedObjects?: boolean;
   /** Modules for `require`: Lua source, or a value. */
   modules?: Record<string, string | object>;
   /** Directories `require` (and, in 'safe', dofile/loadfile) may read .lua files from. */

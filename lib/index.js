@@ -33,7 +33,7 @@ function normalizeOptions(options) {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
   const out = {};
-  const { libs = 'safe', memoryLimit, print, keepAlive = true, modules } = options;
+  const { libs = 'safe', memoryLimit, print, keepAlive = true, modules, trustedObjects = false } = options;
   for (const key of ['timeSlice', 'taskTimeout']) {
     const v = options[key];
     if (v === undefined) continue;
@@ -68,6 +68,8 @@ function normalizeOptions(options) {
   }
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
+  if (typeof trustedObjects !== 'boolean') throw invalidType('options.trustedObjects', 'a boolean', trustedObjects);
+  out.trustedObjects = trustedObjects;
   if (modules !== undefined) {
     if (modules === null || typeof modules !== 'object') throw invalidType('options.modules', 'an object', modules);
     for (const [name, mod] of Object.entries(modules)) {
@@ -120,24 +122,29 @@ const { status: TASK_STATUS, wait: WAIT_KINDS } = binding.NativeRuntime.taskName
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
 
 // util.async inside a runtime: next ticks and sleeps run on the loop as
-// tasks, and wait_for also takes JS Promises (which have no :next in Lua).
+// tasks, and wait_for also takes JS Promises (which have no :next in Lua):
+// a task awaits the promise with tasks.await and then wakes the waiter, so
+// the item goes on inside a task (task waits such as tasks.sleep or another
+// Promise work after it), as a next tick would. Only what any script has is
+// used here: no internal module exists for user code to require.
 const ASYNC_HOOKS = `
-local host = require "lua-tasks.host"
+local tasks, pcall, type = require "tasks", pcall, type
+local start, await = tasks.start, tasks.await
 async.set_nexttick(function(f)
-  tasks.start(function() coroutine.yield() f() end)
+  start(function() coroutine.yield() f() end)
 end)
 async.set_schedule_function(function(seconds, f)
-  tasks.start(function() tasks.sleep(seconds) f() end)
+  start(function() tasks.sleep(seconds) f() end)
 end)
 local lua_wait_for = async.wait_for
 local function wait_for(p)
   if type(p) ~= "userdata" then return lua_wait_for(p) end
   local wait, done = async.waiter()
-  local settled, ok, value
-  -- done() from a task, as a next tick would: the item goes on inside one,
-  -- so task waits (tasks.sleep, another Promise) work after the await.
-  host["then"](p, function(v) settled, ok, value = true, true, v tasks.start(done) end,
-                  function(e) settled, ok, value = true, false, e tasks.start(done) end)
+  local ok, value
+  start(function()
+    ok, value = pcall(await, p)
+    done()
+  end)
   wait()
   if ok then return value end
   return nil, value
@@ -152,10 +159,6 @@ function shippedSource(name, file) {
   const src = fs.readFileSync(file, 'utf8');
   if (name !== 'util.async') return src;
   return `local async = (function(...) ${src}\nend)(...)\n${ASYNC_HOOKS}\nreturn async\n`;
-}
-
-function jsThen(p, ok, err) {
-  Promise.resolve(p).then(ok, err);
 }
 
 /**
@@ -284,6 +287,8 @@ class Runtime extends EventEmitter {
    * @param {Object<string, string|object>} [options.modules] modules for `require`: Lua source, or a value
    * @param {number} [options.timeSlice] ms a task may run before it is made to yield (as IMMEDIATE)
    * @param {number} [options.taskTimeout] CPU ms a task (or a call from JS) may use before it is killed
+   * @param {boolean} [options.trustedObjects=false] Lua reads JS object fields as JS does (getters,
+   *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -309,7 +314,6 @@ class Runtime extends EventEmitter {
       }
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
-    this.#native.preload('lua-tasks.host', { then: jsThen });
     for (const [name, file] of Object.entries(SHIPPED)) {
       if (fs.existsSync(file)) this.#native.preload(name, shippedSource(name, file));
     }

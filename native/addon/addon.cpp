@@ -19,12 +19,6 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.map_get = Napi::Persistent(map_proto.Get("get").As<Napi::Function>());
     d.map_set = Napi::Persistent(map_proto.Get("set").As<Napi::Function>());
     d.array_from = Napi::Persistent(global.Get("Array").As<Napi::Object>().Get("from").As<Napi::Function>());
-    d.object_to_string = Napi::Persistent(global.Get("Object")
-                                              .As<Napi::Object>()
-                                              .Get("prototype")
-                                              .As<Napi::Object>()
-                                              .Get("toString")
-                                              .As<Napi::Function>());
 
     InitCron(env, exports);
     DefineAddon(exports, {
@@ -36,14 +30,21 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
   AddonData data;
 
  private:
-  // init({ makeError, awaitPromise, warnUnheard }): lib hands over its error
-  // factory, the helper that subscribes to a promise for an awaiting task, and
-  // the warning for failures no Runtime can hear.
+  // init({ makeError, awaitPromise, warnUnheard, receiver, classify, readOwn,
+  // errorField, errorText, unwrapThrown }): lib hands over its error factory, the helper
+  // that subscribes to a promise for an awaiting task, the warning for
+  // failures no Runtime can hear, and the boundary's helpers (lib/boundary.js).
   Napi::Value JS_init(const Napi::CallbackInfo& info) {
     Napi::Object helpers = info[0].As<Napi::Object>();
     data.make_error = Napi::Persistent(helpers.Get("makeError").As<Napi::Function>());
     data.await_helper = Napi::Persistent(helpers.Get("awaitPromise").As<Napi::Function>());
     data.warn_unheard = Napi::Persistent(helpers.Get("warnUnheard").As<Napi::Function>());
+    data.receiver = Napi::Persistent(helpers.Get("receiver").As<Napi::Object>());
+    data.classify = Napi::Persistent(helpers.Get("classify").As<Napi::Function>());
+    data.read_own = Napi::Persistent(helpers.Get("readOwn").As<Napi::Function>());
+    data.error_field = Napi::Persistent(helpers.Get("errorField").As<Napi::Function>());
+    data.error_text = Napi::Persistent(helpers.Get("errorText").As<Napi::Function>());
+    data.unwrap_thrown = Napi::Persistent(helpers.Get("unwrapThrown").As<Napi::Function>());
     return info.Env().Undefined();
   }
 };

@@ -16,7 +16,13 @@ struct AddonData {
   Napi::FunctionReference map_get;           // Map.prototype.get
   Napi::FunctionReference map_set;           // Map.prototype.set
   Napi::FunctionReference array_from;        // Array.from (Map entries -> pairs)
-  Napi::FunctionReference object_to_string;  // Object.prototype.toString, for the Map test
+  // The capability boundary (lib/boundary.js): none runs code of the value it looks at.
+  Napi::ObjectReference receiver;        // `this` of every JS function Lua calls (frozen, no prototype)
+  Napi::FunctionReference classify;      // (object) -> kind: plain, Map, by reference, error, opaque
+  Napi::FunctionReference read_own;      // (object, key) -> an own data property, else undefined
+  Napi::FunctionReference error_field;   // (thrown, key) -> message/name/code/stack as a string, or undefined
+  Napi::FunctionReference error_text;    // (thrown) -> what tostring() of the error value gives
+  Napi::FunctionReference unwrap_thrown; // (value of a Napi::Error) -> what was thrown (a primitive comes wrapped)
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);

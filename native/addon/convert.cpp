@@ -177,44 +177,34 @@ class JsToLua {
       PushArray(v);
       return;
     }
-    // Plain: the prototype is null or an Object.prototype (of any realm: Jest
-    // and vm contexts have their own), i.e. a prototype whose own prototype is null.
-    napi_value proto;
-    Check(env_, napi_get_prototype(env_, v, &proto), "get prototype");
-    napi_valuetype pt;
-    napi_typeof(env_, proto, &pt);
-    bool plain = pt == napi_null;
-    if (!plain && pt == napi_object) {
-      napi_value grand;
-      Check(env_, napi_get_prototype(env_, proto, &grand), "get prototype");
-      napi_valuetype gt;
-      napi_typeof(env_, grand, &gt);
-      plain = gt == napi_null;
-    }
-    if (plain) {
-      PushPlainObject(v);
-      return;
-    }
-    if (IsMap(v)) {
-      PushMap(v);
-      return;
-    }
-    // Errors, promises, dates, class instances: kept by reference, so they
-    // come back to JS as the same object (and an Error keeps its stack).
-    PushJsRef(core_, L_, v, false);
-  }
-
-  // Realm-independent: Object.prototype.toString says "[object Map]".
-  bool IsMap(napi_value v) {
+    // What Lua may see of it, decided in JS without running any of its code
+    // (lib/boundary.js classify): a Proxy's traps, a getter for
+    // Symbol.toStringTag, a getPrototypeOf trap never run here.
     AddonData* data = AddonData::From(env_);
-    napi_value tag;
-    if (napi_call_function(env_, v, data->object_to_string.Value(), 0, nullptr, &tag) != napi_ok) {
-      ThrowPending(env_, "Object.prototype.toString");
+    napi_value kind_v, recv;
+    napi_get_undefined(env_, &recv);
+    if (napi_call_function(env_, recv, data->classify.Value(), 1, &v, &kind_v) != napi_ok) {
+      ThrowPending(env_, "classifying a JS object");
     }
-    char buf[16];
-    size_t n = 0;
-    napi_get_value_string_utf8(env_, tag, buf, sizeof buf, &n);
-    return std::string_view(buf, n) == "[object Map]";
+    int32_t kind = 2;
+    napi_get_value_int32(env_, kind_v, &kind);
+    switch (kind) {
+      case 0:  // plain: copied
+        PushPlainObject(v);
+        return;
+      case 1:  // a Map: copied
+        PushMap(v);
+        return;
+      case 3:  // a JS Error: an error value (message, name, code, stack), the same Error back in JS
+        PushJsError(core_, L_, v);
+        return;
+      default:
+        // Promises, dates, class instances, Proxies: kept by reference, so
+        // they come back to JS as the same object; Lua reads own data
+        // properties only (none of a Proxy).
+        PushJsRef(core_, L_, v, false);
+        return;
+    }
   }
 
   // If `v` was converted already, pushes its table and returns true; else
@@ -591,7 +581,11 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
 
 napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback) {
   Napi::Env env(core->env);
-  if (napi_value js = JsRefValue(core, L, -1)) return js;  // a JS value thrown through Lua
+  // A JS error (what JS threw or rejected with, or an Error) thrown through
+  // Lua: the very same value. A JS function or object that Lua itself throws
+  // is not one: it becomes a LuaError below, with it as `value`, so JS code
+  // catching Lua's errors never receives a bare function as the error.
+  if (napi_value js = JsErrorValue(core, L, -1)) return js;
   LuaHost* host = core->host.get();
   if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage());
   if (host->last_killed() && traceback == nullptr) {

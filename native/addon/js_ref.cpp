@@ -1,16 +1,27 @@
 // SPDX-License-Identifier: MIT
-// JsRef: a JS value held by Lua (a function to call, an object kept by identity).
+// JsRef: a JS value held by Lua, as a capability: a function to call, an object to read, an error value.
 //
-// A JsRef is a full userdata holding a strong napi_ref. A JS function crosses
-// as a C closure (l_js_call) with its JsRef as upvalue 1, so Lua calls it like
-// any function and the converter can still find the original JS function.
+// A JsRef is a full userdata holding a strong napi_ref, of one of three kinds,
+// each with its own metatable (docs/security.md has the policy):
+//  - function: a JS function crosses as a C closure (l_js_call) with its box
+//    as upvalue 1, so Lua calls it like any function and the converter can
+//    still find the original. The box has no __index: callable, nothing more.
+//    JS sees `this` as a frozen object without prototype, never globalThis.
+//  - object: a by-reference object (a Date, a class instance, a Promise):
+//    Lua reads its own data properties (lib/boundary.js readOwn), with
+//    string or number keys only, and no code of the object runs.
+//  - error: a thrown or rejected JS value, or a JS Error: message, name,
+//    code and stack read as strings, tostring gives "name: message"; nothing
+//    else, and never the value itself until it leaves Lua again.
 // Calling into JS from Lua follows the Lua/C++ rule of this codebase: the
-// lua_CFunction is a thin shell; all C++ (handle scopes, exceptions,
-// conversions) lives in a helper that returns a count or -1 with the error
-// value pushed, and only then does the shell raise.
+// lua_CFunction is a thin shell that checks its arguments; all C++ (handle
+// scopes, exceptions, conversions) lives in a helper that returns a count or
+// -1 with the error value pushed, and only then does the shell raise.
 #include "js_ref.hpp"
 
+#include <stdexcept>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <napi.h>
@@ -24,18 +35,22 @@ namespace lua_tasks {
 
 namespace {
 
-constexpr const char kMetaName[] = "lua-tasks.JsRef";
+enum Kind : unsigned char { kFunction = 0, kObject = 1, kError = 2 };
+
+constexpr const char* kMetaName[] = {"lua-tasks.JsFunction", "lua-tasks.JsObject", "lua-tasks.JsError"};
+constexpr const char* kTypeName[] = {"JS function", "JS object", "JS error"};  // __name: in Lua's messages
 
 struct JsRefBox {
   napi_env env;
   napi_ref ref;  // strong; deleted by __gc
   bool boxed;    // ref holds { v: value } because value is a primitive (a thrown string, ...)
+  Kind kind;
 };
 
-// The JS value a box holds.
+// The JS value a box holds, or nullptr once its reference is gone.
 napi_value BoxValue(JsRefBox* box) {
   napi_value v;
-  if (napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
+  if (box->ref == nullptr || napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
   if (box->boxed) napi_get_named_property(box->env, v, "v", &v);
   return v;
 }
@@ -46,9 +61,12 @@ RuntimeCore* CoreOf(lua_State* L) {
 
 JsRefBox* ToBox(RuntimeCore* core, lua_State* L, int idx) {
   if (lua_type(L, idx) != LUA_TUSERDATA || !lua_getmetatable(L, idx)) return nullptr;
-  const bool ours = lua_topointer(L, -1) == core->jsref_mt;
+  const void* mt = lua_topointer(L, -1);
   lua_pop(L, 1);
-  return ours ? static_cast<JsRefBox*>(lua_touserdata(L, idx)) : nullptr;
+  for (const void* ours : core->jsref_mt) {
+    if (mt == ours) return static_cast<JsRefBox*>(lua_touserdata(L, idx));
+  }
+  return nullptr;
 }
 
 int l_jsref_gc(lua_State* L) {
@@ -56,6 +74,36 @@ int l_jsref_gc(lua_State* L) {
   if (box->ref != nullptr) napi_delete_reference(box->env, box->ref);
   box->ref = nullptr;
   return 0;
+}
+
+// A property key from Lua: strings and numbers only, so no key object's
+// toString can run (Lua code inside V8's property lookup). Raises otherwise.
+void CheckKey(lua_State* L, const char* what) {
+  const int t = lua_type(L, 2);
+  if (t != LUA_TSTRING && t != LUA_TNUMBER) {
+    luaL_error(L, "cannot index a %s with a %s key (keys must be strings or numbers)", what, luaL_typename(L, 2));
+  }
+}
+
+// The JS property key for the Lua string or number at `idx`.
+napi_value KeyToJs(napi_env env, lua_State* L, int idx) {
+  napi_value key;
+  if (lua_type(L, idx) == LUA_TNUMBER) {
+    Check(env, napi_create_double(env, lua_tonumber(L, idx), &key), "key");
+  } else {
+    size_t n;
+    const char* s = lua_tolstring(L, idx, &n);
+    Check(env, napi_create_string_utf8(env, s, n, &key), "key");
+  }
+  return key;
+}
+
+// Calls a boundary helper (lib/boundary.js) with `argc` arguments.
+napi_value CallHelper(napi_env env, const Napi::FunctionReference& fn, size_t argc, const napi_value* argv) {
+  napi_value recv, out;
+  napi_get_undefined(env, &recv);
+  if (napi_call_function(env, recv, fn.Value(), argc, argv, &out) != napi_ok) ThrowPending(env, "a boundary helper");
+  return out;
 }
 
 // Results of the C++ halves of the Lua-facing functions below.
@@ -112,18 +160,34 @@ int Suspend(lua_State* L) {
   return lua_yieldk(L, 1, 0, k_await);
 }
 
-// Pushes the error for a failed JS call: the thrown value kept by reference.
-void PushThrown(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept {
+}  // namespace
+
+void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept {
   try {
-    napi_value v = e.Value();
-    if (v == nullptr) {
-      lua_pushstring(L, e.what());
-    } else {
-      PushJsError(core, L, v);
+    // Not e.Value(): it asks the value whether it has node-addon-api's
+    // wrapper key, which runs a Proxy's `has` trap. The reference itself,
+    // unwrapped by lib/boundary.js when it wraps a thrown primitive.
+    napi_value raw = static_cast<const Napi::ObjectReference&>(e).Value();
+    if (raw == nullptr) {
+      lua_pushliteral(L, "a JS error without a value");
+      return;
     }
+    PushJsError(core, L, CallHelper(core->env, AddonData::From(core->env)->unwrap_thrown, 1, &raw));
   } catch (...) {
-    lua_pushstring(L, e.what());  // the thrown value could not be kept: its message at least
+    // Not e.what(): it reads .message, which may be a getter.
+    lua_pushliteral(L, "a JS value was thrown that could not be kept");
   }
+}
+
+namespace {
+
+// The error value for a JS exception pending on env after a failed call.
+void PushPending(RuntimeCore* core, lua_State* L, const char* what) {
+  napi_value exc;
+  bool pending = false;
+  napi_is_exception_pending(core->env, &pending);
+  if (!pending || napi_get_and_clear_last_exception(core->env, &exc) != napi_ok) ThrowPending(core->env, what);
+  PushJsError(core, L, exc);
 }
 
 // The body of l_js_call. Returns the number of results, or -1 with the error
@@ -149,16 +213,20 @@ int CallJs(lua_State* L) noexcept {
       argv = big.data();
     }
     for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1, true);  // Lua functions: callbacks
-    napi_value fn, recv, out;
-    napi_get_reference_value(env, box->ref, &fn);
-    napi_get_undefined(env, &recv);
-    const napi_status st = napi_call_function(env, recv, fn, argc, argv, &out);
-    if (st != napi_ok) ThrowPending(env, "calling a JS function");
-    napi_valuetype type;
-    napi_typeof(env, out, &type);
+    napi_value fn = BoxValue(box), out;
+    if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)
+    // Never undefined: a sloppy-mode function would get globalThis as `this`.
+    napi_value recv = AddonData::From(env)->receiver.Value();
+    napi_valuetype type = napi_undefined;
     bool promise = false;
+    const bool threw = napi_call_function(env, recv, fn, argc, argv, &out) != napi_ok;
+    if (!threw) napi_typeof(env, out, &type);
     if (type == napi_object) napi_is_promise(env, out, &promise);
-    if (promise) {
+    if (threw) {
+      lua_settop(L, 0);
+      PushPending(core, L, "calling a JS function");  // what it threw, as itself
+      result = kRaise;
+    } else if (promise) {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {
       lua_settop(L, 0);
@@ -168,7 +236,7 @@ int CallJs(lua_State* L) noexcept {
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
-    PushThrown(core, L, e);
+    PushJsException(core, L, e);
     result = -1;
   } catch (const std::exception& e) {
     lua_settop(L, 0);
@@ -191,7 +259,10 @@ int l_js_call(lua_State* L) {
 // value is returned as is, as JS await does.
 int AwaitValue(lua_State* L) noexcept {
   RuntimeCore* core = CoreOf(L);
-  napi_value v = JsRefValue(core, L, 1);
+  // Only a by-reference object can be a promise to wait for: an error value
+  // stays a value (a thrown promise is not awaited through it).
+  JsRefBox* box = ToBox(core, L, 1);
+  napi_value v = box != nullptr && box->kind == kObject ? BoxValue(box) : nullptr;
   bool promise = false;
   if (v != nullptr) napi_is_promise(core->env, v, &promise);
   if (!promise) {
@@ -206,7 +277,7 @@ int AwaitValue(lua_State* L) noexcept {
     result = BeginAwait(core, L, v);
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
-    PushThrown(core, L, e);
+    PushJsException(core, L, e);
     result = kRaise;
   }
   napi_close_handle_scope(core->env, scope);
@@ -222,82 +293,189 @@ int l_tasks_await(lua_State* L) {
   return n;
 }
 
-// __tostring / __index bodies: like CallJs, C++ only in here.
-int JsToString(lua_State* L) noexcept {
+// Converts the JS value `v` for Lua code reading it (a field, a string of
+// an error value) above `base`, or pushes why not. Returns 1 or kRaise.
+int PushRead(RuntimeCore* core, lua_State* L, int base, napi_value v) {
+  lua_settop(L, base);
+  const size_t before = core->MemoryUsed();
+  PushJs(core, L, v);
+  return core->RefuseIfPastLimit(L, base, before) ? kRaise : 1;
+}
+
+// Runs `body` (which pushes one result or an error value and returns 1 or
+// kRaise) in a HostSection and a handle scope, turning a C++ exception into
+// an error value. For the bodies of the metamethods below.
+template <typename F>
+int InJs(lua_State* L, int base, F&& body) noexcept {
   RuntimeCore* core = CoreOf(L);
-  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+  napi_env env = core->env;
   LuaHost::HostSection section(core->host.get(), L);
   napi_handle_scope scope;
-  napi_open_handle_scope(box->env, &scope);
-  napi_value v = BoxValue(box), s;
-  std::string text = "JS value";
-  if (napi_coerce_to_string(box->env, v, &s) == napi_ok) {
-    size_t n = 0;
-    napi_get_value_string_utf8(box->env, s, nullptr, 0, &n);
-    text.resize(n + 1);
-    napi_get_value_string_utf8(box->env, s, text.data(), n + 1, &n);
-    text.resize(n);
-  } else {
-    napi_value ignored;
-    napi_get_and_clear_last_exception(box->env, &ignored);
+  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+    lua_pushliteral(L, "cannot open a JS handle scope");
+    return kRaise;
   }
-  lua_pushlstring(L, text.data(), text.size());
-  napi_close_handle_scope(box->env, scope);
-  return 1;
-}
-
-int l_jsref_tostring(lua_State* L) {
-  LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
-  return JsToString(L);
-}
-
-int JsIndex(lua_State* L) noexcept {
-  RuntimeCore* core = CoreOf(L);
-  auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
-  LuaHost::HostSection section(core->host.get(), L);
-  napi_handle_scope scope;
-  napi_open_handle_scope(box->env, &scope);
-  int result = 1;
+  int result;
   try {
-    napi_value key = ToJs(core, L, 2), out;
-    napi_value obj = BoxValue(box);
-    napi_valuetype t;
-    napi_typeof(box->env, obj, &t);
-    if (t != napi_object && t != napi_function) {
-      lua_pushnil(L);
-    } else {
-      Check(box->env, napi_get_property(box->env, obj, key, &out), "get property");
-      lua_settop(L, 2);
-      const size_t before = core->MemoryUsed();
-      PushJs(core, L, out);
-      if (core->RefuseIfPastLimit(L, 2, before)) result = -1;
-    }
+    result = body(core, env);
   } catch (const Napi::Error& e) {
-    lua_settop(L, 2);
-    PushThrown(core, L, e);
-    result = -1;
+    lua_settop(L, base);
+    PushJsException(core, L, e);
+    result = kRaise;
   } catch (const std::exception& e) {
-    lua_settop(L, 2);
+    lua_settop(L, base);
     lua_pushstring(L, e.what());
-    result = -1;
+    result = kRaise;
   }
-  napi_close_handle_scope(box->env, scope);
+  napi_close_handle_scope(env, scope);
   return result;
 }
 
-int l_jsref_index(lua_State* L) {
+// ---- by-reference objects
+
+// obj[key]: an own data property (lib/boundary.js readOwn), or with
+// trustedObjects the property as JS reads it.
+int ObjectIndex(lua_State* L, bool trusted) noexcept {
+  return InJs(L, 2, [&](RuntimeCore* core, napi_env env) {
+    auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+    napi_value obj = BoxValue(box), out;
+    if (obj == nullptr) {
+      lua_pushnil(L);
+      return 1;
+    }
+    napi_value key = KeyToJs(env, L, 2);
+    if (trusted) {
+      Check(env, napi_get_property(env, obj, key, &out), "get property");
+    } else {
+      const napi_value argv[2] = {obj, key};
+      out = CallHelper(env, AddonData::From(env)->read_own, 2, argv);
+    }
+    return PushRead(core, L, 2, out);
+  });
+}
+
+template <bool kTrusted>
+int l_jsobject_index(lua_State* L) {
   LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
-  const int n = JsIndex(L);
+  CheckKey(L, kTypeName[kObject]);
+  const int n = ObjectIndex(L, kTrusted);
   if (n < 0) return lua_error(L);
   return n;
 }
 
-void NewBox(RuntimeCore* core, lua_State* L, napi_value v) {
+// tostring(obj) with trustedObjects: JS's own String(obj). (Without it, Lua's
+// default "JS object: 0x..." is used: coercing would run the object's code.)
+int ObjectToString(lua_State* L) noexcept {
+  return InJs(L, 1, [&](RuntimeCore* core, napi_env env) {
+    napi_value v = BoxValue(static_cast<JsRefBox*>(lua_touserdata(L, 1))), s;
+    if (v == nullptr) {
+      lua_pushliteral(L, "JS object (released)");
+      return 1;
+    }
+    Check(env, napi_coerce_to_string(env, v, &s), "String()");
+    return PushRead(core, L, 1, s);
+  });
+}
+
+int l_jsobject_tostring(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  const int n = ObjectToString(L);
+  if (n < 0) return lua_error(L);
+  return n;
+}
+
+// ---- error values
+
+// err.message, .name, .code, .stack (lib/boundary.js errorField); any other
+// string or number key reads nil, without calling into JS.
+int ErrorIndex(lua_State* L) noexcept {
+  return InJs(L, 2, [&](RuntimeCore* core, napi_env env) {
+    napi_value v = BoxValue(static_cast<JsRefBox*>(lua_touserdata(L, 1)));
+    size_t n = 0;
+    const char* k = lua_type(L, 2) == LUA_TSTRING ? lua_tolstring(L, 2, &n) : "";
+    const std::string_view key(k, n);
+    if (v == nullptr || (key != "message" && key != "name" && key != "code" && key != "stack")) {
+      lua_pushnil(L);
+      return 1;
+    }
+    napi_value argv[2] = {v, nullptr};
+    Check(env, napi_create_string_utf8(env, k, n, &argv[1]), "key");
+    return PushRead(core, L, 2, CallHelper(env, AddonData::From(env)->error_field, 2, argv));
+  });
+}
+
+int l_jserror_index(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  CheckKey(L, kTypeName[kError]);
+  const int n = ErrorIndex(L);
+  if (n < 0) return lua_error(L);
+  return n;
+}
+
+// The text of the error value at `idx` (lib/boundary.js errorText), pushed
+// as a Lua string. Returns 1 or kRaise. Runs inside InJs.
+int PushErrorText(RuntimeCore* core, lua_State* L, int idx, int base) {
+  napi_value v = BoxValue(static_cast<JsRefBox*>(lua_touserdata(L, idx)));
+  if (v == nullptr) {
+    lua_settop(L, base);
+    lua_pushliteral(L, "JS error (released)");
+    return 1;
+  }
+  return PushRead(core, L, base, CallHelper(core->env, AddonData::From(core->env)->error_text, 1, &v));
+}
+
+int ErrorToString(lua_State* L) noexcept {
+  return InJs(L, 1, [&](RuntimeCore* core, napi_env) { return PushErrorText(core, L, 1, 1); });
+}
+
+// Never raises: Lua's message handlers call __tostring on the way out of a
+// failed call, and an error there would replace the JS error with its own.
+// What could not be read (a text past memoryLimit) is said instead.
+int l_jserror_tostring(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  if (ErrorToString(L) < 0 && lua_type(L, -1) != LUA_TSTRING) {
+    lua_pushliteral(L, "(the text of this JS error could not be read)");
+  }
+  return 1;
+}
+
+// a .. b where one side is an error value: replaces it with its text, so
+// `"failed: " .. err` reads as it would with a string error. Returns 2 (both
+// operands are strings or numbers now) or kRaise.
+int ErrorConcatOperands(lua_State* L) noexcept {
+  return InJs(L, 2, [&](RuntimeCore* core, napi_env) {
+    for (int i = 1; i <= 2; ++i) {
+      if (ToBox(core, L, i) != nullptr) {
+        if (PushErrorText(core, L, i, 2) < 0) return kRaise;
+        lua_replace(L, i);
+      }
+    }
+    return 2;
+  });
+}
+
+int l_jserror_concat(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  RuntimeCore* core = CoreOf(L);
+  for (int i = 1; i <= 2; ++i) {
+    const int t = lua_type(L, i);
+    if (t != LUA_TSTRING && t != LUA_TNUMBER && ToBox(core, L, i) == nullptr) {
+      return luaL_error(L, "attempt to concatenate a %s value", luaL_typename(L, i));
+    }
+  }
+  lua_settop(L, 2);
+  if (ErrorConcatOperands(L) < 0) return lua_error(L);
+  lua_concat(L, 2);  // here, not in the helper: it may raise (memory)
+  return 1;
+}
+
+void NewBox(RuntimeCore* core, lua_State* L, napi_value v, Kind kind) {
   auto* box = static_cast<JsRefBox*>(lua_newuserdatauv(L, sizeof(JsRefBox), 0));
   box->env = core->env;
   box->ref = nullptr;
   box->boxed = false;
-  luaL_setmetatable(L, kMetaName);
+  box->kind = kind;
+  luaL_setmetatable(L, kMetaName[kind]);
   napi_valuetype t;
   napi_typeof(core->env, v, &t);
   napi_value target = v;
@@ -311,23 +489,40 @@ void NewBox(RuntimeCore* core, lua_State* L, napi_value v) {
   Check(core->env, napi_create_reference(core->env, target, 1, &box->ref), "create reference");
 }
 
+// Creates the metatable of `kind` with `funcs`; getmetatable() answers false,
+// so Lua can neither see nor change it.
+void NewMeta(RuntimeCore* core, lua_State* L, Kind kind, const luaL_Reg* funcs) {
+  luaL_newmetatable(L, kMetaName[kind]);
+  lua_pushcfunction(L, l_jsref_gc);
+  lua_setfield(L, -2, "__gc");
+  luaL_setfuncs(L, funcs, 0);
+  lua_pushstring(L, kTypeName[kind]);
+  lua_setfield(L, -2, "__name");
+  lua_pushboolean(L, false);
+  lua_setfield(L, -2, "__metatable");
+  core->jsref_mt[kind] = lua_topointer(L, -1);
+  lua_pop(L, 1);
+}
+
 }  // namespace
 
-void RegisterJsRef(RuntimeCore* core, lua_State* L) {
-  static const luaL_Reg kMeta[] = {
-      {"__gc", l_jsref_gc},
-      {"__tostring", l_jsref_tostring},
-      {"__index", l_jsref_index},
+void RegisterJsRef(RuntimeCore* core, lua_State* L, bool trusted_objects) {
+  static const luaL_Reg kNone[] = {{nullptr, nullptr}};
+  static const luaL_Reg kObjectMeta[] = {{"__index", l_jsobject_index<false>}, {nullptr, nullptr}};
+  static const luaL_Reg kTrustedMeta[] = {
+      {"__index", l_jsobject_index<true>},
+      {"__tostring", l_jsobject_tostring},
       {nullptr, nullptr},
   };
-  luaL_newmetatable(L, kMetaName);
-  luaL_setfuncs(L, kMeta, 0);
-  lua_pushliteral(L, "JS value");
-  lua_setfield(L, -2, "__name");
-  lua_pushboolean(L, false);  // getmetatable() answers false: the metatable stays ours
-  lua_setfield(L, -2, "__metatable");
-  core->jsref_mt = lua_topointer(L, -1);
-  lua_pop(L, 1);
+  static const luaL_Reg kErrorMeta[] = {
+      {"__index", l_jserror_index},
+      {"__tostring", l_jserror_tostring},
+      {"__concat", l_jserror_concat},
+      {nullptr, nullptr},
+  };
+  NewMeta(core, L, kFunction, kNone);
+  NewMeta(core, L, kObject, trusted_objects ? kTrustedMeta : kObjectMeta);
+  NewMeta(core, L, kError, kErrorMeta);
   lua_getglobal(L, "tasks");
   if (lua_istable(L, -1)) {
     lua_pushcfunction(L, l_tasks_await);
@@ -337,12 +532,12 @@ void RegisterJsRef(RuntimeCore* core, lua_State* L) {
 }
 
 void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable) {
-  NewBox(core, L, v);
+  NewBox(core, L, v, callable ? kFunction : kObject);
   if (callable) lua_pushcclosure(L, l_js_call, 1);
 }
 
 void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown) {
-  NewBox(core, L, thrown);
+  NewBox(core, L, thrown, kError);
 }
 
 napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
@@ -355,8 +550,13 @@ napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx) {
   } else {
     box = ToBox(core, L, idx);
   }
-  if (box == nullptr || box->ref == nullptr) return nullptr;
+  if (box == nullptr) return nullptr;
   return BoxValue(box);
+}
+
+napi_value JsErrorValue(RuntimeCore* core, lua_State* L, int idx) {
+  JsRefBox* box = ToBox(core, L, idx);
+  return box != nullptr && box->kind == kError ? BoxValue(box) : nullptr;
 }
 
 }  // namespace lua_tasks

@@ -1,30 +1,46 @@
 // SPDX-License-Identifier: MIT
-// JsRef: a JS value held by Lua (a function to call, an object kept by identity).
+// JsRef: a JS value held by Lua, as a capability: a function to call, an object to read, an error value.
 #pragma once
 
 #include <node_api.h>
 
 #include <lua.hpp>
+#include <napi.h>
 
 namespace lua_tasks {
 
 class RuntimeCore;
 
-// Creates the JsRef metatable in the core's state. Call once, in a HostSection.
-void RegisterJsRef(RuntimeCore* core, lua_State* L);
+// Creates the JsRef metatables in the core's state and tasks.await. Call
+// once, in a HostSection. `trusted_objects` (the Runtime option
+// trustedObjects): field reads on a by-reference object behave as in JS
+// (getters, prototype chain) and tostring coerces, instead of own data
+// properties only.
+void RegisterJsRef(RuntimeCore* core, lua_State* L, bool trusted_objects);
 
-// Pushes a Lua value holding `v`: a Lua function that calls it when
-// `callable`, else a userdata. A strong reference keeps `v` alive until Lua
-// collects the value (or the state closes).
+// Pushes a Lua value holding `v` by reference: when `callable`, a Lua
+// function that calls it (and nothing more: no fields); else a userdata whose
+// fields are the object's own data properties. A strong reference keeps `v`
+// alive until Lua collects the value (or the state closes).
 void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable);
 
-// If the Lua value at `idx` holds a JS value (from PushJsRef or a JS error
-// thrown into Lua), returns it; else nullptr. Stack unchanged.
+// If the Lua value at `idx` holds a JS value (from PushJsRef or
+// PushJsError), returns it; else nullptr. Stack unchanged.
 napi_value JsRefValue(RuntimeCore* core, lua_State* L, int idx);
 
-// Pushes a userdata holding a JS value thrown into Lua: Lua sees it as an
-// error value (pcall returns it; tostring gives the JS message; .message,
-// .code, .name and .stack read through), and it reaches JS as the same value.
+// If the Lua value at `idx` is an error value (PushJsError), returns the JS
+// value it holds; else nullptr. Stack unchanged.
+napi_value JsErrorValue(RuntimeCore* core, lua_State* L, int idx);
+
+// Pushes an error value for a JS value thrown into Lua (any value: an Error,
+// a string, a function...): pcall returns it; .message, .name, .code and
+// .stack read as strings (or nil) and tostring gives "name: message", all
+// without running any code of the value; it cannot be indexed further or
+// called. It reaches JS (rethrown, returned, passed) as the same value.
 void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown);
+
+// Pushes the error value for the JS exception `e` carries (PushJsError of
+// what was thrown), without running any code of it. Never throws.
+void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept;
 
 }  // namespace lua_tasks

@@ -167,7 +167,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
 
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
-  RegisterJsRef(core_.get(), L);
+  RegisterJsRef(core_.get(), L, options.Get("trustedObjects").ToBoolean());
   if (info[1].IsFunction()) {
     PushJsRef(core_.get(), L, info[1], true);
     lua_pushcclosure(L, l_print, 1);

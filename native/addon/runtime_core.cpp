@@ -67,7 +67,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
       // The value cannot cross: the await raises that conversion error.
       lua_settop(L, top);
       lua_pushboolean(L, 0);
-      PushJsError(core.get(), L, e.Value());
+      PushJsException(core.get(), L, e);
     }
     Task* again = core->closed() ? nullptr : core->scheduler->Find(key);
     if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
@@ -146,7 +146,7 @@ void RuntimeCore::OnCommit(Task& task) {
     {
       LuaHost::HostSection section(host.get(), host->current());
       lua_pushboolean(co, 0);
-      PushJsError(this, co, e.Value());
+      PushJsException(this, co, e);
     }
     napi_close_handle_scope(env, scope);
     scheduler->FinishCommit(&task, 2);

@@ -106,7 +106,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   std::unique_ptr<Scheduler> scheduler;  // destroyed before host (it holds registry refs)
   std::unique_ptr<UvDriver> driver;      // closes its handles asynchronously
   SystemClock clock;
-  const void* jsref_mt = nullptr;  // identity of the JsRef metatable in host's state
+  const void* jsref_mt[3] = {};   // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion
 

@@ -154,10 +154,19 @@ describe('non-plain JS objects cross by reference', () => {
     expect(rt.get('v')).toBe(obj);
   });
 
-  test('Lua reads fields, getters and nested values of a referenced object', () => {
+  // Own data properties only (docs/security.md): the getter `sum` lives on the
+  // prototype and is not run. (It was read through before issue 18.)
+  test('Lua reads own fields and nested values of a referenced object, not its getters', () => {
     const p = new Point(3, 4);
     p.meta = { tag: 'pt' };
-    expect(inLua(p, 'v.x, v.y, v.sum, v.meta.tag, v.missing')).toEqual([3, 4, 7, 'pt', null]);
+    expect(inLua(p, 'v.x, v.y, v.sum, v.meta.tag, v.missing')).toEqual([3, 4, null, 'pt', null]);
+  });
+
+  test('with trustedObjects, Lua reads getters and the prototype chain as JS does', () => {
+    const trusted = new Runtime({ trustedObjects: true });
+    trusted.set('v', new Point(3, 4));
+    expect(trusted.load('return v.sum, type(v.constructor), tostring(v)')).toEqual([7, 'function', '[object Object]']);
+    trusted.closeSync();
   });
 
   test('Lua calls a method-valued field as a function', () => {
@@ -713,14 +722,27 @@ describe('values that cannot cross', () => {
     expect(rt.load('return 2')).toEqual([2]);
   });
 
-  test('a getter on a referenced object that throws is a Lua error keeping the Error', () => {
+  // Before issue 18 Lua ran the getter; now a field read runs no code of the object.
+  test('a getter on a referenced object is not run: the field reads nil', () => {
     const boom = new Error('field getter');
     rt.set('o', new (class {
       get bad() {
         throw boom;
       }
     })());
-    expect(rt.load('local ok, e = pcall(function() return o.bad end) return ok, e.message')).toEqual([false, 'field getter']);
-    expect(() => rt.load('return o.bad')).toThrow(boom);
+    expect(rt.load('local ok, v = pcall(function() return o.bad end) return ok, v')).toEqual([true, null]);
+  });
+
+  test('with trustedObjects, a getter that throws is a Lua error keeping the Error', () => {
+    const trusted = new Runtime({ trustedObjects: true });
+    const boom = new Error('field getter');
+    trusted.set('o', new (class {
+      get bad() {
+        throw boom;
+      }
+    })());
+    expect(trusted.load('local ok, e = pcall(function() return o.bad end) return ok, e.message')).toEqual([false, 'field getter']);
+    expect(() => trusted.load('return o.bad')).toThrow(boom);
+    trusted.closeSync();
   });
 });
