@@ -15,8 +15,10 @@ struct AddonData {
   Napi::FunctionReference map_ctor;          // globalThis.Map
   Napi::FunctionReference map_get;           // Map.prototype.get
   Napi::FunctionReference map_set;           // Map.prototype.set
-  Napi::FunctionReference array_from;        // Array.from (Map entries -> pairs)
   Napi::FunctionReference object_to_string;  // Object.prototype.toString, for the Map test
+  Napi::FunctionReference map_size;          // (v): a Map's size (of any realm), -1 for anything else
+  Napi::FunctionReference map_entries;       // Map.prototype.entries
+  Napi::FunctionReference map_chunk;         // (it, out, max): next entries into out as key, value, ...; count
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);

@@ -148,7 +148,7 @@ int CallJs(lua_State* L) noexcept {
       big.resize(argc);
       argv = big.data();
     }
-    for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1, true);  // Lua functions: callbacks
+    ToJsValues(core, L, 1, argc, argv, true, false);  // one conversion; Lua functions: callbacks
     napi_value fn, recv, out;
     napi_get_reference_value(env, box->ref, &fn);
     napi_get_undefined(env, &recv);
@@ -162,9 +162,7 @@ int CallJs(lua_State* L) noexcept {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {
       lua_settop(L, 0);
-      const size_t before = core->MemoryUsed();
-      PushJs(core, L, out);
-      if (core->RefuseIfPastLimit(L, 0, before)) result = -1;
+      if (!PushJsForLua(core, L, out)) result = -1;
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
@@ -268,9 +266,7 @@ int JsIndex(lua_State* L) noexcept {
     } else {
       Check(box->env, napi_get_property(box->env, obj, key, &out), "get property");
       lua_settop(L, 2);
-      const size_t before = core->MemoryUsed();
-      PushJs(core, L, out);
-      if (core->RefuseIfPastLimit(L, 2, before)) result = -1;
+      if (!PushJsForLua(core, L, out)) result = -1;
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 2);
