@@ -254,14 +254,22 @@ class JsToLua {
     std::string& buf = core_->scratch;
     size_t len = 0;
     if (buf.size() < 256) buf.resize(256);
-    // First try into the reusable buffer; most strings fit.
+    // First try into the reusable buffer; most strings fit. Node-API copies
+    // whole characters only (up to 4 bytes each): a length within 4 bytes of
+    // the end may have stopped short (taking it as complete cut 'é'.repeat(200)
+    // to 254 bytes), so the real length decides.
     Check(env_, napi_get_value_string_utf8(env_, v, buf.data(), buf.size(), &len), "get string");
-    if (len + 1 < buf.size()) {
+    if (len + 4 < buf.size()) {
       lua_pushlstring(L_, buf.data(), len);
       return;
     }
     // Its UTF-8 size, then the check, before anything that size is made.
+    const size_t copied = len;
     Check(env_, napi_get_value_string_utf8(env_, v, nullptr, 0, &len), "get string");
+    if (len == copied) {
+      lua_pushlstring(L_, buf.data(), len);
+      return;
+    }
     Reserve(SatAdd(len, kLuaString), What::kString, len);
     if (len < kScratchMax) {
       buf.resize(len + 1);
