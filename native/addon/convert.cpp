@@ -495,6 +495,7 @@ class JsToLua {
           "property names");
     uint32_t m;
     Check(env_, napi_get_array_length(env_, keys, &m), "keys length");
+    uint32_t stored = 0;
     for (uint32_t j = 0; j < m; ++j) {
       napi_value k, e;
       Check(env_, napi_get_element(env_, keys, j, &k), "get key");
@@ -504,7 +505,10 @@ class JsToLua {
       napi_valuetype t;
       Check(env_, napi_typeof(env_, e, &t), "typeof");
       if (Missing(t)) continue;
-      Reserve(kLuaNode, What::kArray, n);
+      // These go to the hash part, which Lua doubles when it is full: the
+      // new part is allocated while the old one still is.
+      ++stored;
+      Reserve((stored & (stored - 1)) == 0 ? size_t{stored} * 2 * kLuaNode : kLuaNode, What::kArray, n);
       PushTyped(e, t);
       lua_rawseti(L_, -2, static_cast<lua_Integer>(i) + 1);
     }
