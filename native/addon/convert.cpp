@@ -170,6 +170,9 @@ class JsToLua {
   // A size refusal happened: the partial value is worth collecting now.
   bool refused() const { return refused_; }
 
+  // Converting a list of values: a Buffer may come twice even at the top.
+  void set_many() { many_ = true; }
+
  private:
   void PushTyped(napi_value v, napi_valuetype t) {
     switch (t) {
@@ -286,7 +289,7 @@ class JsToLua {
   // Bytes of a Buffer, Uint8Array or ArrayBuffer: copied into a Lua string
   // (Lua strings cannot share JS memory), so checked against the limits first.
   void PushBytes(napi_value v, const void* data, size_t length) {
-    const bool memo = length >= kMemoBufferBytes;
+    const bool memo = length >= kMemoBufferBytes && (depth_ > 0 || many_);  // else it cannot come twice
     if (memo && Memo(v)) return;
     Reserve(SatAdd(length, kLuaString), What::kBuffer, length);
     lua_pushlstring(L_, static_cast<const char*>(data), length);
@@ -615,6 +618,7 @@ class JsToLua {
   size_t before_;            // bytes the state held when the conversion began
   size_t ceiling_ = SIZE_MAX;  // bytes it may hold while this conversion builds
   bool refused_ = false;
+  bool many_ = false;
   int depth_ = 0;
   napi_ref memo_ = nullptr;  // JS Map: object -> index in memo_table_
   int memo_table_ = LUA_NOREF;
@@ -721,6 +725,9 @@ class LuaToJs {
     }
   }
 
+  // Converting a list of values: a string or handle may come twice even at the top.
+  void set_many() { many_ = true; }
+
  private:
   // Counts `n` more bytes of output against conversionLimit.
   void Charge(size_t n) {
@@ -737,11 +744,14 @@ class LuaToJs {
                               " more needed). Return a smaller value or raise the conversionLimit option.");
   }
 
+  // Whether a value met now may be met again in this conversion.
+  bool Repeats() const { return depth_ > 0 || many_; }
+
   napi_value String(int idx) {
     size_t n;
     const char* s = lua_tolstring(L_, idx, &n);
     const void* p = nullptr;
-    if (n >= kMemoStringBytes) {
+    if (n >= kMemoStringBytes && Repeats()) {
       p = lua_topointer(L_, idx);
       if (auto it = seen_.find(p); it != seen_.end()) return it->second;
     }
@@ -766,7 +776,7 @@ class LuaToJs {
 
   // A Lua function, coroutine or userdata: a handle, one per object.
   napi_value Handle(int idx) {
-    const void* p = lua_type(L_, idx) == LUA_TLIGHTUSERDATA ? nullptr : lua_topointer(L_, idx);
+    const void* p = lua_type(L_, idx) == LUA_TLIGHTUSERDATA || !Repeats() ? nullptr : lua_topointer(L_, idx);
     if (p != nullptr) {
       if (auto it = handles_.find(p); it != handles_.end()) return it->second;
     }
@@ -886,6 +896,7 @@ class LuaToJs {
   bool handed_;  // Lua functions become callbacks
   size_t cap_;   // conversionLimit, or SIZE_MAX for none
   size_t bytes_ = 0;
+  bool many_ = false;
   int depth_ = 0;
   // Converted tables and long strings by address (distinct objects never
   // share one), long string keys apart (an invalid UTF-8 key is a string,
@@ -946,6 +957,7 @@ void PushJsValues(RuntimeCore* core, lua_State* L, const napi_value* v, size_t n
   const int top = lua_gettop(L) - static_cast<int>(i);
   try {
     Converting(core, L, [&](JsToLua& c) {
+      if (n > 1) c.set_many();
       for (; i < n; ++i) c.Push(v[i]);
     });
   } catch (const MemoryRefused& r) {
@@ -996,7 +1008,10 @@ void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* o
         out[i] = s;
         continue;
       }
-      if (!c) c.emplace(core, L, handed);
+      if (!c) {
+        c.emplace(core, L, handed);
+        if (n > 1) c->set_many();
+      }
       out[i] = c->Convert(first + i);
     }
   } catch (...) {
