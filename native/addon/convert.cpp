@@ -33,7 +33,6 @@
 #include <cstdint>
 #include <cstring>
 #include <memory>
-#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -999,20 +998,22 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
 }
 
 void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null) {
-  first = lua_absindex(L, first);
+  // Scalars first, with no converter state (a JS call's arguments are
+  // mostly numbers: W3).
+  int i = 0;
+  for (; i < n; ++i) {
+    napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
+    if (s == nullptr) break;
+    out[i] = s;
+  }
+  if (i == n) return;
   const int top = lua_gettop(L);
-  std::optional<LuaToJs> c;  // made at the first value that needs it
+  LuaToJs c(core, L, handed);
+  if (n > 1) c.set_many();
   try {
-    for (int i = 0; i < n; ++i) {
-      if (napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null)) {
-        out[i] = s;
-        continue;
-      }
-      if (!c) {
-        c.emplace(core, L, handed);
-        if (n > 1) c->set_many();
-      }
-      out[i] = c->Convert(first + i);
+    for (; i < n; ++i) {
+      napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
+      out[i] = s != nullptr ? s : c.Convert(first + i);
     }
   } catch (...) {
     lua_settop(L, top);

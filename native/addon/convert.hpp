@@ -54,7 +54,7 @@ bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v);
 // functions in it become callbacks (see WrapLuaValue).
 napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed = false);
 
-// Converts the `n` values from stack index `first` into out[0..n), as one
+// Converts the `n` values from absolute stack index `first` into out[0..n), as one
 // conversion (one memo, one conversionLimit): a call's arguments or a chunk's
 // results. nil becomes null when `nil_is_null` (inside an Array), else
 // undefined. Leaves L's stack as it was.
