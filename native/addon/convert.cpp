@@ -8,12 +8,14 @@
 //    holds tables, Lua functions and other handles, and strings of
 //    kMemoStringBytes or more: a table holding one long string many times
 //    makes one JS string, not a copy per reference (a 30 MB string held
-//    2,000 times made 60 GB of JS strings and V8 aborted the process);
+//    2,000 times made 60 GB of JS strings and V8 aborted the process).
+//    Strings and handles go in only where they can repeat: inside a table, or
+//    in a list of values;
 //  - JS -> Lua has no identity hash in Node-API, so the memo is a JS Map from
 //    the object to its index in a scratch Lua table, made only when the value
-//    holds an object or a large Buffer (numbers and strings never pay for it).
-//    JS strings have no identity at all: each occurrence is copied, and
-//    counted.
+//    holds an object or a large Buffer in a table or list (numbers and strings
+//    never pay for it). JS strings have no identity at all: each occurrence is
+//    copied, and counted.
 // Every conversion is bounded (see convert.hpp): JS -> Lua checks the Lua
 // state's size against memoryLimit and conversionLimit before each string,
 // Buffer or table takes its memory and at every element, so a value past them
@@ -106,7 +108,7 @@ std::string Describe(napi_env env, napi_value v) {
 
 // ---- JS -> Lua ---------------------------------------------------------------
 
-// What a refusal names: "a string of 31457280 bytes", "an Array of 2 elements".
+// What a refusal names: "a string of 31457280 bytes", "an Array of length 2".
 enum class What { kValue, kString, kBuffer, kArray, kObject, kMap };
 
 std::string Name(What what, size_t count) {
