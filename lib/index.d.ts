@@ -10,6 +10,12 @@ export interface RuntimeOptions {
   libs?: 'safe' | 'all' | LibName[];
   /** Bytes the Lua state may hold; 0 = no limit. @default 0 */
   memoryLimit?: number;
+  /**
+   * Bytes one conversion between JS and Lua may produce (a value, an argument
+   * list or a call's results); past it ERR_CONVERSION. 0 = no cap.
+   * @default 4 × memoryLimit, or a quarter of V8's heap limit without one
+   */
+  conversionLimit?: number;
   /** Receives each line Lua prints. @default writes to stdout */
   print?: (line: string) => void;
   /** Whether timed waits keep the process alive. @default true */
@@ -90,7 +96,14 @@ export class Runtime extends EventEmitter {
   tasks(): TaskInfo[];
   ref(): this;
   unref(): this;
-  stats(): { memoryUsed: number; memoryPeak: number; memoryLimit: number; tasks: number; preemptions: number };
+  stats(): {
+    memoryUsed: number;
+    memoryPeak: number;
+    memoryLimit: number;
+    conversionLimit: number;
+    tasks: number;
+    preemptions: number;
+  };
   close(): Promise<void>;
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;

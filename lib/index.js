@@ -5,6 +5,7 @@
 const { EventEmitter } = require('node:events');
 const fs = require('node:fs');
 const path = require('node:path');
+const v8 = require('node:v8');
 const binding = require('./binding');
 const { toStore, checkName, DirectoryStore } = require('./store');
 const errors = require('./errors');
@@ -27,6 +28,28 @@ function invalidType(name, expected, value) {
 
 function defaultPrint(line) {
   process.stdout.write(`${line}\n`);
+}
+
+/**
+ * The conversionLimit a runtime gets: the option, else 4 x memoryLimit (a
+ * converted value is at most about as large as the state holding it), else a
+ * quarter of V8's heap limit (one value converted to JS must not exhaust the
+ * heap, and a Lua state without a limit must not take more in one go).
+ * @param {number|undefined} given
+ * @param {number|undefined} memoryLimit
+ * @returns {number}
+ */
+function conversionLimitOf(given, memoryLimit) {
+  if (given !== undefined) {
+    if (typeof given !== 'number') throw invalidType('options.conversionLimit', 'a number of bytes', given);
+    if (!Number.isSafeInteger(given) || given < 0) {
+      throw makeError('ERR_OUT_OF_RANGE',
+        `The "options.conversionLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no cap). Received ${typeName(given)}.`);
+    }
+    return given;
+  }
+  if (memoryLimit) return Math.min(4 * memoryLimit, Number.MAX_SAFE_INTEGER);
+  return Math.floor(v8.getHeapStatistics().heap_size_limit / 4);
 }
 
 function normalizeOptions(options) {
@@ -101,6 +124,7 @@ function normalizeOptions(options) {
     }
     out.memoryLimit = memoryLimit;
   }
+  out.conversionLimit = conversionLimitOf(options.conversionLimit, out.memoryLimit);
   if (print !== undefined && typeof print !== 'function') throw invalidType('options.print', 'a function', print);
   out.print = print || defaultPrint;
   return out;
@@ -282,6 +306,8 @@ class Runtime extends EventEmitter {
    * @param {object} [options]
    * @param {'safe'|'all'|string[]} [options.libs='safe'] which standard libraries Lua can use
    * @param {number} [options.memoryLimit=0] bytes the Lua state may hold (0 = no limit)
+   * @param {number} [options.conversionLimit] bytes one conversion between JS and Lua may produce
+   *   (0 = no cap); default 4 x memoryLimit, or a quarter of V8's heap limit without one
    * @param {(line: string) => void} [options.print] receives each line Lua prints (default: stdout)
    * @param {boolean} [options.keepAlive=true] whether timed waits keep the process alive
    * @param {Object<string, string|object>} [options.modules] modules for `require`: Lua source, or a value

@@ -8,6 +8,33 @@
 
 namespace lua_tasks {
 
+namespace {
+constexpr const char kMapHelpers[] = R"js((() => {
+  'use strict';
+  const size = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+  const next = Object.getPrototypeOf(new Map().entries()).next;
+  return {
+    size(v) {
+      try {
+        return size.call(v);
+      } catch {
+        return -1;
+      }
+    },
+    chunk(it, out, max) {
+      let n = 0;
+      while (n < max) {
+        const r = next.call(it);
+        if (r.done) break;
+        out[n++] = r.value[0];
+        out[n++] = r.value[1];
+      }
+      return n;
+    },
+  };
+})())js";
+}  // namespace
+
 class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
  public:
   LuaTasksAddon(Napi::Env env, Napi::Object exports) {
@@ -18,7 +45,14 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.map_ctor = Napi::Persistent(map);
     d.map_get = Napi::Persistent(map_proto.Get("get").As<Napi::Function>());
     d.map_set = Napi::Persistent(map_proto.Get("set").As<Napi::Function>());
-    d.array_from = Napi::Persistent(global.Get("Array").As<Napi::Object>().Get("from").As<Napi::Function>());
+    // A Map crosses entry by entry, a chunk at a time: Array.from(map) made
+    // every pair at once, doubling a huge Map in the JS heap before the
+    // memory limit could be checked. The helpers are captured now, so a
+    // Map's own iterator or a patched prototype is never what runs.
+    Napi::Object helpers = env.RunScript(kMapHelpers).As<Napi::Object>();
+    d.map_size = Napi::Persistent(helpers.Get("size").As<Napi::Function>());
+    d.map_entries = Napi::Persistent(map_proto.Get("entries").As<Napi::Function>());
+    d.map_chunk = Napi::Persistent(helpers.Get("chunk").As<Napi::Function>());
 
     InitCron(env, exports);
     DefineAddon(exports, {

@@ -15,7 +15,6 @@ struct AddonData {
   Napi::FunctionReference map_ctor;          // globalThis.Map
   Napi::FunctionReference map_get;           // Map.prototype.get
   Napi::FunctionReference map_set;           // Map.prototype.set
-  Napi::FunctionReference array_from;        // Array.from (Map entries -> pairs)
   // The capability boundary (lib/boundary.js): none runs code of the value it looks at.
   Napi::ObjectReference receiver;        // `this` of every JS function Lua calls (frozen, no prototype)
   Napi::FunctionReference classify;      // (object) -> kind: plain, Map, by reference, error, opaque
@@ -23,6 +22,9 @@ struct AddonData {
   Napi::FunctionReference error_field;   // (thrown, key) -> message/name/code/stack as a string, or undefined
   Napi::FunctionReference error_text;    // (thrown) -> what tostring() of the error value gives
   Napi::FunctionReference unwrap_thrown; // (value of a Napi::Error) -> what was thrown (a primitive comes wrapped)
+  Napi::FunctionReference map_size;          // (v): a Map's size (of any realm), -1 for anything else
+  Napi::FunctionReference map_entries;       // Map.prototype.entries
+  Napi::FunctionReference map_chunk;         // (it, out, max): next entries into out as key, value, ...; count
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);

@@ -3,19 +3,40 @@
 //
 // Both directions walk the value graph recursively with a depth limit and a
 // memo, so shared references and cycles come out shared and cyclic:
-//  - Lua -> JS keys the memo by lua_topointer (stable while the table lives,
-//    and the table is on the stack while we convert it);
+//  - Lua -> JS keys the memo by lua_topointer (stable while the object lives,
+//    and everything converted is reachable from the value on the stack). It
+//    holds tables, Lua functions and other handles, and strings of
+//    kMemoStringBytes or more: a table holding one long string many times
+//    makes one JS string, not a copy per reference (a 30 MB string held
+//    2,000 times made 60 GB of JS strings and V8 aborted the process).
+//    Strings and handles go in only where they can repeat: inside a table, or
+//    in a list of values;
 //  - JS -> Lua has no identity hash in Node-API, so the memo is a JS Map from
 //    the object to its index in a scratch Lua table, made only when the value
-//    holds an object at all (numbers and strings never pay for it).
+//    holds an object or a large Buffer in a table or list (numbers and strings
+//    never pay for it). JS strings have no identity at all: each occurrence is
+//    copied, and counted.
+// Every conversion is bounded (see convert.hpp): JS -> Lua checks the Lua
+// state's size against memoryLimit and conversionLimit before each string,
+// Buffer or table takes its memory and at every element, so a value past them
+// is refused while it is built, not after (a 30 MB JSON text parsed into a
+// value took a 64 MiB state to 1 GB for 18 s before the old after-the-fact
+// check). Lua -> JS counts the bytes it produces against conversionLimit.
+// Arrays are walked by index while they are dense, and by their own keys once
+// a run of holes shows they are sparse, so an Array costs what it holds, not
+// its length (length 2^32 - 1 hung).
 // Numbers: a JS number that is integral and fits int64 becomes a Lua integer
 // (except -0, which stays a float to keep its sign); a Lua integer beyond
 // 2^53-1 becomes a BigInt, so no integer is ever rounded.
 #include "convert.hpp"
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "addon_data.hpp"
@@ -30,6 +51,39 @@ namespace lua_tasks {
 namespace {
 
 constexpr double kMaxSafe = 9007199254740991.0;  // 2^53 - 1
+
+// What Lua 5.4 allocates (64-bit): an array slot (TValue), a hash node, a
+// table, a string's header. Used to check a table or string against the
+// limits before Lua allocates it; the check at the next element sees the
+// real count, so an estimate off by a little costs a little overshoot.
+constexpr size_t kLuaSlot = 16;
+constexpr size_t kLuaNode = 24;
+constexpr size_t kLuaTable = 56;
+constexpr size_t kLuaString = 25;
+
+// Slots an Array's table gets up front: its length says nothing about what
+// it holds (a sparse Array of length 1e8 made a 1.6 GB table). Dense Arrays
+// grow from there as Lua tables do, by doubling.
+constexpr uint32_t kArrayPrealloc = 1024;
+// This many missing elements in a row and an Array is walked by its own keys.
+constexpr uint32_t kHoleRun = 64;
+// The reusable string buffer keeps at most this much between conversions.
+constexpr size_t kScratchMax = size_t{64} << 10;
+// JS -> Lua: Buffers this large convert once per conversion (a Map lookup).
+constexpr size_t kMemoBufferBytes = 1024;
+// Values (key, value, ...) fetched per call of the Map helper.
+constexpr uint32_t kMapChunk = 512;
+
+size_t SatAdd(size_t a, size_t b) {
+  return a > SIZE_MAX - b ? SIZE_MAX : a + b;
+}
+
+// Bytes of a hash part for n keys (Lua rounds it up to a power of two).
+size_t HashBytes(size_t n) {
+  size_t p = 1;
+  while (p < n) p <<= 1;
+  return n == 0 ? 0 : p * kLuaNode;
+}
 
 [[noreturn]] void ConversionError(napi_env env, const std::string& msg) {
   ThrowError(Napi::Env(env), "ERR_CONVERSION", msg);
@@ -54,13 +108,74 @@ std::string Describe(napi_env env, napi_value v) {
 
 // ---- JS -> Lua ---------------------------------------------------------------
 
+// What a refusal names: "a string of 31457280 bytes", "an Array of length 2".
+enum class What { kValue, kString, kBuffer, kArray, kObject, kMap };
+
+std::string Name(What what, size_t count) {
+  const std::string n = std::to_string(count);
+  switch (what) {
+    case What::kString:
+      return "a string of " + n + " bytes";
+    case What::kBuffer:
+      return "a Buffer of " + n + " bytes";
+    case What::kArray:
+      return "an Array of length " + n;
+    case What::kObject:
+      return "an object of " + n + " keys";
+    case What::kMap:
+      return "a Map of " + n + " entries";
+    case What::kValue:
+      break;
+  }
+  return "the value";
+}
+
+// Thrown inside the converter when a value would pass memoryLimit: PushJs
+// makes it ERR_MEMORY_LIMIT, PushJsForLua a Lua memory error. It never leaves
+// this file (nothing but our own frames lies between throw and catch: a
+// getter's nested conversion has its own catch).
+struct MemoryRefused {
+  size_t would;   // bytes the state would hold
+  size_t limit;   // memoryLimit
+  size_t before;  // bytes it held when the conversion began
+  std::string what;
+};
+
 class JsToLua {
  public:
-  JsToLua(RuntimeCore* core, lua_State* L) : core_(core), env_(core->env), L_(L) {}
+  JsToLua(RuntimeCore* core, lua_State* L)
+      : core_(core), env_(core->env), L_(L), mem_(&core->host->memory()), before_(mem_->used) {
+    // A state already past memoryLimit (values held from earlier) may still
+    // take small values, such as the nil that frees them, but cannot grow.
+    if (mem_->limit != 0) ceiling_ = std::max(mem_->limit, before_);
+    if (core->conversion_limit != 0) ceiling_ = std::min(ceiling_, SatAdd(before_, core->conversion_limit));
+  }
+  ~JsToLua() {
+    if (memo_ != nullptr) napi_delete_reference(env_, memo_);
+  }
+  JsToLua(const JsToLua&) = delete;
+  JsToLua& operator=(const JsToLua&) = delete;
 
   void Push(napi_value v) {
     napi_valuetype t;
     Check(env_, napi_typeof(env_, v, &t), "typeof");
+    PushTyped(v, t);
+  }
+
+  // Drops the memo's scratch table (the values stay where they were put).
+  void Finish() {
+    if (memo_table_ != LUA_NOREF) luaL_unref(L_, LUA_REGISTRYINDEX, memo_table_);
+    memo_table_ = LUA_NOREF;
+  }
+
+  // A size refusal happened: the partial value is worth collecting now.
+  bool refused() const { return refused_; }
+
+  // Converting a list of values: a Buffer may come twice even at the top.
+  void set_many() { many_ = true; }
+
+ private:
+  void PushTyped(napi_value v, napi_valuetype t) {
     switch (t) {
       case napi_undefined:
       case napi_null:
@@ -107,11 +222,28 @@ class JsToLua {
     }
   }
 
-  ~JsToLua() {
-    if (memo_ != nullptr) napi_delete_reference(env_, memo_);
+  // Throws unless the state can grow by `more` bytes: past memoryLimit a
+  // MemoryRefused, past conversionLimit ERR_CONVERSION. One load and one
+  // compare when it fits, so it runs at every element.
+  void Reserve(size_t more, What what = What::kValue, size_t count = 0) {
+    const size_t used = mem_->used;
+    if (more <= ceiling_ && used <= ceiling_ - more) return;
+    Refuse(SatAdd(used, more), what, count);
   }
 
- private:
+  bool Fits(size_t more) const { return more <= ceiling_ && mem_->used <= ceiling_ - more; }
+
+  [[noreturn]] void Refuse(size_t would, What what, size_t count) {
+    refused_ = true;
+    if (mem_->limit != 0 && would > std::max(mem_->limit, before_)) {
+      throw MemoryRefused{would, mem_->limit, before_, Name(what, count)};
+    }
+    ConversionError(env_, "Cannot convert the value to Lua: it would grow the Lua state by " +
+                              std::to_string(would - before_) + " bytes, past conversionLimit " +
+                              std::to_string(core_->conversion_limit) + " (refused at " + Name(what, count) +
+                              "). Pass a smaller value or raise the conversionLimit option.");
+  }
+
   void PushNumber(double d) {
     // Integral, in int64 range, and not -0.
     if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
@@ -126,14 +258,43 @@ class JsToLua {
     std::string& buf = core_->scratch;
     size_t len = 0;
     if (buf.size() < 256) buf.resize(256);
-    // First try into the reusable buffer; most strings fit.
+    // First try into the reusable buffer; most strings fit. Node-API copies
+    // whole characters only (up to 4 bytes each): a length within 4 bytes of
+    // the end may have stopped short (taking it as complete cut 'é'.repeat(200)
+    // to 254 bytes), so the real length decides.
     Check(env_, napi_get_value_string_utf8(env_, v, buf.data(), buf.size(), &len), "get string");
-    if (len + 1 >= buf.size()) {
-      Check(env_, napi_get_value_string_utf8(env_, v, nullptr, 0, &len), "get string");
+    if (len + 4 < buf.size()) {
+      lua_pushlstring(L_, buf.data(), len);
+      return;
+    }
+    // Its UTF-8 size, then the check, before anything that size is made.
+    const size_t copied = len;
+    Check(env_, napi_get_value_string_utf8(env_, v, nullptr, 0, &len), "get string");
+    if (len == copied) {
+      lua_pushlstring(L_, buf.data(), len);
+      return;
+    }
+    Reserve(SatAdd(len, kLuaString), What::kString, len);
+    if (len < kScratchMax) {
       buf.resize(len + 1);
       Check(env_, napi_get_value_string_utf8(env_, v, buf.data(), buf.size(), &len), "get string");
+      lua_pushlstring(L_, buf.data(), len);
+      return;
     }
-    lua_pushlstring(L_, buf.data(), len);
+    // A large string's buffer lives only while it is copied.
+    auto big = std::make_unique_for_overwrite<char[]>(len + 1);
+    Check(env_, napi_get_value_string_utf8(env_, v, big.get(), len + 1, &len), "get string");
+    lua_pushlstring(L_, big.get(), len);
+  }
+
+  // Bytes of a Buffer, Uint8Array or ArrayBuffer: copied into a Lua string
+  // (Lua strings cannot share JS memory), so checked against the limits first.
+  void PushBytes(napi_value v, const void* data, size_t length) {
+    const bool memo = length >= kMemoBufferBytes && (depth_ > 0 || many_);  // else it cannot come twice
+    if (memo && Memo(v)) return;
+    Reserve(SatAdd(length, kLuaString), What::kBuffer, length);
+    lua_pushlstring(L_, static_cast<const char*>(data), length);
+    if (memo) Remember(v);
   }
 
   std::string DescribeSymbol(napi_value v) {
@@ -158,7 +319,7 @@ class JsToLua {
       void* data;
       Check(env_, napi_get_typedarray_info(env_, v, &type, &length, &data, nullptr, nullptr), "typedarray info");
       if (type == napi_uint8_array) {
-        lua_pushlstring(L_, static_cast<const char*>(data), length);
+        PushBytes(v, data, length);
         return;
       }
       PushJsRef(core_, L_, v, false);
@@ -169,7 +330,7 @@ class JsToLua {
       void* data;
       size_t length;
       Check(env_, napi_get_arraybuffer_info(env_, v, &data, &length), "arraybuffer info");
-      lua_pushlstring(L_, static_cast<const char*>(data), length);
+      PushBytes(v, data, length);
       return;
     }
     Check(env_, napi_is_array(env_, v, &is), "is array");
@@ -192,8 +353,8 @@ class JsToLua {
       case 0:  // plain: copied
         PushPlainObject(v);
         return;
-      case 1:  // a Map: copied
-        PushMap(v);
+      case 1:  // a Map: copied, entry by entry
+        PushMap(v, MapSize(v));
         return;
       case 3:  // a JS Error: an error value (message, name, code, stack), the same Error back in JS
         PushJsError(core_, L_, v);
@@ -207,8 +368,20 @@ class JsToLua {
     }
   }
 
-  // If `v` was converted already, pushes its table and returns true; else
-  // records the table on top of the stack as its conversion.
+  // The size of a Map (classify said it is one: util.types.isMap), read with
+  // Map.prototype's own size getter, so no getter of the Map runs.
+  size_t MapSize(napi_value v) {
+    AddonData* data = AddonData::From(env_);
+    napi_value global, size;
+    napi_get_global(env_, &global);
+    Check(env_, napi_call_function(env_, global, data->map_size.Value(), 1, &v, &size), "Map size");
+    int64_t out = 0;
+    napi_get_value_int64(env_, size, &out);
+    return out > 0 ? static_cast<size_t>(out) : 0;
+  }
+
+  // If `v` was converted already, pushes its value and returns true; else
+  // the caller pushes it and calls Remember.
   bool Memo(napi_value v) {
     AddonData* data = AddonData::From(env_);
     napi_value map;
@@ -236,7 +409,7 @@ class JsToLua {
   }
 
   void Remember(napi_value v) {
-    // Stack: [..., table]
+    // Stack: [..., value]
     AddonData* data = AddonData::From(env_);
     napi_value map, idx, args[2], ignored;
     Check(env_, napi_get_reference_value(env_, memo_, &map), "reference value");
@@ -259,20 +432,110 @@ class JsToLua {
     if (!lua_checkstack(L_, 4)) ConversionError(env_, "Cannot convert value to Lua: Lua stack overflow.");
   }
 
+  static bool Missing(napi_valuetype t) { return t == napi_undefined || t == napi_null; }
+
   void PushArray(napi_value v) {
     if (Memo(v)) return;
     Enter();
     uint32_t n;
     Check(env_, napi_get_array_length(env_, v, &n), "array length");
-    lua_createtable(L_, static_cast<int>(n), 0);
+    uint32_t pre = std::min(n, kArrayPrealloc);
+    if (n > pre && LooksDense(v, n) && Fits(kLuaTable + size_t{n} * kLuaSlot)) pre = n;  // no doubling: 15% faster
+    Reserve(kLuaTable + size_t{pre} * kLuaSlot, What::kArray, n);
+    lua_createtable(L_, static_cast<int>(pre), 0);
     Remember(v);
+    uint32_t run = 0;
     for (uint32_t i = 0; i < n; ++i) {
+      // Past the part made up front, Lua doubles the table when key i + 1
+      // (i a power of two) arrives: i more slots.
+      Reserve(i >= pre && (i & (i - 1)) == 0 ? size_t{i} * kLuaSlot : kLuaSlot, What::kArray, n);
       napi_value e;
       Check(env_, napi_get_element(env_, v, i, &e), "get element");
       Push(e);
-      lua_rawseti(L_, -2, static_cast<lua_Integer>(i) + 1);
+      if (lua_type(L_, -1) != LUA_TNIL) {
+        run = 0;
+        lua_rawseti(L_, -2, static_cast<lua_Integer>(i) + 1);
+        continue;
+      }
+      lua_pop(L_, 1);  // a hole (undefined, null): nothing to store
+      if (++run == kHoleRun && n - i > kHoleRun) {
+        PushSparse(v, i + 1, n);
+        break;
+      }
     }
     --depth_;
+  }
+
+  // Whether elements are present at a few indices spread over 0..n-1, the
+  // last among them: then the Array is most likely dense, and its table is
+  // made whole at once. A sparse Array that has them anyway costs a table of
+  // its length, which the limits bound like anything else.
+  bool LooksDense(napi_value v, uint32_t n) {
+    constexpr uint32_t kProbes = 8;
+    for (uint32_t k = 0; k < kProbes; ++k) {
+      const auto i = static_cast<uint32_t>(uint64_t{n - 1} * (kProbes - 1 - k) / (kProbes - 1));
+      bool has = false;
+      Check(env_, napi_has_element(env_, v, i, &has), "has element");
+      if (!has) return false;
+    }
+    return true;
+  }
+
+  // The elements from index `from` on of an Array that proved sparse, by its
+  // own keys: a cost in what it holds, not in its length.
+  void PushSparse(napi_value v, uint32_t from, uint32_t n) {
+    napi_value keys;
+    Check(env_,
+          napi_get_all_property_names(env_, v, napi_key_own_only,
+                                      static_cast<napi_key_filter>(napi_key_enumerable | napi_key_skip_symbols),
+                                      napi_key_keep_numbers, &keys),
+          "property names");
+    uint32_t m;
+    Check(env_, napi_get_array_length(env_, keys, &m), "keys length");
+    uint32_t stored = 0;
+    for (uint32_t j = 0; j < m; ++j) {
+      napi_value k, e;
+      Check(env_, napi_get_element(env_, keys, j, &k), "get key");
+      uint32_t i;
+      if (!ElementIndex(k, &i) || i < from || i >= n) continue;  // not an element (arr.name = ...), or walked
+      Check(env_, napi_get_element(env_, v, i, &e), "get element");
+      napi_valuetype t;
+      Check(env_, napi_typeof(env_, e, &t), "typeof");
+      if (Missing(t)) continue;
+      // These go to the hash part, which Lua doubles when it is full: the
+      // new part is allocated while the old one still is.
+      ++stored;
+      Reserve((stored & (stored - 1)) == 0 ? size_t{stored} * 2 * kLuaNode : kLuaNode, What::kArray, n);
+      PushTyped(e, t);
+      lua_rawseti(L_, -2, static_cast<lua_Integer>(i) + 1);
+    }
+  }
+
+  // An own key of an Array as an element index (V8 gives indices as numbers
+  // with napi_key_keep_numbers; a canonical numeric string is taken too).
+  bool ElementIndex(napi_value k, uint32_t* out) {
+    napi_valuetype t;
+    Check(env_, napi_typeof(env_, k, &t), "typeof");
+    if (t == napi_number) {
+      double d;
+      napi_get_value_double(env_, k, &d);
+      if (!(d >= 0 && d < 4294967295.0 && std::trunc(d) == d)) return false;
+      *out = static_cast<uint32_t>(d);
+      return true;
+    }
+    if (t != napi_string) return false;
+    char buf[12];
+    size_t len = 0;
+    napi_get_value_string_utf8(env_, k, buf, sizeof buf, &len);
+    if (len == 0 || len > 10 || (len > 1 && buf[0] == '0')) return false;
+    uint64_t i = 0;
+    for (size_t c = 0; c < len; ++c) {
+      if (buf[c] < '0' || buf[c] > '9') return false;
+      i = i * 10 + static_cast<uint64_t>(buf[c] - '0');
+    }
+    if (i >= 4294967295u) return false;
+    *out = static_cast<uint32_t>(i);
+    return true;
   }
 
   void PushPlainObject(napi_value v) {
@@ -286,12 +549,14 @@ class JsToLua {
           "property names");
     uint32_t n;
     Check(env_, napi_get_array_length(env_, keys, &n), "keys length");
+    Reserve(kLuaTable + HashBytes(n), What::kObject, n);
     lua_createtable(L_, 0, static_cast<int>(n));
     Remember(v);
     for (uint32_t i = 0; i < n; ++i) {
       napi_value k, e;
       Check(env_, napi_get_element(env_, keys, i, &k), "get key");
       Check(env_, napi_get_property(env_, v, k, &e), "get property");  // a getter may throw
+      Reserve(kLuaSlot, What::kObject, n);
       PushString(k);
       Push(e);
       lua_rawset(L_, -3);
@@ -299,29 +564,43 @@ class JsToLua {
     --depth_;
   }
 
-  void PushMap(napi_value v) {
+  // Entry by entry, never more than `size` of them (the size when it began:
+  // a getter that adds entries as it is read cannot make this run for ever).
+  void PushMap(napi_value v, size_t size) {
     if (Memo(v)) return;
     Enter();
-    AddonData* data = AddonData::From(env_);
-    napi_value pairs, global;
-    napi_get_global(env_, &global);
-    Check(env_, napi_call_function(env_, global, data->array_from.Value(), 1, &v, &pairs), "Array.from");
-    uint32_t n;
-    Check(env_, napi_get_array_length(env_, pairs, &n), "pairs length");
-    lua_createtable(L_, 0, static_cast<int>(n));
+    Reserve(kLuaTable + HashBytes(size), What::kMap, size);
+    lua_createtable(L_, 0, static_cast<int>(std::min<size_t>(size, INT32_MAX)));
     Remember(v);
-    for (uint32_t i = 0; i < n; ++i) {
-      napi_value pair, k, e;
-      Check(env_, napi_get_element(env_, pairs, i, &pair), "get pair");
-      Check(env_, napi_get_element(env_, pair, 0, &k), "get key");
-      Check(env_, napi_get_element(env_, pair, 1, &e), "get value");
-      Push(k);
-      if (lua_isnil(L_, -1) || (lua_type(L_, -1) == LUA_TNUMBER && lua_tonumber(L_, -1) != lua_tonumber(L_, -1))) {
-        ConversionError(env_, "Cannot convert Map to Lua: key " + Describe(env_, k) +
-                                  " cannot be a Lua table key (nil and NaN are not allowed).");
+    AddonData* data = AddonData::From(env_);
+    napi_value it, buf;
+    Check(env_, napi_call_function(env_, v, data->map_entries.Value(), 0, nullptr, &it), "Map entries");
+    const uint32_t chunk = static_cast<uint32_t>(std::min<size_t>(kMapChunk, 2 * size));
+    Check(env_, napi_create_array_with_length(env_, chunk, &buf), "create array");
+    napi_value global;
+    napi_get_global(env_, &global);
+    for (size_t left = size; left > 0;) {
+      napi_value args[3] = {it, buf, nullptr}, got_v;
+      const uint32_t max = static_cast<uint32_t>(std::min<size_t>(chunk, 2 * left));
+      napi_create_uint32(env_, max, &args[2]);
+      Check(env_, napi_call_function(env_, global, data->map_chunk.Value(), 3, args, &got_v), "Map entries");
+      uint32_t got = 0;
+      napi_get_value_uint32(env_, got_v, &got);
+      for (uint32_t j = 0; j + 1 < got; j += 2) {
+        napi_value k, e;
+        Check(env_, napi_get_element(env_, buf, j, &k), "get key");
+        Check(env_, napi_get_element(env_, buf, j + 1, &e), "get value");
+        Reserve(kLuaSlot, What::kMap, size);
+        Push(k);
+        if (lua_isnil(L_, -1) || (lua_type(L_, -1) == LUA_TNUMBER && lua_tonumber(L_, -1) != lua_tonumber(L_, -1))) {
+          ConversionError(env_, "Cannot convert Map to Lua: key " + Describe(env_, k) +
+                                    " cannot be a Lua table key (nil and NaN are not allowed).");
+        }
+        Push(e);
+        lua_rawset(L_, -3);
       }
-      Push(e);
-      lua_rawset(L_, -3);
+      left -= std::min<size_t>(left, got / 2);
+      if (got < max) break;
     }
     --depth_;
   }
@@ -329,23 +608,81 @@ class JsToLua {
   RuntimeCore* core_;
   napi_env env_;
   lua_State* L_;
+  const MemoryBudget* mem_;  // the host's: alive while we convert (a close() waits for the HostSection)
+  size_t before_;            // bytes the state held when the conversion began
+  size_t ceiling_ = SIZE_MAX;  // bytes it may hold while this conversion builds
+  bool refused_ = false;
+  bool many_ = false;
   int depth_ = 0;
   napi_ref memo_ = nullptr;  // JS Map: object -> index in memo_table_
   int memo_table_ = LUA_NOREF;
   int memo_count_ = 0;
-
- public:
-  void Finish() {
-    if (memo_table_ != LUA_NOREF) luaL_unref(L_, LUA_REGISTRYINDEX, memo_table_);
-    memo_table_ = LUA_NOREF;
-  }
 };
+
+// Runs push(c) on a fresh converter. On any throw L's top is restored and a
+// refused value's partial copy collected before the exception goes on (a
+// MemoryRefused too: the callers below make it their error).
+template <typename F>
+void Converting(RuntimeCore* core, lua_State* L, F&& push) {
+  const int top = lua_gettop(L);
+  JsToLua c(core, L);
+  try {
+    push(c);
+  } catch (...) {
+    lua_settop(L, top);
+    c.Finish();
+    if (c.refused()) lua_gc(L, LUA_GCCOLLECT);
+    throw;
+  }
+  c.Finish();
+}
+
+[[noreturn]] void ThrowRefused(napi_env env, const MemoryRefused& r) {
+  ThrowError(Napi::Env(env), "ERR_MEMORY_LIMIT",
+             "The value given is too large for this runtime: converting it to Lua would take the Lua state to " +
+                 std::to_string(r.would) + " bytes, past memoryLimit " + std::to_string(r.limit) + " (it held " +
+                 std::to_string(r.before) + " before; refused at " + r.what +
+                 ", before the value was complete). Pass a smaller value or raise the memoryLimit option.");
+}
+
+// The scalars most calls carry, without converter state. False for the rest.
+bool PushScalar(napi_env env, lua_State* L, napi_value v) {
+  napi_valuetype t;
+  if (napi_typeof(env, v, &t) != napi_ok) return false;
+  if (t == napi_number) {
+    double d;
+    napi_get_value_double(env, v, &d);
+    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
+        !(d == 0 && std::signbit(d))) {
+      lua_pushinteger(L, static_cast<lua_Integer>(d));
+    } else {
+      lua_pushnumber(L, d);
+    }
+    return true;
+  }
+  if (t == napi_undefined || t == napi_null) {
+    lua_pushnil(L);
+    return true;
+  }
+  if (t == napi_boolean) {
+    bool b;
+    napi_get_value_bool(env, v, &b);
+    lua_pushboolean(L, b);
+    return true;
+  }
+  return false;
+}
 
 // ---- Lua -> JS ---------------------------------------------------------------
 
 class LuaToJs {
  public:
-  LuaToJs(RuntimeCore* core, lua_State* L, bool handed) : core_(core), env_(core->env), L_(L), handed_(handed) {}
+  LuaToJs(RuntimeCore* core, lua_State* L, bool handed)
+      : core_(core),
+        env_(core->env),
+        L_(L),
+        handed_(handed),
+        cap_(core->conversion_limit == 0 ? SIZE_MAX : core->conversion_limit) {}
 
   napi_value Convert(int idx) {
     napi_value out;
@@ -376,16 +713,43 @@ class LuaToJs {
       case LUA_TFUNCTION:
       case LUA_TUSERDATA:
         if (napi_value js = JsRefValue(core_, L_, idx)) return js;
-        return WrapLuaValue(core_, L_, idx, handed_);
+        return Handle(idx);
       default:  // thread, light userdata
-        return WrapLuaValue(core_, L_, idx, handed_);
+        return Handle(idx);
     }
   }
 
+  // Converting a list of values: a string or handle may come twice even at the top.
+  void set_many() { many_ = true; }
+
  private:
+  // Counts `n` more bytes of output against conversionLimit.
+  void Charge(size_t n) {
+    if (n > cap_ - bytes_) TooBig(n);
+    bytes_ += n;
+  }
+
+  [[noreturn]] void TooBig(size_t n) {
+    ConversionError(env_, "Cannot convert a Lua value to JS: it would produce more than " + std::to_string(cap_) +
+                              " bytes (conversionLimit), counting string bytes and " +
+                              std::to_string(kConvertEntryBytes) +
+                              " per table entry, each shared table and long string once (" +
+                              std::to_string(bytes_) + " counted, " + std::to_string(n) +
+                              " more needed). Return a smaller value or raise the conversionLimit option.");
+  }
+
+  // Whether a value met now may be met again in this conversion.
+  bool Repeats() const { return depth_ > 0 || many_; }
+
   napi_value String(int idx) {
     size_t n;
     const char* s = lua_tolstring(L_, idx, &n);
+    const void* p = nullptr;
+    if (n >= kMemoStringBytes && Repeats()) {
+      p = lua_topointer(L_, idx);
+      if (auto it = seen_.find(p); it != seen_.end()) return it->second;
+    }
+    Charge(n);
     napi_value out;
     napi_status st;
     if (IsAscii(s, n)) {
@@ -400,6 +764,19 @@ class LuaToJs {
       ConversionError(env_, "Cannot convert a Lua string of " + std::to_string(n) +
                                 " bytes to JS: it is larger than a JS string or Buffer can hold.");
     }
+    if (p != nullptr) seen_.emplace(p, out);
+    return out;
+  }
+
+  // A Lua function, coroutine or userdata: a handle, one per object.
+  napi_value Handle(int idx) {
+    const void* p = lua_type(L_, idx) == LUA_TLIGHTUSERDATA || !Repeats() ? nullptr : lua_topointer(L_, idx);
+    if (p != nullptr) {
+      if (auto it = handles_.find(p); it != handles_.end()) return it->second;
+    }
+    Charge(kConvertEntryBytes);
+    napi_value out = WrapLuaValue(core_, L_, idx, handed_);
+    if (p != nullptr) handles_.emplace(p, out);
     return out;
   }
 
@@ -409,8 +786,18 @@ class LuaToJs {
       case LUA_TSTRING: {
         size_t n;
         const char* s = lua_tolstring(L_, idx, &n);
+        const void* p = nullptr;
+        if (n >= kMemoStringBytes) {
+          p = lua_topointer(L_, idx);
+          if (auto it = keys_.find(p); it != keys_.end()) return it->second;
+        }
+        Charge(n);
         napi_value out;
-        Check(env_, napi_create_string_utf8(env_, s, n, &out), "key");
+        if (napi_create_string_utf8(env_, s, n, &out) != napi_ok) {
+          ConversionError(env_, "Cannot convert a Lua table key of " + std::to_string(n) +
+                                    " bytes to JS: it is larger than a JS string can hold.");
+        }
+        if (p != nullptr) keys_.emplace(p, out);
         return out;
       }
       case LUA_TNUMBER:
@@ -461,6 +848,8 @@ class LuaToJs {
     napi_value out;
     if (array) {
       if (n > 0xFFFFFFFEu) ConversionError(env_, "Cannot convert a Lua sequence to JS: too long for an Array.");
+      // Counted before the Array is made: its length is known.
+      Charge(n > SIZE_MAX / kConvertEntryBytes ? SIZE_MAX : static_cast<size_t>(n) * kConvertEntryBytes);
       Check(env_, napi_create_array_with_length(env_, n, &out), "create array");
       seen_.emplace(p, out);
       for (lua_Unsigned i = 1; i <= n; ++i) {
@@ -474,6 +863,7 @@ class LuaToJs {
       seen_.emplace(p, out);
       lua_pushnil(L_);
       while (lua_next(L_, idx) != 0) {
+        Charge(kConvertEntryBytes);
         napi_value k = Key(-2);
         napi_value e = Convert(-1);
         lua_pop(L_, 1);
@@ -498,75 +888,98 @@ class LuaToJs {
   napi_env env_;
   lua_State* L_;
   bool handed_;  // Lua functions become callbacks
+  size_t cap_;   // conversionLimit, or SIZE_MAX for none
+  size_t bytes_ = 0;
+  bool many_ = false;
   int depth_ = 0;
+  // Converted tables and long strings by address (distinct objects never
+  // share one), long string keys apart (an invalid UTF-8 key is a string,
+  // the same value a Buffer), and handles.
   std::unordered_map<const void*, napi_value> seen_;
+  std::unordered_map<const void*, napi_value> keys_;
+  std::unordered_map<const void*, napi_value> handles_;
 };
 
-}  // namespace
-
-void PushJs(RuntimeCore* core, lua_State* L, napi_value v) {
-  // Fast path for the scalars most calls carry: no converter state needed.
-  napi_env env = core->env;
-  napi_valuetype t;
-  if (napi_typeof(env, v, &t) == napi_ok) {
-    if (t == napi_number) {
-      double d;
-      napi_get_value_double(env, v, &d);
-      if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
-          !(d == 0 && std::signbit(d))) {
-        lua_pushinteger(L, static_cast<lua_Integer>(d));
-      } else {
-        lua_pushnumber(L, d);
-      }
-      return;
-    }
-    if (t == napi_undefined || t == napi_null) {
-      lua_pushnil(L);
-      return;
-    }
-    if (t == napi_boolean) {
-      bool b;
-      napi_get_value_bool(env, v, &b);
-      lua_pushboolean(L, b);
-      return;
-    }
-  }
-  JsToLua c(core, L);
-  try {
-    c.Push(v);
-  } catch (...) {
-    c.Finish();
-    throw;
-  }
-  c.Finish();
-}
-
-napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
+// The JS value of a nil, boolean or number, or nullptr for the rest.
+napi_value ScalarToJs(napi_env env, lua_State* L, int idx, bool nil_is_null) {
   napi_value out;
-  switch (lua_type(L, idx)) {  // scalars need no converter state
+  switch (lua_type(L, idx)) {
     case LUA_TNIL:
     case LUA_TNONE:
-      napi_get_undefined(core->env, &out);
+      if (nil_is_null) {
+        napi_get_null(env, &out);
+      } else {
+        napi_get_undefined(env, &out);
+      }
       return out;
     case LUA_TBOOLEAN:
-      napi_get_boolean(core->env, lua_toboolean(L, idx), &out);
+      napi_get_boolean(env, lua_toboolean(L, idx), &out);
       return out;
     case LUA_TNUMBER: {
       if (!lua_isinteger(L, idx)) {  // a float stays a number, even when integral
-        napi_create_double(core->env, lua_tonumber(L, idx), &out);
+        napi_create_double(env, lua_tonumber(L, idx), &out);
         return out;
       }
       const lua_Integer i = lua_tointeger(L, idx);
       if (i >= -static_cast<lua_Integer>(kMaxSafe) && i <= static_cast<lua_Integer>(kMaxSafe)) {
-        napi_create_double(core->env, static_cast<double>(i), &out);
+        napi_create_double(env, static_cast<double>(i), &out);
       } else {
-        napi_create_bigint_int64(core->env, i, &out);
+        napi_create_bigint_int64(env, i, &out);
       }
       return out;
     }
     default:
-      break;
+      return nullptr;
   }
+}
+
+}  // namespace
+
+void PushJs(RuntimeCore* core, lua_State* L, napi_value v) {
+  if (PushScalar(core->env, L, v)) return;
+  try {
+    Converting(core, L, [&](JsToLua& c) { c.Push(v); });
+  } catch (const MemoryRefused& r) {
+    ThrowRefused(core->env, r);
+  }
+}
+
+void PushJsValues(RuntimeCore* core, lua_State* L, const napi_value* v, size_t n) {
+  size_t i = 0;
+  while (i < n && PushScalar(core->env, L, v[i])) ++i;
+  if (i == n) return;
+  const int top = lua_gettop(L) - static_cast<int>(i);
+  try {
+    Converting(core, L, [&](JsToLua& c) {
+      if (n > 1) c.set_many();
+      for (; i < n; ++i) c.Push(v[i]);
+    });
+  } catch (const MemoryRefused& r) {
+    lua_settop(L, top);
+    ThrowRefused(core->env, r);
+  } catch (...) {
+    lua_settop(L, top);
+    throw;
+  }
+}
+
+bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v) {
+  if (PushScalar(core->env, L, v)) return true;
+  const int top = lua_gettop(L);
+  const size_t before = core->MemoryUsed();
+  try {
+    Converting(core, L, [&](JsToLua& c) { c.Push(v); });
+  } catch (const MemoryRefused& r) {
+    lua_pushfstring(L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I (refused at %s)",
+                    static_cast<lua_Integer>(r.would), static_cast<lua_Integer>(r.limit), r.what.c_str());
+    return false;
+  }
+  // Between two checks a value can overshoot by an element: the last word.
+  return !core->RefuseIfPastLimit(L, top, before);
+}
+
+napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
+  if (napi_value out = ScalarToJs(core->env, L, idx, false)) return out;
   const int top = lua_gettop(L);
   LuaToJs c(core, L, handed);
   try {
@@ -577,6 +990,31 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
     lua_settop(L, top);
     throw;
   }
+}
+
+void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null) {
+  // Scalars first, with no converter state (a JS call's arguments are
+  // mostly numbers: W3).
+  int i = 0;
+  for (; i < n; ++i) {
+    napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
+    if (s == nullptr) break;
+    out[i] = s;
+  }
+  if (i == n) return;
+  const int top = lua_gettop(L);
+  LuaToJs c(core, L, handed);
+  if (n > 1) c.set_many();
+  try {
+    for (; i < n; ++i) {
+      napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
+      out[i] = s != nullptr ? s : c.Convert(first + i);
+    }
+  } catch (...) {
+    lua_settop(L, top);
+    throw;
+  }
+  lua_settop(L, top);
 }
 
 napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback) {

@@ -2,6 +2,8 @@
 // Value conversion between JS and Lua (DESIGN §5).
 #pragma once
 
+#include <cstddef>
+
 #include <node_api.h>
 
 #include <lua.hpp>
@@ -15,18 +17,48 @@ class RuntimeCore;
 // ASan build, where frames are several times larger.
 inline constexpr int kMaxConvertDepth = 200;
 
+// Every conversion is bounded (docs/security.md, "Conversion limits"):
+//  - JS -> Lua checks memoryLimit and conversionLimit while it builds: before
+//    a string, Buffer or table takes its memory, and at every element. A
+//    value that would pass memoryLimit is refused with ERR_MEMORY_LIMIT, one
+//    that would grow the state by more than conversionLimit with
+//    ERR_CONVERSION; either way its partial copy is dropped and collected.
+//  - Lua -> JS counts what it produces (string bytes plus kConvertEntryBytes
+//    per table entry or handle) and refuses past conversionLimit with
+//    ERR_CONVERSION, before the JS string or array is made. Shared tables,
+//    functions and strings of kMemoStringBytes or more convert once.
+inline constexpr size_t kConvertEntryBytes = 16;
+inline constexpr size_t kMemoStringBytes = 256;
+
 // Pushes the Lua equivalent of `v` onto L (exactly one value). The caller is
 // in a HostSection (no Lua code runs here, allocations cannot fail for the
-// limit). Throws Napi::Error: ERR_CONVERSION, a RangeError for a BigInt
-// outside int64, or the JS exception of a throwing getter. After a throw, L's
-// stack may hold partial values: the caller restores its top.
+// limit). Throws Napi::Error: ERR_CONVERSION, ERR_MEMORY_LIMIT, a RangeError
+// for a BigInt outside int64, or the JS exception of a throwing getter. After
+// a throw L's stack is as it was.
 void PushJs(RuntimeCore* core, lua_State* L, napi_value v);
+
+// The same for `n` values, as one conversion: a JS object given twice
+// becomes one table, and conversionLimit counts them together.
+void PushJsValues(RuntimeCore* core, lua_State* L, const napi_value* v, size_t n);
+
+// For Lua code that receives a JS value (a call's result, a field, an
+// awaited value): pushes it as PushJs does and returns true; if it would pass
+// memoryLimit, pushes the Lua message "not enough memory: ..." instead and
+// returns false (the caller raises it, as for any allocation past the limit).
+// Other refusals throw as PushJs.
+bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v);
 
 // Returns the JS equivalent of the Lua value at `idx`. Leaves L's stack as it
 // was. Throws Napi::Error (ERR_CONVERSION) for what cannot cross.
 // `handed`: Lua passes the value to JS as an argument of a call, so the Lua
 // functions in it become callbacks (see WrapLuaValue).
 napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed = false);
+
+// Converts the `n` values from absolute stack index `first` into out[0..n), as one
+// conversion (one memo, one conversionLimit): a call's arguments or a chunk's
+// results. nil becomes null when `nil_is_null` (inside an Array), else
+// undefined. Leaves L's stack as it was.
+void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null);
 
 // Builds the JS error for a failed load/pcall: `status` is the Lua status and
 // the error value is on top of L's stack (left there). A JS value thrown

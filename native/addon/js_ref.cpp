@@ -212,7 +212,7 @@ int CallJs(lua_State* L) noexcept {
       big.resize(argc);
       argv = big.data();
     }
-    for (int i = 0; i < argc; ++i) argv[i] = ToJs(core, L, i + 1, true);  // Lua functions: callbacks
+    ToJsValues(core, L, 1, argc, argv, true, false);  // one conversion; Lua functions: callbacks
     napi_value fn = BoxValue(box), out;
     if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)
     // Never undefined: a sloppy-mode function would get globalThis as `this`.
@@ -230,9 +230,7 @@ int CallJs(lua_State* L) noexcept {
       result = BeginAwait(core, L, out);  // a Promise: the task waits for it
     } else {
       lua_settop(L, 0);
-      const size_t before = core->MemoryUsed();
-      PushJs(core, L, out);
-      if (core->RefuseIfPastLimit(L, 0, before)) result = -1;
+      if (!PushJsForLua(core, L, out)) result = -1;
     }
   } catch (const Napi::Error& e) {
     lua_settop(L, 0);
@@ -297,9 +295,7 @@ int l_tasks_await(lua_State* L) {
 // an error value) above `base`, or pushes why not. Returns 1 or kRaise.
 int PushRead(RuntimeCore* core, lua_State* L, int base, napi_value v) {
   lua_settop(L, base);
-  const size_t before = core->MemoryUsed();
-  PushJs(core, L, v);
-  return core->RefuseIfPastLimit(L, base, before) ? kRaise : 1;
+  return PushJsForLua(core, L, v) ? 1 : kRaise;
 }
 
 // Runs `body` (which pushes one result or an error value and returns 1 or

@@ -47,7 +47,7 @@ napi_value Call(RuntimeCore* core, int ref, napi_value* argv, size_t argc) {
   try {
     LuaHost::HostSection section(core->host.get(), L);
     const size_t before = core->MemoryUsed();
-    for (size_t i = 0; i < argc; ++i) PushJs(core, L, argv[i]);
+    PushJsValues(core, L, argv, argc);
     core->CheckMemory(L, base, before);
   } catch (...) {
     lua_settop(L, base);
@@ -137,17 +137,18 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
     }
     LuaHost::HostSection section(host, L);
     if (all) {
+      // One conversion for all the results: a value returned twice crosses once.
       const int n = lua_gettop(L) - base;
-      Check(env, napi_create_array_with_length(env, n, &out), "create array");
-      for (int i = 0; i < n; ++i) {
-        napi_value v;
-        if (lua_isnil(L, base + 1 + i)) {
-          napi_get_null(env, &v);  // nil inside an array is null (DESIGN §5)
-        } else {
-          v = ToJs(core, L, base + 1 + i);
-        }
-        Check(env, napi_set_element(env, out, i, v), "set element");
+      napi_value small[8];
+      std::vector<napi_value> big;
+      napi_value* values = small;
+      if (n > 8) {
+        big.resize(n);
+        values = big.data();
       }
+      ToJsValues(core, L, base + 1, n, values, false, true);  // nil inside an array is null (DESIGN §5)
+      Check(env, napi_create_array_with_length(env, n, &out), "create array");
+      for (int i = 0; i < n; ++i) Check(env, napi_set_element(env, out, i, values[i]), "set element");
     } else {
       out = ToJs(core, L, -1);
     }

@@ -134,6 +134,12 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
 
   core_ = std::make_shared<RuntimeCore>(env);
+  // lib/index.js resolves the default (4 x memoryLimit, or a quarter of V8's
+  // heap limit); this fallback is for a caller that did not.
+  Napi::Value conversion = options.Get("conversionLimit");
+  core_->conversion_limit = conversion.IsNumber()
+                                ? static_cast<size_t>(conversion.As<Napi::Number>().DoubleValue())
+                                : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   std::string error;
@@ -342,7 +348,15 @@ namespace {
 void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int base) {
   const uint32_t n = args.Length();
   const size_t before = core->MemoryUsed();
-  for (uint32_t i = 0; i < n; ++i) PushJs(core, L, args.Get(i));
+  napi_value small[8];
+  std::vector<napi_value> big;
+  napi_value* values = small;
+  if (n > 8) {
+    big.resize(n);
+    values = big.data();
+  }
+  for (uint32_t i = 0; i < n; ++i) values[i] = args.Get(i);
+  PushJsValues(core, L, values, n);  // one conversion: an object given twice is one table
   core->CheckMemory(L, base, before);
 }
 }  // namespace
@@ -690,6 +704,7 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("memoryUsed", Napi::Number::New(env, static_cast<double>(m.used)));
   out.Set("memoryPeak", Napi::Number::New(env, static_cast<double>(m.peak)));
   out.Set("memoryLimit", Napi::Number::New(env, static_cast<double>(m.limit)));
+  out.Set("conversionLimit", Napi::Number::New(env, static_cast<double>(core->conversion_limit)));
   out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
   const CpuBudget* b = core->host->budget();
   out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));

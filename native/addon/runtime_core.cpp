@@ -55,13 +55,16 @@ napi_value Settle(napi_env env, napi_callback_info info) {
       if (ok && wait == WaitKind::kCommit) {
         lua_pushnil(L);
       } else if (ok) {
-        PushJs(core.get(), L, argv[3]);
+        if (!PushJsForLua(core.get(), L, argv[3])) {  // the await raises the memory error
+          lua_pushboolean(L, 0);
+          lua_replace(L, -3);  // ok, message -> false, message
+        }
       } else {
         PushJsError(core.get(), L, argv[3]);
-      }
-      if (core->RefuseIfPastLimit(L, top, before)) {  // the await raises the memory error
-        lua_pushboolean(L, 0);
-        lua_insert(L, -2);
+        if (core->RefuseIfPastLimit(L, top, before)) {
+          lua_pushboolean(L, 0);
+          lua_insert(L, -2);
+        }
       }
     } catch (const Napi::Error& e) {
       // The value cannot cross: the await raises that conversion error.

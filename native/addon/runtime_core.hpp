@@ -109,6 +109,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   const void* jsref_mt[3] = {};   // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion
+  size_t conversion_limit = 0;     // conversionLimit: bytes one conversion may produce (0 = no cap)
 
   // RAII, around Scheduler::Start for rt.start(): if the task it starts
   // (`key`) ends before Start returns, its end kind is kept here (kind()) and

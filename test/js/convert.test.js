@@ -57,6 +57,19 @@ describe('JS -> Lua, row by row', () => {
     expect(inLua(value, 'math.type(v)')).toEqual([type]);
   });
 
+  // Regression: Node-API copies whole characters only, and a string whose
+  // UTF-8 stopped within a character of the 256-byte scratch buffer's end
+  // was taken as complete: 'é'.repeat(200) crossed as 254 bytes.
+  test.each([
+    ['two-byte characters', 'é'.repeat(200)],
+    ['four-byte characters after one ASCII byte', `a${'😀'.repeat(100)}`],
+    ['three-byte characters after two ASCII bytes', `ab${'€'.repeat(100)}`],
+    ['a lone surrogate at the edge', `${'x'.repeat(253)}\ud800yz`],
+  ])('a string of %s near the scratch buffer size crosses whole', (_, s) => {
+    expect(inLua(s, '#v')).toEqual([Buffer.byteLength(s)]);
+    expect(roundTrip(s)).toBe(s.toWellFormed());
+  });
+
   test('-0 stays negative zero in Lua', () => {
     expect(inLua(-0, '1 / v')).toEqual([-Infinity]);
   });

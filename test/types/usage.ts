@@ -3,7 +3,7 @@
 import { Runtime, Task, LuaError, DirectoryStore, codes, cron } from 'lua-tasks';
 
 async function main(): Promise<void> {
-  const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
+  const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, conversionLimit: 4 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
   const values: unknown[] = rt.load('return 1, 2', { name: 'chunk' });
   rt.set('add', (a: number, b: number) => a + b);
   const g: unknown = rt.get('add');
@@ -21,7 +21,7 @@ async function main(): Promise<void> {
   rt.on('taskdone', (t, value) => console.log(t.id, value));
   rt.ref().unref();
   const s = rt.stats();
-  console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
+  console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.conversionLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
   await rt.commit();
   await rt.close();
   rt.closeSync();
