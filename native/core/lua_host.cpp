@@ -151,7 +151,11 @@ void LuaHost::OnHook(lua_State* L) {
     RestoreHook(L);
     return;
   }
-  if (budget_) budget_->OnHook(L);
+  if (budget_) {
+    budget_->OnHook(L);
+  } else {
+    RestoreHook(L);  // an interrupt's hook left on a thread another thread answered: drop it
+  }
 }
 
 // The hook L runs under when no interrupt is pending: the budget's, or none.

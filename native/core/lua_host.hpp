@@ -101,7 +101,8 @@ class LuaHost {
     poll_ = fn;
     poll_ctx_ = ctx;
   }
-  // Lua code (not host code) is on the C stack now. Read by the watchdog.
+  // Lua code, or host code it called, is on the C stack now (an Entry is
+  // open). Read by the watchdog.
   bool RunningLua() const { return in_lua_.load(std::memory_order_relaxed); }
   // From the signal handler, on the Lua thread: have the running coroutine
   // check at its next instruction. Async-signal-safe.
@@ -121,6 +122,16 @@ class LuaHost {
     lua_State* outer = current_;
     current_ = co;
     const int status = lua_resume(co, from, nargs, nres);
+    current_ = outer;
+    return status;
+  }
+  // lua_pcall(L, nargs, nresults, 0) with co as current() meanwhile, for
+  // coroutine.close: the <close> handlers it runs run on co, so an
+  // interrupt must set its hook there.
+  int PCallOn(lua_State* co, lua_State* L, int nargs, int nresults) {
+    lua_State* outer = current_;
+    current_ = co;
+    const int status = lua_pcall(L, nargs, nresults, 0);
     current_ = outer;
     return status;
   }
@@ -169,8 +180,14 @@ class LuaHost {
       // their own (Scheduler::RunTask), and nested calls keep the outer one.
       if (host->budget_ && !host->budget_->active()) OpenWindow();
       ++host->depth_;
+      // Stopped for good: Lua entered now (a task started by a loop that
+      // caught the stop) stops at its first instruction, not at the next
+      // watch round, so such a loop cannot outrun the stop.
+      if (host->terminating_) lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
     }
     ~Entry() {
+      // ... and so does the Lua that called in, once it runs again.
+      if (host_->terminating_) lua_sethook(saved_current_, Hook, LUA_MASKCOUNT, 1);
       host_->current_ = saved_current_;
       host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
@@ -196,19 +213,20 @@ class LuaHost {
   // enforced and `current` is the calling thread. Counts as busy().
   class HostSection {
    public:
+    // It leaves in_lua_ as it is: host code called from Lua still counts as
+    // running Lua for the InterruptWatch. Once the thread is torn down, a JS
+    // function Lua calls fails at once, and a loop of pcall(jsFunction) spends
+    // nearly all its time here: with host code not counted, the watch never
+    // saw it in Lua twice in a row and terminate() waited for ever. The hook
+    // an interrupt sets on the calling thread fires when the host code returns.
     HostSection(LuaHost* host, lua_State* L)
-        : host_(host),
-          saved_current_(host->current_),
-          saved_enforce_(host->memory_.enforce),
-          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
+        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
       host->current_ = L;
-      host->in_lua_.store(false, std::memory_order_relaxed);
       host->memory_.enforce = false;
       ++host->sections_;
     }
     ~HostSection() {
       host_->current_ = saved_current_;
-      host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
       --host_->sections_;
     }
@@ -219,7 +237,6 @@ class LuaHost {
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
-    bool saved_in_lua_;
   };
 
   static constexpr uintptr_t kTaskMark = 1;
@@ -261,7 +278,7 @@ class LuaHost {
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
   int depth_ = 0;
   int sections_ = 0;  // live HostSections
-  // The innermost of Entry and HostSection is an Entry. A relaxed atomic:
+  // An Entry is open (see HostSection for why host code counts). A relaxed atomic:
   // written by the Lua thread (plain stores), read by the InterruptWatch.
   std::atomic<bool> in_lua_{false};
   std::shared_ptr<InterruptWatch> watch_;  // null unless interruptible
