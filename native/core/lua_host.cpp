@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "lua_api_bounded.hpp"
 #include "lua_api_pattern.hpp"
 
 namespace lua_tasks {
@@ -12,8 +13,8 @@ namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
-  bool guard_xpcall;       // a CPU budget can kill: see kGuardedXpcall
-  CpuBudget* kill_budget;  // with a taskTimeout: see GuardPatterns
+  bool guard_xpcall;  // a CPU budget can kill: see kGuardedXpcall
+  LuaHost* host;      // asked by the pattern functions: see GuardPatterns
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
@@ -44,24 +45,24 @@ end
 )lua";
 
 // Lua's pattern matching runs whole inside one C call, out of the count
-// hook's reach, and some patterns backtrack for minutes. With a taskTimeout,
+// hook's reach, and some patterns backtrack for minutes. So
 // string.find/match/gmatch/gsub are our matcher (same behaviour), which asks
-// the budget as it goes and raises the same kill. Not for a timeSlice alone:
-// that only preempts, which no C call allows midway, so the stock functions
-// do as well there, and runtimes without limits pay nothing.
-bool PatternDeadlinePassed(void* budget) {
-  return static_cast<CpuBudget*>(budget)->DeadlinePassed();
+// LuaHost::StopDue as it goes and raises the same kill. In every runtime, as
+// the other bounded functions are: the stop check is the one place that
+// also stops Lua for reasons other than a taskTimeout.
+bool PatternStopDue(void* host) {
+  return static_cast<LuaHost*>(host)->StopDue();
 }
-int PatternRaiseKill(void* budget, lua_State* L) {
-  return static_cast<CpuBudget*>(budget)->RaiseKill(L);
+int PatternRaiseStop(void*, lua_State* L) {
+  return LuaHost::RaiseStop(L);
 }
 
 // Replaces the pattern functions in the string library, if it is open (it is
 // then also the strings' metatable __index, so s:find changes too).
-void GuardPatterns(lua_State* L, CpuBudget* budget) {
+void GuardPatterns(lua_State* L, LuaHost* host) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, LUA_STRLIBNAME) == LUA_TTABLE) {
-    RegisterPatternFunctions(L, -1, PatternStop{PatternDeadlinePassed, PatternRaiseKill, budget});
+    RegisterPatternFunctions(L, -1, PatternStop{PatternStopDue, PatternRaiseStop, host});
   }
   lua_pop(L, 2);
 }
@@ -69,7 +70,7 @@ void GuardPatterns(lua_State* L, CpuBudget* budget) {
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
-  if (args->kill_budget != nullptr) GuardPatterns(L, args->kill_budget);
+  GuardPatterns(L, args->host);
   lua_getglobal(L, "xpcall");
   if (args->guard_xpcall && lua_isfunction(L, -1)) {
     if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
@@ -89,7 +90,10 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   std::unique_ptr<LuaHost> host(new LuaHost());
   host->memory_.limit = options.memory_limit;
   if ((options.time_slice_ns > 0 || options.task_timeout_ns > 0) && options.clock != nullptr) {
-    host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns);
+    host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns,
+                                                &host->memory_.big_strings);
+    host->memory_.on_large = &LuaHost::OnLargeAlloc;
+    host->memory_.on_large_ctx = host.get();
   }
   lua_State* L = lua_newstate(MemoryBudget::Alloc, &host->memory_);
   if (L == nullptr) {
@@ -101,8 +105,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
-  CpuBudget* kill_budget = host->budget_ && host->budget_->timeout_ns() > 0 ? host->budget_.get() : nullptr;
-  SetupArgs args{&options, host->budget_ != nullptr, kill_budget};
+  SetupArgs args{&options, host->budget_ != nullptr, host.get()};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;
@@ -126,7 +129,12 @@ LuaHost::~LuaHost() {
 }
 
 int LuaHost::Load(lua_State* L, std::string_view source, const char* chunkname) {
-  return luaL_loadbufferx(L, source.data(), source.size(), chunkname, "t");
+  return LoadText(L, source.data(), source.size(), chunkname, "t", false);
+}
+
+void LuaHost::OnLargeAlloc(void* ctx) {
+  auto* host = static_cast<LuaHost*>(ctx);
+  if (host->budget_ && host->running_ != nullptr) host->budget_->Charge(host->running_);
 }
 
 int LuaHost::l_traceback(lua_State* L) {

@@ -69,7 +69,8 @@ class LuaHost {
   int depth() const { return depth_; }
 
   // Loads a text chunk onto L. Returns a Lua status; on error the message is
-  // on top of the stack. Binary chunks are refused.
+  // on top of the stack. Binary chunks are refused. The embedder's source is
+  // trusted: no stop check while it parses (Lua's load has one).
   int Load(lua_State* L, std::string_view source, const char* chunkname);
 
   // lua_pcall with the traceback handler. Stack: [func, args...] -> results,
@@ -102,7 +103,34 @@ class LuaHost {
   }
 
   MemoryBudget& memory() { return memory_; }
+  // Null without timeSlice and taskTimeout.
   CpuBudget* budget() { return budget_.get(); }
+
+  // The one stop check of long C functions (issue 18): the bounded library
+  // functions (lua_api_*.cpp), the pattern matcher and load's reader ask it
+  // as they work, through WorkMeter. True once the code running now must
+  // stop: its window's taskTimeout deadline has passed. Works, and is cheap,
+  // in every runtime: without a budget it answers false.
+  bool StopDue() { return budget_ != nullptr && budget_->StopDue(); }
+  // Raises the stop that StopDue announced, on L (the thread the C function
+  // runs on). Never returns.
+  static int RaiseStop(lua_State* L) {
+    LuaHost* host = From(L);
+    if (host->budget_) return host->budget_->RaiseKill(L);
+    return luaL_error(L, "stopped");
+  }
+  // Work L just did took time its instruction count does not see (a long C
+  // call): with a budget, its next instruction reads the clock. Never raises.
+  void Charge(lua_State* L) {
+    if (budget_) budget_->Charge(L);
+  }
+
+  // The thread running Lua code now, nested coroutines included (current()
+  // is the innermost thread entered from C++); null when none runs. Kept by
+  // Entry and by coroutine.resume (lua_api_tasks.cpp), for the allocator's
+  // large-allocation charge.
+  lua_State* running() const { return running_; }
+  void set_running(lua_State* L) { running_ = L; }
   // True if the last outermost call from JS was killed by taskTimeout.
   bool last_killed() const { return last_killed_; }
 
@@ -117,19 +145,31 @@ class LuaHost {
   class Entry {
    public:
     Entry(LuaHost* host, lua_State* L)
-        : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+        : host_(host),
+          saved_current_(host->current_),
+          saved_running_(host->running_),
+          saved_enforce_(host->memory_.enforce) {
       host->current_ = L;
+      host->running_ = L;
       host->memory_.enforce = true;
       // A call from JS with nothing running opens a CPU window; tasks open
       // their own (Scheduler::RunTask), and nested calls keep the outer one.
-      if (host->budget_ && !host->budget_->active()) OpenWindow();
+      if (host->budget_) {
+        if (!host->budget_->active()) OpenWindow();
+        host->budget_->Sync(L);
+      }
       ++host->depth_;
     }
     ~Entry() {
       host_->current_ = saved_current_;
+      host_->running_ = saved_running_;
       host_->memory_.enforce = saved_enforce_;
       --host_->depth_;
-      if (opened_) CloseWindow();
+      if (opened_) {
+        CloseWindow();
+      } else if (host_->budget_ && saved_running_ != nullptr) {
+        host_->budget_->Sync(saved_running_);  // a kill under way reaches the caller's next instruction
+      }
     }
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
@@ -140,6 +180,7 @@ class LuaHost {
 
     LuaHost* host_;
     lua_State* saved_current_;
+    lua_State* saved_running_;
     bool saved_enforce_;
     CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
     bool opened_ = false;
@@ -195,6 +236,7 @@ class LuaHost {
  private:
   LuaHost() = default;
   void DrainUnrefs();
+  static void OnLargeAlloc(void* host);
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
 
@@ -204,6 +246,7 @@ class LuaHost {
   bool last_killed_ = false;
   lua_State* L_ = nullptr;        // owned; closed in the destructor
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
+  lua_State* running_ = nullptr;  // borrowed: see running()
   int depth_ = 0;
   int sections_ = 0;  // live HostSections
   std::string message_;
