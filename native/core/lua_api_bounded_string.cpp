@@ -72,9 +72,9 @@ int l_str_rep(lua_State* L) {
 
 // ---------------------------------------------------------------- lower, upper, reverse
 
-enum class Map { kLower, kUpper, kReverse };
-
-int MapString(lua_State* L, Map map) {
+// Writes len bytes into a new string, `map(i)` each, metered.
+template <typename F>
+int MapString(lua_State* L, F map) {
   size_t len;
   const char* s = luaL_checklstring(L, 1, &len);
   WorkMeter meter(L);
@@ -82,17 +82,7 @@ int MapString(lua_State* L, Map map) {
   char* p = luaL_buffinitsize(L, &b, len);
   for (size_t at = 0; at < len;) {
     const size_t end = std::min(len, at + kChunk);
-    switch (map) {
-      case Map::kLower:
-        for (size_t i = at; i < end; ++i) p[i] = static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
-        break;
-      case Map::kUpper:
-        for (size_t i = at; i < end; ++i) p[i] = static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
-        break;
-      case Map::kReverse:
-        for (size_t i = at; i < end; ++i) p[i] = s[len - 1 - i];
-        break;
-    }
+    for (size_t i = at; i < end; ++i) p[i] = map(s, len, i);
     if (meter.Add((end - at) * 2)) return LuaHost::RaiseStop(L);
     at = end;
   }
@@ -102,13 +92,17 @@ int MapString(lua_State* L, Map map) {
 }
 
 int l_str_lower(lua_State* L) {
-  return MapString(L, Map::kLower);
+  return MapString(L, [](const char* s, size_t, size_t i) {
+    return static_cast<char>(std::tolower(static_cast<unsigned char>(s[i])));
+  });
 }
 int l_str_upper(lua_State* L) {
-  return MapString(L, Map::kUpper);
+  return MapString(L, [](const char* s, size_t, size_t i) {
+    return static_cast<char>(std::toupper(static_cast<unsigned char>(s[i])));
+  });
 }
 int l_str_reverse(lua_State* L) {
-  return MapString(L, Map::kReverse);
+  return MapString(L, [](const char* s, size_t len, size_t i) { return s[len - 1 - i]; });
 }
 
 // ---------------------------------------------------------------- format
