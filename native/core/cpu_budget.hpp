@@ -113,7 +113,8 @@ class CpuBudget {
   // no larger than the current one. Never raises (safe from any C code).
   void Sync(lua_State* L) {
     if (!window_.active) return;
-    const int want = window_.killing ? 1 : every_;
+    int want = window_.killing ? 1 : every_;
+    if (big_string_bytes_ != nullptr && *big_string_bytes_ != 0) want = want < Cap() ? want : Cap();
     if (lua_gethookcount(L) > want) lua_sethook(L, Hook, LUA_MASKCOUNT, want);
   }
   // coroutine.resume is about to run `co`: every kResumeCheck resumes the
@@ -135,7 +136,8 @@ class CpuBudget {
   uint64_t preemptions() const { return preemptions_; }
   // The count threads are brought to now (kHookEvery while code is cheap).
   int hook_every() const { return every_; }
-  // The largest count allowed while the state holds its big strings.
+  // The largest count allowed while the state holds its big strings (made
+  // by Lua code or handed in from JS).
   int Cap() const;
 
  private:

@@ -261,6 +261,25 @@ TEST_F(FakeBudgetTest, BigStringsCapTheCountWhileTheyLive) {
   EXPECT_EQ(host->budget()->Cap(), CpuBudget::kHookEvery);
 }
 
+TEST_F(FakeBudgetTest, BigStringsHandedInFromTheHostCapATasksFirstStretch) {
+  // A string pushed by host code (a value from JS) is allocated outside any
+  // window, where nothing charges: the cap holds from the task's first
+  // instruction anyway (it ran a full 1,000 instructions of 16 MB compares
+  // first: 3x taskTimeout).
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  lua_State* L = host->main();
+  std::string big(16 << 20, 'x');
+  lua_pushlstring(L, big.data(), big.size());
+  lua_setglobal(L, "A");
+  Define("function keep() CO = coroutine.running() coroutine.yield('INDEFINITELY') end");
+  Start("keep");
+  lua_getglobal(L, "CO");
+  EXPECT_LE(lua_gethookcount(lua_tothread(L, -1)), host->budget()->Cap());
+  EXPECT_LT(host->budget()->Cap(), CpuBudget::kHookEvery);
+  lua_pop(L, 1);
+  sched->CancelAll();
+}
+
 TEST_F(FakeBudgetTest, ALargeAllocationChargesTheRunningCoroutine) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   // The allocation charges the coroutine that made it, not the thread that
