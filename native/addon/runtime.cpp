@@ -398,6 +398,10 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
     ThrowError(env, "ERR_LUA_RUNTIME",
                "Cannot start a task: not enough memory for its Lua stack to take " + std::to_string(n) + " arguments.");
   }
+  if (key == 0 && error == Scheduler::StartError::kMainThread) {
+    ThrowError(env, "ERR_INVALID_ARG_VALUE",
+               "Cannot start a task: the runtime's main thread cannot become a task (it runs the calls from JS).");
+  }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
   // key × 4 + (end kind + 1): keys count up from 1 and stay far below 2^51.
   return Napi::Number::New(env, static_cast<double>(key * 4 + static_cast<uint64_t>(end_kind + 1)));

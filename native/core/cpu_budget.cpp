@@ -2,12 +2,27 @@
 // CpuBudget: timeSlice preemption and taskTimeout kills, through a Lua count hook.
 #include "cpu_budget.hpp"
 
+#include <algorithm>
+
 #include "lua_host.hpp"
 
 namespace lua_tasks {
 
+CpuBudget::CpuBudget(const Clock* clock, int64_t slice_ns, int64_t timeout_ns, const size_t* big_string_bytes)
+    : clock_(clock),
+      slice_ns_(slice_ns),
+      timeout_ns_(timeout_ns),
+      adapt_target_ns_(0),
+      cap_target_ns_(timeout_ns > 0 ? std::max<int64_t>(timeout_ns / 8, 1) : 0),
+      big_string_bytes_(big_string_bytes) {
+  if (timeout_ns_ > 0) adapt_target_ns_ = cap_target_ns_;
+  if (slice_ns_ > 0 && (adapt_target_ns_ == 0 || slice_ns_ / 2 < adapt_target_ns_)) {
+    adapt_target_ns_ = std::max<int64_t>(slice_ns_ / 2, 1);
+  }
+}
+
 void CpuBudget::Install(lua_State* L) const {
-  if (enabled()) lua_sethook(L, LuaHost::Hook, LUA_MASKCOUNT, kHookEvery);
+  if (enabled()) lua_sethook(L, Hook, LUA_MASKCOUNT, every_);
 }
 
 CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
@@ -16,18 +31,24 @@ CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
   w.active = true;
   w.start = now;
   if (outer.active) {
-    // Nested (task -> JS -> Lua, or a task started from a task): the outer
-    // limits still hold, so nothing run synchronously outlasts the outer
-    // deadline. A call from JS inherits a kill under way at once; a task
-    // started by code being killed (a kill swallowed in a nested coroutine)
-    // is not that code, and may still yield before its first hook finds the
-    // deadline passed (it had started every util.async next tick dead).
+    // Nested (task -> JS -> Lua, or a task started or resumed from a task):
+    // the outer limits still hold, so nothing run synchronously outlasts
+    // the outer deadline, also when it has passed already: a task started
+    // by code being killed is killed at its first instruction. A task keeps
+    // its own budget too, when that ends first. The clock is read here, so
+    // tasks that each run a few instructions before starting the next still
+    // meet the deadline.
     w.deadline = outer.deadline;
+    if (task && timeout_ns_ > 0) {
+      const int64_t own = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
+      if (w.deadline == 0 || own < w.deadline) w.deadline = own;
+    }
     w.slice_end = 0;
-    w.killing = outer.killing && !task;
+    w.killing = outer.killing || (w.deadline != 0 && now >= w.deadline);
   } else {
     if (timeout_ns_ > 0) w.deadline = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
     if (task && slice_ns_ > 0) w.slice_end = now + slice_ns_;
+    last_hook_ns_ = now;
   }
   window_ = w;
   return outer;
@@ -37,14 +58,48 @@ int64_t CpuBudget::Close(const Window& outer, bool* killed, int64_t now) {
   const int64_t ran = now - window_.start;
   *killed = window_.killing;
   window_ = outer;
-  if (outer.active && *killed) window_.killing = true;  // keep killing up to the entry point
+  // Keep killing up to the entry point, when the kill was the outer
+  // deadline's (a task killed for its own budget, inside another task's
+  // window, ends alone).
+  if (outer.active && *killed && (outer.deadline != 0 && now >= outer.deadline)) window_.killing = true;
   return ran;
 }
 
-bool CpuBudget::DeadlinePassed() {
+// One hook function for every thread: the host's, which looks at an interrupt
+// first (interrupt_watch.hpp), then calls OnHook.
+void CpuBudget::Hook(lua_State* L, lua_Debug* ar) { LuaHost::Hook(L, ar); }
+
+bool CpuBudget::StopDue() {
   if (!window_.active) return false;
   if (!window_.killing && window_.deadline != 0 && clock_->MonoNs() >= window_.deadline) window_.killing = true;
   return window_.killing;
+}
+
+int CpuBudget::Cap() const {
+  if (cap_target_ns_ == 0 || big_string_bytes_ == nullptr) return kHookEvery;
+  const size_t big = *big_string_bytes_;
+  if (big == 0) return kHookEvery;
+  const double per_instruction = static_cast<double>(big) * kNsPerBigByte;
+  const double cap = static_cast<double>(cap_target_ns_) / per_instruction;
+  if (cap >= kHookEvery) return kHookEvery;
+  return cap < 1 ? 1 : static_cast<int>(cap);
+}
+
+void CpuBudget::Adapt(lua_State* L, int64_t now) {
+  const int64_t elapsed = now - last_hook_ns_;
+  last_hook_ns_ = now;
+  const int count = lua_gethookcount(L);
+  int next;
+  if (elapsed > adapt_target_ns_) {
+    // Instructions cost elapsed/count each: aim at half the target.
+    const int64_t n = static_cast<int64_t>(count) * adapt_target_ns_ / (2 * elapsed);
+    next = n < 1 ? 1 : static_cast<int>(n);
+  } else {
+    next = every_ >= kHookEvery / 2 ? kHookEvery : every_ * 2;
+  }
+  next = std::min(next, Cap());
+  every_ = next;
+  if (count != next) lua_sethook(L, Hook, LUA_MASKCOUNT, next);
 }
 
 void CpuBudget::OnHook(lua_State* L) {
@@ -54,6 +109,7 @@ void CpuBudget::OnHook(lua_State* L) {
     if (window_.deadline != 0 && now >= window_.deadline) {
       window_.killing = true;
     } else {
+      Adapt(L, now);
       if (window_.slice_end != 0 && now >= window_.slice_end && lua_isyieldable(L) && preempt_ != nullptr &&
           preempt_(preempt_ctx_, L)) {
         ++preemptions_;

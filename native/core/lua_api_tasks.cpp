@@ -169,6 +169,9 @@ int l_tasks_start(lua_State* L) {
   if (key == 0 && error == Scheduler::StartError::kNoStackRoom) {
     return luaL_error(L, "tasks.start: not enough memory for the task's stack to take %d arguments", nargs);
   }
+  if (key == 0 && error == Scheduler::StartError::kMainThread) {
+    return luaL_argerror(L, 1, "the runtime's main thread cannot become a task (it runs the calls from JS)");
+  }
   if (key == 0) return luaL_argerror(L, 1, "coroutine already started, running or a task");
   PushId(L, s, key);
   return 1;
@@ -264,11 +267,90 @@ int l_co_has_mark(lua_State* L) {
   return 1;
 }
 
+// coroutine.resume's core (the prelude wraps it to pass API waits up):
+// Lua's resume, plus what must hold for every coroutine run from Lua.
+//  - A task's coroutine (coroutine.running() inside a task hands it out)
+//    runs only under the scheduler: resumed behind its back, the task's stack
+//    would change under a wait, a deferred start or a cancel. The main
+//    thread is never a coroutine of Lua code's (issue 18): resumed, Lua
+//    would call what its stack holds (the traceback handler in slot 1) and
+//    empty it, and every later error from JS would read "error in error
+//    handling". Both are refused as a failed resume.
+//  - The CPU budget sees the switch (CpuBudget::EnterCoroutine, Sync on the
+//    way back), and LuaHost::running() follows it.
+int l_co_resume(lua_State* L) {
+  lua_State* co = lua_tothread(L, 1);
+  luaL_argexpected(L, co != nullptr, 1, "thread");
+  LuaHost* host = LuaHost::From(L);
+  const char* refused = nullptr;
+  if (LuaHost::HasTaskMark(co)) {
+    refused = "cannot resume a task's coroutine (resume the task: tasks.resume(id))";
+  } else if (co == host->main()) {
+    refused = "cannot resume the runtime's main thread (it runs the calls from JS; it is no coroutine)";
+  }
+  const int narg = lua_gettop(L) - 1;
+  if (refused == nullptr && !lua_checkstack(co, narg)) refused = "too many arguments to resume";
+  if (refused != nullptr) {
+    lua_pushboolean(L, 0);
+    lua_pushstring(L, refused);
+    return 2;
+  }
+  lua_xmove(L, co, narg);
+  CpuBudget* budget = host->budget();
+  if (budget != nullptr) budget->EnterCoroutine(co);
+  lua_State* const outer = host->running();
+  host->set_running(co);
+  int nres = 0;
+  const int status = lua_resume(co, L, narg, &nres);
+  host->set_running(outer);
+  // Stopped for good while co ran (interrupt_watch.hpp): stop here too, even if Lua caught it.
+  if (host->terminating()) return host->RaiseTerminating(L);
+  if (budget != nullptr) budget->Sync(L);  // a kill inside co reaches this thread's next instruction
+  if (status == LUA_OK || status == LUA_YIELD) {
+    if (!lua_checkstack(L, nres + 1)) {
+      lua_pop(co, nres);
+      lua_pushboolean(L, 0);
+      lua_pushliteral(L, "too many results to resume");
+      return 2;
+    }
+    lua_pushboolean(L, 1);
+    lua_xmove(co, L, nres);
+    return nres + 1;
+  }
+  lua_pushboolean(L, 0);
+  lua_xmove(co, L, 1);  // the error value
+  return 2;
+}
+
+// coroutine.status(co): Lua's answer, except for the main thread, which is
+// "normal" from any other thread (it is what runs, or resumed, whatever
+// runs: a task, or a coroutine of a call from JS), never "suspended".
+int l_co_status(lua_State* L) {
+  lua_State* co = lua_tothread(L, 1);
+  luaL_argexpected(L, co != nullptr, 1, "thread");
+  const char* name;
+  if (co == L) {
+    name = "running";
+  } else if (co == LuaHost::From(L)->main()) {
+    name = "normal";
+  } else if (lua_status(co) == LUA_YIELD) {
+    name = "suspended";
+  } else if (lua_status(co) != LUA_OK) {
+    name = "dead";
+  } else {
+    lua_Debug ar;
+    name = lua_getstack(co, 0, &ar) ? "normal" : lua_gettop(co) == 0 ? "dead" : "suspended";
+  }
+  lua_pushstring(L, name);
+  return 1;
+}
+
 // Lua glue: resume/wrap pass-through, tasks.wait, require, namazu.coroutine.
 constexpr const char kPrelude[] = R"lua(
-local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE, is_task, is_killed = ...
+local SENTINEL, tasks, join, LOADED, PRELOAD, RESOLVE, is_task, is_killed, raw_resume, raw_status, MAIN = ...
 local co = coroutine
-local create, resume, yield, status, close, isyieldable = co.create, co.resume, co.yield, co.status, co.close, co.isyieldable
+local create, yield, close, isyieldable = co.create, co.yield, co.close, co.isyieldable
+local resume, status = raw_resume, raw_status
 local error, type, select, setmetatable = error, type, select, setmetatable
 
 -- A coroutine the CPU budget killed runs no hooks any more: its <close>
@@ -310,17 +392,17 @@ local function pass(c, ok, ...)
   return ok, ...
 end
 
--- A task's coroutine (coroutine.running() inside a task hands it out) runs
--- only under the scheduler: resumed or closed behind its back, the task's
--- stack would change under a wait, a deferred start or a cancel. (The check
--- costs about 10 ns of the 150 a resume takes.)
+-- resume (l_co_resume) refuses a task's coroutine and the main thread; so
+-- does close: a task's coroutine is cancelled through the task, and closing
+-- the main thread would empty its stack (the traceback handler with it).
 co.resume = function(c, ...)
-  if is_task(c) then return false, "cannot resume a task's coroutine (resume the task: tasks.resume(id))" end
   return pass(c, resume(c, ...))
 end
+co.status = status
 
 co.close = function(c)
   if is_task(c) then error("cannot close a task's coroutine (cancel the task: tasks.cancel(id))", 2) end
+  if c == MAIN then error("cannot close the runtime's main thread (it runs the calls from JS; it is no coroutine)", 2) end
   return close_unless_killed(c)
 end
 
@@ -535,7 +617,10 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_setfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
   lua_pushcfunction(L, l_co_has_mark<LuaHost::HasTaskMark>);
   lua_pushcfunction(L, l_co_has_mark<LuaHost::HasKilledMark>);
-  lua_call(L, 8, 0);
+  lua_pushcfunction(L, l_co_resume);
+  lua_pushcfunction(L, l_co_status);
+  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
+  lua_call(L, 11, 0);
 
   lua_setglobal(L, "tasks");
 }

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "interrupt_watch.hpp"
+#include "lua_api_bounded.hpp"
 #include "lua_coroutine.hpp"
 #include "lua_api_pattern.hpp"
 
@@ -14,7 +15,7 @@ namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
-  CpuBudget* kill_budget;  // with a taskTimeout: see GuardPatterns
+  LuaHost* host;  // asked by the pattern functions: see GuardPatterns
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
@@ -49,24 +50,24 @@ end
 )lua";
 
 // Lua's pattern matching runs whole inside one C call, out of the count
-// hook's reach, and some patterns backtrack for minutes. With a taskTimeout,
+// hook's reach, and some patterns backtrack for minutes. So
 // string.find/match/gmatch/gsub are our matcher (same behaviour), which asks
-// the budget as it goes and raises the same kill. Not for a timeSlice alone:
-// that only preempts, which no C call allows midway, so the stock functions
-// do as well there, and runtimes without limits pay nothing.
-bool PatternDeadlinePassed(void* budget) {
-  return static_cast<CpuBudget*>(budget)->DeadlinePassed();
+// LuaHost::StopDue as it goes and raises the same kill. In every runtime, as
+// the other bounded functions are: the stop check is the one place that
+// also stops Lua for reasons other than a taskTimeout.
+bool PatternStopDue(void* host) {
+  return static_cast<LuaHost*>(host)->StopDue();
 }
-int PatternRaiseKill(void* budget, lua_State* L) {
-  return static_cast<CpuBudget*>(budget)->RaiseKill(L);
+int PatternRaiseStop(void*, lua_State* L) {
+  return LuaHost::RaiseStop(L);
 }
 
 // Replaces the pattern functions in the string library, if it is open (it is
 // then also the strings' metatable __index, so s:find changes too).
-void GuardPatterns(lua_State* L, CpuBudget* budget) {
+void GuardPatterns(lua_State* L, LuaHost* host) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, LUA_STRLIBNAME) == LUA_TTABLE) {
-    RegisterPatternFunctions(L, -1, PatternStop{PatternDeadlinePassed, PatternRaiseKill, budget});
+    RegisterPatternFunctions(L, -1, PatternStop{PatternStopDue, PatternRaiseStop, host});
   }
   lua_pop(L, 2);
 }
@@ -74,8 +75,8 @@ void GuardPatterns(lua_State* L, CpuBudget* budget) {
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
-  ReplaceCoroutineResume(L);
-  if (args->kill_budget != nullptr) GuardPatterns(L, args->kill_budget);
+  ReplaceCoroutineClose(L);
+  GuardPatterns(L, args->host);
   lua_getglobal(L, "xpcall");
   if (lua_isfunction(L, -1)) {
     if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
@@ -95,7 +96,10 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   std::unique_ptr<LuaHost> host(new LuaHost());
   host->memory_.limit = options.memory_limit;
   if ((options.time_slice_ns > 0 || options.task_timeout_ns > 0) && options.clock != nullptr) {
-    host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns);
+    host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns,
+                                                &host->memory_.big_strings);
+    host->memory_.on_large = &LuaHost::OnLargeAlloc;
+    host->memory_.on_large_ctx = host.get();
   }
   lua_State* L = lua_newstate(MemoryBudget::Alloc, &host->memory_);
   if (L == nullptr) {
@@ -107,8 +111,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
-  CpuBudget* kill_budget = host->budget_ && host->budget_->timeout_ns() > 0 ? host->budget_.get() : nullptr;
-  SetupArgs args{&options, kill_budget};
+  SetupArgs args{&options, host.get()};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;
@@ -140,7 +143,9 @@ LuaHost::~LuaHost() {
 
 void LuaHost::RequestInterrupt() noexcept {
   interrupt_pending_ = 1;
-  lua_sethook(current_, Hook, LUA_MASKCOUNT, 1);
+  // The innermost thread running Lua (coroutine.resume keeps running()), or
+  // the one host code was entered on.
+  lua_sethook(running_ != nullptr ? running_ : current_, Hook, LUA_MASKCOUNT, 1);
 }
 
 void LuaHost::Hook(lua_State* L, lua_Debug* ar) { From(L)->OnHook(L); }
@@ -161,7 +166,7 @@ void LuaHost::OnHook(lua_State* L) {
 // The hook L runs under when no interrupt is pending: the budget's, or none.
 void LuaHost::RestoreHook(lua_State* L) {
   if (budget_ && budget_->enabled()) {
-    lua_sethook(L, Hook, LUA_MASKCOUNT, budget_->killing() ? 1 : CpuBudget::kHookEvery);
+    lua_sethook(L, Hook, LUA_MASKCOUNT, budget_->killing() ? 1 : budget_->hook_every());
   } else {
     lua_sethook(L, nullptr, 0, 0);
   }
@@ -182,7 +187,12 @@ int LuaHost::RaiseTerminating(lua_State* L) {
 }
 
 int LuaHost::Load(lua_State* L, std::string_view source, const char* chunkname) {
-  return luaL_loadbufferx(L, source.data(), source.size(), chunkname, "t");
+  return LoadText(L, source.data(), source.size(), chunkname, "t", false);
+}
+
+void LuaHost::OnLargeAlloc(void* ctx) {
+  auto* host = static_cast<LuaHost*>(ctx);
+  if (host->budget_ && host->running_ != nullptr) host->budget_->Charge(host->running_);
 }
 
 int LuaHost::l_traceback(lua_State* L) {

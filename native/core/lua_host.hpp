@@ -76,7 +76,8 @@ class LuaHost {
   int depth() const { return depth_; }
 
   // Loads a text chunk onto L. Returns a Lua status; on error the message is
-  // on top of the stack. Binary chunks are refused.
+  // on top of the stack. Binary chunks are refused. The embedder's source is
+  // trusted: no stop check while it parses (Lua's load has one).
   int Load(lua_State* L, std::string_view source, const char* chunkname);
 
   // lua_pcall with the traceback handler. Stack: [func, args...] -> results,
@@ -116,23 +117,14 @@ class LuaHost {
   // Raises the stop on L and makes every later instruction raise it again,
   // so it reaches the entry point past any pcall. Never returns.
   int RaiseTerminating(lua_State* L);
-  // lua_resume(co, from, ...) with co as current() meanwhile, for
-  // coroutine.resume: an interrupt then reaches the coroutine that runs.
-  int ResumeNested(lua_State* co, lua_State* from, int nargs, int* nres) {
-    lua_State* outer = current_;
-    current_ = co;
-    const int status = lua_resume(co, from, nargs, nres);
-    current_ = outer;
-    return status;
-  }
-  // lua_pcall(L, nargs, nresults, 0) with co as current() meanwhile, for
+  // lua_pcall(L, nargs, nresults, 0) with co as running() meanwhile, for
   // coroutine.close: the <close> handlers it runs run on co, so an
   // interrupt must set its hook there.
   int PCallOn(lua_State* co, lua_State* L, int nargs, int nresults) {
-    lua_State* outer = current_;
-    current_ = co;
+    lua_State* outer = running_;
+    running_ = co;
     const int status = lua_pcall(L, nargs, nresults, 0);
-    current_ = outer;
+    running_ = outer;
     return status;
   }
   // The count hook every thread of the state runs under: an interrupt
@@ -154,7 +146,34 @@ class LuaHost {
   }
 
   MemoryBudget& memory() { return memory_; }
+  // Null without timeSlice and taskTimeout.
   CpuBudget* budget() { return budget_.get(); }
+
+  // The one stop check of long C functions (issue 18): the bounded library
+  // functions (lua_api_bounded*.cpp), the pattern matcher and load's reader
+  // ask it as they work, through WorkMeter. True once the code running now
+  // must stop: its window's taskTimeout deadline has passed, or the thread
+  // shuts down (interrupt_watch.hpp). Cheap, and works in every runtime.
+  bool StopDue() { return InterruptDue() || (budget_ != nullptr && budget_->StopDue()); }
+  // Raises the stop that StopDue announced, on L (the thread the C function
+  // runs on). Never returns.
+  static int RaiseStop(lua_State* L) {
+    LuaHost* host = From(L);
+    if (host->terminating_ || host->budget_ == nullptr) return host->RaiseTerminating(L);
+    return host->budget_->RaiseKill(L);
+  }
+  // Work L just did took time its instruction count does not see (a long C
+  // call): with a budget, its next instruction reads the clock. Never raises.
+  void Charge(lua_State* L) {
+    if (budget_) budget_->Charge(L);
+  }
+
+  // The thread running Lua code now, nested coroutines included (current()
+  // is the innermost thread entered from C++); null when none runs. Kept by
+  // Entry and by coroutine.resume (lua_api_tasks.cpp), for the allocator's
+  // large-allocation charge.
+  lua_State* running() const { return running_; }
+  void set_running(lua_State* L) { running_ = L; }
   // True if the last outermost call from JS was killed by taskTimeout.
   bool last_killed() const { return last_killed_; }
 
@@ -171,14 +190,19 @@ class LuaHost {
     Entry(LuaHost* host, lua_State* L)
         : host_(host),
           saved_current_(host->current_),
+          saved_running_(host->running_),
           saved_enforce_(host->memory_.enforce),
           saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
       host->current_ = L;
+      host->running_ = L;
       host->in_lua_.store(true, std::memory_order_relaxed);
       host->memory_.enforce = true;
       // A call from JS with nothing running opens a CPU window; tasks open
       // their own (Scheduler::RunTask), and nested calls keep the outer one.
-      if (host->budget_ && !host->budget_->active()) OpenWindow();
+      if (host->budget_) {
+        if (!host->budget_->active()) OpenWindow();
+        host->budget_->Sync(L);
+      }
       ++host->depth_;
       // Stopped for good: Lua entered now (a task started by a loop that
       // caught the stop) stops at its first instruction, not at the next
@@ -189,10 +213,15 @@ class LuaHost {
       // ... and so does the Lua that called in, once it runs again.
       if (host_->terminating_) lua_sethook(saved_current_, Hook, LUA_MASKCOUNT, 1);
       host_->current_ = saved_current_;
+      host_->running_ = saved_running_;
       host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
       --host_->depth_;
-      if (opened_) CloseWindow();
+      if (opened_) {
+        CloseWindow();
+      } else if (host_->budget_ && saved_running_ != nullptr) {
+        host_->budget_->Sync(saved_running_);  // a kill under way reaches the caller's next instruction
+      }
     }
     Entry(const Entry&) = delete;
     Entry& operator=(const Entry&) = delete;
@@ -203,6 +232,7 @@ class LuaHost {
 
     LuaHost* host_;
     lua_State* saved_current_;
+    lua_State* saved_running_;
     bool saved_enforce_;
     bool saved_in_lua_;
     CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
@@ -265,6 +295,7 @@ class LuaHost {
  private:
   LuaHost() = default;
   void DrainUnrefs();
+  static void OnLargeAlloc(void* host);
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
   void OnHook(lua_State* L);
@@ -276,6 +307,7 @@ class LuaHost {
   bool last_killed_ = false;
   lua_State* L_ = nullptr;        // owned; closed in the destructor
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
+  lua_State* running_ = nullptr;  // borrowed: see running()
   int depth_ = 0;
   int sections_ = 0;  // live HostSections
   // An Entry is open (see HostSection for why host code counts). A relaxed atomic:

@@ -10,6 +10,8 @@
 //              a metatable with __gc: Lua runs finalizers with hooks off, at
 //              any allocation, so no CPU budget could stop one that loops
 //   coroutine, string, table, math, utf8   yes: pure computation
+//              (in every profile, the functions one call of which could run
+//              for seconds are replaced by bounded ones: lua_api_bounded.hpp)
 //   os         only time, clock, date, difftime: reading the clock is harmless;
 //              execute/exit/getenv/remove/rename/tmpname/setlocale reach the host
 //   io, debug, package   no: files, processes, and a way around every rule above
@@ -18,6 +20,8 @@
 #include "lua_libs.hpp"
 
 #include <algorithm>
+
+#include "lua_api_bounded.hpp"
 
 namespace lua_tasks {
 
@@ -152,11 +156,13 @@ void OpenLibs(lua_State* L, const LibProfile& profile) {
   switch (profile.kind) {
     case LibProfile::Kind::kAll:
       luaL_openlibs(L);
+      InstallBoundedFunctions(L);  // before the text-only load wraps load
       InstallTextOnly(L, true);
       break;
     case LibProfile::Kind::kSafe:
       for (const char* n : {"base", "coroutine", "string", "table", "math", "utf8"}) Open(L, n);
       RestrictOs(L);
+      InstallBoundedFunctions(L);
       InstallTextOnly(L, false);
       lua_pushnil(L);
       lua_setglobal(L, "warn");
@@ -167,6 +173,7 @@ void OpenLibs(lua_State* L, const LibProfile& profile) {
       Open(L, "base");
       Open(L, "coroutine");  // tasks are coroutines: the scheduler needs it
       for (const std::string& n : profile.names) Open(L, n);
+      InstallBoundedFunctions(L);
       const bool files = std::find(profile.names.begin(), profile.names.end(), "io") != profile.names.end() ||
                          std::find(profile.names.begin(), profile.names.end(), "package") != profile.names.end();
       InstallTextOnly(L, files);

@@ -60,6 +60,7 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
   const size_t old = ptr ? osize : 0;
   if (nsize == 0) {
     arena.Forget();
+    if (old >= kBigString) b->NoteLarge(ptr, old, 0, false);
     if (!arena.Free(ptr, osize)) b->HeapFree(ptr);
     b->used -= old;
     return nullptr;
@@ -69,6 +70,7 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
     b->refused = true;
     b->refused_size = nsize;
     b->refused_used = b->used;
+    if (b->on_large != nullptr) b->on_large(b->on_large_ctx);  // Lua collects all before it gives up
     return nullptr;
   }
   void* p;
@@ -91,9 +93,31 @@ void* MemoryBudget::Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexc
     }
   }
   if (p == nullptr) return nullptr;
+  if (old >= kBigString) b->NoteLarge(ptr, old, 0, false);  // resized: strings never are, but look
+  if (nsize >= kBigString && nsize > old) b->NoteLarge(p, 0, nsize, ptr == nullptr && osize == LUA_TSTRING);
   b->used = b->used - old + nsize;
   if (b->used > b->peak) b->peak = b->used;
   return p;
+}
+
+void MemoryBudget::NoteLarge(void* p, size_t osize, size_t nsize, bool string) noexcept {
+  if (nsize == 0) {  // p (osize bytes) goes away, or moves
+    if (p == nullptr || big_string_blocks_.empty()) return;
+    auto it = big_string_blocks_.find(p);
+    if (it == big_string_blocks_.end()) return;
+    big_strings -= it->second;
+    big_string_blocks_.erase(it);
+    return;
+  }
+  if (string) {
+    try {
+      big_string_blocks_.emplace(p, nsize);
+      big_strings += nsize;
+    } catch (...) {
+      // Not counted (no memory for the entry): the cap is only looser.
+    }
+  }
+  if (enforce && on_large != nullptr) on_large(on_large_ctx);
 }
 
 }  // namespace lua_tasks

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <unordered_map>
 
 #include "thread_arena.hpp"
 
@@ -37,6 +38,18 @@ struct MemoryBudget {
   size_t refused_size = 0;  // the size of that allocation
   size_t refused_used = 0;  // and the memory in use then (unwinding frees some)
 
+  // Bytes in live strings of kBigString bytes or more: comparing or hashing
+  // one is a single VM instruction as long as the string (CpuBudget::Cap).
+  static constexpr size_t kBigString = size_t{256} << 10;
+  size_t big_strings = 0;
+  // Called while Lua code runs (enforce set) when a block of kBigString
+  // bytes or more is made or grown, and when an allocation is refused: work
+  // the CPU budget's instruction count does not see (a copy that long, or
+  // the full collection Lua runs before it gives up on an allocation). Must
+  // not raise, allocate from this budget, or touch the Lua stack.
+  void (*on_large)(void* ctx) = nullptr;
+  void* on_large_ctx = nullptr;
+
   // lua_Alloc; `ud` is the MemoryBudget.
   static void* Alloc(void* ud, void* ptr, size_t osize, size_t nsize) noexcept;
 
@@ -47,8 +60,13 @@ struct MemoryBudget {
   void* HeapRealloc(void* p, size_t n) noexcept;
   void HeapFree(void* p) noexcept;
 
+  void NoteLarge(void* p, size_t osize, size_t nsize, bool string) noexcept;
+
   ThreadArena arena_;
   void* heap_ = nullptr;  // mi_heap_t*, when built with mimalloc
+  // The big strings' blocks and sizes: a freed block of that size may be
+  // anything, and only strings count (a table's array of 16 MB is no risk).
+  std::unordered_map<void*, size_t> big_string_blocks_;
 };
 
 }  // namespace lua_tasks

@@ -133,6 +133,14 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
   lua_State* co;
   if (lua_type(L, fn) == LUA_TTHREAD) {
     co = lua_tothread(L, fn);
+    // The main thread has no frames and a value (the traceback handler) on
+    // its stack, so it passes for a coroutine not yet started: run, it
+    // would lose its stack.
+    if (co == host_->main()) {
+      lua_settop(L, fn - 1);
+      if (error != nullptr) *error = StartError::kMainThread;
+      return 0;
+    }
     // Only a coroutine that has not started (no frames, its function on its
     // stack) can become a task; a suspended, running or dead one belongs to
     // its owner.
@@ -283,7 +291,12 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
   }
   const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
   bool killed = false;
-  if (budget != nullptr) t->cpu_ns += budget->Close(outer, &killed, end);
+  if (budget != nullptr) {
+    t->cpu_ns += budget->Close(outer, &killed, end);
+    // A kill that goes on outside (the starter's deadline) reaches the next
+    // instruction of the code that started or resumed this task.
+    if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
+  }
   current_ = saved;
   LuaHost::HostSection section(host_, from);  // allocations below never raise
   if (killed) {
@@ -561,9 +574,23 @@ void Scheduler::CancelAll() {
   keys.reserve(tasks_.size());
   tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
   std::sort(keys.begin(), keys.end());
+  // One CPU window for every <close> handler this runs (issue 18): each
+  // cancel would open one of its own, and 20 waiting tasks with a looping
+  // handler held close() for 20 taskTimeouts. Once the deadline passes, the
+  // handlers left are killed at their first instruction. (Inside a window
+  // already, a close() asked for while Lua runs, that one holds.)
+  CpuBudget* budget = host_->budget();
+  CpuBudget::Window outer;
+  const bool own_window = budget != nullptr && !budget->active();
+  if (own_window) outer = budget->Open(0, false);
   for (uint64_t k : keys) {
     Task* t = Find(k);
     if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
+  }
+  if (own_window) {
+    bool killed;
+    budget->Close(outer, &killed);
+    if (killed) budget->Install(host_->main());  // the kill may have left the main thread a hook per instruction
   }
   for (size_t i = 0; i < ready_.size(); ++i) --ready_[i].task->queued;
   ready_.clear();

@@ -125,6 +125,7 @@ class Scheduler {
   enum class StartError {
     kNotStartable,  // neither a function nor a coroutine that has not started
     kNoStackRoom,   // the coroutine's stack cannot take the arguments (memory)
+    kMainThread,    // the runtime's main thread: never a task (issue 18)
   };
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
   // them. Runs it now until its first wait. Returns its key, or 0 with

@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "lua_api_tasks.hpp"
+#include "scheduler.hpp"
+#include "test_clocks.hpp"
 #include "test_hosts.hpp"
 
 namespace lua_tasks {
@@ -23,49 +26,85 @@ struct Poll {
   }
 };
 
-std::unique_ptr<LuaHost> InterruptibleHost(Poll* poll) {
+class NoHooks final : public SchedulerHooks {
+ public:
+  void OnTaskEnd(Task&, lua_State*, int, int, const char*) override {}
+  void OnScheduleChange() override {}
+  void OnCommit(Task&) override {}
+};
+
+// A runtime as the addon assembles one: the host, a scheduler and the tasks
+// API (whose coroutine.resume keeps LuaHost::running()).
+struct Runtime {
+  FakeClock clock;
+  NoHooks hooks;
+  std::unique_ptr<LuaHost> host;
+  std::unique_ptr<Scheduler> sched;
+  LuaHost* get() const { return host.get(); }
+  bool terminating() const { return host->terminating(); }
+  ~Runtime() {
+    sched.reset();  // before the host: the tasks API holds its address
+    host.reset();
+  }
+};
+
+std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
+  auto rt = std::make_unique<Runtime>();
   LuaHostOptions o;
   o.interruptible = true;
-  auto host = CreateHost(o);
-  host->set_interrupt_poll(&Poll::Ask, poll);
-  return host;
+  rt->host = CreateHost(o);
+  rt->host->set_interrupt_poll(&Poll::Ask, poll);
+  rt->sched = std::make_unique<Scheduler>(rt->host.get(), &rt->clock, &rt->hooks);
+  std::string error;
+  EXPECT_EQ(rt->host->Protected(
+                [](lua_State* L) {
+                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  return 0;
+                },
+                rt->sched.get(), &error),
+            LUA_OK)
+      << error;
+  return rt;
 }
 
 TEST(InterruptWatchTest, StopsALoopWithNoLimitOnceThePollSaysSo) {
   ASSERT_NE(InterruptWatch::Signal(), 0);
   Poll poll;
-  auto host = InterruptibleHost(&poll);
+  auto rt = InterruptibleHost(&poll);
+  LuaHost* host = rt->get();
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     poll.stop = true;
   });
-  const std::string out = RunLua(host.get(), "while true do pcall(function() while true do end end) end");
+  const std::string out = RunLua(host, "while true do pcall(function() while true do end end) end");
   stopper.join();
   EXPECT_NE(out.find("shutting down"), std::string::npos) << out;
   EXPECT_TRUE(host->terminating());
   // Once stopped, Lua stays stopped: a new call is stopped at its first instruction.
-  EXPECT_NE(RunLua(host.get(), "local x = 0 for i = 1, 10 do x = x + i end return x").find("shutting down"),
+  EXPECT_NE(RunLua(host, "local x = 0 for i = 1, 10 do x = x + i end return x").find("shutting down"),
             std::string::npos);
 }
 
 TEST(InterruptWatchTest, ReachesACoroutineResumedByLua) {
   Poll poll;
-  auto host = InterruptibleHost(&poll);
+  auto rt = InterruptibleHost(&poll);
+  LuaHost* host = rt->get();
   std::thread stopper([&] {
     std::this_thread::sleep_for(std::chrono::milliseconds(150));
     poll.stop = true;
   });
   const std::string out =
-      RunLua(host.get(), "while true do coroutine.resume(coroutine.create(function() while true do end end)) end");
+      RunLua(host, "while true do coroutine.resume(coroutine.create(function() while true do end end)) end");
   stopper.join();
   EXPECT_NE(out.find("shutting down"), std::string::npos) << out;
 }
 
 TEST(InterruptWatchTest, LongLuaThatIsNotStoppedRunsToItsEnd) {
   Poll poll;
-  auto host = InterruptibleHost(&poll);
+  auto rt = InterruptibleHost(&poll);
+  LuaHost* host = rt->get();
   // About half a second of Lua: the watch samples it several times and asks.
-  const std::string out = RunLua(host.get(), R"(
+  const std::string out = RunLua(host, R"(
     local t0, n = os.clock(), 0
     while os.clock() - t0 < 0.5 do n = n + 1 end
     return n > 0)");

@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+// Tests for CpuBudget with fake clocks: deadline inheritance, charged and adaptive hooks, close's one budget.
+#include "cpu_budget.hpp"
+
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "lua_api_tasks.hpp"
+#include "scheduler.hpp"
+#include "test_clocks.hpp"
+#include "test_hosts.hpp"
+
+namespace lua_tasks {
+namespace {
+
+constexpr int64_t kMs = 1'000'000;
+
+class Recorder final : public SchedulerHooks {
+ public:
+  void OnTaskEnd(Task&, lua_State* co, int status, int, const char*) override {
+    if (status == LUA_OK) {
+      ends.push_back("done");
+    } else if (status == kCancelledStatus) {
+      ends.push_back("cancelled");
+    } else if (status == kTimedOutStatus || LuaHost::HasKilledMark(co)) {
+      ends.push_back("timeout");
+    } else {
+      ends.push_back(std::string("failed:") + lua_tostring(co, -1));
+    }
+  }
+  void OnScheduleChange() override {}
+  void OnCommit(Task&) override {}
+  std::vector<std::string> ends;
+};
+
+// burn(ms): a C call that takes `ms` of the fake clock's time without
+// reading it, as a long C function does; charge(ms) does the same and then
+// charges its thread, as the bounded library functions do.
+FakeClock* ClockOf(lua_State* L) {
+  return static_cast<FakeClock*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+int l_burn(lua_State* L) {
+  ClockOf(L)->Advance(static_cast<int64_t>(luaL_checknumber(L, 1) * kMs));
+  return 0;
+}
+int l_charge(lua_State* L) {
+  ClockOf(L)->Advance(static_cast<int64_t>(luaL_checknumber(L, 1) * kMs));
+  LuaHost::From(L)->Charge(L);
+  return 0;
+}
+
+template <typename ClockT>
+class BudgetTest : public ::testing::Test {
+ protected:
+  void Make(int64_t slice_ns, int64_t timeout_ns) {
+    LuaHostOptions o;
+    o.time_slice_ns = slice_ns;
+    o.task_timeout_ns = timeout_ns;
+    o.clock = &clock;
+    std::string error;
+    host = LuaHost::Create(o, &error);
+    ASSERT_TRUE(host) << error;
+    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
+    ASSERT_EQ(host->Protected(
+                  [](lua_State* L) {
+                    RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                    return 0;
+                  },
+                  sched.get(), &error),
+              LUA_OK)
+        << error;
+    lua_State* L = host->main();
+    lua_pushlightuserdata(L, &clock);
+    lua_pushcclosure(L, l_burn, 1);
+    lua_setglobal(L, "burn");
+    lua_pushlightuserdata(L, &clock);
+    lua_pushcclosure(L, l_charge, 1);
+    lua_setglobal(L, "charge");
+  }
+  void Define(const char* src) {
+    lua_State* L = host->main();
+    ASSERT_EQ(luaL_dostring(L, src), LUA_OK) << lua_tostring(L, -1);
+  }
+  // Starts the global function `name` as an observed task, as rt.start does.
+  uint64_t Start(const char* name) {
+    lua_State* L = host->main();
+    lua_getglobal(L, name);
+    return sched->Start(L, 0, true);
+  }
+  lua_Integer Global(const char* name) {
+    lua_State* L = host->main();
+    lua_getglobal(L, name);
+    const lua_Integer v = lua_tointeger(L, -1);
+    lua_pop(L, 1);
+    return v;
+  }
+  void TearDown() override {
+    sched.reset();
+    host.reset();
+  }
+
+  ClockT clock;
+  Recorder rec;
+  std::unique_ptr<LuaHost> host;
+  std::unique_ptr<Scheduler> sched;
+};
+
+using FakeBudgetTest = BudgetTest<FakeClock>;
+using TickingBudgetTest = BudgetTest<TickingClock>;
+
+// ---------------------------------------------------------------- deadline inheritance
+
+TEST_F(FakeBudgetTest, ATaskStartedUnderADeadlineInheritsIt) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define(R"(
+    log = ""
+    function child() for i = 1, 3 do charge(30) log = log .. "c" .. i end end
+    function parent() charge(50) tasks.start(child) log = log .. "p" end)");
+  const int64_t t0 = clock.mono;
+  Start("parent");
+  // The child started at 50 ms: on its own budget it would run to 150 ms,
+  // but it runs under its starter's deadline (100 ms), and so does the
+  // starter once the child is killed: neither goes on past it.
+  lua_State* L = host->main();
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "c1");
+  lua_pop(L, 1);
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"timeout", "timeout"}));
+  EXPECT_LE(clock.mono - t0, 110 * kMs);
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+TEST_F(FakeBudgetTest, ATaskStartedAfterTheDeadlinePassedDiesAtItsFirstInstruction) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  // The C call takes the starter past its deadline without an instruction
+  // in between: the task it then starts inherits a deadline already passed.
+  Define(R"(
+    ran = 0
+    function child() ran = ran + 1 end
+    function parent() burn(150) local ok = pcall(tasks.start, child) ran = ran + 10 end)");
+  Start("parent");
+  EXPECT_EQ(Global("ran"), 0);
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"timeout", "timeout"}));
+}
+
+TEST_F(FakeBudgetTest, ATaskResumedFromATaskKeepsItsOwnBudgetWhenThatEndsFirst) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define(R"(
+    log = ""
+    function sleeper() charge(90) coroutine.yield("INDEFINITELY") for i = 1, 5 do charge(5) log = log .. i end end
+    function waker(id) local ok = tasks.resume(id) log = log .. "|waker" end)");
+  lua_State* L = host->main();
+  const uint64_t id = Start("sleeper");  // used 90 of its 100 ms
+  lua_getglobal(L, "waker");
+  lua_pushstring(L, sched->IdOf(id).c_str());
+  sched->Start(L, 1, true);
+  // The sleeper is killed when its own budget runs out (at its second
+  // charge), inside the waker's window; the waker, within its own, goes on.
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "1|waker");
+  lua_pop(L, 1);
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"timeout", "done"}));
+}
+
+TEST_F(TickingBudgetTest, AForkBombEndsWithinItsStartersBudget) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 200 * kMs));
+  Define(R"(
+    n = 0
+    function bomb() n = n + 1 pcall(tasks.start, bomb) pcall(tasks.start, bomb) while true do end end)");
+  const int64_t t0 = clock.mono;
+  Start("bomb");  // used to grow a tree inside this one call, for ever
+  EXPECT_EQ(sched->task_count(), 0u);
+  EXPECT_LT(Global("n"), 1000);
+  EXPECT_LT(clock.mono - t0, 2000 * kMs);  // each clock read is 1 ms here
+  EXPECT_FALSE(rec.ends.empty());
+  for (const std::string& e : rec.ends) EXPECT_TRUE(e == "timeout" || e.rfind("failed:", 0) == 0) << e;
+}
+
+TEST_F(TickingBudgetTest, AForkBombOfTasksThatYieldAtOnceEndsToo) {
+  // Each task starts two more before it yields: no task ever runs the
+  // 1,000 instructions of a hook, but each start opens a window, which reads
+  // the clock.
+  ASSERT_NO_FATAL_FAILURE(Make(0, 200 * kMs));
+  Define(R"(
+    n = 0
+    function bomb() n = n + 1 pcall(tasks.start, bomb) pcall(tasks.start, bomb) coroutine.yield() end)");
+  Start("bomb");
+  EXPECT_LT(Global("n"), 1000);
+  sched->CancelAll();
+}
+
+TEST_F(TickingBudgetTest, ATreeOfCoroutinesEachRunningAFewInstructionsStops) {
+  // Lua gives every new coroutine a fresh hook count; coroutine.resume reads
+  // the clock every 64 resumes.
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define("function tree() pcall(coroutine.wrap(tree)) pcall(coroutine.wrap(tree)) end");
+  const std::string out = RunLua(host.get(), "tree() return 'survived'");
+  EXPECT_NE(out.find("CPU budget exceeded (taskTimeout 100 ms)"), std::string::npos) << out;
+  EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
+}
+
+TEST_F(TickingBudgetTest, CodeAfterAKilledCoroutineCannotRunOn) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define("after = 0");
+  const std::string out = RunLua(host.get(), R"(
+    local ok = coroutine.resume(coroutine.create(function() while true do end end))
+    after = after + 1
+    return "survived")");
+  EXPECT_NE(out.find("CPU budget exceeded (taskTimeout 100 ms)"), std::string::npos) << out;
+  EXPECT_EQ(Global("after"), 0);
+}
+
+// ---------------------------------------------------------------- expensive instructions
+
+TEST_F(FakeBudgetTest, AChargedCallRunsTheHookAtTheNextInstruction) {
+  // Each charge(5) is one slow call: without the charge the first hook came
+  // after about 330 of them (1.6 s for a 100 ms budget).
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  const int64_t t0 = clock.mono;
+  EXPECT_EQ(RunLua(host.get(), "while true do charge(5) end"), "err:CPU budget exceeded (taskTimeout 100 ms)");
+  EXPECT_LE(clock.mono - t0, 105 * kMs);
+}
+
+TEST_F(FakeBudgetTest, SlowInstructionsShrinkTheHookCount) {
+  // burn(1) is charged to nobody: only the hook's own measure can see it.
+  // The first interval runs the full count (about 330 ms here); from then on
+  // the count fits the time instructions take, so the kill lands soon after
+  // the deadline rather than up to a whole interval late.
+  ASSERT_NO_FATAL_FAILURE(Make(0, 1000 * kMs));
+  const int64_t t0 = clock.mono;
+  EXPECT_EQ(RunLua(host.get(), "while true do burn(1) end"), "err:CPU budget exceeded (taskTimeout 1000 ms)");
+  const int64_t took = clock.mono - t0;
+  EXPECT_GE(took, 1000 * kMs);
+  EXPECT_LE(took, 1100 * kMs);  // a fixed count of 1,000 killed at 1,332 ms
+  EXPECT_LT(host->budget()->hook_every(), CpuBudget::kHookEvery);
+}
+
+TEST_F(FakeBudgetTest, CheapInstructionsKeepTheFullCount) {
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 1000 * kMs));
+  EXPECT_EQ(RunLua(host.get(), "local s = 0 for i = 1, 1e5 do s = s + i end return s"), "ok:5000050000");
+  EXPECT_EQ(host->budget()->hook_every(), CpuBudget::kHookEvery);
+  EXPECT_EQ(lua_gethookcount(host->main()), CpuBudget::kHookEvery);
+}
+
+TEST_F(FakeBudgetTest, BigStringsCapTheCountWhileTheyLive) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 200 * kMs));
+  EXPECT_EQ(host->budget()->Cap(), CpuBudget::kHookEvery);
+  EXPECT_EQ(RunLua(host.get(), "BIG = string.rep('x', 16 << 20) return #BIG"), "ok:16777216");
+  // An instruction on two such strings (a compare) may take about 1.6 ms:
+  // no more instructions between two clock reads than fit an eighth of the
+  // budget (25 ms).
+  EXPECT_GE(host->memory().big_strings, size_t{16} << 20);
+  EXPECT_LE(host->budget()->Cap(), 16);
+  EXPECT_GE(host->budget()->Cap(), 1);
+  EXPECT_EQ(RunLua(host.get(), "for i = 1, 100 do end return 1"), "ok:1");
+  EXPECT_LE(lua_gethookcount(host->main()), host->budget()->Cap());
+  EXPECT_EQ(RunLua(host.get(), "BIG = nil collectgarbage() collectgarbage() return 1"), "ok:1");
+  EXPECT_EQ(host->memory().big_strings, 0u);
+  EXPECT_EQ(host->budget()->Cap(), CpuBudget::kHookEvery);
+}
+
+TEST_F(FakeBudgetTest, BigStringsHandedInFromTheHostCapATasksFirstStretch) {
+  // A string pushed by host code (a value from JS) is allocated outside any
+  // window, where nothing charges: the cap holds from the task's first
+  // instruction anyway (it ran a full 1,000 instructions of 16 MB compares
+  // first: 3x taskTimeout).
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  lua_State* L = host->main();
+  std::string big(16 << 20, 'x');
+  lua_pushlstring(L, big.data(), big.size());
+  lua_setglobal(L, "A");
+  Define("function keep() CO = coroutine.running() coroutine.yield('INDEFINITELY') end");
+  Start("keep");
+  lua_getglobal(L, "CO");
+  EXPECT_LE(lua_gethookcount(lua_tothread(L, -1)), host->budget()->Cap());
+  EXPECT_LT(host->budget()->Cap(), CpuBudget::kHookEvery);
+  lua_pop(L, 1);
+  sched->CancelAll();
+}
+
+TEST_F(FakeBudgetTest, ALargeAllocationChargesTheRunningCoroutine) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  // The allocation charges the coroutine that made it, not the thread that
+  // entered from C++.
+  Define(R"(
+    function grow() local s = string.rep("y", 1 << 20) coroutine.yield() end
+    co = coroutine.create(grow))");
+  EXPECT_EQ(RunLua(host.get(), "assert(coroutine.resume(co)) return 1"), "ok:1");
+  lua_State* L = host->main();
+  lua_getglobal(L, "co");
+  lua_State* co = lua_tothread(L, -1);
+  // Its next instruction ran the hook, which set the count the new big
+  // string allows (without the charge it would still be 1,000: the
+  // coroutine ran three more instructions).
+  EXPECT_EQ(lua_gethookcount(co), host->budget()->Cap());
+  EXPECT_LT(lua_gethookcount(co), CpuBudget::kHookEvery);
+  lua_pop(L, 1);
+}
+
+// ---------------------------------------------------------------- close
+
+TEST_F(TickingBudgetTest, CloseRunsEveryCloseHandlerUnderOneBudget) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define(R"(
+    function stuck()
+      local x <close> = setmetatable({}, {__close = function() while true do end end})
+      coroutine.yield("INDEFINITELY")
+    end)");
+  for (int i = 0; i < 20; ++i) Start("stuck");
+  const int64_t t0 = clock.mono;
+  sched->CancelAll();
+  // Twenty handlers, one budget: each used to get a fresh 100 ms.
+  EXPECT_LT(clock.mono - t0, 300 * kMs);
+  EXPECT_EQ(sched->task_count(), 0u);
+  EXPECT_EQ(rec.ends.size(), 20u);
+  EXPECT_FALSE(host->budget()->active());
+  EXPECT_EQ(RunLua(host.get(), "return 'usable'"), "ok:usable");
+}
+
+TEST_F(TickingBudgetTest, CloseWithoutATaskTimeoutRunsHandlersThatEnd) {
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    closed = 0
+    function waiter()
+      local x <close> = setmetatable({}, {__close = function() closed = closed + 1 end})
+      coroutine.yield("INDEFINITELY")
+    end)");
+  for (int i = 0; i < 5; ++i) Start("waiter");
+  sched->CancelAll();
+  EXPECT_EQ(Global("closed"), 5);
+}
+
+// ---------------------------------------------------------------- the main thread
+
+TEST_F(FakeBudgetTest, TheMainThreadIsNeverResumedClosedOrStartedFromLua) {
+  ASSERT_NO_FATAL_FAILURE(Make(0, 0));
+  Define(R"(
+    MAIN = coroutine.running()
+    function hijack()
+      local r = {}
+      r[1] = select(2, coroutine.resume(MAIN))
+      r[2] = select(2, pcall(coroutine.close, MAIN))
+      r[3] = coroutine.status(MAIN)
+      r[4] = select(2, pcall(tasks.start, MAIN)):gsub("to '[%w%.]+'", "to 'start'")  -- Lua names it by a table it finds
+      r[5] = tostring(coroutine.isyieldable(MAIN))
+      result = table.concat(r, "|")
+    end)");
+  Start("hijack");
+  lua_State* L = host->main();
+  lua_getglobal(L, "result");
+  const std::string result = lua_tostring(L, -1);
+  lua_pop(L, 1);
+  EXPECT_EQ(result,
+            "cannot resume the runtime's main thread (it runs the calls from JS; it is no coroutine)|"
+            "cannot close the runtime's main thread (it runs the calls from JS; it is no coroutine)|normal|"
+            "bad argument #1 to 'start' (the runtime's main thread cannot become a task (it runs the calls from "
+            "JS))|false");
+  // The traceback handler in the main thread's slot 1 is intact.
+  EXPECT_EQ(RunLua(host.get(), "error('after')"), "err:test:1: after");
+  EXPECT_EQ(RunLua(host.get(), "return coroutine.status(MAIN)"), "ok:running");
+}
+
+}  // namespace
+}  // namespace lua_tasks

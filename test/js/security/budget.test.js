@@ -1,0 +1,540 @@
+// SPDX-License-Identifier: MIT
+// Loop holding: nothing synchronous outlives its budget, long C calls stop, close has one budget, the main thread is never a task.
+'use strict';
+const { performance } = require('node:perf_hooks');
+const { Runtime } = require('../../..');
+
+// One attempt per test, each on a runtime of its own. Timing bounds are
+// generous (seconds where the old code took minutes, or for ever); the
+// bounds that check a kill lands "within 1.5x taskTimeout" leave room for a
+// loaded machine.
+let rt;
+let failures;
+function make(options = {}) {
+  rt = new Runtime({ taskTimeout: 100, ...options });
+  failures = [];
+  rt.on('taskerror', (task, err) => failures.push(err && err.code));
+  return rt;
+}
+afterEach(() => {
+  if (rt) rt.closeSync();
+  rt = null;
+});
+
+// The runtime still runs code afterwards: a call from JS and a task.
+async function expectUsable() {
+  expect(rt.load('return 1 + 1')).toEqual([2]);
+  expect(await rt.call(rt.load('return function() coroutine.yield() return "task ok" end')[0])).toBe('task ok');
+}
+
+// Runs `body` as a task; expects it killed by taskTimeout within `within` ms
+// of the start. Returns the time it took.
+async function expectKilledInTask(body, within = 2000) {
+  const fn = rt.load(`return function() ${body} end`)[0];
+  const t0 = performance.now();
+  await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  const ms = performance.now() - t0;
+  expect(ms).toBeLessThan(within);
+  return ms;
+}
+
+// The same for a call from JS (rt.load).
+function expectKilledInCall(src, within = 2000) {
+  const t0 = performance.now();
+  expect(() => rt.load(src)).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+  const ms = performance.now() - t0;
+  expect(ms).toBeLessThan(within);
+  return ms;
+}
+
+describe('deadline inheritance: a task started under a deadline keeps it', () => {
+  test('a fork bomb (pcall(tasks.start, bomb) twice, then a loop) ends within one synchronous rt.start', async () => {
+    make();
+    rt.load(`n = 0
+      function bomb() n = n + 1 pcall(tasks.start, bomb) pcall(tasks.start, bomb) while true do end end`);
+    const t0 = performance.now();
+    const task = rt.start('bomb'); // grew a tree inside this call, for ever
+    expect(performance.now() - t0).toBeLessThan(2000);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+    expect(rt.tasks()).toEqual([]);
+    await expectUsable();
+  });
+
+  test('a fork bomb whose tasks yield at once cannot grow past the deadline inside rt.start', async () => {
+    make();
+    rt.load(`n = 0
+      function bomb() n = n + 1 pcall(tasks.start, bomb) pcall(tasks.start, bomb) coroutine.yield("INDEFINITELY") end`);
+    const t0 = performance.now();
+    rt.start('bomb');
+    expect(performance.now() - t0).toBeLessThan(2000);
+    // Each start opens a window, which reads the clock: the tree stops
+    // growing at the deadline (it is a binary tree as deep as the C stack).
+    expect(rt.get('n')).toBeLessThan(1e6);
+    await expectUsable();
+  });
+
+  test('a task started after its starter was killed never runs', async () => {
+    make();
+    rt.load(`ran = false
+      function child() ran = true end
+      function parent()
+        coroutine.resume(coroutine.create(function() while true do end end))  -- swallows the kill
+        tasks.start(child)  -- used to run: the kill reached the parent only 1,000 instructions later
+      end`);
+    await expect(rt.call('parent')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+    expect(rt.get('ran')).toBe(false);
+    await expectUsable();
+  });
+
+  test('a fork bomb started through a JS callback stops at the Lua caller\'s deadline', async () => {
+    make();
+    // (Returning the promise would make each caller wait for it, in a later
+    // window of its own: then nothing is synchronous any more.)
+    rt.set('spawn', () => {
+      rt.start('bomb').result.catch(() => {});
+    });
+    rt.load('function bomb() spawn() spawn() while true do end end');
+    await expectKilledInTask('bomb()');
+    expect(rt.tasks()).toEqual([]);
+    await expectUsable();
+  });
+
+  test('a fork bomb through coroutine.wrap starters stops', async () => {
+    make();
+    rt.load(`function bomb()
+      pcall(coroutine.wrap(function() tasks.start(bomb) end))
+      pcall(coroutine.wrap(function() tasks.start(bomb) end))
+      while true do end
+    end`);
+    await expectKilledInTask('bomb()');
+    await expectUsable();
+  });
+
+  test('a tree of util.async runners, each running two more, stops at the deadline', async () => {
+    make();
+    rt.load(`local async = require "util.async"
+      function grow()
+        async.runner(function() grow() grow() while true do end end, { error = function() end }):run(1)
+      end`);
+    await expectKilledInTask('grow()');
+    await expectUsable();
+  });
+
+  test('util.async next ticks started by a killed continuation do not run (its runner is taken back later)', async () => {
+    make({ taskTimeout: 50 });
+    rt.load(`local async = require "util.async"
+      ticks = 0
+      async.set_nexttick(function(f) ticks = ticks + 1 tasks.start(function() coroutine.yield() f() end) end)
+      runner = async.runner(function(item) if item == "spin" then async.sleep(0.001) while true do end end end,
+        { error = function() end })`);
+    expect(rt.load('local _, state = runner:run("spin") return state')).toEqual(['waiting']);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(failures).toContain('ERR_TASK_TIMEOUT');
+    expect(rt.get('ticks')).toBe(0);
+    expect(rt.load('local _, state = runner:run("next") return state')).toEqual(['ready']);
+    await expectUsable();
+  });
+
+  test('a tree of plain coroutines that each run a few instructions is stopped in a call from JS', async () => {
+    make();
+    rt.load('function tree() pcall(coroutine.wrap(tree)) pcall(coroutine.wrap(tree)) end');
+    expectKilledInCall('tree()');
+    await expectUsable();
+  });
+
+  test('a task started from JS inside a Lua-called JS function inherits the caller\'s deadline', async () => {
+    make();
+    let inner;
+    rt.set('startSpinner', () => {
+      inner = rt.start('spin');
+      inner.result.catch(() => {});
+    });
+    rt.load('function spin() while true do end end');
+    // The inner task gets what is left of the caller's 100 ms, not a fresh
+    // window: the two end together.
+    await expectKilledInTask('for i = 1, 1e5 do end startSpinner() while true do end', 1000);
+    await expect(inner.result).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+    await expectUsable();
+  });
+
+  test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
+    make();
+    rt.load('after = false');
+    await expectKilledInTask(`
+      pcall(function() for _ in coroutine.wrap(function() while true do end end) do end end)
+      after = true`);
+    expect(rt.get('after')).toBe(false);
+    await expectUsable();
+  });
+});
+
+describe('long C calls are bounded: each stops within the budget', () => {
+  test('string.rep("", 2^40) returns at once (it copied nothing 2^40 times: hours)', async () => {
+    make();
+    const t0 = performance.now();
+    expect(rt.load('return string.rep("", 2^40), #string.rep("", 2^40, "")')).toEqual(['', 0]);
+    expect(performance.now() - t0).toBeLessThan(1000);
+    await expectUsable();
+  });
+
+  test('a loop of 8 MB string.rep calls is killed within the budget', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('while true do local s = string.rep("x", 8 << 20) end');
+    await expectUsable();
+  });
+
+  test('table.move({}, 1, 2^40, 2) is killed (it looped 2^40 times)', async () => {
+    make();
+    await expectKilledInTask('table.move({}, 1, 2^40, 2)');
+    await expectUsable();
+  });
+
+  test('table.insert at 1 on a table whose __len says 2^40 is killed', async () => {
+    make();
+    await expectKilledInTask('table.insert(setmetatable({}, {__len = function() return 2^40 end}), 1, "x")');
+    await expectUsable();
+  });
+
+  test('table.remove(t, 1) on a table whose __len says 2^40 is killed', async () => {
+    make();
+    await expectKilledInTask('table.remove(setmetatable({}, {__len = function() return 2^40 end}), 1)');
+    await expectUsable();
+  });
+
+  test('table.sort of 4,000 references to one 16 MB string is killed (it ran 90 s)', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local s = string.rep("x", 16 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)');
+    await expectUsable();
+  });
+
+  test('table.sort with a C function as comparator (no instruction runs) is killed', async () => {
+    make();
+    await expectKilledInTask('local t = {} for i = 1, 3e6 do t[i] = i % 7 end while true do table.sort(t, rawequal) end');
+    await expectUsable();
+  });
+
+  test('table.concat over 2^40 values produced by a C __index is killed', async () => {
+    make({ memoryLimit: 512 << 20 });
+    const fn = rt.load('return function() table.concat(setmetatable({}, {__index = tostring}), "", 1, 2^40) end')[0];
+    const t0 = performance.now();
+    // Killed, or refused by memoryLimit first on a slow machine: either way at once.
+    await expect(rt.call(fn)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(TASK_TIMEOUT|MEMORY_LIMIT)$/) });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    await expectUsable();
+  });
+
+  test('table.unpack through a 2,000-table __index chain is killed (about 16 s before)', async () => {
+    make();
+    await expectKilledInTask(`local t = {} local c = t
+      for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end
+      table.unpack(t, 1, 999000)`);
+    await expectUsable();
+  });
+
+  test('string.format("%q") of a 16 MB string, in a loop, is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local s = string.rep("\\0", 16 << 20) while true do local q = string.format("%q", s) end');
+    await expectUsable();
+  });
+
+  test('string.pack("c2000000000", "") is refused by memoryLimit or killed, at once', async () => {
+    make({ memoryLimit: 64 << 20 });
+    const fn = rt.load('return function() return string.pack("c2000000000", "") end')[0];
+    const t0 = performance.now();
+    await expect(rt.call(fn)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(TASK_TIMEOUT|MEMORY_LIMIT)$/) });
+    expect(performance.now() - t0).toBeLessThan(2000);
+    await expectUsable();
+  });
+
+  test('string.unpack of a 32-million-option format is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('string.unpack(string.rep("xx", 1 << 24), string.rep("\\0", 1 << 25))');
+    await expectUsable();
+  });
+
+  test('utf8.len of a 24 MB string, in a loop, is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local s = string.rep("\\u{20AC}", 8 << 20) while true do utf8.len(s) end');
+    await expectUsable();
+  });
+
+  test('utf8.offset(s, 2^40) on a 32 MB string, in a loop, is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local s = string.rep("a", 32 << 20) while true do utf8.offset(s, 2^40) end');
+    await expectUsable();
+  });
+
+  test('os.date with a format of four million conversions is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('os.date(string.rep("%c", 4 << 20), 0)');
+    await expectUsable();
+  });
+
+  test('load of a 24 MB chunk is stopped, and load\'s nil, err cannot keep the stop', async () => {
+    make({ memoryLimit: 512 << 20 });
+    rt.load('caught = nil');
+    await expectKilledInTask('local f, err = load(string.rep("a = 1 ", 4 << 20)) caught = err');
+    expect(rt.get('caught')).toBeUndefined();
+    await expectUsable();
+  });
+
+  test('load with a C function reader that never ends (load(os.time)) is stopped', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('load(os.time)');
+    await expectUsable();
+  });
+
+  test('load with a Lua reader that never ends is stopped', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('load(function() return "a = 1 " end)');
+    await expectUsable();
+  });
+
+  test('tonumber(s, 10) of a 64 MB string, in a loop, is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local s = string.rep("1", 64 << 20) while true do tonumber(s, 10) end');
+    await expectUsable();
+  });
+
+  test('collectgarbage() in a loop over a large heap is killed within the budget', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local keep = {} for i = 1, 2e5 do keep[i] = {i} end while true do collectgarbage() end');
+    await expectUsable();
+  });
+
+  test('select("#", table.unpack(t)) of a million values, in a loop, is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('local t = {} for i = 1, 999000 do t[i] = i end while true do local n = select("#", table.unpack(t)) end');
+    await expectUsable();
+  });
+
+  test('string.gsub with a function replacement that loops is killed', async () => {
+    make();
+    await expectKilledInTask('string.gsub("abc", "%w", function() while true do end end)');
+    await expectUsable();
+  });
+
+  test('string.gsub calling a C function for each of 16 million matches is killed', async () => {
+    make({ memoryLimit: 256 << 20 });
+    await expectKilledInTask('string.gsub(string.rep("x", 16 << 20), ".", string.upper)');
+    await expectUsable();
+  });
+
+  test('a long C call in a call from JS (not a task) is stopped the same way', async () => {
+    make();
+    expectKilledInCall('table.move({}, 1, 2^40, 2)');
+    await expectUsable();
+  });
+});
+
+describe('expensive single instructions are charged: the kill lands within about 1.5x taskTimeout', () => {
+  // taskTimeout 100: before, a hook every 1,000 instructions came every
+  // 300-400 ms in these loops, and the kill landed at 3.6x.
+  // The strings come from JS, so that making them costs no Lua budget (and
+  // so that the cap holds for strings no Lua allocation announced).
+  test('a loop of a == b on two distinct equal 16 MB strings', async () => {
+    make({ memoryLimit: 256 << 20 });
+    rt.set('A', 'x'.repeat(16 << 20));
+    rt.set('B', 'x'.repeat(16 << 20));
+    await expectKilledInTask('while true do local _ = A == B end', 300);
+    await expectUsable();
+  });
+
+  test('a loop of s < s on one 16 MB string (a full strcoll each time)', async () => {
+    make({ memoryLimit: 256 << 20 });
+    rt.set('S', 'x'.repeat(16 << 20));
+    await expectKilledInTask('while true do local _ = S < S end', 300);
+    await expectUsable();
+  });
+
+  test('a loop concatenating two 8 MB strings', async () => {
+    make({ memoryLimit: 256 << 20 });
+    rt.set('A', 'x'.repeat(8 << 20));
+    await expectKilledInTask('while true do local c = A .. A end', 300);
+    await expectUsable();
+  });
+
+  test('a loop of lookups through a 1,990-table __index chain', async () => {
+    make();
+    rt.load('T = {} local c = T for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end');
+    await expectKilledInTask('while true do local _ = T.x end', 300);
+    await expectUsable();
+  });
+
+  test('the same compare loop in a call from JS', async () => {
+    make({ memoryLimit: 256 << 20 });
+    rt.set('A', 'x'.repeat(16 << 20));
+    rt.set('B', 'x'.repeat(16 << 20));
+    expectKilledInCall('while true do local _ = A == B end', 300);
+    await expectUsable();
+  });
+});
+
+describe('kills cannot be kept: pcall, error handlers and <close>', () => {
+  test('pcall catching the kill in a loop cannot keep the task alive', async () => {
+    make();
+    await expectKilledInTask('while true do pcall(function() while true do end end) end');
+    await expectUsable();
+  });
+
+  test('xpcall with a handler that loops cannot hold the kill', async () => {
+    make();
+    await expectKilledInTask('xpcall(function() while true do end end, function() while true do end end)');
+    await expectUsable();
+  });
+
+  test('a <close> handler that loops does not run after the kill of its task', async () => {
+    make();
+    await expectKilledInTask(`local x <close> = setmetatable({}, {__close = function() while true do end end})
+      while true do end`);
+    await expectUsable();
+  });
+
+  test('a <close> handler run by the kill unwinding through pcall is killed at its first instruction', async () => {
+    make();
+    rt.load('closed = 0');
+    await expectKilledInTask(`pcall(function()
+      local x <close> = setmetatable({}, {__close = function() closed = closed + 1 while true do end end})
+      while true do end
+    end)`);
+    expect(rt.get('closed')).toBe(0);
+    await expectUsable();
+  });
+
+  test('coroutine.close of a killed coroutine does not run its handlers', async () => {
+    make();
+    rt.load('ran = false');
+    await expectKilledInTask(`local co = coroutine.create(function()
+        local x <close> = setmetatable({}, {__close = function() ran = true while true do end end})
+        while true do end
+      end)
+      coroutine.resume(co)`);
+    rt.load('ran = ran');
+    expect(rt.get('ran')).toBe(false);
+    await expectUsable();
+  });
+});
+
+describe('close() has one budget for every <close> handler', () => {
+  const STUCK = `function stuck()
+    local x <close> = setmetatable({}, {__close = function() while true do end end})
+    coroutine.yield("INDEFINITELY")
+  end`;
+
+  test('20 waiting tasks with a looping <close> hold closeSync() for about one taskTimeout, not 20', () => {
+    make();
+    rt.load(STUCK);
+    for (let i = 0; i < 20; i++) rt.start('stuck').result.catch(() => {});
+    const t0 = performance.now();
+    rt.closeSync(); // was 20 x 100 ms
+    expect(performance.now() - t0).toBeLessThan(1000);
+    rt = null;
+  });
+
+  test('the same through close()', async () => {
+    make();
+    rt.load(STUCK);
+    for (let i = 0; i < 20; i++) rt.start('stuck').result.catch(() => {});
+    const t0 = performance.now();
+    await rt.close();
+    expect(performance.now() - t0).toBeLessThan(1000);
+    rt = null;
+  });
+
+  test('a <close> handler that starts a looping task at close does not hold closeSync()', () => {
+    make();
+    rt.load(`function spin() while true do end end
+      function starter()
+        local x <close> = setmetatable({}, {__close = function() pcall(tasks.start, spin) while true do end end})
+        coroutine.yield("INDEFINITELY")
+      end`);
+    for (let i = 0; i < 5; i++) rt.start('starter').result.catch(() => {});
+    const t0 = performance.now();
+    rt.closeSync();
+    expect(performance.now() - t0).toBeLessThan(1000);
+    rt = null;
+  });
+
+  test('handlers that end all run at close, and the next runtime starts with a budget of its own', async () => {
+    make();
+    const log = [];
+    rt.set('note', (n) => log.push(n));
+    rt.load(`local note = note
+      function waiter() local x <close> = setmetatable({}, {__close = function() note(1) end}) coroutine.yield("INDEFINITELY") end`);
+    for (let i = 0; i < 3; i++) rt.start('waiter').result.catch(() => {});
+    rt.closeSync();
+    expect(log).toEqual([1, 1, 1]);
+    make();
+    await expectUsable();
+  });
+});
+
+describe('the main thread is never a task', () => {
+  // MAIN is the runtime's main thread, as a script run by rt.load sees it.
+  // Resumed, closed or started as a task, it lost its stack, the traceback
+  // handler with it: every later error from rt.load read "error in error
+  // handling", for the runtime's life.
+  async function hijack(src) {
+    make();
+    rt.load('MAIN = coroutine.running()');
+    const fn = rt.load(`return function() ${src} end`)[0];
+    return rt.call(fn);
+  }
+  function expectErrorsIntact() {
+    expect(() => rt.load('error("after")')).toThrow(/after$/);
+    expect(() => rt.load('error("after")')).not.toThrow(/error handling/);
+  }
+
+  test('coroutine.resume(MAIN) from a task is refused', async () => {
+    expect(await hijack('return {coroutine.resume(MAIN)}')).toEqual([false, expect.stringMatching(/cannot resume the runtime's main thread/)]);
+    expectErrorsIntact();
+    await expectUsable();
+  });
+
+  test('coroutine.close(MAIN) from a task is refused', async () => {
+    expect(await hijack('return {pcall(coroutine.close, MAIN)}')).toEqual([false, expect.stringMatching(/cannot close the runtime's main thread/)]);
+    expectErrorsIntact();
+    await expectUsable();
+  });
+
+  test('coroutine.status(MAIN) is "normal" from a task and "running" on the main thread, never "suspended"', async () => {
+    expect(await hijack('return coroutine.status(MAIN)')).toBe('normal');
+    expect(rt.load('return coroutine.status(MAIN)')).toEqual(['running']);
+    expectErrorsIntact();
+  });
+
+  test('tasks.start(MAIN) and namazu.coroutine.start(MAIN) are refused', async () => {
+    expect(await hijack('return {pcall(tasks.start, MAIN)}')).toEqual([false, expect.stringMatching(/main thread cannot become a task/)]);
+    expect(rt.load('return pcall(require("namazu.coroutine").start, MAIN)')).toEqual([false, expect.stringMatching(/main thread cannot become a task/)]);
+    expectErrorsIntact();
+    await expectUsable();
+  });
+
+  test('coroutine.resume(MAIN) through coroutine.wrap, and from a call from JS, is refused too', async () => {
+    expect(await hijack('return {coroutine.wrap(function() return coroutine.resume(MAIN) end)()}'))
+      .toEqual([false, expect.stringMatching(/main thread/)]);
+    expect(rt.load('return coroutine.resume(MAIN)')).toEqual([false, expect.stringMatching(/main thread/)]);
+    expectErrorsIntact();
+    await expectUsable();
+  });
+
+  test('coroutine.running and isyieldable keep their meaning on the main thread and in tasks', async () => {
+    make();
+    expect(rt.load('local co, main = coroutine.running() return main, coroutine.isyieldable()')).toEqual([true, false]);
+    const fn = rt.load(`return function()
+      local co, main = coroutine.running()
+      local inner = coroutine.wrap(function() return coroutine.isyieldable(), select(2, coroutine.running()) end)
+      return {main, coroutine.isyieldable(), coroutine.status(co), inner()}
+    end`)[0];
+    expect(await rt.call(fn)).toEqual([false, true, 'running', true, false]);
+  });
+
+  test('a task\'s own coroutine stays refused to coroutine.resume and close', async () => {
+    make();
+    rt.load('function sleeper() CO = coroutine.running() coroutine.yield("INDEFINITELY") end');
+    rt.start('sleeper');
+    expect(rt.load('return coroutine.resume(CO)')).toEqual([false, expect.stringMatching(/task's coroutine/)]);
+    expect(rt.load('return pcall(coroutine.close, CO)')).toEqual([false, expect.stringMatching(/task's coroutine/)]);
+    await expectUsable();
+  });
+});
