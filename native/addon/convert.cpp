@@ -731,9 +731,10 @@ class LuaToJs {
 
   [[noreturn]] void TooBig(size_t n) {
     ConversionError(env_, "Cannot convert a Lua value to JS: it would produce more than " + std::to_string(cap_) +
-                              " bytes (conversionLimit), counting string bytes and " +
-                              std::to_string(kConvertEntryBytes) +
-                              " per table entry, each shared table and long string once (" +
+                              " bytes (conversionLimit), counting string bytes, " +
+                              std::to_string(kConvertEntryBytes) + " per table entry and " +
+                              std::to_string(kConvertHandleBytes) +
+                              " per function or handle, each shared one once (" +
                               std::to_string(bytes_) + " counted, " + std::to_string(n) +
                               " more needed). Return a smaller value or raise the conversionLimit option.");
   }
@@ -774,7 +775,7 @@ class LuaToJs {
     if (p != nullptr) {
       if (auto it = handles_.find(p); it != handles_.end()) return it->second;
     }
-    Charge(kConvertEntryBytes);
+    Charge(kConvertHandleBytes);
     napi_value out = WrapLuaValue(core_, L_, idx, handed_);
     if (p != nullptr) handles_.emplace(p, out);
     return out;

@@ -23,11 +23,14 @@ inline constexpr int kMaxConvertDepth = 200;
 //    value that would pass memoryLimit is refused with ERR_MEMORY_LIMIT, one
 //    that would grow the state by more than conversionLimit with
 //    ERR_CONVERSION; either way its partial copy is dropped and collected.
-//  - Lua -> JS counts what it produces (string bytes plus kConvertEntryBytes
-//    per table entry or handle) and refuses past conversionLimit with
-//    ERR_CONVERSION, before the JS string or array is made. Shared tables,
-//    functions and strings of kMemoStringBytes or more convert once.
+//  - Lua -> JS counts what it produces (string bytes, kConvertEntryBytes per
+//    table entry, kConvertHandleBytes per handle of a Lua function, coroutine
+//    or userdata: a JS function, its wrapper and finalizer) and refuses past
+//    conversionLimit with ERR_CONVERSION, before the JS string or array is
+//    made. Shared tables, functions and strings of kMemoStringBytes or more
+//    convert once.
 inline constexpr size_t kConvertEntryBytes = 16;
+inline constexpr size_t kConvertHandleBytes = 128;
 inline constexpr size_t kMemoStringBytes = 256;
 
 // Pushes the Lua equivalent of `v` onto L (exactly one value). The caller is

@@ -159,6 +159,24 @@ describe('Lua -> JS: shared values convert once', () => {
     usable(rt);
   });
 
+  test('one Lua function referenced 100,000 times becomes one JS function, not 100,000 handles', () => {
+    const rt = runtime();
+    const [t] = rt.load('local f = function() return 1 end local t = {} for i = 1, 1e5 do t[i] = f end return t');
+    expect(t).toHaveLength(1e5);
+    expect(t.every((f) => f === t[0])).toBe(true);
+    expect(t[99999]()).toBe(1);
+    usable(rt);
+  });
+
+  test('100,000 distinct Lua functions are counted as handles and refused past conversionLimit', () => {
+    const rt = runtime({ ...LIMITS, conversionLimit: 4 * MiB });
+    rt.load('T = {} for i = 1, 1e5 do T[i] = function() return i end end');
+    const err = thrown(() => rt.get('T'));
+    expect(err.code).toBe('ERR_CONVERSION');
+    expect(err.message).toMatch(/128 per function or handle/);
+    usable(rt);
+  });
+
   test('a short string shared a million times is counted per copy and refused past conversionLimit', () => {
     // Below the memo threshold each reference is a new JS string: counted.
     const rt = runtime({ memoryLimit: 32 * MiB });
