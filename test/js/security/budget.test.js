@@ -377,6 +377,29 @@ describe('kills cannot be kept: pcall, error handlers and <close>', () => {
     await expectUsable();
   });
 
+  test('a JS function that catches the kill of the Lua it calls cannot run Lua again, nor return to it', async () => {
+    make();
+    const caught = [];
+    rt.set('retry', (f) => {
+      for (let i = 0; i < 3; i++) {
+        try {
+          f();
+        } catch (e) {
+          caught.push(e.message);
+        }
+      }
+      return 'kept going';
+    });
+    rt.load('after = false');
+    await expectKilledInTask('retry(function() while true do end end) after = true');
+    // Each retry dies at its first instruction. (A kill seen by JS inside a
+    // task reads as a Lua error naming the budget: only the outermost
+    // window's is ERR_TASK_TIMEOUT.)
+    expect(caught).toEqual(Array(3).fill(expect.stringMatching(/CPU budget exceeded/)));
+    expect(rt.get('after')).toBe(false);
+    await expectUsable();
+  });
+
   test('xpcall with a handler that loops cannot hold the kill', async () => {
     make();
     await expectKilledInTask('xpcall(function() while true do end end, function() while true do end end)');
