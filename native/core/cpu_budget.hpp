@@ -115,7 +115,9 @@ class CpuBudget {
     if (!window_.active) return;
     int want = window_.killing ? 1 : every_;
     if (big_string_bytes_ != nullptr && *big_string_bytes_ != 0) want = want < Cap() ? want : Cap();
-    if (lua_gethookcount(L) > want) lua_sethook(L, Hook, LUA_MASKCOUNT, want);
+    // No thread's count is ever above kHookEvery: the common case costs no
+    // call into Lua (every task wake comes here).
+    if (want < kHookEvery && lua_gethookcount(L) > want) lua_sethook(L, Hook, LUA_MASKCOUNT, want);
   }
   // coroutine.resume is about to run `co`: every kResumeCheck resumes the
   // clock is read (see the class comment), then co is brought in line.

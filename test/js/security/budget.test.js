@@ -157,6 +157,28 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
+  test('a chain of tasks, each waiting for the last and then spinning, holds the loop one link at a time', async () => {
+    make();
+    rt.load(`function head() coroutine.yield("FOR", 10, "MILLISECONDS") end
+      function link(prev) pcall(tasks.wait, prev) while true do end end
+      function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
+    const [lastId] = rt.load('return build(20)');
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    // Each link used to be woken at once by the end of the one before, with
+    // a fresh budget: 20 x 100 ms in one turn of the loop.
+    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(1000);
+    expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(20);
+    await expectUsable();
+  });
+
   test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
     make();
     rt.load('after = false');
@@ -374,6 +396,29 @@ describe('kills cannot be kept: pcall, error handlers and <close>', () => {
   test('pcall catching the kill in a loop cannot keep the task alive', async () => {
     make();
     await expectKilledInTask('while true do pcall(function() while true do end end) end');
+    await expectUsable();
+  });
+
+  test('a JS function that catches the kill of the Lua it calls cannot run Lua again, nor return to it', async () => {
+    make();
+    const caught = [];
+    rt.set('retry', (f) => {
+      for (let i = 0; i < 3; i++) {
+        try {
+          f();
+        } catch (e) {
+          caught.push(e.message);
+        }
+      }
+      return 'kept going';
+    });
+    rt.load('after = false');
+    await expectKilledInTask('retry(function() while true do end end) after = true');
+    // Each retry dies at its first instruction. (A kill seen by JS inside a
+    // task reads as a Lua error naming the budget: only the outermost
+    // window's is ERR_TASK_TIMEOUT.)
+    expect(caught).toEqual(Array(3).fill(expect.stringMatching(/CPU budget exceeded/)));
+    expect(rt.get('after')).toBe(false);
     await expectUsable();
   });
 
