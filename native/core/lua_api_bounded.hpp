@@ -19,7 +19,7 @@ namespace lua_tasks {
 //   utf8     len, offset
 //   os       date
 // The audit of every function 'safe' opens, and why the others stay, is in
-// docs/security-budget.md. Raises (memory): call in protected mode.
+// docs/security.md ("Long C functions"). Raises (memory): call in protected mode.
 void InstallBoundedFunctions(lua_State* L);
 
 // lua_load of a text (or, if mode allows, binary) chunk held in memory, fed
