@@ -412,11 +412,6 @@ void Scheduler::PushName(lua_State* L, int i) const {
 }
 
 bool Scheduler::Wake(Task* t, int64_t now) {
-  if (t->wait == WaitKind::kJoin) {  // a joiner filed by WakeJoiner: its values are on its stack
-    const int nargs = static_cast<int>(t->pending_value);
-    ClearWait(t);
-    return RunTask(t, host_->current(), nargs, now);
-  }
   const int64_t elapsed = now - t->wait_start;
   ClearWait(t);
   lua_State* co = t->co;
@@ -662,7 +657,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
             "the task's %d results do not fit on the waiting task's stack (a coroutine holds about 1,000,000 values)",
             nres);
       }
-      WakeJoiner(w, 2);
+      RunTask(w, host_->current(), 2);
       continue;
     }
     lua_pushboolean(w->co, status == LUA_OK);
@@ -671,7 +666,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
       lua_pushvalue(co, i);
       lua_xmove(co, w->co, 1);
     }
-    WakeJoiner(w, 1 + nres);
+    RunTask(w, host_->current(), 1 + nres);
   }
   // A coroutine that died of the CPU budget's kill is left as it is, its
   // <close> variables not run: the kill came from a hook, and Lua runs no
@@ -688,27 +683,6 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   }
   if (!killed) lua_settop(co, 0);
   Release(t);
-}
-
-void Scheduler::WakeJoiner(Task* w, int nargs) {
-  // Inside a window (the task ended within another task's resume, a call
-  // from JS or close()), the joiner goes on at once, under that window's
-  // deadline. Outside any, a joiner woken at once would run with a fresh
-  // budget, and a chain of tasks each waiting for the last held the loop
-  // for a taskTimeout per link (issue 18): with a budget, it is filed as
-  // ready instead, its values waiting on its stack, and the next batch runs
-  // it.
-  const CpuBudget* budget = host_->budget();
-  if (budget == nullptr || budget->active()) {
-    RunTask(w, host_->current(), nargs);
-    return;
-  }
-  w->status = TaskStatus::kWaiting;
-  w->wait = WaitKind::kJoin;  // still waiting, as far as anyone can see; not resumable by id
-  w->join_key = 0;            // no task's end names it any more
-  w->pending_value = nargs;
-  Enqueue(w);
-  if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {

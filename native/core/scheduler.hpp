@@ -259,9 +259,6 @@ class Scheduler {
   void TrimSpare();
   void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
   void EndTask(Task* t, int status, int nres);
-  // Runs a task whose join ended, with `nargs` values on its stack: now, or
-  // (outside any CPU window) in the next IMMEDIATE batch.
-  void WakeJoiner(Task* w, int nargs);
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
   void KillNow(Task* t, int status = kCancelledStatus);

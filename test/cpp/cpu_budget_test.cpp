@@ -201,26 +201,6 @@ TEST_F(TickingBudgetTest, ATreeOfCoroutinesEachRunningAFewInstructionsStops) {
   EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
 }
 
-TEST_F(TickingBudgetTest, AChainOfJoinsRunsOneLinkPerBatch) {
-  // Each link waits for the one before, then spins. A link woken at once,
-  // outside any window, ran with a fresh budget: the chain held the loop for
-  // a taskTimeout per link. Now a batch runs one link.
-  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
-  Define(R"(
-    spins = 0
-    function head() coroutine.yield() end
-    function link(prev) pcall(tasks.wait, prev) spins = spins + 1 while true do end end
-    function build() local prev = tasks.start(head) for i = 1, 5 do prev = tasks.start(link, prev) end end)");
-  Start("build");
-  EXPECT_EQ(Global("spins"), 0);
-  // The first batch ends the head; each later one runs (and kills) a link.
-  for (int batch = 1; batch <= 6; ++batch) {
-    sched->RunImmediate();
-    EXPECT_EQ(Global("spins"), batch - 1) << batch;
-  }
-  EXPECT_EQ(sched->task_count(), 0u);
-}
-
 TEST_F(TickingBudgetTest, CodeAfterAKilledCoroutineCannotRunOn) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define("after = 0");

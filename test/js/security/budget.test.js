@@ -157,28 +157,6 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('a chain of tasks, each waiting for the last and then spinning, holds the loop one link at a time', async () => {
-    make();
-    rt.load(`function head() coroutine.yield("FOR", 10, "MILLISECONDS") end
-      function link(prev) pcall(tasks.wait, prev) while true do end end
-      function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
-    const [lastId] = rt.load('return build(20)');
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
-    // Each link used to be woken at once by the end of the one before, with
-    // a fresh budget: 20 x 100 ms in one turn of the loop.
-    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(1000);
-    expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(20);
-    await expectUsable();
-  });
-
   test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
     make();
     rt.load('after = false');
