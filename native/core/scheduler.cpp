@@ -264,11 +264,21 @@ void Scheduler::Unlock() {
 }
 
 void Scheduler::RunDeferred() {
+  // As a batch does: outside any window, once a timeSlice has been used the
+  // rest are filed as ready, in order (200 starts held back by a COMMIT,
+  // each preempted after its own slice, held the loop for 200 slices).
+  const CpuBudget* budget = host_->budget();
+  const bool bounded = budget != nullptr && !budget->active();
+  const int64_t end = bounded ? BatchEnd(clock_->MonoNs()) : INT64_MAX;
   while (locks_ == 0 && !deferred_.empty()) {
     const Deferred d = deferred_.front();
     deferred_.pop_front();
     Task* t = Find(d.key);
-    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
+    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone || t->deliver) continue;
+    if (end != INT64_MAX && clock_->MonoNs() >= end) {
+      WakeLater(t, d.nargs);
+      continue;
+    }
     RunTask(t, host_->current(), d.nargs);
   }
   hooks_->OnScheduleChange();
@@ -387,6 +397,7 @@ void Scheduler::ClearWait(Task* t) {
   if (t->wait == WaitKind::kCommit) --locks_;  // written, or a cancelled committer: its lock goes
   ++t->gen;                                    // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
+  t->deliver = false;
 }
 
 void Scheduler::CacheNames(lua_State* L) {
@@ -412,7 +423,7 @@ void Scheduler::PushName(lua_State* L, int i) const {
 }
 
 bool Scheduler::Wake(Task* t, int64_t now) {
-  if (t->wait == WaitKind::kJoin) {  // a joiner filed by WakeJoiner: its values are on its stack
+  if (t->deliver) {  // filed by WakeLater: its values are on its stack
     const int nargs = static_cast<int>(t->pending_value);
     ClearWait(t);
     return RunTask(t, host_->current(), nargs, now);
@@ -703,11 +714,16 @@ void Scheduler::WakeJoiner(Task* w, int nargs) {
     RunTask(w, host_->current(), nargs);
     return;
   }
-  w->status = TaskStatus::kWaiting;
   w->wait = WaitKind::kJoin;  // still waiting, as far as anyone can see; not resumable by id
   w->join_key = 0;            // no task's end names it any more
-  w->pending_value = nargs;
-  Enqueue(w);
+  WakeLater(w, nargs);
+}
+
+void Scheduler::WakeLater(Task* t, int nargs) {
+  t->status = TaskStatus::kWaiting;
+  t->deliver = true;
+  t->pending_value = nargs;
+  Enqueue(t);
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
 

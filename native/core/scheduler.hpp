@@ -47,6 +47,10 @@ struct Task {
   bool has_pending = false;     // pending_* hold the instruction of the current yield
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
+  // Filed as ready with pending_value values already on its stack (a join
+  // that ended, a start or resume the commit lock held back): its wake runs
+  // it with those instead of the SCHEDULER values. See WakeLater.
+  bool deliver = false;
   // Cold: read only by the waits that use them.
   uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
   static constexpr uint32_t kNoAnchor = UINT32_MAX;
@@ -262,6 +266,8 @@ class Scheduler {
   // Runs a task whose join ended, with `nargs` values on its stack: now, or
   // (outside any CPU window) in the next IMMEDIATE batch.
   void WakeJoiner(Task* w, int nargs);
+  // Files t as ready, to run with the `nargs` values already on its stack.
+  void WakeLater(Task* t, int nargs);
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
   void KillNow(Task* t, int status = kCancelledStatus);

@@ -221,6 +221,41 @@ TEST_F(TickingBudgetTest, AChainOfJoinsRunsOneLinkPerBatch) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
+TEST_F(TickingBudgetTest, StartsHeldBackByTheCommitLockRunASliceAtATime) {
+  // Twenty spinners started while a COMMIT holds the lock used to run back
+  // to back when it was released, each for its own slice.
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    ran = 0
+    function spin() ran = ran + 1 while true do end end)");
+  sched->Lock();
+  for (int i = 0; i < 20; ++i) Start("spin");  // as rt.start during a COMMIT
+  EXPECT_EQ(Global("ran"), 0);
+  sched->Unlock();
+  EXPECT_GE(Global("ran"), 1);
+  EXPECT_LT(Global("ran"), 20);  // the rest were filed as ready, in order
+  for (int i = 0; i < 40 && Global("ran") < 20; ++i) sched->RunImmediate();
+  EXPECT_EQ(Global("ran"), 20);
+  sched->CancelAll();
+}
+
+TEST_F(TickingBudgetTest, ATaskStartedFromATaskIsPreemptedWithATimeSliceAlone) {
+  // Nested windows were never preemptible: with a timeSlice and no
+  // taskTimeout, tasks.start(spin) from a task never returned.
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    log = ""
+    function spin() while true do end end
+    function starter() tasks.start(spin) log = log .. "back" end)");
+  Start("starter");
+  lua_State* L = host->main();
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "back");
+  lua_pop(L, 1);
+  EXPECT_GT(host->budget()->preemptions(), 0u);
+  sched->CancelAll();
+}
+
 TEST_F(TickingBudgetTest, CodeAfterAKilledCoroutineCannotRunOn) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define("after = 0");

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Loop holding: nothing synchronous outlives its budget, long C calls stop, close has one budget, the main thread is never a task.
 'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { Runtime } = require('../../..');
 
@@ -177,6 +180,29 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     expect(maxGap).toBeLessThan(1000);
     expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(20);
     await expectUsable();
+  });
+
+  test('200 spinning tasks started while a COMMIT holds the lock do not hold the loop a slice each when it ends', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-budget-'));
+    rt = await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 });
+    failures = [];
+    rt.on('taskerror', (task, err) => failures.push(err && err.code));
+    rt.load(`function spin() while true do end end
+      function go() tasks.start(function() coroutine.yield("COMMIT") end) for i = 1, 200 do tasks.start(spin) end end`);
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    rt.load('go()'); // the starts wait for the write; then they ran back to back: 200 x 5 ms
+    await new Promise((r) => setTimeout(r, 1500));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(500);
+    rt.closeSync();
+    rt = null;
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
