@@ -58,6 +58,17 @@ CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
   return outer;
 }
 
+CpuBudget::Window CpuBudget::OpenShared(int64_t now) {
+  const Window outer = window_;
+  Window w;
+  w.active = true;
+  w.start = now;
+  w.slice_end = slice_ns_ > 0 ? now + slice_ns_ : 0;
+  last_hook_ns_ = now;
+  window_ = w;
+  return outer;
+}
+
 int64_t CpuBudget::Close(const Window& outer, bool* killed, int64_t now) {
   const int64_t ran = now - window_.start;
   *killed = window_.killing;

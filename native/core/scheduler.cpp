@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <new>
+#include <optional>
 #include <random>
 
 #if LUA_TASKS_HAVE_MIMALLOC
@@ -20,6 +21,32 @@ constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
 constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 
 }  // namespace
+
+// Work that runs several tasks back to back outside any window (the waiters
+// of a task that ended, starts a COMMIT held back) shares one slice: each
+// task still has its own budget (no deadline is shared: a slow waiter
+// cannot get an innocent one killed), but once the slice is used the rest
+// are preempted at their first hook, as if they had yielded. A task's end
+// used to wake its 1,000 waiters with a slice each (5 s with timeSlice 5).
+class Scheduler::SharedSlice {
+ public:
+  explicit SharedSlice(Scheduler* s)
+      : budget_(s->host_->budget()), open_(budget_ != nullptr && !budget_->active() && budget_->slice_ns() > 0) {
+    if (open_) outer_ = budget_->OpenShared(s->clock_->MonoNs());
+  }
+  ~SharedSlice() {
+    if (!open_) return;
+    bool killed;
+    budget_->Close(outer_, &killed);
+  }
+  SharedSlice(const SharedSlice&) = delete;
+  SharedSlice& operator=(const SharedSlice&) = delete;
+
+ private:
+  CpuBudget* budget_;
+  bool open_;
+  CpuBudget::Window outer_;
+};
 
 #if LUA_TASKS_HAVE_MIMALLOC
 void* Task::operator new(size_t size) {
@@ -264,21 +291,15 @@ void Scheduler::Unlock() {
 }
 
 void Scheduler::RunDeferred() {
-  // As a batch does: outside any window, once a timeSlice has been used the
-  // rest are filed as ready, in order (200 starts held back by a COMMIT,
-  // each preempted after its own slice, held the loop for 200 slices).
-  const CpuBudget* budget = host_->budget();
-  const bool bounded = budget != nullptr && !budget->active();
-  const int64_t end = bounded ? BatchEnd(clock_->MonoNs()) : INT64_MAX;
+  // Back to back, but with one slice between them all: 200 spinners started
+  // while a COMMIT held the lock, each with a slice of its own, held the
+  // loop for 200 slices.
+  SharedSlice slice(this);
   while (locks_ == 0 && !deferred_.empty()) {
     const Deferred d = deferred_.front();
     deferred_.pop_front();
     Task* t = Find(d.key);
-    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone || t->deliver) continue;
-    if (end != INT64_MAX && clock_->MonoNs() >= end) {
-      WakeLater(t, d.nargs);
-      continue;
-    }
+    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
     RunTask(t, host_->current(), d.nargs);
   }
   hooks_->OnScheduleChange();
@@ -397,7 +418,6 @@ void Scheduler::ClearWait(Task* t) {
   if (t->wait == WaitKind::kCommit) --locks_;  // written, or a cancelled committer: its lock goes
   ++t->gen;                                    // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
-  t->deliver = false;
 }
 
 void Scheduler::CacheNames(lua_State* L) {
@@ -423,11 +443,6 @@ void Scheduler::PushName(lua_State* L, int i) const {
 }
 
 bool Scheduler::Wake(Task* t, int64_t now) {
-  if (t->deliver) {  // filed by WakeLater: its values are on its stack
-    const int nargs = static_cast<int>(t->pending_value);
-    ClearWait(t);
-    return RunTask(t, host_->current(), nargs, now);
-  }
   const int64_t elapsed = now - t->wait_start;
   ClearWait(t);
   lua_State* co = t->co;
@@ -656,6 +671,8 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   // ends cost O(N^2) (47% of W2's time, 2.1 s to close 20,000 tasks).
   std::vector<uint64_t> joiners = std::move(t->joiners);
   lua_State* co = t->co;
+  std::optional<SharedSlice> slice;
+  if (!joiners.empty()) slice.emplace(this);
   for (uint64_t k : joiners) {
     Task* w = Find(k);
     if (w == nullptr || w->wait != WaitKind::kJoin || w->join_key != key) continue;  // stale
@@ -673,7 +690,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
             "the task's %d results do not fit on the waiting task's stack (a coroutine holds about 1,000,000 values)",
             nres);
       }
-      WakeJoiner(w, 2);
+      RunTask(w, host_->current(), 2);
       continue;
     }
     lua_pushboolean(w->co, status == LUA_OK);
@@ -682,7 +699,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
       lua_pushvalue(co, i);
       lua_xmove(co, w->co, 1);
     }
-    WakeJoiner(w, 1 + nres);
+    RunTask(w, host_->current(), 1 + nres);
   }
   // A coroutine that died of the CPU budget's kill is left as it is, its
   // <close> variables not run: the kill came from a hook, and Lua runs no
@@ -699,32 +716,6 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   }
   if (!killed) lua_settop(co, 0);
   Release(t);
-}
-
-void Scheduler::WakeJoiner(Task* w, int nargs) {
-  // Inside a window (the task ended within another task's resume, a call
-  // from JS or close()), the joiner goes on at once, under that window's
-  // deadline. Outside any, a joiner woken at once would run with a fresh
-  // budget, and a chain of tasks each waiting for the last held the loop
-  // for a taskTimeout per link (issue 18): with a budget, it is filed as
-  // ready instead, its values waiting on its stack, and the next batch runs
-  // it.
-  const CpuBudget* budget = host_->budget();
-  if (budget == nullptr || budget->active()) {
-    RunTask(w, host_->current(), nargs);
-    return;
-  }
-  w->wait = WaitKind::kJoin;  // still waiting, as far as anyone can see; not resumable by id
-  w->join_key = 0;            // no task's end names it any more
-  WakeLater(w, nargs);
-}
-
-void Scheduler::WakeLater(Task* t, int nargs) {
-  t->status = TaskStatus::kWaiting;
-  t->deliver = true;
-  t->pending_value = nargs;
-  Enqueue(t);
-  if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {

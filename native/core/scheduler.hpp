@@ -47,10 +47,6 @@ struct Task {
   bool has_pending = false;     // pending_* hold the instruction of the current yield
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
-  // Filed as ready with pending_value values already on its stack (a join
-  // that ended, a start or resume the commit lock held back): its wake runs
-  // it with those instead of the SCHEDULER values. See WakeLater.
-  bool deliver = false;
   // Cold: read only by the waits that use them.
   uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
   static constexpr uint32_t kNoAnchor = UINT32_MAX;
@@ -263,11 +259,10 @@ class Scheduler {
   void TrimSpare();
   void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
   void EndTask(Task* t, int status, int nres);
-  // Runs a task whose join ended, with `nargs` values on its stack: now, or
-  // (outside any CPU window) in the next IMMEDIATE batch.
-  void WakeJoiner(Task* w, int nargs);
-  // Files t as ready, to run with the `nargs` values already on its stack.
-  void WakeLater(Task* t, int nargs);
+  // RAII around scheduler work that runs several tasks back to back outside
+  // any window (the waiters of a task that ended; starts a COMMIT held
+  // back): with a timeSlice they share one slice (CpuBudget::OpenShared).
+  class SharedSlice;
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
   void KillNow(Task* t, int status = kCancelledStatus);

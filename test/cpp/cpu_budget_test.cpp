@@ -201,24 +201,27 @@ TEST_F(TickingBudgetTest, ATreeOfCoroutinesEachRunningAFewInstructionsStops) {
   EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
 }
 
-TEST_F(TickingBudgetTest, AChainOfJoinsRunsOneLinkPerBatch) {
-  // Each link waits for the one before, then spins. A link woken at once,
-  // outside any window, ran with a fresh budget: the chain held the loop for
-  // a taskTimeout per link. Now a batch runs one link.
-  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+TEST_F(FakeBudgetTest, TheWaitersOfATaskShareOneSliceWhenItEnds) {
+  // A task's end wakes its waiters back to back; each had a slice of its
+  // own (100 waiters, 500 ms at timeSlice 5). Now they share one: past it,
+  // each is preempted at its first clock read (1 ms of this fake clock).
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
   Define(R"(
-    spins = 0
-    function head() coroutine.yield() end
-    function link(prev) pcall(tasks.wait, prev) spins = spins + 1 while true do end end
-    function build() local prev = tasks.start(head) for i = 1, 5 do prev = tasks.start(link, prev) end end)");
-  Start("build");
-  EXPECT_EQ(Global("spins"), 0);
-  // The first batch ends the head; each later one runs (and kills) a link.
-  for (int batch = 1; batch <= 6; ++batch) {
-    sched->RunImmediate();
-    EXPECT_EQ(Global("spins"), batch - 1) << batch;
+    woke = 0
+    function target() coroutine.yield("INDEFINITELY") end
+    function waiter(id) pcall(tasks.wait, id) woke = woke + 1 while true do charge(1) end end)");
+  lua_State* L = host->main();
+  const uint64_t id = Start("target");
+  for (int i = 0; i < 100; ++i) {
+    lua_getglobal(L, "waiter");
+    lua_pushstring(L, sched->IdOf(id).c_str());
+    sched->Start(L, 1, false);
   }
-  EXPECT_EQ(sched->task_count(), 0u);
+  const int64_t t0 = clock.mono;
+  sched->Cancel(id);  // its end wakes the 100 waiters
+  EXPECT_EQ(Global("woke"), 100);
+  EXPECT_LT(clock.mono - t0, 200 * kMs);
+  sched->CancelAll();
 }
 
 TEST_F(TickingBudgetTest, StartsHeldBackByTheCommitLockRunASliceAtATime) {

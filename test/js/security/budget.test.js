@@ -160,12 +160,15 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('a chain of tasks, each waiting for the last and then spinning, holds the loop one link at a time', async () => {
-    make();
-    rt.load(`function head() coroutine.yield("FOR", 10, "MILLISECONDS") end
-      function link(prev) pcall(tasks.wait, prev) while true do end end
-      function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
-    const [lastId] = rt.load('return build(20)');
+  // Without a timeSlice each of these runs up to its own taskTimeout, one
+  // after another, as a batch of ready tasks does: taskTimeout bounds each
+  // task, timeSlice the loop's turn.
+  test('1,000 tasks waiting for one task, each spinning once woken, do not hold the loop a slice each', async () => {
+    make({ taskTimeout: 100, timeSlice: 5 });
+    rt.load(`function target() coroutine.yield("FOR", 20, "MILLISECONDS") end
+      function waiter(id) pcall(tasks.wait, id) while true do end end
+      function build(n) local id = tasks.start(target) for i = 1, n do tasks.start(waiter, id) end end`);
+    rt.load('build(1000)');
     let last = performance.now();
     let maxGap = 0;
     const iv = setInterval(() => {
@@ -173,12 +176,32 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       maxGap = Math.max(maxGap, now - last);
       last = now;
     }, 5);
-    // Each link used to be woken at once by the end of the one before, with
-    // a fresh budget: 20 x 100 ms in one turn of the loop.
+    // The target's end woke the 1,000 waiters back to back, each with a
+    // slice of its own: 5 s in one turn of the loop. They share one now.
+    await new Promise((r) => setTimeout(r, 300));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(1000);
+    // (A task queued now would wait its turn behind 1,000 spinners.)
+    expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
+  test('a chain of tasks, each waiting for the last and then spinning, keeps the loop turning with a timeSlice', async () => {
+    make({ taskTimeout: 100, timeSlice: 5 });
+    rt.load(`function head() coroutine.yield("FOR", 10, "MILLISECONDS") end
+      function link(prev) pcall(tasks.wait, prev) while true do end end
+      function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
+    const [lastId] = rt.load('return build(10)');
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
     while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
     clearInterval(iv);
     expect(maxGap).toBeLessThan(1000);
-    expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(20);
+    expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(10);
     await expectUsable();
   });
 
