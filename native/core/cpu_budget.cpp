@@ -43,13 +43,28 @@ CpuBudget::Window CpuBudget::Open(int64_t used_ns, bool task, int64_t now) {
       const int64_t own = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
       if (w.deadline == 0 || own < w.deadline) w.deadline = own;
     }
-    w.slice_end = 0;
+    // Preemptible too, by the end of the outer slice if there is one: made
+    // to yield, a task started or resumed from Lua returns to its starter as
+    // if it had yielded (with a timeSlice alone, tasks.start(spin) from a
+    // task held the loop for ever).
+    w.slice_end = task && slice_ns_ > 0 ? (outer.slice_end != 0 ? outer.slice_end : now + slice_ns_) : 0;
     w.killing = outer.killing || (w.deadline != 0 && now >= w.deadline);
   } else {
     if (timeout_ns_ > 0) w.deadline = now + (timeout_ns_ > used_ns ? timeout_ns_ - used_ns : 1);
     if (task && slice_ns_ > 0) w.slice_end = now + slice_ns_;
     last_hook_ns_ = now;
   }
+  window_ = w;
+  return outer;
+}
+
+CpuBudget::Window CpuBudget::OpenShared(int64_t now) {
+  const Window outer = window_;
+  Window w;
+  w.active = true;
+  w.start = now;
+  w.slice_end = slice_ns_ > 0 ? now + slice_ns_ : 0;
+  last_hook_ns_ = now;
   window_ = w;
   return outer;
 }

@@ -93,6 +93,10 @@ class CpuBudget {
   // `now` is the monotonic time, when the caller has just read it.
   Window Open(int64_t used_ns, bool task, int64_t now);
   Window Open(int64_t used_ns, bool task) { return Open(used_ns, task, clock_->MonoNs()); }
+  // Opens a window, outside any, for scheduler work that runs several tasks
+  // back to back: no deadline of its own (each task keeps its budget), but
+  // one slice for them all (their windows nest: see Open).
+  Window OpenShared(int64_t now);
   // Closes the current window, restoring `outer`. Returns the nanoseconds it
   // ran and sets *killed if it was killed. A kill that came from the outer
   // deadline (or one already under way outside) goes on outside.

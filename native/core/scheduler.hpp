@@ -259,6 +259,10 @@ class Scheduler {
   void TrimSpare();
   void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
   void EndTask(Task* t, int status, int nres);
+  // RAII around scheduler work that runs several tasks back to back outside
+  // any window (the waiters of a task that ended; starts a COMMIT held
+  // back): with a timeSlice they share one slice (CpuBudget::OpenShared).
+  class SharedSlice;
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
   void KillNow(Task* t, int status = kCancelledStatus);

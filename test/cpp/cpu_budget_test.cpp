@@ -201,6 +201,64 @@ TEST_F(TickingBudgetTest, ATreeOfCoroutinesEachRunningAFewInstructionsStops) {
   EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
 }
 
+TEST_F(FakeBudgetTest, TheWaitersOfATaskShareOneSliceWhenItEnds) {
+  // A task's end wakes its waiters back to back; each had a slice of its
+  // own (100 waiters, 500 ms at timeSlice 5). Now they share one: past it,
+  // each is preempted at its first clock read (1 ms of this fake clock).
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    woke = 0
+    function target() coroutine.yield("INDEFINITELY") end
+    function waiter(id) pcall(tasks.wait, id) woke = woke + 1 while true do charge(1) end end)");
+  lua_State* L = host->main();
+  const uint64_t id = Start("target");
+  for (int i = 0; i < 100; ++i) {
+    lua_getglobal(L, "waiter");
+    lua_pushstring(L, sched->IdOf(id).c_str());
+    sched->Start(L, 1, false);
+  }
+  const int64_t t0 = clock.mono;
+  sched->Cancel(id);  // its end wakes the 100 waiters
+  EXPECT_EQ(Global("woke"), 100);
+  EXPECT_LT(clock.mono - t0, 200 * kMs);
+  sched->CancelAll();
+}
+
+TEST_F(TickingBudgetTest, StartsHeldBackByTheCommitLockRunASliceAtATime) {
+  // Twenty spinners started while a COMMIT holds the lock used to run back
+  // to back when it was released, each for its own slice.
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    ran = 0
+    function spin() ran = ran + 1 while true do end end)");
+  sched->Lock();
+  for (int i = 0; i < 20; ++i) Start("spin");  // as rt.start during a COMMIT
+  EXPECT_EQ(Global("ran"), 0);
+  sched->Unlock();
+  EXPECT_GE(Global("ran"), 1);
+  EXPECT_LT(Global("ran"), 20);  // the rest were filed as ready, in order
+  for (int i = 0; i < 40 && Global("ran") < 20; ++i) sched->RunImmediate();
+  EXPECT_EQ(Global("ran"), 20);
+  sched->CancelAll();
+}
+
+TEST_F(TickingBudgetTest, ATaskStartedFromATaskIsPreemptedWithATimeSliceAlone) {
+  // Nested windows were never preemptible: with a timeSlice and no
+  // taskTimeout, tasks.start(spin) from a task never returned.
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    log = ""
+    function spin() while true do end end
+    function starter() tasks.start(spin) log = log .. "back" end)");
+  Start("starter");
+  lua_State* L = host->main();
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "back");
+  lua_pop(L, 1);
+  EXPECT_GT(host->budget()->preemptions(), 0u);
+  sched->CancelAll();
+}
+
 TEST_F(TickingBudgetTest, CodeAfterAKilledCoroutineCannotRunOn) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define("after = 0");

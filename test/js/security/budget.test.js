@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Loop holding: nothing synchronous outlives its budget, long C calls stop, close has one budget, the main thread is never a task.
 'use strict';
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { Runtime } = require('../../..');
 
@@ -155,6 +158,74 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectKilledInTask('for i = 1, 1e5 do end startSpinner() while true do end', 1000);
     await expect(inner.result).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
     await expectUsable();
+  });
+
+  // Without a timeSlice each of these runs up to its own taskTimeout, one
+  // after another, as a batch of ready tasks does: taskTimeout bounds each
+  // task, timeSlice the loop's turn.
+  test('1,000 tasks waiting for one task, each spinning once woken, do not hold the loop a slice each', async () => {
+    make({ taskTimeout: 100, timeSlice: 5 });
+    rt.load(`function target() coroutine.yield("FOR", 20, "MILLISECONDS") end
+      function waiter(id) pcall(tasks.wait, id) while true do end end
+      function build(n) local id = tasks.start(target) for i = 1, n do tasks.start(waiter, id) end end`);
+    rt.load('build(1000)');
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    // The target's end woke the 1,000 waiters back to back, each with a
+    // slice of its own: 5 s in one turn of the loop. They share one now.
+    await new Promise((r) => setTimeout(r, 300));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(1000);
+    // (A task queued now would wait its turn behind 1,000 spinners.)
+    expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
+  test('a chain of tasks, each waiting for the last and then spinning, keeps the loop turning with a timeSlice', async () => {
+    make({ taskTimeout: 100, timeSlice: 5 });
+    rt.load(`function head() coroutine.yield("FOR", 10, "MILLISECONDS") end
+      function link(prev) pcall(tasks.wait, prev) while true do end end
+      function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
+    const [lastId] = rt.load('return build(10)');
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(1000);
+    expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(10);
+    await expectUsable();
+  });
+
+  test('200 spinning tasks started while a COMMIT holds the lock do not hold the loop a slice each when it ends', async () => {
+    const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-budget-'));
+    rt = await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 });
+    failures = [];
+    rt.on('taskerror', (task, err) => failures.push(err && err.code));
+    rt.load(`function spin() while true do end end
+      function go() tasks.start(function() coroutine.yield("COMMIT") end) for i = 1, 200 do tasks.start(spin) end end`);
+    let last = performance.now();
+    let maxGap = 0;
+    const iv = setInterval(() => {
+      const now = performance.now();
+      maxGap = Math.max(maxGap, now - last);
+      last = now;
+    }, 5);
+    rt.load('go()'); // the starts wait for the write; then they ran back to back: 200 x 5 ms
+    await new Promise((r) => setTimeout(r, 1500));
+    clearInterval(iv);
+    expect(maxGap).toBeLessThan(500);
+    rt.closeSync();
+    rt = null;
+    fs.rmSync(dir, { recursive: true, force: true });
   });
 
   test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
