@@ -170,8 +170,9 @@ class LuaHost {
 
   // The thread running Lua code now, nested coroutines included (current()
   // is the innermost thread entered from C++); null when none runs. Kept by
-  // Entry and by coroutine.resume (lua_api_tasks.cpp), for the allocator's
-  // large-allocation charge.
+  // Entry, coroutine.resume (lua_api_tasks.cpp) and coroutine.close
+  // (lua_coroutine.cpp): the allocator's large-allocation charge and an
+  // interrupt's hook go to this thread.
   lua_State* running() const { return running_; }
   void set_running(lua_State* L) { running_ = L; }
   // True if the last outermost call from JS was killed by taskTimeout.
