@@ -3,12 +3,34 @@
 #pragma once
 
 #include <cstddef>
+#include <vector>
 
 #include <node_api.h>
 
 #include <lua.hpp>
 
 namespace lua_tasks {
+
+// napi_values for a call's arguments or a chunk's results: on the stack for
+// the usual few, on the heap past that (Lua passes up to about a million).
+class ValueArray {
+ public:
+  explicit ValueArray(size_t n) {
+    if (n > kSmall) {
+      big_.resize(n);
+      data_ = big_.data();
+    }
+  }
+  ValueArray(const ValueArray&) = delete;
+  ValueArray& operator=(const ValueArray&) = delete;
+  napi_value* data() { return data_; }
+
+ private:
+  static constexpr size_t kSmall = 8;
+  napi_value small_[kSmall];
+  std::vector<napi_value> big_;
+  napi_value* data_ = small_;
+};
 
 class RuntimeCore;
 

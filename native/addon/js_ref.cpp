@@ -205,13 +205,8 @@ int CallJs(lua_State* L) noexcept {
   int result = 1;
   try {
     const int argc = lua_gettop(L);
-    napi_value small[8];
-    std::vector<napi_value> big;
-    napi_value* argv = small;
-    if (argc > 8) {
-      big.resize(argc);
-      argv = big.data();
-    }
+    ValueArray args(argc);
+    napi_value* argv = args.data();
     ToJsValues(core, L, 1, argc, argv, true, false);  // one conversion; Lua functions: callbacks
     napi_value fn = BoxValue(box), out;
     if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)

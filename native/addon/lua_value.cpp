@@ -139,13 +139,8 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
     if (all) {
       // One conversion for all the results: a value returned twice crosses once.
       const int n = lua_gettop(L) - base;
-      napi_value small[8];
-      std::vector<napi_value> big;
-      napi_value* values = small;
-      if (n > 8) {
-        big.resize(n);
-        values = big.data();
-      }
+      ValueArray results(n);
+      napi_value* values = results.data();
       ToJsValues(core, L, base + 1, n, values, false, true);  // nil inside an array is null (DESIGN §5)
       Check(env, napi_create_array_with_length(env, n, &out), "create array");
       for (int i = 0; i < n; ++i) Check(env, napi_set_element(env, out, i, values[i]), "set element");

@@ -348,13 +348,8 @@ namespace {
 void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int base) {
   const uint32_t n = args.Length();
   const size_t before = core->MemoryUsed();
-  napi_value small[8];
-  std::vector<napi_value> big;
-  napi_value* values = small;
-  if (n > 8) {
-    big.resize(n);
-    values = big.data();
-  }
+  ValueArray array(n);
+  napi_value* values = array.data();
   for (uint32_t i = 0; i < n; ++i) values[i] = args.Get(i);
   PushJsValues(core, L, values, n);  // one conversion: an object given twice is one table
   core->CheckMemory(L, base, before);

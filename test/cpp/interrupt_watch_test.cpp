@@ -26,6 +26,14 @@ struct Poll {
   }
 };
 
+// The poll answers "stop" from 150 ms on, as Node-API does once a Worker is terminated.
+std::thread StopLater(Poll* poll) {
+  return std::thread([poll] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    poll->stop = true;
+  });
+}
+
 class NoHooks final : public SchedulerHooks {
  public:
   void OnTaskEnd(Task&, lua_State*, int, int, const char*) override {}
@@ -72,10 +80,7 @@ TEST(InterruptWatchTest, StopsALoopWithNoLimitOnceThePollSaysSo) {
   Poll poll;
   auto rt = InterruptibleHost(&poll);
   LuaHost* host = rt->get();
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    poll.stop = true;
-  });
+  std::thread stopper = StopLater(&poll);
   const std::string out = RunLua(host, "while true do pcall(function() while true do end end) end");
   stopper.join();
   EXPECT_NE(out.find("shutting down"), std::string::npos) << out;
@@ -89,10 +94,7 @@ TEST(InterruptWatchTest, ReachesACoroutineResumedByLua) {
   Poll poll;
   auto rt = InterruptibleHost(&poll);
   LuaHost* host = rt->get();
-  std::thread stopper([&] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    poll.stop = true;
-  });
+  std::thread stopper = StopLater(&poll);
   const std::string out =
       RunLua(host, "while true do coroutine.resume(coroutine.create(function() while true do end end)) end");
   stopper.join();
