@@ -150,6 +150,26 @@ describe('a failed save', () => {
     await again.close();
   });
 
+  test('inside COMMIT says the new snapshot is in place but not confirmed durable when the directory fsync failed', async () => {
+    const rt = await Runtime.open({ name: 'c', store: dir });
+    faults['fsync of the directory']();
+    rt.load(`function t()
+      tasks.state.v = 2
+      local ok, e = pcall(coroutine.yield, "COMMIT")
+      return tostring(e)
+    end`);
+    const message = await rt.call('t');
+    expect(message).toMatch(/in place .* but not confirmed durable/);
+    expect(message).not.toMatch(/previous snapshot is intact/);
+    const err = await rt.commit().then(() => null, (e) => e);
+    expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED', replaced: true });
+    expect(err.message).toMatch(/^COMMIT failed: The new snapshot of "c" is in place .* but not confirmed durable/);
+    jest.restoreAllMocks();
+    await rt.close();
+    const again = await Runtime.open({ name: 'c', store: dir });
+    expect(again.load('return tasks.state.v')).toEqual([2]);
+    await again.close();
+  });
 });
 
 describe('acquire', () => {
@@ -344,6 +364,21 @@ describe('a lock held elsewhere', () => {
     await lease.release();
   });
 
+  test('by a terminated Worker with an open Runtime is free after the Worker\'s exit', async () => {
+    const w = holderWorker(`
+      Runtime.open({ name: 'wr', store: dir }).then((rt) => {
+        rt.load('function w() coroutine.yield("FOR", 60) end');
+        rt.start('w');
+        parentPort.postMessage('open');
+      });`);
+    const exit = exited(w);
+    expect(await message(w)).toBe('open');
+    await expect(Runtime.open({ name: 'wr', store: dir })).rejects.toMatchObject({ code: 'ERR_STORE_LOCKED' });
+    await w.terminate();
+    await exit;
+    const rt = await Runtime.open({ name: 'wr', store: dir });
+    await rt.close();
+  });
 });
 
 describe('saves in order', () => {
@@ -427,5 +462,26 @@ describe('load', () => {
     expect((await store.load('g')).equals(bytes)).toBe(true);
     lies = Infinity;
     await expect(store.load('g')).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT', path: path.join(dir, 'g.state') });
+  });
+});
+
+describe('Runtime.open', () => {
+  test('releases the name when the open fails after acquiring it', async () => {
+    fs.writeFileSync(path.join(dir, 'junk.state'), 'not a snapshot');
+    await expect(Runtime.open({ name: 'junk', store: dir })).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+    fs.rmSync(path.join(dir, 'junk.state'));
+    const rt = await Runtime.open({ name: 'junk', store: dir });
+    await rt.close();
+  });
+
+  test('close() gives the name back only after a save in flight has landed', async () => {
+    const a = await Runtime.open({ name: 'inflight', store: dir });
+    a.load('tasks.state.v = 42');
+    const committed = a.commit();
+    await a.close();
+    await committed;
+    const b = await Runtime.open({ name: 'inflight', store: dir });
+    expect(b.load('return tasks.state.v')).toEqual([42]);
+    await b.close();
   });
 });
