@@ -372,7 +372,7 @@ class DirectoryStore {
       }
       const synced = syncDir(this.dir).catch((e) => {
         throw Object.assign(new Error(
-          `The new snapshot of "${name}" is in place (${file}) but not confirmed durable: fsync of the directory failed: ${e && e.message}. A crash now may bring back the previous snapshot.`),
+          `The new snapshot of "${name}" is in place (${file}) but not confirmed durable: syncing the directory failed: ${e && e.message}. A crash now may bring back the previous snapshot.`),
         { code: e && e.code, cause: e, replaced: true, path: file });
       });
       synced.catch(() => {}); // heard by whoever awaits it; never unhandled meanwhile
