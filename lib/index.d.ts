@@ -59,17 +59,43 @@ export class Task {
   readonly result: Promise<unknown>;
 }
 
-export interface Store {
-  load(name: string): Promise<Buffer | Uint8Array | null>;
-  save(name: string, bytes: Buffer): Promise<void>;
+/** Ownership of a name in a store, from `acquire(name)`. */
+export interface StoreLease {
+  /** Grows with every acquire of the name, across restarts: the fencing token to pass to save(). */
+  readonly token: number;
+  /** Gives the name up; a rename in progress lands first, later saves under this token are refused. Idempotent. */
+  release(): Promise<void>;
 }
 
-/** The embedded store: one durable `<name>.state` file per runtime in a directory. */
+/** What a save is part of: the lease's token, and a number that grows with each save under it. */
+export interface SaveInfo {
+  token?: number;
+  seq?: number;
+}
+
+export interface Store {
+  load(name: string): Promise<Buffer | Uint8Array | null>;
+  save(name: string, bytes: Buffer, info?: SaveInfo): Promise<void>;
+  /** One owner per name: rejects with ERR_STORE_LOCKED while the name is held elsewhere. */
+  acquire?(name: string): Promise<StoreLease>;
+}
+
+/**
+ * The embedded store: one durable `<name>.state` file per runtime in a
+ * directory, and one owner per name (an OS lock on `<name>.lock`).
+ */
 export class DirectoryStore implements Store {
   constructor(dir: string);
   readonly dir: string;
+  /** Takes the name (ERR_STORE_LOCKED with `holder` and `path` if it is open elsewhere) and sweeps its stale temp files. */
+  acquire(name: string): Promise<StoreLease>;
   load(name: string): Promise<Buffer | null>;
-  save(name: string, bytes: Buffer): Promise<void>;
+  /** Rejects with the cause before the rename (previous snapshot intact), or with `replaced: true` after it. */
+  save(name: string, bytes: Uint8Array, info?: SaveInfo): Promise<void>;
+  /** The path of the name's snapshot. */
+  file(name: string): string;
+  /** Where the name's state lives, for messages: here the snapshot's path. */
+  locate(name: string): string;
 }
 
 export interface OpenOptions extends RuntimeOptions {

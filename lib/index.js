@@ -301,6 +301,9 @@ class Runtime extends EventEmitter {
   #store = null;
   #name = null;
   #saving = Promise.resolve();
+  #lease = null; // the store's { token, release() } for this name, when the store has acquire()
+  #seq = 0; // counts saves, so the store can drop one overtaken by a newer one
+  #released = Promise.resolve(); // the lease given back (close() waits for it)
 
   /**
    * @param {object} [options]
@@ -330,6 +333,7 @@ class Runtime extends EventEmitter {
     if (persist) {
       this.#store = persist.store;
       this.#name = persist.name;
+      this.#lease = persist.lease;
       if (persist.state) {
         try {
           this.#native.restore(persist.state);
@@ -372,31 +376,41 @@ class Runtime extends EventEmitter {
    * store's last snapshot for this name (a new name starts empty).
    * @param {RuntimeOptions & { name: string, store: string | { load(name: string): Promise<Buffer|null>, save(name: string, bytes: Buffer): Promise<void> } }} options
    * @returns {Promise<Runtime>}
-   * @throws {TypeError} for a bad name or store; ERR_COMMIT_FAILED for a snapshot that cannot be read
+   * @throws {TypeError} for a bad name or store; ERR_STORE_LOCKED when the name is open elsewhere (this
+   *   process included) until that runtime closes; ERR_COMMIT_FAILED for a snapshot that cannot be read
    */
   static async open(options) {
     if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
     const { name, store, ...rest } = options;
     checkName(name);
     const st = toStore(store);
-    let state;
+    // One owner per name (ERR_STORE_LOCKED), taken before the state is read.
+    const lease = typeof st.acquire === 'function' ? await st.acquire(name) : null;
     try {
-      state = await st.load(name);
+      let state;
+      try {
+        state = await st.load(name);
+      } catch (e) {
+        throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}": ${e && e.message}`, { cause: e });
+      }
+      if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
+        throw makeError('ERR_COMMIT_FAILED', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
+      }
+      return new Runtime({ ...rest, [PERSIST]: { name, store: st, state: state || null, lease } });
     } catch (e) {
-      throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}": ${e && e.message}`, { cause: e });
+      if (lease) await lease.release();
+      throw e;
     }
-    if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
-      throw makeError('ERR_COMMIT_FAILED', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
-    }
-    return new Runtime({ ...rest, [PERSIST]: { name, store: st, state: state || null } });
   }
 
   // Saves in order: a later snapshot never lands before an earlier one.
   #save(bytes) {
     const name = this.#name;
     const store = this.#store;
-    const p = this.#saving.then(() => store.save(name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)))
+    const info = { token: this.#lease ? this.#lease.token : undefined, seq: ++this.#seq };
+    const p = this.#saving.then(() => store.save(name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), info))
       .catch((e) => {
+        if (e && e.replaced) throw makeError('ERR_COMMIT_FAILED', `COMMIT failed: ${e.message}`, { cause: e, replaced: true });
         throw makeError('ERR_COMMIT_FAILED',
           `COMMIT failed: the store could not save the state of "${name}": ${e && e.message}. The previous snapshot is intact.`,
           { cause: e });
@@ -673,13 +687,20 @@ class Runtime extends EventEmitter {
    */
   async close() {
     this.closeSync();
+    await this.#released;
   }
 
-  /** close(), synchronously. */
+  /** close(), synchronously; the name is given back once saves in flight have settled. */
   closeSync() {
     if (this.#closed) return;
     this.#closed = true;
     this.#native.close();
+    const lease = this.#lease;
+    if (lease) {
+      this.#lease = null;
+      // A save still in flight must land before the next owner can open the name.
+      this.#released = this.#saving.then(() => lease.release());
+    }
   }
 }
 

@@ -4,6 +4,7 @@
 
 #include "addon_data.hpp"
 #include "cron.hpp"
+#include "lock_handle.hpp"
 #include "runtime.hpp"
 
 namespace lua_tasks {
@@ -55,6 +56,8 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     d.map_chunk = Napi::Persistent(helpers.Get("chunk").As<Napi::Function>());
 
     InitCron(env, exports);
+    d.lock_handle = Napi::Persistent(LockHandle::Init(env));
+    InitFileLock(env, exports);
     DefineAddon(exports, {
                              InstanceMethod<&LuaTasksAddon::JS_init>("init"),
                              InstanceValue("NativeRuntime", Runtime::Init(env)),

@@ -25,6 +25,7 @@ struct AddonData {
   Napi::FunctionReference map_size;          // (v): a Map's size (of any realm), -1 for anything else
   Napi::FunctionReference map_entries;       // Map.prototype.entries
   Napi::FunctionReference map_chunk;         // (it, out, max): next entries into out as key, value, ...; count
+  Napi::FunctionReference lock_handle;       // the LockHandle class lockFile makes its handles of
 
   // The data of the environment `env` (defined in addon.cpp).
   static AddonData* From(napi_env env);
