@@ -411,6 +411,7 @@ void Scheduler::Park(Task* t, int64_t now) {
   t->wait = kind;
   ++t->gen;
   t->wait_start = now;
+  last_park_ = now;
   switch (kind) {
     case WaitKind::kImmediate:
       Enqueue(t);
@@ -505,7 +506,22 @@ void Scheduler::Deliver(Task* t, int nargs) {
     hooks_->OnScheduleChange();
     return;
   }
-  RunTask(t, host_->current(), nargs);
+  // A settlement runs in a microtask, and one the task's run settles at once
+  // (an await of a resolved promise) runs in the same microtask checkpoint:
+  // the loop turns only once the chain stops. So the chain runs tasks
+  // directly for kDirectChainNs per loop turn (an await costs no loop turn,
+  // W4) and then through the ready queue, one hop per turn, until the loop
+  // polls again (LoopTurned). Its age is the last park's stamp, not a clock
+  // read per await: each link of a chain parks, and parking reads the clock.
+  if (chain_start_ < 0) {
+    chain_start_ = clock_->MonoNs();
+    last_park_ = chain_start_;
+  }
+  if (last_park_ - chain_start_ >= kDirectChainNs) {
+    Continue(t, nargs);
+  } else {
+    RunTask(t, host_->current(), nargs);
+  }
   hooks_->OnScheduleChange();
 }
 

@@ -110,9 +110,15 @@ inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 // check phase and RunTimers from its single timer. Queue entries carry the
 // task's `gen`, so an entry left behind by a resume or cancel is skipped.
 //
-// A COMMIT's outcome waits in the ready queue (an entry that carries the
-// values, see ReadyEntry), behind what was ready before it: the committer
-// never continues inside the promise callback that ends its write.
+// Continuations re-enter through the loop (DESIGN §8). A task woken from
+// outside the loop's phases, by a promise or a finished COMMIT, would
+// otherwise run inside the microtask that settled it, and a task that awaits
+// or commits again at once would be settled and run again there: 200,000
+// instant COMMITs held Node's loop for 740 ms, an endless loop of them for
+// ever (issue 19). So a COMMIT's outcome always waits in the ready queue (an
+// entry that carries the values, see ReadyEntry); a promise's runs at once
+// only while this loop turn's chain of such runs is younger than
+// kDirectChainNs, and waits in the ready queue after that.
 class Scheduler {
  public:
   Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks);
@@ -218,8 +224,15 @@ class Scheduler {
   void Park(Task* t, int64_t now);
   // Wakes a task waiting on something the embedder owns (a promise) with the
   // `nargs` values already pushed onto t->co. It runs now, to its next wait,
-  // unless the lock is held (then it is deferred, as a resume is).
+  // unless the lock is held (then it is deferred, as a resume is) or this
+  // loop turn's chain of direct runs is kDirectChainNs old by its latest park
+  // (then it waits at the back of the ready queue, values kept): an await of
+  // a settled promise costs no loop turn, yet a loop of them lets the loop
+  // turn about every kDirectChainNs.
   void Deliver(Task* t, int nargs);
+  static constexpr int64_t kDirectChainNs = 1'000'000;  // 1 ms
+  // The loop turned (polled for I/O): a new chain of direct runs may begin.
+  void LoopTurned() { chain_start_ = -1; }
 
   // The commit lock (DESIGN §8): while a COMMIT is being written no other
   // task runs. Locks nest: each committing task holds one until its write
@@ -330,7 +343,9 @@ class Scheduler {
   std::deque<Deferred> deferred_;  // starts, resumes and deliveries held back by the lock
   void Defer(Task* t, int nargs);
   void RunDeferred();
-  bool unlocking_ = false;  // inside Unlocked: a nested unlock leaves the rest to it
+  bool unlocking_ = false;    // inside Unlocked: a nested unlock leaves the rest to it
+  int64_t chain_start_ = -1;  // first direct Deliver since the loop turned (monotonic ns), -1 if none
+  int64_t last_park_ = 0;     // the latest park's stamp (monotonic ns): a chain's age without a clock read
   uint64_t next_key_ = 1;
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;

@@ -691,6 +691,35 @@ class DeliverTest : public SchedulerTest {
   }
 };
 
+// Issue 19: a task awaiting settled promises in a loop ran as one chain of
+// microtasks, and the loop never turned while it lasted.
+TEST_F(DeliverTest, ASettledPromiseRunsItsTaskAtOnceUntilTheTurnsChainIsOld) {
+  Run(R"(function waiter() for i = 1, 5 do local ok, v = await() note(v) end end)");
+  const uint64_t k = Start("waiter");
+  Settled(k, "1");  // the turn's chain begins
+  clock.Advance(Scheduler::kDirectChainNs);
+  Settled(k, "2");  // its run parks kDirectChainNs after the chain began
+  EXPECT_EQ(Log(), "1,2");  // direct: an await costs no loop turn
+  Settled(k, "3");
+  EXPECT_EQ(Log(), "1,2");  // the chain is old: through the ready queue
+  EXPECT_TRUE(sched->HasReady());
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  lua_pushliteral(L, "x");
+  EXPECT_EQ(sched->Resume(k, L, 1), Scheduler::ResumeResult::kNotResumable);  // queued, not waiting on a yield
+  EXPECT_EQ(lua_gettop(L), base);
+  Turn(0);
+  EXPECT_EQ(Log(), "1,2,3");
+  Settled(k, "4");  // still the same loop turn
+  EXPECT_EQ(Log(), "1,2,3");
+  Turn(0);
+  EXPECT_EQ(Log(), "1,2,3,4");
+  sched->LoopTurned();  // the loop polled: a new chain
+  Settled(k, "5");
+  EXPECT_EQ(Log(), "1,2,3,4,5");
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
 TEST_F(DeliverTest, ASettlementWhileTheLockIsHeldRunsAtTheUnlock) {
   Run(R"(function waiter() local ok, v = await() note(v) end
          function committer() coroutine.yield("COMMIT") note("after") end)");
@@ -703,6 +732,23 @@ TEST_F(DeliverTest, ASettlementWhileTheLockIsHeldRunsAtTheUnlock) {
   EXPECT_EQ(Log(), "v");
   Turn(0);
   EXPECT_EQ(Log(), "v,after");
+}
+
+TEST_F(DeliverTest, ATaskQueuedWithItsPromisesValueCanBeCancelled) {
+  Run(R"(function waiter() for i = 1, 3 do local ok, v = await() note(v) end end)");
+  const uint64_t first = Start("waiter");
+  const uint64_t second = Start("waiter");
+  Settled(first, "a");  // the turn's chain begins
+  clock.Advance(Scheduler::kDirectChainNs);
+  Settled(first, "b");  // runs, parks: the chain's direct part is over
+  Settled(second, "c");
+  EXPECT_EQ(Log(), "a,b");
+  ASSERT_TRUE(sched->HasReady());
+  EXPECT_TRUE(sched->Cancel(second));
+  Turn(0);
+  EXPECT_EQ(Log(), "a,b");
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"cancelled"});
+  EXPECT_EQ(sched->task_count(), 1u);  // first, awaiting
 }
 
 // A runtime with a CPU budget on a clock that moves 1 ms every time it is
