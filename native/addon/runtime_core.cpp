@@ -46,38 +46,43 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   // task, resumes it or closes the runtime: all is looked up again after.
   lua_State* L = core->host->current();
   core->Entered([&] {
-    LuaHost::HostSection section(core->host.get(), L);
-    if (!lua_checkstack(L, 4)) return 0;
-    const int top = lua_gettop(L);
-    const size_t before = core->MemoryUsed();
-    lua_pushboolean(L, ok);
-    try {
-      if (ok && wait == WaitKind::kCommit) {
-        lua_pushnil(L);
-      } else if (ok) {
-        if (!PushJsForLua(core.get(), L, argv[3])) {  // the await raises the memory error
-          lua_pushboolean(L, 0);
-          lua_replace(L, -3);  // ok, message -> false, message
+    Task* again = nullptr;
+    {
+      LuaHost::HostSection section(core->host.get(), L);
+      if (!lua_checkstack(L, 4)) return 0;
+      const int top = lua_gettop(L);
+      const size_t before = core->MemoryUsed();
+      lua_pushboolean(L, ok);
+      try {
+        if (ok && wait == WaitKind::kCommit) {
+          lua_pushnil(L);
+        } else if (ok) {
+          if (!PushJsForLua(core.get(), L, argv[3])) {  // the await raises the memory error
+            lua_pushboolean(L, 0);
+            lua_replace(L, -3);  // ok, message -> false, message
+          }
+        } else {
+          PushJsError(core.get(), L, argv[3]);
+          if (core->RefuseIfPastLimit(L, top, before)) {
+            lua_pushboolean(L, 0);
+            lua_insert(L, -2);
+          }
         }
-      } else {
-        PushJsError(core.get(), L, argv[3]);
-        if (core->RefuseIfPastLimit(L, top, before)) {
-          lua_pushboolean(L, 0);
-          lua_insert(L, -2);
-        }
+      } catch (const Napi::Error& e) {
+        // The value cannot cross: the await raises that conversion error.
+        lua_settop(L, top);
+        lua_pushboolean(L, 0);
+        PushJsException(core.get(), L, e);
       }
-    } catch (const Napi::Error& e) {
-      // The value cannot cross: the await raises that conversion error.
-      lua_settop(L, top);
-      lua_pushboolean(L, 0);
-      PushJsException(core.get(), L, e);
+      again = core->closed() ? nullptr : core->scheduler->Find(key);
+      if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
+        lua_settop(L, top);
+        return 0;
+      }
+      lua_xmove(L, again->co, 2);
     }
-    Task* again = core->closed() ? nullptr : core->scheduler->Find(key);
-    if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
-      lua_settop(L, top);
-      return 0;
-    }
-    lua_xmove(L, again->co, 2);
+    // Outside the host section: with no host code on the stack, an unlock
+    // that follows runs the timers that came due during the write.
     if (wait == WaitKind::kCommit) {
       core->scheduler->FinishCommit(again, 2);
     } else {

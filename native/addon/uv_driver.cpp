@@ -19,12 +19,13 @@ struct UvDriver::Handles {
   uv_timer_t timer;
   uv_check_t check;
   uv_idle_t idle;
+  uv_prepare_t prepare;
   Scheduler* scheduler;  // null once closing
   Runner run;
   int64_t armed = INT64_MIN;  // deadline the timer is armed for
   bool idle_on = false;
   bool keep_alive = true;
-  int open = 3;
+  int open = 4;
   std::function<void()> done;
 };
 
@@ -35,9 +36,12 @@ UvDriver::UvDriver(uv_loop_t* loop, Scheduler* scheduler, Runner run) {
   uv_timer_init(loop, &h->timer);
   uv_check_init(loop, &h->check);
   uv_idle_init(loop, &h->idle);
-  h->timer.data = h->check.data = h->idle.data = h.get();
+  uv_prepare_init(loop, &h->prepare);
+  h->timer.data = h->check.data = h->idle.data = h->prepare.data = h.get();
   uv_check_start(&h->check, OnCheck);
   uv_unref(reinterpret_cast<uv_handle_t*>(&h->check));  // the check never holds the loop
+  uv_prepare_start(&h->prepare, OnPrepare);
+  uv_unref(reinterpret_cast<uv_handle_t*>(&h->prepare));  // nor does the prepare
   h_ = h.release();
 }
 
@@ -105,6 +109,11 @@ void UvDriver::OnCheck(uv_check_t* c) {
   h->run([](Scheduler* s) { s->RunImmediate(); });
 }
 
+void UvDriver::OnPrepare(uv_prepare_t* p) {
+  auto* h = static_cast<Handles*>(p->data);
+  if (h->scheduler != nullptr) h->scheduler->LoopTurned();
+}
+
 void UvDriver::Close(std::function<void()> done) {
   Handles* h = h_;
   if (h == nullptr) return;
@@ -114,6 +123,7 @@ void UvDriver::Close(std::function<void()> done) {
   uv_close(reinterpret_cast<uv_handle_t*>(&h->timer), OnClose);
   uv_close(reinterpret_cast<uv_handle_t*>(&h->check), OnClose);
   uv_close(reinterpret_cast<uv_handle_t*>(&h->idle), OnClose);
+  uv_close(reinterpret_cast<uv_handle_t*>(&h->prepare), OnClose);
 }
 
 void UvDriver::OnClose(uv_handle_t* handle) {

@@ -14,7 +14,9 @@ class Scheduler;
 // One uv_timer_t armed for the earliest deadline, one uv_check_t that runs
 // IMMEDIATE batches after I/O polling, and one uv_idle_t, active only while
 // tasks are ready, so the poll does not block meanwhile (Node's setImmediate
-// does the same). Tasks are queue entries, never handles.
+// does the same). A uv_prepare_t, just before each poll, tells the scheduler
+// the loop turned (Scheduler::LoopTurned bounds what one turn runs directly
+// from promise settlements). Tasks are queue entries, never handles.
 //
 // Handle memory is freed only in the last close callback. `run` wraps each
 // scheduler call from a libuv callback (handle scope, callback scope, and
@@ -39,6 +41,7 @@ class UvDriver {
   static void OnTimer(uv_timer_t* t);
   static void OnCheck(uv_check_t* c);
   static void OnIdle(uv_idle_t* i) {}
+  static void OnPrepare(uv_prepare_t* p);
   static void OnClose(uv_handle_t* h);
 
   Handles* h_;  // owned by libuv from Close until its close callbacks ran

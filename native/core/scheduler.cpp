@@ -209,7 +209,7 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
   const uint64_t key = t->key;
   if (locks_ > 0) {
     t->status = TaskStatus::kWaiting;  // wait kNone: not resumable by id meanwhile
-    deferred_.push_back({key, nargs});
+    Defer(t, nargs);
     return key;
   }
   RunTask(t, L, nargs);
@@ -280,14 +280,60 @@ void Scheduler::Enqueue(Task* t) {
   ++t->queued;
 }
 
+void Scheduler::Continue(Task* t, int nargs) {
+  t->status = TaskStatus::kWaiting;
+  ready_.push_back({t, t->gen, nargs});
+  ++t->queued;
+}
+
+void Scheduler::Defer(Task* t, int nargs) {
+  deferred_.push_back({t->key, t->gen, nargs});
+}
+
 void Scheduler::FinishCommit(Task* t, int nargs) {
-  Deliver(t, nargs);  // ClearWait releases the task's lock; it continues first
-  RunDeferred();
+  // The committer used to continue here, before the tasks its lock held
+  // back, and a loop of COMMITs took the lock again at once: a second
+  // committing loop made no progress, a sleeper beside it never woke.
+  ClearWait(t);  // releases t's lock only: another write may still hold one
+  Continue(t, nargs);
+  if (locks_ == 0) {
+    Unlocked();
+  } else {
+    hooks_->OnScheduleChange();
+  }
 }
 
 void Scheduler::Unlock() {
-  if (locks_ > 0) --locks_;
+  if (locks_ > 0 && --locks_ == 0) {
+    Unlocked();
+  } else {
+    hooks_->OnScheduleChange();
+  }
+}
+
+// Runs what the lock held back, in the order it became ready: the deferred
+// starts, resumes and deliveries, then the timers that came due; the ready
+// queue (with the committers at its back) follows in the check phase. Any of
+// them may COMMIT and so lock again: the rest wait for that unlock.
+void Scheduler::Unlocked() {
+  // A COMMIT that fails before its write (FinishCommit from OnCommit) or a
+  // cancelled committer unlocks from inside this work: the outer call goes on
+  // with it, in order, instead of nesting one level per task.
+  if (unlocking_) return;
+  struct Flag {
+    bool& f;
+    explicit Flag(bool& b) : f(b) { f = true; }
+    ~Flag() { f = false; }
+  } flag(unlocking_);
   RunDeferred();
+  // Inside a batch (which goes on with the due timers itself, or leaves them
+  // to the timer phase that precedes the next check) or inside host code or
+  // Lua (an rt.start whose COMMIT failed at once), timers run where they
+  // belong, not nested here.
+  if (locks_ == 0 && batch_ == 0 && !host_->busy() && !timers_.empty() && timers_.NextDeadline() <= clock_->MonoNs()) {
+    RunTimers();
+  }
+  hooks_->OnScheduleChange();
 }
 
 void Scheduler::RunDeferred() {
@@ -299,10 +345,9 @@ void Scheduler::RunDeferred() {
     const Deferred d = deferred_.front();
     deferred_.pop_front();
     Task* t = Find(d.key);
-    if (t == nullptr || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
+    if (t == nullptr || t->gen != d.gen || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
     RunTask(t, host_->current(), d.nargs);
   }
-  hooks_->OnScheduleChange();
 }
 
 bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
@@ -366,6 +411,7 @@ void Scheduler::Park(Task* t, int64_t now) {
   t->wait = kind;
   ++t->gen;
   t->wait_start = now;
+  last_park_ = now;
   switch (kind) {
     case WaitKind::kImmediate:
       Enqueue(t);
@@ -454,7 +500,28 @@ bool Scheduler::Wake(Task* t, int64_t now) {
 
 void Scheduler::Deliver(Task* t, int nargs) {
   ClearWait(t);
-  RunTask(t, host_->current(), nargs);
+  if (locks_ > 0) {
+    t->status = TaskStatus::kWaiting;  // wait kNone, as a deferred resume
+    Defer(t, nargs);
+    hooks_->OnScheduleChange();
+    return;
+  }
+  // A settlement runs in a microtask, and one the task's run settles at once
+  // (an await of a resolved promise) runs in the same microtask checkpoint:
+  // the loop turns only once the chain stops. So the chain runs tasks
+  // directly for kDirectChainNs per loop turn (an await costs no loop turn,
+  // W4) and then through the ready queue, one hop per turn, until the loop
+  // polls again (LoopTurned). Its age is the last park's stamp, not a clock
+  // read per await: each link of a chain parks, and parking reads the clock.
+  if (chain_start_ < 0) {
+    chain_start_ = clock_->MonoNs();
+    last_park_ = chain_start_;
+  }
+  if (last_park_ - chain_start_ >= kDirectChainNs) {
+    Continue(t, nargs);
+  } else {
+    RunTask(t, host_->current(), nargs);
+  }
   hooks_->OnScheduleChange();
 }
 
@@ -502,7 +569,14 @@ void Scheduler::RunImmediate() {
     FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
     Task* t = e.task;
     if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
-    now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
+    bool parked;
+    if (e.nargs == kWake) {
+      parked = Wake(t, now);
+    } else {
+      ClearWait(t);
+      parked = RunTask(t, host_->current(), e.nargs, now);
+    }
+    now = parked ? t->wait_start : clock_->MonoNs();
   }
   --batch_;
   TrimSpare();
@@ -579,7 +653,7 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
   ClearWait(t);
   lua_xmove(from, t->co, nargs);
   if (locks_ > 0) {
-    deferred_.push_back({key, nargs});
+    Defer(t, nargs);
     hooks_->OnScheduleChange();
     return ResumeResult::kResumed;
   }
@@ -595,8 +669,15 @@ bool Scheduler::Cancel(uint64_t key) {
     t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
     return true;
   }
+  // A committer whose write is in flight releases its own lock only (the
+  // write's settlement finds no task and is ignored).
+  const bool held = t->wait == WaitKind::kCommit;
   KillNow(t);
-  RunDeferred();  // a cancelled committer released the lock
+  if (held && locks_ == 0) {
+    Unlocked();
+  } else {
+    hooks_->OnScheduleChange();
+  }
   return true;
 }
 
@@ -690,7 +771,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
             "the task's %d results do not fit on the waiting task's stack (a coroutine holds about 1,000,000 values)",
             nres);
       }
-      RunTask(w, host_->current(), 2);
+      RunJoiner(w, 2);
       continue;
     }
     lua_pushboolean(w->co, status == LUA_OK);
@@ -699,7 +780,7 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
       lua_pushvalue(co, i);
       lua_xmove(co, w->co, 1);
     }
-    RunTask(w, host_->current(), 1 + nres);
+    RunJoiner(w, 1 + nres);
   }
   // A coroutine that died of the CPU budget's kill is left as it is, its
   // <close> variables not run: the kill came from a hook, and Lua runs no
@@ -716,6 +797,16 @@ void Scheduler::EndTask(Task* t, int status, int nres) {
   }
   if (!killed) lua_settop(co, 0);
   Release(t);
+}
+
+void Scheduler::RunJoiner(Task* w, int nargs) {
+  // A task cancelled while the lock is held (from JS, or from Lua that
+  // rt.call runs) wakes its joiners after the unlock, as a resume would.
+  if (locks_ > 0) {
+    Defer(w, nargs);
+    return;
+  }
+  RunTask(w, host_->current(), nargs);
 }
 
 void Scheduler::Remember(Task* t, int status, int nres) {

@@ -93,7 +93,9 @@ class SchedulerHooks {
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
   // A task yielded COMMIT: write the state, then call FinishCommit with
-  // (true) or (false, error) pushed onto task.co. The lock is held meanwhile.
+  // (true) or (false, error) pushed onto task.co. The task's lock is held
+  // meanwhile. May call FinishCommit before it returns (a snapshot that
+  // cannot be taken).
   virtual void OnCommit(Task& task) = 0;
 };
 
@@ -107,6 +109,16 @@ inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 // INDEFINITELY nowhere. The embedder drives RunImmediate from the loop's
 // check phase and RunTimers from its single timer. Queue entries carry the
 // task's `gen`, so an entry left behind by a resume or cancel is skipped.
+//
+// Continuations re-enter through the loop (DESIGN §8). A task woken from
+// outside the loop's phases, by a promise or a finished COMMIT, would
+// otherwise run inside the microtask that settled it, and a task that awaits
+// or commits again at once would be settled and run again there: 200,000
+// instant COMMITs held Node's loop for 740 ms, an endless loop of them for
+// ever (issue 19). So a COMMIT's outcome always waits in the ready queue (an
+// entry that carries the values, see ReadyEntry); a promise's runs at once
+// only while this loop turn's chain of such runs is younger than
+// kDirectChainNs, and waits in the ready queue after that.
 class Scheduler {
  public:
   Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks);
@@ -211,13 +223,31 @@ class Scheduler {
   // is the monotonic time.
   void Park(Task* t, int64_t now);
   // Wakes a task waiting on something the embedder owns (a promise) with the
-  // `nargs` values already pushed onto t->co; runs it to its next wait.
+  // `nargs` values already pushed onto t->co. It runs now, to its next wait,
+  // unless the lock is held (then it is deferred, as a resume is) or this
+  // loop turn's chain of direct runs is kDirectChainNs old by its latest park
+  // (then it waits at the back of the ready queue, values kept): an await of
+  // a settled promise costs no loop turn, yet a loop of them lets the loop
+  // turn about every kDirectChainNs.
   void Deliver(Task* t, int nargs);
+  static constexpr int64_t kDirectChainNs = 1'000'000;  // 1 ms
+  // The loop turned (polled for I/O): a new chain of direct runs may begin.
+  void LoopTurned() { chain_start_ = -1; }
 
   // The commit lock (DESIGN §8): while a COMMIT is being written no other
-  // task runs. Timers and IMMEDIATE batches wait; tasks started or resumed
-  // meanwhile are queued and run, in order, once the committer continues.
-  // Locks nest: a task's COMMIT and rt.commit() each hold one.
+  // task runs. Locks nest: each committing task holds one until its write
+  // settles (FinishCommit) or it is cancelled, and the embedder may hold
+  // more (Lock/Unlock: rt.commit(), a write of several COMMITs at once).
+  // Meanwhile timers and IMMEDIATE batches wait, and starts, resumes and
+  // promise deliveries are deferred, in order. When the last lock goes
+  // (Unlocked), the handover is fair: the deferred ones run at once, then
+  // the timers that came due (at once as well, when no task or batch is on
+  // the stack: in the next timer phase would be too late, as a committer
+  // continuing in the check phase before it would lock again), and the
+  // committers, queued at the back of the ready queue by FinishCommit,
+  // continue only after what was ready before them. So two committing loops
+  // alternate, and a timer beside one is late by about one write at most.
+  // No Lua runs while any lock remains.
   void Lock() { ++locks_; }
   void Unlock();
   bool locked() const { return locks_ > 0; }
@@ -229,8 +259,11 @@ class Scheduler {
   // Whether COMMIT is available (the runtime has a store).
   void set_has_store(bool v) { has_store_ = v; }
   bool has_store() const { return has_store_; }
-  // Releases the lock: the committing task `t` continues first with the
-  // `nargs` values on its stack, then the queued starts and resumes.
+  // The write of t's COMMIT settled, with the `nargs` values ((true) or
+  // (false, error)) pushed onto t->co: releases t's lock and queues t at the
+  // back of the ready queue, to continue with those values (cancellable
+  // meanwhile, not resumable by id). If no lock remains, runs Unlocked.
+  // Never runs t itself.
   void FinishCommit(Task* t, int nargs);
 
  private:
@@ -238,9 +271,14 @@ class Scheduler {
   // largest cost of an IMMEDIATE yield. Ended tasks go to `spare_` rather
   // than being freed while entries may still point at them; `gen` tells a
   // stale entry apart (it only ever grows, across reuse too).
+  // `nargs` is kWake for a wake with ("SCHEDULER", elapsed, unit); else the
+  // task continues with the `nargs` values already on its stack (a COMMIT's
+  // outcome, a promise's value: see Continue).
+  static constexpr int32_t kWake = -1;
   struct ReadyEntry {
     Task* task;
     uint32_t gen;
+    int32_t nargs = kWake;  // in the padding: an entry stays 16 bytes
   };
   // Runs t->co with `nargs` values already on its stack; handles the result.
   // Returns true when the task parked (then t->wait_start is the time now).
@@ -258,7 +296,17 @@ class Scheduler {
   void Release(Task* t);
   void TrimSpare();
   void Enqueue(Task* t);  // files t as ready (IMMEDIATE)
+  // Queues t, its wait cleared and `nargs` values on its stack, at the back
+  // of the ready queue: RunImmediate resumes it with them. Meanwhile it is
+  // waiting on nothing (kNone), so a resume by id or a late settlement
+  // cannot reach it; a cancel makes the entry stale.
+  void Continue(Task* t, int nargs);
+  // The last lock went: runs what it held back (see Lock).
+  void Unlocked();
   void EndTask(Task* t, int status, int nres);
+  // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
+  // its stack; deferred while the lock is held.
+  void RunJoiner(Task* w, int nargs);
   // RAII around scheduler work that runs several tasks back to back outside
   // any window (the waiters of a task that ended; starts a COMMIT held
   // back): with a timeSlice they share one slice (CpuBudget::OpenShared).
@@ -289,10 +337,15 @@ class Scheduler {
   bool has_store_ = false;
   struct Deferred {
     uint64_t key;
-    int nargs;  // values waiting on the task's stack
+    uint32_t gen;  // the task's at deferral: a stale entry never runs it
+    int nargs;     // values waiting on the task's stack
   };
-  std::deque<Deferred> deferred_;  // starts and resumes held back by the lock
+  std::deque<Deferred> deferred_;  // starts, resumes and deliveries held back by the lock
+  void Defer(Task* t, int nargs);
   void RunDeferred();
+  bool unlocking_ = false;    // inside Unlocked: a nested unlock leaves the rest to it
+  int64_t chain_start_ = -1;  // first direct Deliver since the loop turned (monotonic ns), -1 if none
+  int64_t last_park_ = 0;     // the latest park's stamp (monotonic ns): a chain's age without a clock read
   uint64_t next_key_ = 1;
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;

@@ -25,9 +25,18 @@ class Recorder final : public SchedulerHooks {
     ends.push_back(v);
   }
   void OnScheduleChange() override {}
-  void OnCommit(Task& task) override { committing.push_back(task.key); }
+  void OnCommit(Task& task) override {
+    committing.push_back(task.key);
+    if (fail_at_once != nullptr) {  // the snapshot cannot be taken: fails before any write
+      lua_pushboolean(task.co, 0);
+      lua_pushstring(task.co, fail_at_once);
+      sched->FinishCommit(&task, 2);
+    }
+  }
   std::vector<uint64_t> committing;
   std::vector<std::string> ends;
+  Scheduler* sched = nullptr;
+  const char* fail_at_once = nullptr;
 };
 
 constexpr int64_t kMs = 1'000'000;
@@ -388,6 +397,17 @@ TEST_F(SchedulerTest, WaitJoinsATaskAndReRaisesItsError) {
 namespace lua_tasks {
 namespace {
 
+// Settles the oldest COMMIT in flight as written: (true, nil) onto the task.
+void Written(Scheduler* sched, Recorder* rec) {
+  ASSERT_FALSE(rec->committing.empty());
+  Task* t = sched->Find(rec->committing.front());
+  rec->committing.erase(rec->committing.begin());
+  ASSERT_NE(t, nullptr);
+  lua_pushboolean(t->co, 1);
+  lua_pushnil(t->co);
+  sched->FinishCommit(t, 2);
+}
+
 TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   Run(R"(function committer() note("commit") coroutine.yield("COMMIT", "x") note("after") end
          function sleeper() coroutine.yield("FOR", 1) note("slept") end
@@ -405,16 +425,141 @@ TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   EXPECT_EQ(sched->Resume(w, L, 1), Scheduler::ResumeResult::kResumed);
   Turn(5000 * kMs);  // the sleeper's timer is due, but the lock holds it
   EXPECT_EQ(Log(), "waiting,commit");
-  Task* t = sched->Find(c);
-  ASSERT_NE(t, nullptr);
-  lua_pushboolean(t->co, 1);
-  lua_pushnil(t->co);
-  sched->FinishCommit(t, 2);
-  EXPECT_EQ(Log(), "waiting,commit,after,late start,got v");
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  EXPECT_FALSE(sched->locked());
+  // At the unlock: the deferred start and resume, in order, then the timer
+  // that came due. The committer continues in the next check phase.
+  EXPECT_EQ(Log(), "waiting,commit,late start,got v,slept");
   Turn(0);
-  EXPECT_EQ(Log(), "waiting,commit,after,late start,got v,slept");
+  EXPECT_EQ(Log(), "waiting,commit,late start,got v,slept,after");
 }
 
+// Issue 19: the committer used to continue inside FinishCommit, ahead of all
+// it had held back, and take the lock again at once.
+TEST_F(SchedulerTest, TheCommitterContinuesAfterTheTasksReadyBeforeIt) {
+  Run(R"(function committer() coroutine.yield("COMMIT") note("after") end
+         function spinner() for i = 1, 2 do coroutine.yield() note("spin " .. i) end end)");
+  sched->set_has_store(true);
+  Start("spinner");  // IMMEDIATE: ready before the committer
+  Start("committer");
+  Turn(0);  // locked: the spinner waits
+  EXPECT_EQ(Log(), "");
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  EXPECT_EQ(Log(), "");  // nothing runs inside FinishCommit but held-back work
+  EXPECT_TRUE(sched->HasReady());
+  Turn(0);
+  EXPECT_EQ(Log(), "spin 1,after");
+  Turn(0);
+  EXPECT_EQ(Log(), "spin 1,after,spin 2");
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+TEST_F(SchedulerTest, DueTimersRunAtTheUnlockBeforeALoopingCommitterLocksAgain) {
+  Run(R"(function committer() for i = 1, 3 do coroutine.yield("COMMIT") note("c" .. i) end end
+         function sleeper() for i = 1, 3 do coroutine.yield("FOR", 10, "MILLISECONDS") note("s" .. i) end end)");
+  sched->set_has_store(true);
+  Start("sleeper");
+  Start("committer");
+  for (int i = 0; i < 3; ++i) {
+    clock.Advance(15 * kMs);  // the write takes 15 ms: the sleeper falls due meanwhile
+    sched->RunTimers();       // the timer phase during the write: held back
+    ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+    sched->RunImmediate();  // the check phase: the committer continues, and commits again
+  }
+  EXPECT_EQ(Log(), "s1,c1,s2,c2,s3,c3");
+}
+
+TEST_F(SchedulerTest, TwoCommittingLoopsAlternate) {
+  Run(R"(function mk(name) return function()
+           for i = 1, 3 do note(name .. i) coroutine.yield("COMMIT") end end end
+         a, b = mk("a"), mk("b"))");
+  sched->set_has_store(true);
+  Start("a");
+  Start("b");  // deferred by a's lock
+  while (!rec.committing.empty()) {
+    ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+    Turn(0);
+  }
+  EXPECT_EQ(Log(), "a1,b1,a2,b2,a3,b3");
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+// The embedder may hold a lock of its own for the whole write of several
+// COMMITs, and settle the committers before it lets go.
+TEST_F(SchedulerTest, NoLuaRunsWhileAnotherLockRemains) {
+  Run(R"(function committer() coroutine.yield("COMMIT") note("after") end
+         function late() note("late") end
+         function sleeper() coroutine.yield("FOR", 1) note("slept") end)");
+  sched->set_has_store(true);
+  Start("sleeper");
+  Start("committer");
+  Start("late");
+  sched->Lock();
+  clock.Advance(2000 * kMs);
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  EXPECT_TRUE(sched->locked());
+  sched->RunImmediate();
+  sched->RunTimers();
+  EXPECT_EQ(Log(), "");
+  sched->Unlock();
+  EXPECT_EQ(Log(), "late,slept");
+  Turn(0);
+  EXPECT_EQ(Log(), "late,slept,after");
+}
+
+TEST_F(SchedulerTest, ACommitterQueuedToContinueCanBeCancelledButNotResumed) {
+  Run(R"(function committer() local x <close> = setmetatable({}, {__close = function() note("closed") end})
+           coroutine.yield("COMMIT") note("after") end)");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  lua_pushliteral(L, "v");
+  EXPECT_EQ(sched->Resume(c, L, 1), Scheduler::ResumeResult::kNotResumable);
+  EXPECT_EQ(lua_gettop(L), base);
+  EXPECT_TRUE(sched->Cancel(c));
+  Turn(0);
+  EXPECT_EQ(Log(), "closed");
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"cancelled"});
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+// The committer's entry stays queued, stale, after a cancel: it must not
+// wake the task that takes over its Task, with or without the values.
+TEST_F(SchedulerTest, AStaleContinueEntryNeverWakesTheTaskThatReusesItsSlot) {
+  Run(R"(function committer() coroutine.yield("COMMIT") note("after") end
+         function parked() local v = coroutine.yield("INDEFINITELY") note("woken " .. tostring(v)) end)");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  const Task* tc = sched->Find(c);
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_TRUE(sched->Cancel(c));
+  const uint64_t p = Start("parked");
+  ASSERT_EQ(sched->Find(p), tc);  // the parked task took over the committer's Task
+  Turn(0);
+  Turn(0);
+  EXPECT_EQ(Log(), "");
+  lua_State* L = host->main();
+  lua_pushliteral(L, "v");
+  EXPECT_EQ(sched->Resume(p, L, 1), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(Log(), "woken v");
+}
+
+TEST_F(SchedulerTest, CancellingACommitterWhoseWriteIsInFlightReleasesOnlyItsOwnLock) {
+  Run(R"(function committer() coroutine.yield("COMMIT") end
+         function late() note("late") end)");
+  sched->set_has_store(true);
+  const uint64_t c = Start("committer");
+  sched->Lock();  // the embedder's, for the write
+  Start("late");
+  EXPECT_TRUE(sched->Cancel(c));
+  EXPECT_TRUE(sched->locked());
+  EXPECT_EQ(Log(), "");
+  sched->Unlock();
+  EXPECT_FALSE(sched->locked());
+  EXPECT_EQ(Log(), "late");
+}
 TEST_F(SchedulerTest, IdsAreLongerThanLuaInternsAndSortInStartOrder) {
   const std::string a = sched->IdOf(1);
   const std::string b = sched->IdOf(36);
@@ -470,6 +615,7 @@ TEST_F(SchedulerTest, ACoroutineWhoseStartALockDeferredCannotBeStartedAgain) {
   lua_pushboolean(t->co, 1);
   lua_pushnil(t->co);
   sched->FinishCommit(t, 2);
+  Turn(0);
   EXPECT_EQ(Log(), "ran");     // once
   EXPECT_EQ(Start("co"), 0u);  // dead now
 }
@@ -482,8 +628,28 @@ TEST_F(SchedulerTest, AFailedCommitRaisesAtTheYield) {
   lua_pushboolean(t->co, 0);
   lua_pushliteral(t->co, "disk full");
   sched->FinishCommit(t, 2);
-  EXPECT_EQ(Log(), "false disk full");
   EXPECT_FALSE(sched->locked());
+  EXPECT_EQ(Log(), "");
+  Turn(0);
+  EXPECT_EQ(Log(), "false disk full");
+}
+
+// A COMMIT that fails before its write (OnCommit settles it at once) takes
+// the same way back: a loop of them cannot hold the loop inside one start.
+TEST_F(SchedulerTest, ACommitFailingAtOnceContinuesThroughTheReadyQueue) {
+  Run(R"(function committer() for i = 1, 3 do local ok, err = pcall(coroutine.yield, "COMMIT") note(err) end end)");
+  sched->set_has_store(true);
+  rec.sched = sched.get();
+  rec.fail_at_once = "bad state";
+  Start("committer");
+  EXPECT_FALSE(sched->locked());
+  EXPECT_EQ(Log(), "");
+  Turn(0);
+  EXPECT_EQ(Log(), "bad state");
+  Turn(0);
+  Turn(0);
+  EXPECT_EQ(Log(), "bad state,bad state,bad state");
+  EXPECT_EQ(sched->task_count(), 0u);
 }
 
 TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
@@ -495,6 +661,94 @@ TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
   EXPECT_TRUE(sched->Cancel(c));
   EXPECT_FALSE(sched->locked());
   EXPECT_EQ(Log(), "other");
+}
+
+// Waits as an await of a JS promise does (lua_api: BeginAwait); the test
+// settles it with Settled, as the addon's settle callback would.
+int AwaitForTest(lua_State* L) {
+  auto* s = static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+  s->current()->Pend(WaitKind::kPromise);
+  return lua_yield(L, 0);
+}
+
+class DeliverTest : public SchedulerTest {
+ protected:
+  void SetUp() override {
+    SchedulerTest::SetUp();
+    lua_State* L = host->main();
+    lua_pushlightuserdata(L, sched.get());
+    lua_pushcclosure(L, AwaitForTest, 1);
+    lua_setglobal(L, "await");
+  }
+  // The promise `key` awaits resolved to `v`.
+  void Settled(uint64_t key, const char* v) {
+    Task* t = sched->Find(key);
+    ASSERT_NE(t, nullptr);
+    ASSERT_EQ(t->wait, WaitKind::kPromise);
+    lua_pushboolean(t->co, 1);
+    lua_pushstring(t->co, v);
+    sched->Deliver(t, 2);
+  }
+};
+
+// Issue 19: a task awaiting settled promises in a loop ran as one chain of
+// microtasks, and the loop never turned while it lasted.
+TEST_F(DeliverTest, ASettledPromiseRunsItsTaskAtOnceUntilTheTurnsChainIsOld) {
+  Run(R"(function waiter() for i = 1, 5 do local ok, v = await() note(v) end end)");
+  const uint64_t k = Start("waiter");
+  Settled(k, "1");  // the turn's chain begins
+  clock.Advance(Scheduler::kDirectChainNs);
+  Settled(k, "2");  // its run parks kDirectChainNs after the chain began
+  EXPECT_EQ(Log(), "1,2");  // direct: an await costs no loop turn
+  Settled(k, "3");
+  EXPECT_EQ(Log(), "1,2");  // the chain is old: through the ready queue
+  EXPECT_TRUE(sched->HasReady());
+  lua_State* L = host->main();
+  const int base = lua_gettop(L);
+  lua_pushliteral(L, "x");
+  EXPECT_EQ(sched->Resume(k, L, 1), Scheduler::ResumeResult::kNotResumable);  // queued, not waiting on a yield
+  EXPECT_EQ(lua_gettop(L), base);
+  Turn(0);
+  EXPECT_EQ(Log(), "1,2,3");
+  Settled(k, "4");  // still the same loop turn
+  EXPECT_EQ(Log(), "1,2,3");
+  Turn(0);
+  EXPECT_EQ(Log(), "1,2,3,4");
+  sched->LoopTurned();  // the loop polled: a new chain
+  Settled(k, "5");
+  EXPECT_EQ(Log(), "1,2,3,4,5");
+  EXPECT_EQ(sched->task_count(), 0u);
+}
+
+TEST_F(DeliverTest, ASettlementWhileTheLockIsHeldRunsAtTheUnlock) {
+  Run(R"(function waiter() local ok, v = await() note(v) end
+         function committer() coroutine.yield("COMMIT") note("after") end)");
+  sched->set_has_store(true);
+  const uint64_t k = Start("waiter");
+  Start("committer");
+  Settled(k, "v");
+  EXPECT_EQ(Log(), "");
+  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  EXPECT_EQ(Log(), "v");
+  Turn(0);
+  EXPECT_EQ(Log(), "v,after");
+}
+
+TEST_F(DeliverTest, ATaskQueuedWithItsPromisesValueCanBeCancelled) {
+  Run(R"(function waiter() for i = 1, 3 do local ok, v = await() note(v) end end)");
+  const uint64_t first = Start("waiter");
+  const uint64_t second = Start("waiter");
+  Settled(first, "a");  // the turn's chain begins
+  clock.Advance(Scheduler::kDirectChainNs);
+  Settled(first, "b");  // runs, parks: the chain's direct part is over
+  Settled(second, "c");
+  EXPECT_EQ(Log(), "a,b");
+  ASSERT_TRUE(sched->HasReady());
+  EXPECT_TRUE(sched->Cancel(second));
+  Turn(0);
+  EXPECT_EQ(Log(), "a,b");
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"cancelled"});
+  EXPECT_EQ(sched->task_count(), 1u);  // first, awaiting
 }
 
 // A runtime with a CPU budget on a clock that moves 1 ms every time it is
