@@ -59,17 +59,45 @@ export class Task {
   readonly result: Promise<unknown>;
 }
 
-export interface Store {
-  load(name: string): Promise<Buffer | Uint8Array | null>;
-  save(name: string, bytes: Buffer): Promise<void>;
+/** What the runtime passes with each save (docs/persistence.md). */
+export interface SaveInfo {
+  /** Grows with every save of the runtime: a store drops a save lower than one it applied. */
+  seq: number;
+  /** The lease's token, when the store gave one: the fencing token. */
+  token?: unknown;
 }
 
-/** The embedded store: one durable `<name>.state` file per runtime in a directory. */
+/** One owner's hold on a name, from `Store.acquire`. */
+export interface Lease {
+  /** Grows with every acquire of the name (a fencing token). */
+  token: unknown;
+  release(): void | Promise<void>;
+}
+
+export interface Store {
+  /** The last snapshot saved for `name`, or null. */
+  load(name: string): Promise<Buffer | Uint8Array | null>;
+  /**
+   * Durable before it resolves. A rejection means the previous snapshot stands,
+   * unless the error has `replaced: true` (the new one is in place, not confirmed durable).
+   */
+  save(name: string, bytes: Buffer, info?: SaveInfo): Promise<void>;
+  /** One owner per name: rejects with ERR_STORE_LOCKED (and `holder`) while another holds it. */
+  acquire?(name: string): Promise<Lease>;
+  /** Where `name` is kept, for error messages. */
+  locate?(name: string): string;
+}
+
+/** The embedded store: one durable `<name>.state` file per runtime in a directory, owned through an OS lock. */
 export class DirectoryStore implements Store {
   constructor(dir: string);
   readonly dir: string;
   load(name: string): Promise<Buffer | null>;
-  save(name: string, bytes: Buffer): Promise<void>;
+  save(name: string, bytes: Buffer, info?: SaveInfo): Promise<void>;
+  acquire(name: string): Promise<Lease>;
+  /** The snapshot's file path. */
+  file(name: string): string;
+  locate(name: string): string;
 }
 
 export interface OpenOptions extends RuntimeOptions {
@@ -77,13 +105,18 @@ export interface OpenOptions extends RuntimeOptions {
   name: string;
   /** A directory path (the embedded store) or a store object. */
   store: string | Store;
+  /** ms a store's acquire, load or save may take before it fails (ERR_STORE_TIMEOUT); 0 = no bound. @default 30000 */
+  storeTimeout?: number;
 }
 
 export class Runtime extends EventEmitter {
   constructor(options?: RuntimeOptions);
-  /** Creates a runtime whose tasks.state is restored from the store. */
+  /**
+   * Creates a runtime whose tasks.state is restored from the store; it owns the name until closed.
+   * Rejects with ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT or ERR_COMMIT_FAILED.
+   */
   static open(options: OpenOptions): Promise<Runtime>;
-  /** Saves tasks.state durably now; no task runs until it is written. */
+  /** Saves tasks.state durably; no task runs until it is written. Concurrent calls share one write. */
   commit(): Promise<void>;
   load(source: string, options?: { name?: string }): unknown[];
   set(name: string, value: unknown): void;
@@ -104,7 +137,9 @@ export class Runtime extends EventEmitter {
     tasks: number;
     preemptions: number;
   };
+  /** Writes the commits asked for before it, then cancels every task and frees the state. */
   close(): Promise<void>;
+  /** Frees the state at once; a write in flight goes on, and the name stays owned until it settles. */
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
   /**
@@ -129,6 +164,15 @@ export class ConversionError extends LuaTasksError {}
 export class RuntimeClosedError extends LuaTasksError {}
 export class TaskError extends LuaTasksError {
   reason?: unknown;
+  /** ERR_TASK_CANCELLED during a COMMIT: whether its snapshot was written. */
+  committed?: boolean;
+  /** ERR_COMMIT_FAILED: the new snapshot is in place but not confirmed durable. */
+  replaced?: boolean;
+}
+/** ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT. */
+export class StoreError extends LuaTasksError {
+  /** ERR_STORE_LOCKED: who holds the name. */
+  holder?: { pid: number; host: string; since?: string };
 }
 export interface CronNextOptions {
   /** Times strictly after this (sub-seconds dropped). @default new Date() */
