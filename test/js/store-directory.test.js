@@ -61,7 +61,7 @@ describeStore({
   leftovers: (ctx, name) => fs.readdirSync(ctx.dir).filter((f) => f.startsWith(`${name}.state.`)),
   faults: [
     failAt('opening the temporary file', 'EACCES', 'open-tmp'),
-    failAt('writing', 'ENOSPC', 'writeFile'),
+    failAt('writing', 'ENOSPC', 'write'),
     failAt('fsync of the file', 'EIO', 'sync'),
     failAt('closing the file', 'EIO', 'close'),
     failAt('the rename', 'EXDEV', 'rename'),
