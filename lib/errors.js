@@ -15,8 +15,9 @@ const codes = Object.freeze({
   ERR_NOT_IN_TASK: 'ERR_NOT_IN_TASK',
   ERR_RUNTIME_CLOSED: 'ERR_RUNTIME_CLOSED',
   ERR_COMMIT_FAILED: 'ERR_COMMIT_FAILED',
-  ERR_STORE_LOCKED: 'ERR_STORE_LOCKED',
-  ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT',
+  ERR_STORE_LOCKED: 'ERR_STORE_LOCKED', // the name is open elsewhere (err.holder says where)
+  ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT', // the saved snapshot does not read (checksum, truncation, format)
+  ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT', // the store did not answer within storeTimeout
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
   ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
   ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',
@@ -52,10 +53,13 @@ class RuntimeClosedError extends LuaTasksError {}
 /** A task that was cancelled, timed out or could not commit. */
 class TaskError extends LuaTasksError {}
 
+/** A store that refuses: the name is owned elsewhere, the snapshot is corrupt, or the store does not answer. */
+class StoreError extends LuaTasksError {}
+
 // `name` is a data property of each prototype, not a getter: Lua reads an
 // error's name without running code of it (docs/security.md), and a getter
 // would read as nil there.
-for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError]) {
+for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError, StoreError]) {
   Object.defineProperty(Cls.prototype, 'name', { value: Cls.name, writable: true, configurable: true, enumerable: false });
 }
 
@@ -71,6 +75,9 @@ const byCode = {
   ERR_TASK_CANCELLED: TaskError,
   ERR_TASK_TIMEOUT: TaskError,
   ERR_COMMIT_FAILED: TaskError,
+  ERR_STORE_LOCKED: StoreError,
+  ERR_STORE_CORRUPT: StoreError,
+  ERR_STORE_TIMEOUT: StoreError,
 };
 
 // "[string \"x\"]:3: msg" or "name:3: msg" -> { source, line }
@@ -109,4 +116,5 @@ module.exports = {
   ConversionError,
   RuntimeClosedError,
   TaskError,
+  StoreError,
 };

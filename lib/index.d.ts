@@ -59,25 +59,34 @@ export class Task {
   readonly result: Promise<unknown>;
 }
 
-/** Ownership of a name in a store, from `acquire(name)`. */
-export interface StoreLease {
-  /** Grows with every acquire of the name, across restarts: the fencing token to pass to save(). */
-  readonly token: number;
-  /** Gives the name up; a rename in progress lands first, later saves under this token are refused. Idempotent. */
-  release(): Promise<void>;
+/** What the runtime passes with each save (docs/persistence.md). */
+export interface SaveInfo {
+  /** Grows with every save: a store drops a save lower than one it already applied under the same token. */
+  seq?: number;
+  /** The lease's token, when the store gave one: the fencing token. */
+  token?: number;
 }
 
-/** What a save is part of: the lease's token, and a number that grows with each save under it. */
-export interface SaveInfo {
-  token?: number;
-  seq?: number;
+/** Ownership of a name in a store, from `acquire(name)`. */
+export interface StoreLease {
+  /** Grows with every acquire of the name, across restarts: the fencing token passed to save(). */
+  readonly token: number;
+  /** Gives the name up; a rename in progress lands first, later saves under this token are refused. Idempotent. */
+  release(): void | Promise<void>;
 }
 
 export interface Store {
+  /** The last snapshot saved for `name`, or null. */
   load(name: string): Promise<Buffer | Uint8Array | null>;
+  /**
+   * Durable before it resolves. A rejection means the previous snapshot stands,
+   * unless the error has `replaced: true` (the new one is in place, not confirmed durable).
+   */
   save(name: string, bytes: Buffer, info?: SaveInfo): Promise<void>;
-  /** One owner per name: rejects with ERR_STORE_LOCKED while the name is held elsewhere. */
+  /** One owner per name: rejects with ERR_STORE_LOCKED (and `holder`) while another holds it. */
   acquire?(name: string): Promise<StoreLease>;
+  /** Where `name` is kept, for error messages. */
+  locate?(name: string): string;
 }
 
 /**
@@ -103,13 +112,18 @@ export interface OpenOptions extends RuntimeOptions {
   name: string;
   /** A directory path (the embedded store) or a store object. */
   store: string | Store;
+  /** ms a store's acquire, load or save may take before it fails (ERR_STORE_TIMEOUT); 0 = no bound. @default 30000 */
+  storeTimeout?: number;
 }
 
 export class Runtime extends EventEmitter {
   constructor(options?: RuntimeOptions);
-  /** Creates a runtime whose tasks.state is restored from the store. */
+  /**
+   * Creates a runtime whose tasks.state is restored from the store; it owns the name until closed.
+   * Rejects with ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT or ERR_COMMIT_FAILED.
+   */
   static open(options: OpenOptions): Promise<Runtime>;
-  /** Saves tasks.state durably now; no task runs until it is written. */
+  /** Saves tasks.state durably; no task runs until it is written. Concurrent calls share one write. */
   commit(): Promise<void>;
   load(source: string, options?: { name?: string }): unknown[];
   set(name: string, value: unknown): void;
@@ -130,7 +144,9 @@ export class Runtime extends EventEmitter {
     tasks: number;
     preemptions: number;
   };
+  /** Writes the commits asked for before it, then cancels every task and frees the state. */
   close(): Promise<void>;
+  /** Frees the state at once; a write in flight goes on, and the name stays owned until it settles. */
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
   /**
@@ -155,6 +171,15 @@ export class ConversionError extends LuaTasksError {}
 export class RuntimeClosedError extends LuaTasksError {}
 export class TaskError extends LuaTasksError {
   reason?: unknown;
+  /** ERR_TASK_CANCELLED during a COMMIT: whether its snapshot was written. */
+  committed?: boolean;
+  /** ERR_COMMIT_FAILED: the new snapshot is in place but not confirmed durable. */
+  replaced?: boolean;
+}
+/** ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT. */
+export class StoreError extends LuaTasksError {
+  /** ERR_STORE_LOCKED: who holds the name. */
+  holder?: { pid: number; host: string; since?: string };
 }
 export interface CronNextOptions {
   /** Times strictly after this (sub-seconds dropped). @default new Date() */

@@ -8,6 +8,7 @@ const path = require('node:path');
 const v8 = require('node:v8');
 const binding = require('./binding');
 const { toStore, checkName, DirectoryStore } = require('./store');
+const { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const errors = require('./errors');
 const { makeError } = errors;
 
@@ -298,12 +299,10 @@ class Runtime extends EventEmitter {
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
   #cancelReasons = new Map();
-  #store = null;
   #name = null;
-  #saving = Promise.resolve();
-  #lease = null; // the store's { token, release() } for this name, when the store has acquire()
-  #seq = 0; // counts saves, so the store can drop one overtaken by a newer one
-  #released = Promise.resolve(); // the lease given back (close() waits for it)
+  #commits = null; // the CommitQueue of a runtime with a store
+  #lease = null; // the store's lease on #name, released once the last write settles
+  #closing = null; // what close() returns
 
   /**
    * @param {object} [options]
@@ -331,17 +330,9 @@ class Runtime extends EventEmitter {
       { ...opts, hasStore: Boolean(persist) }, opts.print, Runtime.#dispatchEnd, this, Runtime.#dispatchCommit);
     this.#idPrefix = this.#native.idPrefix();
     if (persist) {
-      this.#store = persist.store;
       this.#name = persist.name;
       this.#lease = persist.lease;
-      if (persist.state) {
-        try {
-          this.#native.restore(persist.state);
-        } catch (e) {
-          this.#native.close();
-          throw e;
-        }
-      }
+      this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     for (const [name, file] of Object.entries(SHIPPED)) {
@@ -366,78 +357,80 @@ class Runtime extends EventEmitter {
 
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
 
-  // A task yielded COMMIT: save the snapshot, then wake it through settle.
-  static #dispatchCommit = (rt, bytes, settle, key, token) => {
-    rt.#save(bytes).then(() => settle(key, token, true), (e) => settle(key, token, false, e));
+  // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
+  static #dispatchCommit = (rt, _bytes, settle, key, token) => {
+    rt.#commits.request({ settle, key, token });
   };
 
   /**
    * Creates a runtime with a persistent `tasks.state`, restored from the
-   * store's last snapshot for this name (a new name starts empty).
-   * @param {RuntimeOptions & { name: string, store: string | { load(name: string): Promise<Buffer|null>, save(name: string, bytes: Buffer): Promise<void> } }} options
+   * store's last snapshot for this name (a new name starts empty). The
+   * runtime owns the name until it is closed: a second open of it, here or
+   * in another process, fails with ERR_STORE_LOCKED.
+   * @param {RuntimeOptions & { name: string, store: string | Store, storeTimeout?: number }} options
    * @returns {Promise<Runtime>}
-   * @throws {TypeError} for a bad name or store; ERR_STORE_LOCKED when the name is open elsewhere (this
-   *   process included) until that runtime closes; ERR_COMMIT_FAILED for a snapshot that cannot be read
+   * @throws ERR_STORE_LOCKED (the name is open elsewhere), ERR_STORE_CORRUPT (the
+   *   snapshot does not read), ERR_STORE_TIMEOUT (the store did not answer),
+   *   ERR_COMMIT_FAILED (the store's load failed), or a TypeError for a bad option
    */
   static async open(options) {
     if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-    const { name, store, ...rest } = options;
+    const { name, store, storeTimeout, ...rest } = options;
     checkName(name);
     const st = toStore(store);
-    // One owner per name (ERR_STORE_LOCKED), taken before the state is read.
-    const lease = typeof st.acquire === 'function' ? await st.acquire(name) : null;
+    const timeout = storeTimeoutOf(storeTimeout);
+    const where = locate(st, name);
+    const lease = typeof st.acquire === 'function' ? await acquireLease(st, name, timeout) : null;
+    let rt;
     try {
       let state;
       try {
-        state = await st.load(name);
+        state = await withTimeout(Promise.resolve().then(() => st.load(name)), timeout, () => `The store's load("${name}")`);
       } catch (e) {
-        throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}": ${e && e.message}`, { cause: e });
+        if (e && e.code === 'ERR_STORE_TIMEOUT') throw e;
+        throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}" from ${where}: ${reasonText(e)}.`, { cause: e });
       }
       if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
-        throw makeError('ERR_COMMIT_FAILED', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
+        throw makeError('ERR_STORE_CORRUPT', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
       }
-      return new Runtime({ ...rest, [PERSIST]: { name, store: st, state: state || null, lease } });
+      rt = new Runtime({ ...rest, [PERSIST]: { name, store: st, lease, storeTimeout: timeout } });
+      if (state) await rt.#restore(state, where);
+      return rt;
     } catch (e) {
+      if (rt) rt.#lease = null; // released below, once
+      if (rt) rt.closeSync();
       if (lease) await lease.release();
       throw e;
     }
   }
 
-  // Saves in order: a later snapshot never lands before an earlier one.
-  #save(bytes) {
-    const name = this.#name;
-    const store = this.#store;
-    const info = { token: this.#lease ? this.#lease.token : undefined, seq: ++this.#seq };
-    const p = this.#saving.then(() => store.save(name, Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength), info))
-      .catch((e) => {
-        if (e && e.replaced) throw makeError('ERR_COMMIT_FAILED', `COMMIT failed: ${e.message}`, { cause: e, replaced: true });
-        throw makeError('ERR_COMMIT_FAILED',
-          `COMMIT failed: the store could not save the state of "${name}": ${e && e.message}. The previous snapshot is intact.`,
-          { cause: e });
-      });
-    this.#saving = p.catch(() => {});
-    return p;
+  // Decodes the snapshot into tasks.state a slice at a time, a loop turn between slices.
+  async #restore(bytes, where) {
+    const native = this.#native;
+    try {
+      native.restoreBegin(bytes);
+      while (!native.restoreStep(SLICE_MS)) await nextTurn();
+    } catch (e) {
+      throw makeError(e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
+        `Cannot restore the saved state of runtime "${this.#name}" from ${where}: ${stripPeriod(e.message)}.`, { cause: e });
+    }
   }
 
   /**
-   * Saves `tasks.state` durably now. The snapshot is taken at once; no task
-   * of this runtime runs until it is written.
+   * Saves `tasks.state` durably. The snapshot is taken now, or, if a write is
+   * in flight, when the next one begins (commits asked for meanwhile share
+   * it); no task of this runtime runs until it is written.
    * @returns {Promise<void>}
-   * @throws ERR_COMMIT_FAILED (no store, a value that cannot persist, a failed write)
+   * @throws ERR_COMMIT_FAILED (no store, a value that cannot persist, a failed
+   *   or timed-out write), ERR_RUNTIME_CLOSED
    */
   async commit() {
     this.#check();
-    if (!this.#store) {
+    if (!this.#commits) {
       throw makeError('ERR_COMMIT_FAILED',
         'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).');
     }
-    const bytes = this.#native.snapshot();
-    this.#native.lock();
-    try {
-      await this.#save(bytes);
-    } finally {
-      if (!this.#closed) this.#native.unlock();
-    }
+    return this.#commits.request();
   }
 
   #idOf(key) {
@@ -447,12 +440,20 @@ class Runtime extends EventEmitter {
   // The error a cancelled task's result rejects with, as a function that
   // makes it: only a result someone took needs it, and making an Error (its
   // stack) was over half of what rt.cancel cost (6.5 us a call).
-  #cancelledError(id) {
+  // `committed`: for a task cancelled while its COMMIT was being written,
+  // whether that snapshot landed.
+  #cancelledError(id, committed) {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
-    return () => makeError('ERR_TASK_CANCELLED',
-      `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`,
-      reason !== undefined ? { reason } : undefined);
+    return () => {
+      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : ''}.`;
+      if (committed === true) message += ' Its COMMIT had been written: the snapshot it asked for is saved.';
+      if (committed === false) message += ' Its COMMIT was being written and failed: the snapshot it asked for is not saved.';
+      const props = {};
+      if (reason !== undefined) props.reason = reason;
+      if (committed !== undefined) props.committed = committed;
+      return makeError('ERR_TASK_CANCELLED', message, props);
+    };
   }
 
   #onEnd(key, kind, value) {
@@ -461,6 +462,16 @@ class Runtime extends EventEmitter {
       return;
     }
     const task = this.#tasks.get(key);
+    if (kind === END_CANCELLED && task) {
+      // Cancelled with its COMMIT in flight: it settles when the write does,
+      // saying whether it landed (never "cancelled" for a state written).
+      const outcome = this.#commits && this.#commits.outcomeOf(key);
+      if (outcome) {
+        this.#tasks.delete(key);
+        outcome.then((committed) => task._end(END_CANCELLED, this.#cancelledError(task.id, committed)));
+        return;
+      }
+    }
     if (kind === END_CANCELLED) value = this.#cancelledError(task ? task.id : this.#idOf(key));
     if (!task) {
       if (this.#starting) {
@@ -679,29 +690,93 @@ class Runtime extends EventEmitter {
   }
 
   /**
-   * Cancels every task (running their <close> variables; their results
-   * reject with ERR_TASK_CANCELLED) and frees the Lua state. Idempotent;
-   * afterwards every call (including calls of Lua functions obtained from this
-   * runtime) throws ERR_RUNTIME_CLOSED.
+   * Closes the runtime. It refuses new calls at once (ERR_RUNTIME_CLOSED);
+   * COMMITs and rt.commit() calls made before it are written first (no Lua
+   * runs meanwhile); then every task is cancelled (running its <close>
+   * variables; results reject with ERR_TASK_CANCELLED), the Lua state is
+   * freed and the store's lease on the name released. Idempotent: every
+   * call returns the same promise. Afterwards every call (including calls of
+   * Lua functions obtained from this runtime) throws ERR_RUNTIME_CLOSED.
    * @returns {Promise<void>}
    */
-  async close() {
-    this.closeSync();
+  close() {
+    if (!this.#closing) this.#closing = this.#closeDrained();
+    return this.#closing;
+  }
+
+  async #closeDrained() {
+    if (!this.#closed) {
+      this.#closed = true;
+      const commits = this.#commits;
+      if (commits && !commits.idle) {
+        this.#native.lock(); // no Lua runs while the writes finish
+        await commits.drain();
+      }
+      this.#shutdown();
+    }
     await this.#released;
   }
 
-  /** close(), synchronously; the name is given back once saves in flight have settled. */
+  /**
+   * close() without waiting: the Lua state is freed at once. Commits whose
+   * snapshot was not taken yet reject with ERR_RUNTIME_CLOSED; a write in
+   * flight goes on, its callers and its task learn its true outcome, and the
+   * name stays owned (ERR_STORE_LOCKED for a new opener) until it settles.
+   */
   closeSync() {
     if (this.#closed) return;
     this.#closed = true;
-    this.#native.close();
+    this.#shutdown();
+  }
+
+  #released = Promise.resolve();
+
+  #shutdown() {
+    this.#native.close(); // cancels every task: a committer in flight asks the queue for its outcome
+    if (!this.#commits) return;
     const lease = this.#lease;
+    this.#lease = null;
+    const settled = this.#commits.close();
     if (lease) {
-      this.#lease = null;
-      // A save still in flight must land before the next owner can open the name.
-      this.#released = this.#saving.then(() => lease.release());
+      this.#released = settled.then(() => lease.release()).catch((e) => {
+        process.emitWarning(`lua-tasks: could not release the store's lease on "${this.#name}": ${reasonText(e)}`, { code: 'LUA_TASK_FAILED' });
+      });
     }
   }
+}
+
+const DEFAULT_STORE_TIMEOUT = 30000;
+
+function storeTimeoutOf(v) {
+  if (v === undefined) return DEFAULT_STORE_TIMEOUT;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 2 ** 31 - 1) {
+    throw makeError('ERR_OUT_OF_RANGE',
+      `The "options.storeTimeout" option must be a number of milliseconds from 0 (no bound) to 2147483647. Received ${typeName(v)}.`);
+  }
+  return v;
+}
+
+// Where a store keeps a name, for error messages.
+function locate(store, name) {
+  if (typeof store.locate === 'function') return String(store.locate(name));
+  if (typeof store.file === 'function') return String(store.file(name));
+  return `the store's load("${name}")`;
+}
+
+// The store's lease on `name`, bounded by the timeout. A lease granted after
+// the timeout is released at once: nobody will use it.
+async function acquireLease(store, name, timeout) {
+  const pending = Promise.resolve().then(() => store.acquire(name));
+  try {
+    return await withTimeout(pending, timeout, () => `The store's acquire("${name}")`);
+  } catch (e) {
+    if (e && e.code === 'ERR_STORE_TIMEOUT') pending.then((l) => l && l.release(), () => {});
+    throw e;
+  }
+}
+
+function stripPeriod(message) {
+  return String(message).replace(/\.$/, '');
 }
 
 module.exports = {

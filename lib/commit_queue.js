@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: MIT
+// CommitQueue: a runtime's snapshots on their way to the store, one write at a time.
+'use strict';
+
+const { inspect } = require('node:util');
+const { makeError } = require('./errors');
+
+// Longest a snapshot's encode runs on the loop before it lets Node's other
+// work in (docs/design.md: no COMMIT stalls the loop more than ~10 ms).
+const SLICE_MS = 4;
+
+const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+/**
+ * A rejection reason as a message: an Error's message, else the value
+ * itself, shown as Node shows it ("undefined" only when it was undefined).
+ * @param {*} reason
+ * @returns {string}
+ */
+function reasonText(reason) {
+  if (reason instanceof Error) return reason.message || reason.name || 'Error';
+  if (typeof reason === 'string') return reason;
+  const text = inspect(reason, { depth: 1, breakLength: Infinity });
+  return text.length > 200 ? `${text.slice(0, 200)}...` : text;
+}
+
+/**
+ * Settles `promise`, or rejects with ERR_STORE_TIMEOUT once `ms` pass (0: no
+ * bound). The timer keeps the process alive meanwhile: a write or a load in
+ * progress is work in progress.
+ * @param {Promise<*>} promise
+ * @param {number} ms
+ * @param {() => string} describe what did not finish, for the message
+ * @returns {Promise<*>}
+ */
+function withTimeout(promise, ms, describe) {
+  if (!ms) return promise;
+  let timer;
+  const timeout = new Promise((_, reject) => {
+    timer = setTimeout(() => {
+      reject(makeError('ERR_STORE_TIMEOUT', `${describe()} did not finish within ${ms} ms (the "storeTimeout" option).`));
+    }, ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Every COMMIT (a task's yield) and rt.commit() of one runtime goes through
+ * here. One write is in flight at a time, with the runtime's lock held for
+ * its whole length (no task runs; the snapshot is the state when the write
+ * began). Requests that arrive meanwhile wait together and share the next
+ * write (group commit): their snapshot is taken when it begins, which is no
+ * earlier than any of them asked. Between two writes the lock is let go for a
+ * loop turn, so tasks and timers that became ready run first (fair handover).
+ */
+class CommitQueue {
+  #native;
+  #store;
+  #name;
+  #timeout;
+  #lease;
+  #pending = []; // requests waiting for the next write
+  #writing = null; // the write in flight (a Promise), or null
+  #seq = 0; // grows with every save: the store can drop one that lands late
+  #next = null; // the setImmediate that starts the next write
+  #closed = false;
+  #outcomes = new Map(); // task key -> Promise<boolean>: whether its COMMIT was written
+  #keepOutcomes = false;
+
+  /**
+   * @param {object} native the runtime's native object (lock, unlock, snapshotBegin/Step/Abort)
+   * @param {{ save(name: string, bytes: Buffer, info?: object): Promise<void> }} store
+   * @param {string} name the runtime's name in the store
+   * @param {number} timeout ms a save may take (0: unbounded)
+   * @param {{ token?: * } | null} lease the store's lease on the name, if it gives one
+   */
+  constructor(native, store, name, timeout, lease) {
+    this.#native = native;
+    this.#store = store;
+    this.#name = name;
+    this.#timeout = timeout;
+    this.#lease = lease;
+  }
+
+  /** Whether no write is in flight or waiting. */
+  get idle() {
+    return this.#writing === null && this.#pending.length === 0;
+  }
+
+  /**
+   * Asks for a durable snapshot. `task`: { settle, key, token } for a task's
+   * COMMIT (told through settle), or undefined for rt.commit().
+   * @returns {Promise<void>} resolves once written, or rejects ERR_COMMIT_FAILED
+   */
+  request(task) {
+    let member;
+    const done = new Promise((resolve, reject) => {
+      member = { task, resolve, reject };
+    });
+    if (task) {
+      // Whether its snapshot was written, for a task cancelled meanwhile.
+      this.#outcomes.set(task.key, done.then(() => true, () => false));
+    } else {
+      done.catch(() => {}); // rt.commit() hands it to its caller: never unhandled here
+    }
+    this.#pending.push(member);
+    if (this.#writing === null && this.#next === null) this.#write();
+    return done;
+  }
+
+  /**
+   * For a task cancelled while its COMMIT was in flight: a Promise of
+   * whether its snapshot was written, else undefined.
+   * @param {number} key
+   */
+  outcomeOf(key) {
+    return this.#outcomes.get(key);
+  }
+
+  /**
+   * Resolves once every request made so far is written (or failed). Outcomes
+   * stay known meanwhile, for the tasks close() cancels after.
+   * @returns {Promise<void>}
+   */
+  async drain() {
+    this.#keepOutcomes = true;
+    while (!this.idle) {
+      if (this.#writing) await this.#writing;
+      else await nextTurn();
+    }
+  }
+
+  /**
+   * The runtime is closed (closeSync): requests whose snapshot was not taken
+   * yet fail; the write in flight goes on. Resolves when it has settled.
+   * @returns {Promise<void>}
+   */
+  close() {
+    this.#closed = true;
+    if (this.#next) clearImmediate(this.#next);
+    this.#next = null;
+    const err = makeError('ERR_RUNTIME_CLOSED',
+      `The runtime "${this.#name}" was closed before this commit's snapshot was taken: nothing was written for it.`);
+    for (const m of this.#pending.splice(0)) m.reject(err);
+    this.#outcomes.clear();
+    return this.#writing ? this.#writing : Promise.resolve();
+  }
+
+  #write() {
+    const group = this.#pending.splice(0);
+    this.#writing = this.#run(group).finally(() => {
+      this.#writing = null;
+      if (this.#pending.length > 0 && !this.#closed) {
+        // One loop turn first: what became ready during this write runs
+        // before the next one takes the lock.
+        this.#next = setImmediate(() => {
+          this.#next = null;
+          if (this.#pending.length > 0 && !this.#closed && this.#writing === null) this.#write();
+        });
+      }
+    });
+  }
+
+  async #run(group) {
+    const native = this.#native;
+    native.lock();
+    let error = null;
+    try {
+      const bytes = await this.#encode();
+      const info = { seq: ++this.#seq };
+      if (this.#lease && this.#lease.token !== undefined) info.token = this.#lease.token;
+      await withTimeout(Promise.resolve().then(() => this.#store.save(this.#name, bytes, info)), this.#timeout,
+        () => `The store's save("${this.#name}")`).catch((e) => {
+        throw this.#saveFailed(e);
+      });
+    } catch (e) {
+      error = e;
+    }
+    for (const m of group) {
+      if (m.task && !this.#closed) m.task.settle(m.task.key, m.task.token, error === null, error === null ? undefined : error);
+      if (error === null) m.resolve();
+      else m.reject(error);
+    }
+    if (!this.#keepOutcomes) {
+      // Let the outcome promises settle first; a task that is cancelled
+      // after this point was told its COMMIT's result already.
+      await null;
+      for (const m of group) if (m.task) this.#outcomes.delete(m.task.key);
+    }
+    if (!this.#closed) native.unlock();
+  }
+
+  // The snapshot, encoded a slice at a time while the lock is held.
+  async #encode() {
+    const native = this.#native;
+    native.snapshotBegin();
+    for (;;) {
+      if (this.#closed) {
+        throw makeError('ERR_RUNTIME_CLOSED',
+          `The runtime "${this.#name}" was closed while its snapshot was being taken: nothing was written.`);
+      }
+      const bytes = native.snapshotStep(SLICE_MS);
+      if (bytes !== undefined) return bytes;
+      await nextTurn();
+    }
+  }
+
+  #saveFailed(e) {
+    const name = this.#name;
+    if (e && e.code === 'ERR_STORE_TIMEOUT') {
+      return makeError('ERR_COMMIT_FAILED',
+        `COMMIT failed: ${e.message} The previous snapshot of "${name}" stands unless that write still lands; a later COMMIT supersedes it.`,
+        { cause: e });
+    }
+    if (e && e.replaced === true) {
+      return makeError('ERR_COMMIT_FAILED',
+        `COMMIT failed: the new snapshot of "${name}" is in place, but the store could not confirm it is durable: ${reasonText(e)}. It may not survive a crash.`,
+        { cause: e, replaced: true });
+    }
+    return makeError('ERR_COMMIT_FAILED',
+      `COMMIT failed: the store could not save the state of "${name}": ${reasonText(e)}. The previous snapshot is intact.`,
+      { cause: e });
+  }
+}
+
+module.exports = { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS };
