@@ -15,6 +15,12 @@ const codes = Object.freeze({
   ERR_NOT_IN_TASK: 'ERR_NOT_IN_TASK',
   ERR_RUNTIME_CLOSED: 'ERR_RUNTIME_CLOSED',
   ERR_COMMIT_FAILED: 'ERR_COMMIT_FAILED',
+  // The name is open elsewhere (this process or another): one owner per name.
+  ERR_STORE_LOCKED: 'ERR_STORE_LOCKED',
+  // A saved snapshot that cannot be read: bad checksum, truncated, not a snapshot.
+  ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT',
+  // The store's load or save did not settle within storeTimeout.
+  ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT',
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
   ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
   ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',
