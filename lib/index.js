@@ -136,6 +136,9 @@ const PERSIST = Symbol('lua-tasks.persist');
 const END_DONE = 0;
 const END_FAILED = 1;
 const END_CANCELLED = 2;
+// Interim (until the commit coordinator lands): the ms of each encode or
+// decode slice of a snapshot, one per loop turn.
+const SNAPSHOT_SLICE_MS = 4;
 const ID_KEY_DIGITS = 13; // a task id ends in its key in this many base-36 digits (Scheduler::kIdKeyDigits)
 const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
 
@@ -301,6 +304,7 @@ class Runtime extends EventEmitter {
   #store = null;
   #name = null;
   #saving = Promise.resolve();
+  #encoding = null; // the snapshot encoding now, if any: the native side holds one at a time
 
   /**
    * @param {object} [options]
@@ -330,14 +334,6 @@ class Runtime extends EventEmitter {
     if (persist) {
       this.#store = persist.store;
       this.#name = persist.name;
-      if (persist.state) {
-        try {
-          this.#native.restore(persist.state);
-        } catch (e) {
-          this.#native.close();
-          throw e;
-        }
-      }
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     for (const [name, file] of Object.entries(SHIPPED)) {
@@ -363,16 +359,58 @@ class Runtime extends EventEmitter {
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
 
   // A task yielded COMMIT: save the snapshot, then wake it through settle.
+  // The native side no longer encodes (bytes undefined): encoded here in slices.
   static #dispatchCommit = (rt, bytes, settle, key, token) => {
-    rt.#save(bytes).then(() => settle(key, token, true), (e) => settle(key, token, false, e));
+    (bytes === undefined ? rt.#encode() : Promise.resolve(bytes))
+      .then((b) => rt.#save(b))
+      .then(() => settle(key, token, true), (e) => settle(key, token, false, e));
   };
+
+  // Interim, until the commit coordinator lands: encodes tasks.state a slice
+  // per loop turn. One at a time; begun at once when none is in progress, so
+  // the snapshot is the state as of the call.
+  #encode() {
+    const run = async () => {
+      this.#native.snapshotBegin();
+      for (;;) {
+        const bytes = this.#native.snapshotStep(SNAPSHOT_SLICE_MS);
+        if (bytes !== undefined) return bytes;
+        await new Promise(setImmediate);
+      }
+    };
+    const p = this.#encoding === null ? run() : this.#encoding.then(run);
+    const done = p.catch(() => {});
+    this.#encoding = done;
+    done.then(() => {
+      if (this.#encoding === done) this.#encoding = null;
+    });
+    return p;
+  }
+
+  // Interim, until the commit coordinator lands: decodes a snapshot into
+  // tasks.state a slice per loop turn; on failure closes this runtime.
+  async #restore(state, name, store) {
+    try {
+      this.#native.restoreBegin(state);
+      while (!this.#native.restoreStep(SNAPSHOT_SLICE_MS)) await new Promise(setImmediate);
+    } catch (e) {
+      this.closeSync();
+      if (e && e.code === 'ERR_STORE_CORRUPT') {
+        const from = typeof store.file === 'function' ? ` from ${store.file(name)}` : '';
+        throw makeError('ERR_STORE_CORRUPT', `Cannot restore the saved state of runtime "${name}"${from}: ${e.message}.`,
+          { cause: e });
+      }
+      throw e;
+    }
+  }
 
   /**
    * Creates a runtime with a persistent `tasks.state`, restored from the
    * store's last snapshot for this name (a new name starts empty).
    * @param {RuntimeOptions & { name: string, store: string | { load(name: string): Promise<Buffer|null>, save(name: string, bytes: Buffer): Promise<void> } }} options
    * @returns {Promise<Runtime>}
-   * @throws {TypeError} for a bad name or store; ERR_COMMIT_FAILED for a snapshot that cannot be read
+   * @throws {TypeError} for a bad name or store; ERR_COMMIT_FAILED for a store that cannot load;
+   *   ERR_STORE_CORRUPT for a snapshot that cannot be read (naming the runtime and the file)
    */
   static async open(options) {
     if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
@@ -388,7 +426,9 @@ class Runtime extends EventEmitter {
     if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
       throw makeError('ERR_COMMIT_FAILED', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
     }
-    return new Runtime({ ...rest, [PERSIST]: { name, store: st, state: state || null } });
+    const rt = new Runtime({ ...rest, [PERSIST]: { name, store: st } });
+    if (state) await rt.#restore(state, name, st);
+    return rt;
   }
 
   // Saves in order: a later snapshot never lands before an earlier one.
@@ -417,10 +457,9 @@ class Runtime extends EventEmitter {
       throw makeError('ERR_COMMIT_FAILED',
         'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).');
     }
-    const bytes = this.#native.snapshot();
     this.#native.lock();
     try {
-      await this.#save(bytes);
+      await this.#save(await this.#encode());
     } finally {
       if (!this.#closed) this.#native.unlock();
     }
