@@ -657,15 +657,16 @@ namespace {
 // megabytes on the loop. A copy only where external buffers are refused
 // (a V8 sandbox).
 Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
-  const size_t size = bytes.size();
-  char* data = bytes.Release();
+  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
   napi_value out;
   if (napi_create_external_buffer(
-          env, size, data, [](napi_env, void* block, void*) { std::free(block); }, nullptr, &out) == napi_ok) {
+          env, owned->size(), const_cast<char*>(owned->data()),
+          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
+          owned.get(), &out) == napi_ok) {
+    owned.release();  // the Buffer's finalizer has it now
     return Napi::Value(env, out);
   }
-  const SnapshotBytes owned(SnapshotBytes::Block(data), size);
-  return Napi::Buffer<char>::Copy(env, owned.data(), owned.size());
+  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
 }
 
 // A step's budget from JS milliseconds; anything else is the smallest slice.

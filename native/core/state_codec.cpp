@@ -66,6 +66,10 @@
 #include <utility>
 #include <vector>
 
+#if defined(__linux__)
+#include <sys/mman.h>
+#endif
+
 #include "crc32c.hpp"
 #include "lua_ref.hpp"
 #include "utf8.hpp"
@@ -141,15 +145,49 @@ size_t StoreVarint(char* p, uint64_t v) {
 // ---------------------------------------------------------------------------
 // Encoding
 
-// Output into one malloc'd block: Room() hands out space past the committed
-// end, growing geometrically, so a value costs a bounds check and a memcpy
-// rather than a push_back per byte. The check is inline and the growth is not:
-// Room() runs for every value. realloc, not std::string: growing never zeroes
-// the new space, and glibc moves a large block by remapping its pages, where
-// a string copied and zero-filled it (tens of ms at 64 MB, in one slice).
+// The snapshot's memory. On Linux, pages from mmap, grown with mremap: a
+// block grows by remapping its pages, never by copying them, and new pages
+// are not zeroed up front. (realloc copies a block glibc keeps in its heap,
+// which after a large free is anything up to 32 MB: a 15 ms slice.) Elsewhere
+// malloc and realloc.
+char* BlockAlloc(size_t n) {
+#if defined(__linux__)
+  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+#else
+  return static_cast<char*>(std::malloc(n));
+#endif
+}
+
+char* BlockGrow(char* p, size_t old_n, size_t n) {
+#if defined(__linux__)
+  void* q = mremap(p, old_n, n, MREMAP_MAYMOVE);
+  return q == MAP_FAILED ? nullptr : static_cast<char*>(q);
+#else
+  return static_cast<char*>(std::realloc(p, n));
+#endif
+}
+
+void BlockFree(char* p, size_t n) noexcept {
+  if (p == nullptr) return;
+#if defined(__linux__)
+  munmap(p, n);
+#else
+  std::free(p);
+#endif
+}
+
+// Output into one block: Room() hands out space past the committed end,
+// growing geometrically, so a value costs a bounds check and a memcpy rather
+// than a push_back per byte. The check is inline and the growth is not:
+// Room() runs for every value.
 class Writer {
  public:
-  Writer() { Grow(size_t{1} << 16); }
+  Writer() = default;
+  Writer(const Writer&) = delete;
+  Writer& operator=(const Writer&) = delete;
+  ~Writer() { BlockFree(buf_, cap_); }
+
   char* Room(size_t k) {
     if (cap_ - n_ < k) [[unlikely]]
       Grow(k);
@@ -158,40 +196,42 @@ class Writer {
   void Commit(size_t k) { n_ += k; }
   size_t size() const { return n_; }
   char* At(size_t offset) { return buf_ + offset; }
-  SnapshotBytes Take() {
-    buf_ = nullptr;
-    cap_ = 0;
-    return SnapshotBytes(std::move(block_), std::exchange(n_, 0));
+  // Hands the block over: *size bytes written, *capacity its size.
+  char* Release(size_t* size, size_t* capacity) {
+    *size = std::exchange(n_, 0);
+    *capacity = std::exchange(cap_, 0);
+    return std::exchange(buf_, nullptr);
   }
   void Clear() {
-    block_.reset();
+    BlockFree(buf_, cap_);
     buf_ = nullptr;
     cap_ = n_ = 0;
   }
 
  private:
+  static constexpr size_t kGranule = size_t{1} << 16;  // a multiple of any page size
+
   // Throws std::bad_alloc; the job's Step turns it into a failure.
   [[gnu::noinline]] void Grow(size_t k) {
-    const size_t cap = std::max(cap_ * 2, n_ + k);
-    char* old = block_.release();
-    void* grown = std::realloc(old, cap);
-    if (grown == nullptr) {
-      block_.reset(old);
-      throw std::bad_alloc();
-    }
-    block_.reset(static_cast<char*>(grown));
-    buf_ = block_.get();
+    size_t cap = std::max(cap_ * 2, n_ + k);
+    cap = (cap + kGranule - 1) & ~(kGranule - 1);
+    char* p = buf_ == nullptr ? BlockAlloc(cap) : BlockGrow(buf_, cap_, cap);
+    if (p == nullptr) throw std::bad_alloc();
+    buf_ = p;
     cap_ = cap;
   }
 
-  SnapshotBytes::Block block_;
-  char* buf_ = nullptr;  // block_.get()
-  size_t cap_ = 0;       // bytes allocated: what Room() may hand out
+  char* buf_ = nullptr;  // owned: a Block* block of cap_ bytes
+  size_t cap_ = 0;       // what Room() may hand out
   size_t n_ = 0;         // bytes committed
 };
 
 // Table identity -> (ordinal, header offset): open addressing over pointers,
-// no allocation per table.
+// no allocation per table. It grows without a pause: a table twice the size
+// takes new entries while the old one's move over, kMovePerCall slots a call
+// (a state of a million tables rehashed for 20-30 ms in one slice). Arrays
+// come zeroed from calloc (an empty slot is all zero bits), so a large one
+// costs no memset up front either.
 class TableIds {
  public:
   struct Entry {
@@ -203,21 +243,73 @@ class TableIds {
   TableIds() : slots_(1024) {}
 
   // Returns the entry already held for e.key, or inserts e and returns null.
+  // The entry returned is valid until the next call.
   const Entry* FindOrAdd(const Entry& e) {
-    if ((count_ + 1) * 2 > slots_.size()) Grow();
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = Hash(e.key) & mask;; i = (i + 1) & mask) {
-      if (slots_[i].key == e.key) return &slots_[i];
-      if (slots_[i].key == nullptr) {
-        slots_[i] = e;
-        ++count_;
-        return nullptr;
-      }
+    if (old_.size != 0) {
+      Move();
+    } else if ((count_ + 1) * 2 > slots_.size) {
+      old_ = std::move(slots_);
+      slots_ = Slots(old_.size * 2);
+      moved_ = 0;
     }
+    Entry* slot = Probe(slots_, e.key);
+    if (slot->key == e.key) return slot;
+    if (old_.size != 0) {
+      // Not moved yet (moved entries are in slots_, searched first).
+      const Entry* before = Probe(old_, e.key);
+      if (before->key == e.key) return before;
+    }
+    *slot = e;
+    ++count_;
+    return nullptr;
   }
   uint32_t size() const { return count_; }
 
  private:
+  // While old_ moves, slots_ (twice its size) takes at most its entries
+  // (a quarter of slots_) plus one per call, and the move ends within
+  // old_.size / kMovePerCall calls: slots_ stays under half full. Fast,
+  // because a miss meanwhile also probes old_, which is half full: with the
+  // clustered hash below those probes run long (at 8 a call, the encoder ran
+  // 25% more instructions).
+  static constexpr size_t kMovePerCall = 64;
+
+  struct Slots {
+    Slots() = default;
+    explicit Slots(size_t n) : at(static_cast<Entry*>(std::calloc(n, sizeof(Entry)))), size(n) {
+      if (at == nullptr) throw std::bad_alloc();
+    }
+    Slots(Slots&& o) noexcept : at(std::move(o.at)), size(std::exchange(o.size, 0)) {}
+    Slots& operator=(Slots&& o) noexcept {
+      at = std::move(o.at);
+      size = std::exchange(o.size, 0);
+      return *this;
+    }
+    struct Free {
+      void operator()(Entry* p) const noexcept { std::free(p); }
+    };
+    std::unique_ptr<Entry, Free> at;
+    size_t size = 0;  // a power of two
+  };
+
+  // The slot holding key, or the empty slot where it would go.
+  static Entry* Probe(const Slots& s, const void* key) {
+    const size_t mask = s.size - 1;
+    Entry* at = s.at.get();
+    for (size_t i = Hash(key) & mask;; i = (i + 1) & mask) {
+      if (at[i].key == key || at[i].key == nullptr) return &at[i];
+    }
+  }
+
+  void Move() {
+    const size_t end = std::min(old_.size, moved_ + kMovePerCall);
+    for (; moved_ < end; ++moved_) {
+      const Entry& e = old_.at.get()[moved_];
+      if (e.key != nullptr) *Probe(slots_, e.key) = e;
+    }
+    if (moved_ == old_.size) old_ = Slots();
+  }
+
   // Locality-preserving: tables close in memory (allocated together, and
   // usually walked together) land in nearby slots, so a large state's
   // lookups mostly hit cache. Within each 8 MiB of address space the slot
@@ -226,16 +318,11 @@ class TableIds {
     const uint64_t x = reinterpret_cast<uintptr_t>(p);
     return static_cast<size_t>((x >> 4) + (x >> 23) * 0x9E3779B97F4A7C15ull);
   }
-  void Grow() {
-    std::vector<Entry> old(slots_.size() * 2);
-    old.swap(slots_);
-    count_ = 0;
-    for (const Entry& e : old) {
-      if (e.key != nullptr) FindOrAdd(e);
-    }
-  }
-  std::vector<Entry> slots_;  // size a power of two, at most half full
-  uint32_t count_ = 0;
+
+  Slots slots_;      // at most half full
+  Slots old_;        // the array before the last growth, while its entries move; else empty
+  size_t moved_ = 0;  // old_ slots moved so far
+  uint32_t count_ = 0;  // entries in both
 };
 
 bool IsName(const char* s, size_t n) {
@@ -637,7 +724,7 @@ class StateEncoder::Impl {
     }
     Store32(w_.Room(kTrailerSize), crc_);
     w_.Commit(kTrailerSize);
-    done_ = w_.Take();
+    done_.data_ = w_.Release(&done_.size_, &done_.capacity_);
     stage_ = Stage::kDone;
     End();
     return CodecProgress::kDone;
@@ -746,6 +833,12 @@ class StateEncoder::Impl {
   std::string error_;
   CodecFailure failure_ = CodecFailure::kNone;
 };
+
+void SnapshotBytes::Free() noexcept {
+  BlockFree(data_, capacity_);
+  data_ = nullptr;
+  size_ = capacity_ = 0;
+}
 
 StateEncoder::StateEncoder(lua_State* L, int idx, const char* root_name)
     : impl_(std::make_unique<Impl>(L, idx, root_name)) {}

@@ -4,10 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <cstdlib>
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 
 #include <lua.hpp>
 
@@ -37,31 +37,39 @@ enum class CodecFailure : uint8_t {
   kNoRoom,
 };
 
-// A finished snapshot: one malloc'd block, so that the addon can hand it to a
-// JS Buffer as it is (Release, then std::free in the Buffer's finalizer)
-// instead of copying megabytes on the loop.
+// A finished snapshot, in one block of its own: the addon hands it to a JS
+// Buffer as it is (the Buffer's finalizer destroys it) instead of copying
+// megabytes on the loop. Move-only.
 class SnapshotBytes {
  public:
-  struct Free {
-    void operator()(char* p) const noexcept { std::free(p); }
-  };
-  using Block = std::unique_ptr<char, Free>;
-
   SnapshotBytes() = default;
-  SnapshotBytes(Block block, size_t size) : block_(std::move(block)), size_(size) {}
-
-  const char* data() const { return block_.get(); }
-  size_t size() const { return size_; }
-  std::string_view view() const { return {block_.get(), size_}; }
-  // Gives up the block: the caller frees it with std::free.
-  char* Release() {
-    size_ = 0;
-    return block_.release();
+  SnapshotBytes(SnapshotBytes&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)),
+        size_(std::exchange(o.size_, 0)),
+        capacity_(std::exchange(o.capacity_, 0)) {}
+  SnapshotBytes& operator=(SnapshotBytes&& o) noexcept {
+    if (this != &o) {
+      Free();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      capacity_ = std::exchange(o.capacity_, 0);
+    }
+    return *this;
   }
+  SnapshotBytes(const SnapshotBytes&) = delete;
+  SnapshotBytes& operator=(const SnapshotBytes&) = delete;
+  ~SnapshotBytes() { Free(); }
+
+  const char* data() const { return data_; }
+  size_t size() const { return size_; }
+  std::string_view view() const { return {data_, size_}; }
 
  private:
-  Block block_;
+  friend class StateEncoder;  // fills it
+  void Free() noexcept;
+  char* data_ = nullptr;
   size_t size_ = 0;
+  size_t capacity_ = 0;  // the block's size (see state_codec.cpp's Block*)
 };
 
 // Where a job stands after a Step.
