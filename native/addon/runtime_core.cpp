@@ -313,20 +313,15 @@ void RuntimeCore::ArmJobs() {
 }
 
 void RuntimeCore::OnCommit(Task& task) {
-  lua_State* co = task.co;
-  SnapshotBytes bytes;
-  std::string error;
+  // The JS side encodes (snapshotBegin, then snapshotStep a slice per loop
+  // turn), saves, and calls settle(key, token, ok, error).
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
   try {
-    if (!Snapshot(&bytes, &error)) {
-      throw Napi::Error(env, MakeError(Napi::Env(env), "ERR_COMMIT_FAILED", "COMMIT failed: " + error));
-    }
     napi_value argv[5], fn, recv, ignored;
     napi_get_reference_value(env, commit_, &fn);
     napi_get_reference_value(env, owner_, &argv[0]);
-    void* data;
-    napi_create_buffer_copy(env, bytes.size(), bytes.data(), &data, &argv[1]);
+    napi_get_undefined(env, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);
     napi_create_uint32(env, ++task.await_token, &argv[4]);
@@ -338,8 +333,8 @@ void RuntimeCore::OnCommit(Task& task) {
     // Fail the COMMIT at its yield: (false, error) to k_commit.
     {
       LuaHost::HostSection section(host.get(), host->current());
-      lua_pushboolean(co, 0);
-      PushJsException(this, co, e);
+      lua_pushboolean(task.co, 0);
+      PushJsException(this, task.co, e);
     }
     napi_close_handle_scope(env, scope);
     scheduler->FinishCommit(&task, 2);
