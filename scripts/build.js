@@ -22,7 +22,10 @@ if (!have('cmake', ['--version'])) {
   fail('cmake not found. Install it: Debian/Ubuntu: sudo apt-get install cmake g++ pkg-config; macOS: brew install cmake pkg-config');
 }
 if (!have('pkg-config', ['--exists', 'lua5.4'])) {
-  fail('Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev pkg-config; macOS: brew install lua howard-hinnant-date pkg-config');
+  fail('Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev libisal-dev pkg-config; macOS: brew install lua howard-hinnant-date isa-l pkg-config');
+}
+if (!have('pkg-config', ['--exists', 'libisal'])) {
+  fail('ISA-L not found (pkg-config libisal); it checksums state snapshots. Install it: Debian/Ubuntu: sudo apt-get install libisal-dev; macOS: brew install isa-l');
 }
 
 // Node's own headers (uv.h included), never downloaded.

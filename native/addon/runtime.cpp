@@ -111,6 +111,12 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
                          InstanceMethod<&Runtime::JS_snapshot>("snapshot"),
                          InstanceMethod<&Runtime::JS_restore>("restore"),
+                         InstanceMethod<&Runtime::JS_snapshotBegin>("snapshotBegin"),
+                         InstanceMethod<&Runtime::JS_snapshotStep>("snapshotStep"),
+                         InstanceMethod<&Runtime::JS_snapshotAbort>("snapshotAbort"),
+                         InstanceMethod<&Runtime::JS_restoreBegin>("restoreBegin"),
+                         InstanceMethod<&Runtime::JS_restoreStep>("restoreStep"),
+                         InstanceMethod<&Runtime::JS_restoreAbort>("restoreAbort"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),
                      });
@@ -645,12 +651,40 @@ Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+namespace {
+
+// A Buffer over the snapshot's own block, freed with it: no copy of
+// megabytes on the loop. A copy only where external buffers are refused
+// (a V8 sandbox).
+Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
+  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
+  napi_value out;
+  if (napi_create_external_buffer(
+          env, owned->size(), const_cast<char*>(owned->data()),
+          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
+          owned.get(), &out) == napi_ok) {
+    owned.release();  // the Buffer's finalizer has it now
+    return Napi::Value(env, out);
+  }
+  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
+}
+
+// A step's budget from JS milliseconds; anything else is the smallest slice.
+int64_t BudgetNs(const Napi::Value& ms) {
+  if (!ms.IsNumber()) return 0;
+  const double ns = ms.As<Napi::Number>().DoubleValue() * 1e6;
+  return ns > 0 ? static_cast<int64_t>(std::min(ns, 1e15)) : 0;
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
-  std::string bytes, error;
+  SnapshotBytes bytes;
+  std::string error;
   if (!core->Snapshot(&bytes, &error)) ThrowError(env, "ERR_COMMIT_FAILED", "commit() failed: " + error + ".");
-  return Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size());
+  return SnapshotBuffer(env, std::move(bytes));
 }
 
 Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
@@ -658,11 +692,13 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
   lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
   LuaHost::HostSection section(core->host.get(), L);
+  const int base = lua_gettop(L);
   std::string error;
-  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error)) {
-    ThrowError(env, "ERR_COMMIT_FAILED", "Cannot restore the saved state: " + error + ".");
+  CodecFailure failure;
+  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
+                   &failure)) {
+    ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
   }
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_pushliteral(L, "tasks");
@@ -674,6 +710,50 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
   }
   lua_settop(L, base);
   return env.Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginSnapshot();
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  SnapshotBytes bytes;
+  if (!core->Entered([&] { return core->StepSnapshot(budget, &bytes); })) return env.Undefined();
+  return SnapshotBuffer(env, std::move(bytes));
+}
+
+Napi::Value Runtime::JS_snapshotAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortSnapshot();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginRestore(info[0]);
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  return Napi::Boolean::New(env, core->Entered([&] { return core->StepRestore(budget); }));
+}
+
+Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortRestore();
+  return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_lock(const Napi::CallbackInfo& info) {

@@ -33,8 +33,20 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)
   Napi::Value JS_isLoaded(const Napi::CallbackInfo& info);     // (name) -> whether require(name) has its value already
   Napi::Value JS_modulePaths(const Napi::CallbackInfo& info);  // (find, readFile): require and dofile from files
-  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state
-  Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state
+  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state, at once
+  Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state, at once
+  // The same in slices across loop turns (RuntimeCore::BeginSnapshot has the
+  // consistency rule). Errors: ERR_COMMIT_FAILED for a state that cannot
+  // persist ("COMMIT failed: state.f: cannot persist a function."),
+  // ERR_STORE_CORRUPT for a snapshot that cannot be read (message: the
+  // codec's reason, e.g. "corrupt state snapshot: checksum mismatch"; lib
+  // adds the runtime and the file). A failed step ends its job.
+  Napi::Value JS_snapshotBegin(const Napi::CallbackInfo& info);  // () -> undefined; tasks.state as of now
+  Napi::Value JS_snapshotStep(const Napi::CallbackInfo& info);   // (budgetMs) -> undefined while more remains | Buffer
+  Napi::Value JS_snapshotAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a snapshot)
+  Napi::Value JS_restoreBegin(const Napi::CallbackInfo& info);   // (Uint8Array, held until the end) -> undefined
+  Napi::Value JS_restoreStep(const Napi::CallbackInfo& info);    // (budgetMs) -> false while more remains | true: tasks.state set
+  Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);   // () -> undefined (no-op without a restore)
   Napi::Value JS_lock(const Napi::CallbackInfo& info);         // () commit lock, for rt.commit()
   Napi::Value JS_unlock(const Napi::CallbackInfo& info);       // ()
 

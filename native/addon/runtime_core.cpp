@@ -110,10 +110,10 @@ void RuntimeCore::OnScheduleChange() {
   }
 }
 
-bool RuntimeCore::Snapshot(std::string* out, std::string* error) {
-  lua_State* L = host->current();
-  LuaHost::HostSection section(host.get(), L);
-  const int top = lua_gettop(L);
+namespace {
+
+// Pushes tasks.state (nil without a tasks module) onto L.
+void PushState(lua_State* L) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_pushliteral(L, "tasks");
   lua_rawget(L, -2);
@@ -123,25 +123,210 @@ bool RuntimeCore::Snapshot(std::string* out, std::string* error) {
   } else {
     lua_pushnil(L);
   }
-  const bool ok = EncodeState(L, -1, out, error, "state");
+  lua_replace(L, -3);
+  lua_pop(L, 1);
+}
+
+// Whether Lua code is on the C stack below us: a job begun now could see
+// that code change the state after we return, with no entry to stop it. An
+// Entry is open, or a function runs on the current thread (a __gc
+// finalizer run by an allocation in host code has no Entry).
+bool LuaRunning(LuaHost* host) {
+  lua_Debug ar;
+  return host->depth() > 0 || lua_getstack(host->current(), 0, &ar) != 0;
+}
+
+}  // namespace
+
+bool RuntimeCore::Snapshot(SnapshotBytes* out, std::string* error) {
+  lua_State* L = host->current();
+  LuaHost::HostSection section(host.get(), L);
+  PushState(L);
+  StateEncoder encoder(L, -1, "state");
+  lua_pop(L, 1);
+  if (encoder.Finish() != CodecProgress::kDone) {
+    *error = encoder.error();
+    return false;
+  }
+  *out = encoder.TakeBytes();
+  return true;
+}
+
+void RuntimeCore::BeginSnapshot() {
+  if (encoder_) {
+    ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED",
+               "Cannot begin a snapshot: one is in progress (snapshotStep until it returns the bytes, or "
+               "snapshotAbort).");
+  }
+  lua_State* L = host->current();
+  {
+    LuaHost::HostSection section(host.get(), L);  // a restore in progress finishes here
+    PushState(L);
+    encoder_ = std::make_unique<StateEncoder>(L, -1, "state");
+    lua_pop(L, 1);
+    if (LuaRunning(host.get())) encoder_->Finish();
+  }
+  ArmJobs();
+}
+
+bool RuntimeCore::StepSnapshot(int64_t budget_ns, SnapshotBytes* out) {
+  if (!encoder_) ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED", "No snapshot is in progress (snapshotBegin first).");
+  if (encoder_->progress() == CodecProgress::kMore) {
+    host->set_entry_hook(nullptr, nullptr);  // this section is the job's own
+    {
+      LuaHost::HostSection section(host.get(), host->current());
+      encoder_->Step(&clock, budget_ns);
+    }
+    ArmJobs();
+  }
+  switch (encoder_->progress()) {
+    case CodecProgress::kMore:
+      return false;
+    case CodecProgress::kDone:
+      *out = encoder_->TakeBytes();
+      AbortSnapshot();
+      return true;
+    case CodecProgress::kFailed:
+      break;
+  }
+  const std::string error = encoder_->error();
+  AbortSnapshot();
+  ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED", "COMMIT failed: " + error + ".");
+}
+
+void RuntimeCore::AbortSnapshot() {
+  if (!encoder_) return;
+  encoder_.reset();  // unrefs its thread: no Lua call that can raise
+  ArmJobs();
+}
+
+void RuntimeCore::BeginRestore(napi_value buffer) {
+  if (decoder_ || !restore_error_.empty()) {
+    ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED",
+               "Cannot begin a restore: one is in progress (restoreStep until it returns true, or restoreAbort).");
+  }
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* data = nullptr;
+  napi_value arraybuffer;
+  size_t offset;
+  Check(env, napi_get_typedarray_info(env, buffer, &type, &length, &data, &arraybuffer, &offset), "read the snapshot");
+  Check(env, napi_create_reference(env, buffer, 1, &restore_buffer_), "keep the snapshot");
+  restore_data_ = data;
+  restore_length_ = length;
+  lua_State* L = host->current();
+  {
+    LuaHost::HostSection section(host.get(), L);  // a snapshot in progress finishes here
+    decoder_ = std::make_unique<StateDecoder>(
+        L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length));
+    // Unlike the encoder, the decoder does not mind Lua running beside it,
+    // but it keeps the collector stopped while it is unfinished.
+    if (LuaRunning(host.get())) AdvanceRestore(nullptr, 0);
+  }
+  ArmJobs();
+}
+
+bool RuntimeCore::StepRestore(int64_t budget_ns) {
+  if (!decoder_ && restore_error_.empty()) {
+    ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED", "No restore is in progress (restoreBegin first).");
+  }
+  if (decoder_ && decoder_->progress() == CodecProgress::kMore) {
+    host->set_entry_hook(nullptr, nullptr);  // this section is the job's own
+    {
+      LuaHost::HostSection section(host.get(), host->current());
+      AdvanceRestore(&clock, budget_ns);
+    }
+    ArmJobs();
+  }
+  if (restore_error_.empty() && decoder_->progress() == CodecProgress::kMore) return false;
+  if (restore_error_.empty() && decoder_->progress() == CodecProgress::kDone) {
+    EndRestore();
+    return true;
+  }
+  const std::string error = restore_error_.empty() ? decoder_->error() : restore_error_;
+  const bool no_room = decoder_ && decoder_->failure() == CodecFailure::kNoRoom;
+  EndRestore();
+  ThrowError(Napi::Env(env), no_room ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
+}
+
+void RuntimeCore::AbortRestore() { EndRestore(); }
+
+void RuntimeCore::EndRestore() {
+  decoder_.reset();  // restarts the collector if the job stopped it
+  restore_error_.clear();
+  if (restore_buffer_ != nullptr) napi_delete_reference(env, restore_buffer_);
+  restore_buffer_ = nullptr;
+  restore_data_ = nullptr;
+  restore_length_ = 0;
+  ArmJobs();
+}
+
+void RuntimeCore::AdvanceRestore(const Clock* clock_or_null, int64_t budget_ns) {
+  if (!RestoreBytesIntact()) {
+    restore_error_ = "the snapshot's buffer was detached or resized while it was being restored";
+    decoder_.reset();
+    return;
+  }
+  if (decoder_->Step(clock_or_null, budget_ns) != CodecProgress::kDone) return;
+  lua_State* L = host->current();  // the caller's HostSection is on it
+  const int top = lua_gettop(L);
+  if (!lua_checkstack(L, 4)) {
+    restore_error_ = "cannot restore the state: not enough memory for the Lua stack";
+    decoder_.reset();
+    return;
+  }
+  decoder_->PushResult(L);
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  lua_pushliteral(L, "tasks");
+  lua_rawget(L, -2);
+  if (lua_istable(L, -1)) {
+    lua_pushliteral(L, "state");
+    lua_pushvalue(L, top + 1);
+    lua_rawset(L, -3);
+  }
   lua_settop(L, top);
+}
+
+bool RuntimeCore::RestoreBytesIntact() {
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
+  napi_value buffer = nullptr;
+  napi_typedarray_type type;
+  size_t length = 0;
+  void* data = nullptr;
+  napi_value arraybuffer;
+  size_t offset;
+  const bool ok = napi_get_reference_value(env, restore_buffer_, &buffer) == napi_ok && buffer != nullptr &&
+                  napi_get_typedarray_info(env, buffer, &type, &length, &data, &arraybuffer, &offset) == napi_ok &&
+                  data == restore_data_ && length == restore_length_;
+  napi_close_handle_scope(env, scope);
   return ok;
 }
 
+void RuntimeCore::FinishJobs(void* self) {
+  auto* core = static_cast<RuntimeCore*>(self);
+  LuaHost::HostSection section(core->host.get(), core->host->current());
+  if (core->encoder_ && core->encoder_->progress() == CodecProgress::kMore) core->encoder_->Finish();
+  if (core->decoder_ && core->decoder_->progress() == CodecProgress::kMore) core->AdvanceRestore(nullptr, 0);
+}
+
+void RuntimeCore::ArmJobs() {
+  if (!host) return;
+  const bool unfinished = (encoder_ && encoder_->progress() == CodecProgress::kMore) ||
+                          (decoder_ && decoder_->progress() == CodecProgress::kMore);
+  host->set_entry_hook(unfinished ? &RuntimeCore::FinishJobs : nullptr, this);
+}
+
 void RuntimeCore::OnCommit(Task& task) {
-  lua_State* co = task.co;
-  std::string bytes, error;
+  // The JS side encodes (snapshotBegin, then snapshotStep a slice per loop
+  // turn), saves, and calls settle(key, token, ok, error).
   napi_handle_scope scope;
   napi_open_handle_scope(env, &scope);
   try {
-    if (!Snapshot(&bytes, &error)) {
-      throw Napi::Error(env, MakeError(Napi::Env(env), "ERR_COMMIT_FAILED", "COMMIT failed: " + error));
-    }
     napi_value argv[5], fn, recv, ignored;
     napi_get_reference_value(env, commit_, &fn);
     napi_get_reference_value(env, owner_, &argv[0]);
-    void* data;
-    napi_create_buffer_copy(env, bytes.size(), bytes.data(), &data, &argv[1]);
+    napi_get_undefined(env, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);
     napi_create_uint32(env, ++task.await_token, &argv[4]);
@@ -153,8 +338,8 @@ void RuntimeCore::OnCommit(Task& task) {
     // Fail the COMMIT at its yield: (false, error) to k_commit.
     {
       LuaHost::HostSection section(host.get(), host->current());
-      lua_pushboolean(co, 0);
-      PushJsException(this, co, e);
+      lua_pushboolean(task.co, 0);
+      PushJsException(this, task.co, e);
     }
     napi_close_handle_scope(env, scope);
     scheduler->FinishCommit(&task, 2);
@@ -377,6 +562,14 @@ void RuntimeCore::Close() {
 void RuntimeCore::CloseNow(bool notify) {
   closing_ = true;
   notify_ = notify;
+  // Dropped, not finished: the cancellations below enter the state. They
+  // hold registry refs, so before the state goes too.
+  encoder_.reset();
+  decoder_.reset();
+  restore_error_.clear();
+  if (restore_buffer_ != nullptr && notify) napi_delete_reference(env, restore_buffer_);
+  restore_buffer_ = nullptr;
+  if (host) host->set_entry_hook(nullptr, nullptr);
   if (scheduler) {
     scheduler->CancelAll();  // runs <close> variables; observed tasks reject
     scheduler.reset();

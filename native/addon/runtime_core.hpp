@@ -10,6 +10,7 @@
 #include "clock.hpp"
 #include "lua_host.hpp"
 #include "scheduler.hpp"
+#include "state_codec.hpp"
 #include "uv_driver.hpp"
 
 namespace lua_tasks {
@@ -54,8 +55,50 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // error message and returns true (the caller raises it).
   bool RefuseIfPastLimit(lua_State* L, int base, size_t before);
 
-  // Encodes tasks.state into *out; false with *error if it cannot persist.
-  bool Snapshot(std::string* out, std::string* error);
+  // Encodes tasks.state at once into *out; false with *error if it cannot
+  // persist. (snapshot(): the one-shot form of the job below.)
+  bool Snapshot(SnapshotBytes* out, std::string* error);
+
+  // ---- Snapshot and restore in slices (runtime.cpp's snapshot*/restore*) ----
+  //
+  // A 50 MB state takes 100-250 ms to encode or decode: done as jobs that
+  // JS steps a few ms at a time, across loop turns, so the loop never stalls
+  // for long (DESIGN §8).
+  //
+  // Consistency rule: while a job is unfinished, nothing else runs on the
+  // state. An unfinished job sets LuaHost's entry hook, so whatever enters
+  // the state next from JS (load, get, set, preload, a call of a Lua function
+  // handle, start, resume, cancel, a promise settling, a task run by a timer
+  // or IMMEDIATE, close's cancellations), by whichever path, opens an Entry or
+  // a HostSection and so first finishes the job synchronously; the result
+  // waits for the next Step. A snapshot is therefore exactly tasks.state at
+  // BeginSnapshot, and lua_next never sees a table change under it. A job
+  // begun while Lua code is on the stack (JS called from Lua: that Lua goes on
+  // afterwards without entering again) is finished at once. Beginning a job
+  // opens a section, which finishes any other one: at most one is unfinished.
+  //
+  // Throws ERR_COMMIT_FAILED if a snapshot is in progress already.
+  void BeginSnapshot();
+  // Works on the snapshot for up to budget_ns. False while more remains;
+  // true when it is done, with the snapshot moved into *out (the job ends).
+  // Throws ERR_COMMIT_FAILED ("COMMIT failed: state.f: cannot persist a
+  // function.") when the state cannot persist, or without a snapshot in
+  // progress; the job ends.
+  bool StepSnapshot(int64_t budget_ns, SnapshotBytes* out);
+  // Drops a snapshot in progress, if any.
+  void AbortSnapshot();
+  // Starts decoding the bytes of `buffer` (a Uint8Array, held by a reference
+  // until the job ends: the decoder reads it in place). Throws
+  // ERR_COMMIT_FAILED if a restore is in progress already.
+  void BeginRestore(napi_value buffer);
+  // Works on the restore for up to budget_ns. False while more remains; true
+  // once tasks.state holds the decoded value (the job ends). Throws, ending
+  // the job, ERR_STORE_CORRUPT with the codec's reason as the message
+  // ("corrupt state snapshot: checksum mismatch") for bytes that are not an
+  // intact snapshot, ERR_MEMORY_LIMIT when the Lua stack cannot grow.
+  bool StepRestore(int64_t budget_ns);
+  // Drops a restore in progress, if any; tasks.state stays as it was.
+  void AbortRestore();
 
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }
@@ -145,6 +188,17 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
 
  private:
   void CloseNow(bool notify);
+  // The entry hook: finishes every unfinished job (see BeginSnapshot).
+  static void FinishJobs(void* self);
+  // Sets or clears the entry hook after a job changed.
+  void ArmJobs();
+  // Steps the restore (under a HostSection, hook cleared) and, once it is
+  // done, puts the value in tasks.state.
+  void AdvanceRestore(const Clock* clock, int64_t budget_ns);
+  // Whether the restore's buffer still holds the bytes the decoder reads
+  // (JS can detach or transfer it between slices).
+  bool RestoreBytesIntact();
+  void EndRestore();
   // Tells V8 how much memory the Lua state holds, so an unreachable runtime
   // holding a large state is collected as promptly as a large JS object.
   void ReportMemory();
@@ -166,6 +220,13 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_async_context async_ = nullptr;                     // for callback scopes from the loop
   napi_ref resource_ = nullptr;                            // their resource object
   napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;  // removed once handles are closed
+  // The sliced jobs; both hold a registry ref, so they go before host.
+  std::unique_ptr<StateEncoder> encoder_;  // snapshotBegin .. the snapshotStep that ends it
+  std::unique_ptr<StateDecoder> decoder_;  // restoreBegin .. the restoreStep that ends it
+  napi_ref restore_buffer_ = nullptr;      // the Uint8Array decoder_ reads; strong while it runs
+  const void* restore_data_ = nullptr;     // its bytes when the restore began
+  size_t restore_length_ = 0;
+  std::string restore_error_;              // a restore that could not go on (buffer detached)
 };
 
 }  // namespace lua_tasks

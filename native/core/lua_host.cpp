@@ -3,6 +3,7 @@
 #include "lua_host.hpp"
 
 #include <cstring>
+#include <utility>
 
 #include "interrupt_watch.hpp"
 #include "lua_api_bounded.hpp"
@@ -251,6 +252,11 @@ int LuaHost::PCall(lua_State* L, int nargs, int nresults) {
     traceback_.clear();
   }
   return status;
+}
+
+void LuaHost::RunEntryHook() {
+  const EntryHook fn = std::exchange(entry_hook_, nullptr);
+  fn(std::exchange(entry_hook_ctx_, nullptr));
 }
 
 void LuaHost::DrainUnrefs() {

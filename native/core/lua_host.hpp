@@ -178,6 +178,20 @@ class LuaHost {
   // True if the last outermost call from JS was killed by taskTimeout.
   bool last_killed() const { return last_killed_; }
 
+  // ---- Work that must end before anything else touches the state ----
+  // A codec job sliced across loop turns (state_codec.hpp) walks tables that
+  // nothing may change between its slices. While one is unfinished its owner
+  // sets this hook, and the next Entry or HostSection to open, from any
+  // caller, runs fn(ctx) first, which finishes the job. The hook is cleared
+  // before it runs (the code it runs opens sections of its own), so it runs
+  // at most once per set. One hook at a time; fn null clears it.
+  using EntryHook = void (*)(void* ctx);
+  void set_entry_hook(EntryHook fn, void* ctx) {
+    entry_hook_ = fn;
+    entry_hook_ctx_ = ctx;
+  }
+  bool has_entry_hook() const { return entry_hook_ != nullptr; }
+
   // Frees a registry slot now if no Lua code runs, else at the next safe point.
   // Finalizers of JS objects call this at any moment, even in the middle of a
   // conversion, so it never touches the stack of a running thread.
@@ -194,6 +208,9 @@ class LuaHost {
           saved_running_(host->running_),
           saved_enforce_(host->memory_.enforce),
           saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
+      // Before anything below: the hook's own sections restore what they change.
+      if (host->entry_hook_ != nullptr) [[unlikely]]
+        host->RunEntryHook();
       host->current_ = L;
       host->running_ = L;
       host->in_lua_.store(true, std::memory_order_relaxed);
@@ -252,6 +269,8 @@ class LuaHost {
     // an interrupt sets on the calling thread fires when the host code returns.
     HostSection(LuaHost* host, lua_State* L)
         : host_(host), saved_current_(host->current_), saved_enforce_(host->memory_.enforce) {
+      if (host->entry_hook_ != nullptr) [[unlikely]]
+        host->RunEntryHook();
       host->current_ = L;
       host->memory_.enforce = false;
       ++host->sections_;
@@ -296,6 +315,7 @@ class LuaHost {
  private:
   LuaHost() = default;
   void DrainUnrefs();
+  [[gnu::noinline]] void RunEntryHook();
   static void OnLargeAlloc(void* host);
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
@@ -322,6 +342,8 @@ class LuaHost {
   std::string message_;
   std::string traceback_;
   std::vector<int> deferred_unrefs_;
+  EntryHook entry_hook_ = nullptr;  // see set_entry_hook
+  void* entry_hook_ctx_ = nullptr;
 };
 
 }  // namespace lua_tasks

@@ -126,3 +126,50 @@ TEST(LuaHost, LoadWithoutEnvSeesTheGlobals) {
 
 }  // namespace
 }  // namespace lua_tasks
+
+namespace lua_tasks {
+namespace {
+
+// The hook a sliced codec job leaves: it runs once, before the next Entry or
+// HostSection opens, and the sections it opens itself do not run it again.
+struct HookCount {
+  LuaHost* host = nullptr;
+  int runs = 0;
+  int depth_seen = -1;
+  bool busy_seen = true;
+  static void Run(void* ctx) {
+    auto* c = static_cast<HookCount*>(ctx);
+    ++c->runs;
+    c->depth_seen = c->host->depth();
+    c->busy_seen = c->host->busy();
+    LuaHost::HostSection section(c->host, c->host->main());  // as a codec job's step does
+  }
+};
+
+TEST(LuaHost, TheEntryHookRunsOnceBeforeTheNextSectionOrEntry) {
+  auto host = MakeHost();
+  HookCount count{host.get()};
+  host->set_entry_hook(&HookCount::Run, &count);
+  EXPECT_TRUE(host->has_entry_hook());
+  {
+    LuaHost::HostSection section(host.get(), host->main());
+    EXPECT_EQ(count.runs, 1);
+    EXPECT_FALSE(count.busy_seen);  // before this section counted
+    EXPECT_FALSE(host->has_entry_hook());
+  }
+  { LuaHost::HostSection again(host.get(), host->main()); }
+  EXPECT_EQ(count.runs, 1);
+
+  host->set_entry_hook(&HookCount::Run, &count);
+  EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");  // an Entry, as a call from JS opens
+  EXPECT_EQ(count.runs, 2);
+  EXPECT_EQ(count.depth_seen, 0);
+
+  host->set_entry_hook(&HookCount::Run, &count);
+  host->set_entry_hook(nullptr, nullptr);
+  EXPECT_EQ(RunLua(host.get(), "return 3"), "ok:3");
+  EXPECT_EQ(count.runs, 2);
+}
+
+}  // namespace
+}  // namespace lua_tasks

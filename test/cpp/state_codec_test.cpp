@@ -10,7 +10,9 @@
 
 #include <gtest/gtest.h>
 
+#include "crc32c.hpp"
 #include "lua_host.hpp"
+#include "test_clocks.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -114,11 +116,27 @@ function random_state(seed)
   return root
 end)";
 
-// A snapshot built by hand: the header, then `body`.
+// A snapshot built by hand: the header, then `body`. Version 2 has no
+// checksum, so a test can reach the structure checks behind it.
 std::string Snapshot(std::string_view body, char version = 2) {
   std::string s("LTST", 4);
   s += version;
   s.append(body);
+  return s;
+}
+
+// The same as version 3: the checksum appended.
+std::string Checked(std::string_view body) {
+  std::string s = Snapshot(body, 3);
+  const uint32_t crc = Crc32c::Update(0, s);
+  for (int i = 0; i < 4; ++i) s += static_cast<char>(crc >> (8 * i));
+  return s;
+}
+
+// A version 3 snapshot as version 2 would have written it: no checksum.
+std::string Unchecked(std::string_view v3) {
+  std::string s(v3.substr(0, v3.size() - 4));
+  s[4] = 2;
   return s;
 }
 
@@ -448,9 +466,12 @@ TEST_F(StateCodec, RefusesEveryTruncation) {
   Do(kRandomState);
   const std::string good = Encode("v = random_state(3) v.s = 'string' v.f = 1.5 v.again = v");
   ASSERT_GT(good.size(), 40u);
-  for (size_t n = 0; n < good.size(); ++n) {
-    SCOPED_TRACE("truncated at " + std::to_string(n));
-    DecodeError(std::string_view(good).substr(0, n));
+  // Version 3 by its checksum; version 2, which has none, by its structure.
+  for (const std::string& bytes : {good, Unchecked(good)}) {
+    for (size_t n = 0; n < bytes.size(); ++n) {
+      SCOPED_TRACE("truncated at " + std::to_string(n) + " of " + std::to_string(bytes.size()));
+      DecodeError(std::string_view(bytes).substr(0, n));
+    }
   }
 }
 
@@ -459,8 +480,13 @@ TEST_F(StateCodec, RefusesForeignBuffers) {
   EXPECT_EQ(DecodeError("XXXX\x02"), "not a lua-tasks state snapshot (bad magic)");
   EXPECT_EQ(DecodeError("{\"json\": true}"), "not a lua-tasks state snapshot (bad magic)");
   EXPECT_EQ(DecodeError("LTS"), "corrupt state snapshot: truncated header");
-  EXPECT_EQ(DecodeError(Snapshot("\x02", 1)), "state snapshot version 1 is not supported (this build reads version 2)");
-  EXPECT_EQ(DecodeError(Snapshot("\x02", 3)), "state snapshot version 3 is not supported (this build reads version 2)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 1)),
+            "state snapshot version 1 is not supported (this build reads versions 2 and 3)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 4)),
+            "state snapshot version 4 is not supported (this build reads versions 2 and 3)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 3)), "corrupt state snapshot: truncated checksum");
+  EXPECT_EQ(DecodeError(Snapshot(std::string("\x02\x00\x00\x00\x00", 5), 3)),
+            "corrupt state snapshot: checksum mismatch");
 }
 
 struct CorruptRow {
@@ -535,9 +561,11 @@ TEST_F(StateCodec, RefusesToDecodePastTheDepthLimit) {
   EXPECT_NE(error.find("nested more than 200 tables deep"), std::string::npos) << error;
 }
 
+// Version 2, which has no checksum: the structure checks alone keep a
+// damaged snapshot from crashing or allocating past its size.
 TEST_F(StateCodec, SurvivesFlippedBytes) {
   Do(kRandomState);
-  const std::string good = Encode("v = random_state(11) v.again = v");
+  const std::string good = Unchecked(Encode("v = random_state(11) v.again = v"));
   LuaHost::HostSection section(host.get(), L);
   std::mt19937 rng(7);
   int refused = 0, decoded = 0;
@@ -558,6 +586,289 @@ TEST_F(StateCodec, SurvivesFlippedBytes) {
     ASSERT_EQ(lua_gettop(L), base);
   }
   EXPECT_GT(refused, 0);
+}
+
+// ---------------------------------------------------------------------------
+// The checksum
+
+TEST_F(StateCodec, WritesVersion3WithTheChecksumOfEverythingBefore) {
+  const std::string bytes = Encode("v = { a = 1 }");
+  ASSERT_GT(bytes.size(), 9u);
+  EXPECT_EQ(bytes.substr(0, 5), std::string("LTST\x03", 5));
+  const std::string_view body = std::string_view(bytes).substr(0, bytes.size() - 4);
+  const uint32_t crc = Crc32c::Update(0, body);
+  std::string trailer;
+  for (int i = 0; i < 4; ++i) trailer += static_cast<char>(crc >> (8 * i));
+  EXPECT_EQ(bytes.substr(bytes.size() - 4), trailer);
+}
+
+TEST_F(StateCodec, ReadsVersion2SnapshotsWithoutAChecksum) {
+  // As 0.1.0 wrote them: the same stream, version byte 2, nothing after.
+  Do(kRandomState);
+  for (int seed = 1; seed <= 50; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::string v3 = Encode("v = random_state(" + std::to_string(seed) + ")");
+    LuaHost::HostSection section(host.get(), L);
+    std::string error;
+    ASSERT_TRUE(DecodeState(L, Unchecked(v3), &error)) << error;
+    lua_setglobal(L, "back");
+    ASSERT_TRUE(Eval("same(v, back)"));
+  }
+  EXPECT_EQ(DecodeError(Checked(TableHeader(0)) + "x"), "corrupt state snapshot: checksum mismatch");
+}
+
+// A few hundred bytes with nested tables, a shared table, a cycle, strings
+// long and short, every scalar kind.
+constexpr const char* kSmallState = R"(
+  local shared = { tag = "shared", list = { 1, 2, 3 } }
+  v = { players = { { name = "ann", score = 1.5, tags = { "a", "b" } },
+                    { name = "bob", score = -2, friend = shared } },
+        shared = shared, flags = { [true] = false, [0.25] = "quarter" },
+        text = ("lorem ipsum "):rep(6), bytes = "\0\1\255", big = math.mininteger }
+  v.self = v
+  shared.back = v.players)";
+
+TEST_F(StateCodec, RefusesEverySingleBitFlip) {
+  const std::string good = Encode(kSmallState);
+  ASSERT_GT(good.size(), 200u);
+  ASSERT_LT(good.size(), 1000u);
+  int flips = 0;
+  for (size_t byte = 0; byte < good.size(); ++byte) {
+    for (int bit = 0; bit < 8; ++bit) {
+      SCOPED_TRACE("bit " + std::to_string(bit) + " of byte " + std::to_string(byte));
+      std::string bad = good;
+      bad[byte] ^= static_cast<char>(1 << bit);
+      LuaHost::HostSection section(host.get(), L);
+      std::string error;
+      CodecFailure failure = CodecFailure::kNone;
+      ASSERT_FALSE(DecodeState(L, bad, &error, &failure));
+      EXPECT_EQ(failure, CodecFailure::kCorrupt) << error;
+      ASSERT_EQ(lua_gettop(L), base);
+      ++flips;
+    }
+  }
+  EXPECT_EQ(flips, static_cast<int>(8 * good.size()));
+}
+
+TEST_F(StateCodec, ClassifiesEveryDecodeFailureAsCorrupt) {
+  const std::string rows[] = {"", "XXXX\x03", "LTS", Snapshot("\x02", 9), Snapshot("\x02", 3), Checked("") + "",
+                              Checked("\x09"), Checked(TableHeader(3) + "\x02\x02")};
+  for (const std::string& bytes : rows) {
+    LuaHost::HostSection section(host.get(), L);
+    std::string error;
+    CodecFailure failure = CodecFailure::kNone;
+    EXPECT_FALSE(DecodeState(L, bytes, &error, &failure));
+    EXPECT_EQ(failure, CodecFailure::kCorrupt) << error;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Slices
+
+// Runs a job one check at a time: every clock read is 1 ms past the last, so
+// a budget of 0 stops at every check. Returns the number of Steps.
+template <typename Job>
+int StepToEnd(Job* job, uint32_t interval = 1) {
+  TickingClock clock;
+  job->set_check_interval(interval);
+  int steps = 1;
+  while (job->Step(&clock, 0) == CodecProgress::kMore) ++steps;
+  return steps;
+}
+
+TEST_F(StateCodec, ASlicedEncodeWritesTheOneShotBytes) {
+  Do(kRandomState);
+  int sliced = 0;  // states with more than one pair: more than one Step
+  for (int seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::string whole = Encode("v = random_state(" + std::to_string(seed) + ") v.again = v");
+    LuaHost::HostSection section(host.get(), L);
+    lua_getglobal(L, "v");
+    StateEncoder e(L, -1);
+    lua_pop(L, 1);
+    const int steps = StepToEnd(&e);
+    ASSERT_EQ(e.progress(), CodecProgress::kDone) << e.error();
+    EXPECT_EQ(e.bytes(), whole);
+    if (steps > 1) ++sliced;
+    EXPECT_EQ(lua_gettop(L), base);
+  }
+  EXPECT_GT(sliced, 150);
+}
+
+TEST_F(StateCodec, ASlicedDecodeBuildsWhatTheOneShotBuilds) {
+  Do(kRandomState);
+  int sliced = 0;
+  for (int seed = 1; seed <= 200; ++seed) {
+    SCOPED_TRACE("seed " + std::to_string(seed));
+    const std::string bytes = Encode("v = random_state(" + std::to_string(seed) + ") v.again = v");
+    LuaHost::HostSection section(host.get(), L);
+    StateDecoder d(L, bytes);
+    const int steps = StepToEnd(&d);
+    ASSERT_EQ(d.progress(), CodecProgress::kDone) << d.error();
+    if (steps > 1) ++sliced;
+    d.PushResult(L);
+    lua_setglobal(L, "back");
+    ASSERT_TRUE(Eval("same(v, back)"));
+    EXPECT_EQ(lua_gettop(L), base);
+  }
+  EXPECT_GT(sliced, 150);
+}
+
+TEST_F(StateCodec, AStepDoesAnIntervalOfWorkBetweenClockReads) {
+  Do("v = {} for i = 1, 100000 do v[i] = { i } end");
+  LuaHost::HostSection section(host.get(), L);
+  lua_getglobal(L, "v");
+  StateEncoder e(L, -1);
+  lua_pop(L, 1);
+  FakeClock clock;  // stands still: a budget of 0 is spent at the first read
+  int steps = 1;
+  while (e.Step(&clock, 0) == CodecProgress::kMore) ++steps;
+  ASSERT_EQ(e.progress(), CodecProgress::kDone);
+  // 200,000 pairs, a clock read every 4,096: about 49 slices, plus the checksum's.
+  EXPECT_GE(steps, 40);
+  EXPECT_LE(steps, 80);
+  // With the budget not spent, one Step does it all.
+  lua_getglobal(L, "v");
+  StateEncoder whole(L, -1);
+  lua_pop(L, 1);
+  EXPECT_EQ(whole.Step(&clock, 1'000'000'000), CodecProgress::kDone);
+  EXPECT_EQ(whole.bytes(), e.bytes());
+}
+
+TEST_F(StateCodec, ASlicedEncodeNamesTheSamePathAsTheOneShot) {
+  const char* rows[] = {
+      "v = { players = { {}, {}, { onHit = function() end } } }",
+      "v = { list = { 1, 2, { ok = true }, { bad = { print } } } }",
+      "v = { [{ inner = { print } }] = 1 }",
+      "v = { inner = { [print] = 1 } }",
+  };
+  for (const char* row : rows) {
+    SCOPED_TRACE(row);
+    const std::string whole = EncodeError(row);
+    LuaHost::HostSection section(host.get(), L);
+    lua_getglobal(L, "v");
+    StateEncoder e(L, -1);
+    lua_pop(L, 1);
+    StepToEnd(&e);
+    EXPECT_EQ(e.progress(), CodecProgress::kFailed);
+    EXPECT_EQ(e.error(), whole);
+    EXPECT_EQ(e.failure(), CodecFailure::kValue);
+    EXPECT_TRUE(e.bytes().empty());
+  }
+}
+
+TEST_F(StateCodec, ASlicedDecodeRefusesWhatTheOneShotRefuses) {
+  Do(kRandomState);
+  const std::string good = Encode("v = random_state(5) v.again = v");
+  std::vector<std::string> bad;
+  for (size_t n = 0; n < good.size() - 4; n += 7) bad.push_back(Unchecked(good).substr(0, n));
+  bad.push_back(Snapshot(TableHeader(0xffffffff)));
+  bad.push_back(Snapshot(TableHeader(1) + std::string("\x02\x07\x00", 3)));
+  std::string deep;
+  for (int i = 0; i <= kMaxStateDepth; ++i) deep += TableHeader(1) + "\x02";
+  bad.push_back(Snapshot(deep + TableHeader(0)));
+  std::string good_flipped = good;
+  good_flipped[good.size() / 2] ^= 4;
+  bad.push_back(good_flipped);
+  for (const std::string& bytes : bad) {
+    const std::string whole = DecodeError(bytes);
+    LuaHost::HostSection section(host.get(), L);
+    StateDecoder d(L, bytes);
+    StepToEnd(&d);
+    EXPECT_EQ(d.progress(), CodecProgress::kFailed);
+    EXPECT_EQ(d.error(), whole);
+    EXPECT_EQ(lua_gettop(L), base);
+  }
+}
+
+// The checksum of a large snapshot takes slices of its own, and a mismatch
+// is found before anything is built.
+TEST_F(StateCodec, TheChecksumIsCheckedInSlicesBeforeAnyTableIsBuilt) {
+  std::string bytes = Encode("v = { s = ('x'):rep(4 << 20), t = { 1, 2, 3 } }");
+  bytes[bytes.size() - 10] ^= 1;  // the last pairs: the structure alone reads fine
+  LuaHost::HostSection section(host.get(), L);
+  lua_gc(L, LUA_GCCOLLECT);
+  const int before = lua_gc(L, LUA_GCCOUNT);
+  StateDecoder d(L, bytes);
+  FakeClock clock;
+  int steps = 1;
+  while (d.Step(&clock, 0) == CodecProgress::kMore) ++steps;
+  EXPECT_EQ(d.error(), "corrupt state snapshot: checksum mismatch");
+  EXPECT_GE(steps, 4);  // 1 MiB a slice
+  EXPECT_LT(lua_gc(L, LUA_GCCOUNT) - before, 64) << "KB allocated";  // not the 4 MB string
+}
+
+TEST_F(StateCodec, TheDecoderStopsTheCollectorUntilItEnds) {
+  Do("v = { { 1 }, { 2 }, { 3 } }");
+  const std::string bytes = Encode("");
+  {
+    LuaHost::HostSection section(host.get(), L);
+    StateDecoder d(L, bytes);
+    d.set_check_interval(1);
+    TickingClock clock;
+    EXPECT_EQ(d.Step(&clock, 0), CodecProgress::kMore);
+    EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 0);
+    EXPECT_EQ(d.Finish(), CodecProgress::kDone);
+    EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
+    d.PushResult(L);
+    lua_pop(L, 1);
+  }
+  {
+    LuaHost::HostSection section(host.get(), L);
+    StateDecoder d(L, bytes);
+    d.set_check_interval(1);
+    TickingClock clock;
+    EXPECT_EQ(d.Step(&clock, 0), CodecProgress::kMore);
+    EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 0);
+  }  // dropped half done
+  EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
+  EXPECT_EQ(DecodeError(Checked("\x09")), "corrupt state snapshot: unknown value tag 9 at byte 5");
+  EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
+}
+
+// Dropped half done, a job leaves nothing behind: no stack slot, no
+// registry slot, no memory once collected.
+TEST_F(StateCodec, AJobDroppedHalfDoneFreesEverything) {
+  Do("v = {} for i = 1, 20000 do v[i] = { name = 'n' .. i, i } end");
+  const std::string bytes = Encode("");
+  LuaHost::HostSection section(host.get(), L);
+  lua_gc(L, LUA_GCCOLLECT);
+  const int before = lua_gc(L, LUA_GCCOUNT);
+  // A registry slot taken now is the first free one: the same after the jobs
+  // if they gave theirs back.
+  lua_pushboolean(L, 1);
+  const int probe = luaL_ref(L, LUA_REGISTRYINDEX);
+  luaL_unref(L, LUA_REGISTRYINDEX, probe);
+  for (int stop_after : {1, 10, 30}) {
+    SCOPED_TRACE(stop_after);
+    {
+      StateDecoder d(L, bytes);
+      d.set_check_interval(1000);
+      TickingClock clock;
+      for (int i = 0; i < stop_after; ++i) ASSERT_EQ(d.Step(&clock, 0), CodecProgress::kMore);
+      // The first slices check the checksum (256 KB each); later ones build.
+      if (stop_after >= 10) {
+        EXPECT_GT(lua_gc(L, LUA_GCCOUNT) - before, 50) << "KB: the tables built so far";
+      }
+    }
+    {
+      lua_getglobal(L, "v");
+      StateEncoder e(L, -1);
+      lua_pop(L, 1);
+      e.set_check_interval(1000);
+      TickingClock clock;
+      for (int i = 0; i < stop_after; ++i) ASSERT_EQ(e.Step(&clock, 0), CodecProgress::kMore);
+    }
+    EXPECT_EQ(lua_gettop(L), base);
+    EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
+    lua_gc(L, LUA_GCCOLLECT);
+    lua_gc(L, LUA_GCCOLLECT);
+    EXPECT_LT(lua_gc(L, LUA_GCCOUNT) - before, 16) << "KB still held";
+    lua_pushboolean(L, 1);
+    const int again = luaL_ref(L, LUA_REGISTRYINDEX);
+    luaL_unref(L, LUA_REGISTRYINDEX, again);
+    EXPECT_EQ(again, probe);
+  }
 }
 
 }  // namespace

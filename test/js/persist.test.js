@@ -108,9 +108,10 @@ test('without a store COMMIT raises at the yield and rt.commit() rejects', async
   rt.closeSync();
 });
 
-test('a corrupt or foreign snapshot is refused with a clear error', async () => {
+test('a corrupt or foreign snapshot is refused with ERR_STORE_CORRUPT', async () => {
   fs.writeFileSync(path.join(dir, 'junk.state'), 'not a snapshot');
-  await expect(Runtime.open({ name: 'junk', store: dir })).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+  await expect(Runtime.open({ name: 'junk', store: dir })).rejects.toMatchObject({
+    code: 'ERR_STORE_CORRUPT', message: expect.stringMatching(/bad magic/) });
   await expect(Runtime.open({ name: '../etc', store: dir })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
 });
 
