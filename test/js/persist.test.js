@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
-// COMMIT and persistent state: restore, durability, errors, the lock, crash safety.
+// COMMIT and persistent state: restore, values, errors at the yield, the lock.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn, execFileSync } = require('node:child_process');
+const { execFileSync } = require('node:child_process');
 const { Runtime } = require('../..');
 
 let dir;
@@ -123,44 +123,5 @@ test('examples/persistent-counter.js keeps counting across restarts', () => {
   expect(two).toMatch(/count was 2, now 5/);
 });
 
-test('SIGKILL at random moments never leaves a torn or lost snapshot', async () => {
-  const child = path.join(__dirname, 'fixtures', 'commit-loop.js');
-  let last = 0;
-  const kills = Number(process.env.LUA_TASKS_CRASH_KILLS || 200);
-  for (let i = 0; i < kills; i++) {
-    const p = spawn(process.execPath, [child, dir], { stdio: ['ignore', 'pipe', 'inherit'] });
-    await new Promise((resolve) => p.stdout.once('data', resolve));
-    await new Promise((r) => setTimeout(r, Math.random() * 30));
-    p.kill('SIGKILL');
-    await new Promise((r) => p.once('exit', r));
-    const rt = await Runtime.open({ name: 'crash', store: dir });
-    const [n, count, lastN, selfOk] = rt.load(`local s = tasks.state
-      if not s.n then return 0, 0, 0, true end
-      return s.n, #s.items, s.last.n, rawequal(s.last.self, s)`);
-    rt.closeSync();
-    expect(count).toBe(n); // complete: every item of the snapshot is there
-    expect(lastN).toBe(n);
-    expect(selfOk).toBe(true);
-    expect(n).toBeGreaterThanOrEqual(last); // never lost: at least the last one seen
-    last = n;
-  }
-  expect(last).toBeGreaterThan(0);
-}, 180000);
-
-test('a second Runtime.open of a name that is open is refused with ERR_STORE_LOCKED until the first is closed', async () => {
-  // Both used to open, and each lost the other's acknowledged commits (issue 19).
-  // Two stores writing one name at once: directory-store.test.js.
-  const a = await Runtime.open({ name: 'same', store: dir });
-  await expect(Runtime.open({ name: 'same', store: dir })).rejects.toMatchObject({
-    code: 'ERR_STORE_LOCKED',
-    holder: { pid: process.pid },
-    message: expect.stringMatching(/^Runtime "same" is already open in this process/),
-  });
-  a.load('tasks.state.who = "a"');
-  await a.commit();
-  await a.close();
-  const b = await Runtime.open({ name: 'same', store: dir });
-  expect(b.load('return tasks.state.who')).toEqual(['a']);
-  await b.close();
-  expect(fs.readdirSync(dir).filter((f) => f.startsWith('same.')).sort()).toEqual(['same.lock', 'same.state']);
-});
+// Crashes, ownership, draining close, corruption and faults: store-directory.test.js
+// (the store conformance suite) and directory-store.test.js.

@@ -28,18 +28,17 @@ function failAt(label, code, target) {
         });
         restores.push(() => spy.mockRestore());
       } else {
-        // A FileHandle method (write, sync, close) of the temporary file.
-        const probe = await fsp.open(os.devNull, 'r');
-        const proto = Object.getPrototypeOf(probe);
-        await probe.close();
-        const method = target;
-        const real = proto[method];
-        const spy = jest.spyOn(proto, method).mockImplementation(function (...args) {
-          if (method === 'close') {
-            // Close for real (no fd leak), then report the failure.
-            return real.apply(this, args).then(() => { throw err(); });
-          }
-          throw err();
+        // A FileHandle method (write, sync, close) of the temporary file:
+        // the handle fsp.open returns gets a failing one of its own.
+        const real = fsp.open;
+        const spy = jest.spyOn(fsp, 'open').mockImplementation(async (p, ...rest) => {
+          const fh = await real.call(fsp, p, ...rest);
+          if (!String(p).endsWith('.tmp')) return fh;
+          const method = fh[target].bind(fh);
+          fh[target] = target === 'close'
+            ? () => method().then(() => { throw err(); }) // closed for real: no fd leak
+            : async () => { throw err(); };
+          return fh;
         });
         restores.push(() => spy.mockRestore());
       }
