@@ -32,8 +32,8 @@ enum class CodecFailure : uint8_t {
   // Encoding: a value that cannot persist, nesting past kMaxStateDepth, or
   // a snapshot past kMaxStateBytes. (The state is at fault.)
   kValue,
-  // Either way: the Lua stack could not grow (out of memory). Neither the
-  // bytes nor the state are at fault.
+  // Either way: out of memory (the Lua stack, the output, the table index).
+  // Neither the bytes nor the state are at fault.
   kNoRoom,
 };
 
