@@ -446,9 +446,9 @@ class Runtime extends EventEmitter {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
     return () => {
-      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : ''}.`;
-      if (committed === true) message += ' Its COMMIT had been written: the snapshot it asked for is saved.';
-      if (committed === false) message += ' Its COMMIT was being written and failed: the snapshot it asked for is not saved.';
+      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
+      if (committed === true) message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+      if (committed === false) message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
       const props = {};
       if (reason !== undefined) props.reason = reason;
       if (committed !== undefined) props.committed = committed;

@@ -16,5 +16,6 @@ export const {
   ConversionError,
   RuntimeClosedError,
   TaskError,
+  StoreError,
 } = lib;
 export default lib;

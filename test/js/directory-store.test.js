@@ -468,7 +468,7 @@ describe('load', () => {
 describe('Runtime.open', () => {
   test('releases the name when the open fails after acquiring it', async () => {
     fs.writeFileSync(path.join(dir, 'junk.state'), 'not a snapshot');
-    await expect(Runtime.open({ name: 'junk', store: dir })).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+    await expect(Runtime.open({ name: 'junk', store: dir })).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT' });
     fs.rmSync(path.join(dir, 'junk.state'));
     const rt = await Runtime.open({ name: 'junk', store: dir });
     await rt.close();
