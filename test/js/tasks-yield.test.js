@@ -386,6 +386,31 @@ describe('bad yields raise at the yield', () => {
     for (const p of patterns) expect(err.message).toMatch(p);
   });
 
+  // Regression (issue 20): Lua said "attempt to yield from outside a coroutine".
+  test.each([
+    ['at the top level of rt.load', (src) => rt.load(src)],
+    ['in a Lua function JS calls', (src) => { rt.load(`function f() ${src} end`); rt.get('f')(); }],
+  ])('a yield instruction %s says it needs a task and how to start one', (_, run) => {
+    for (const [src, call] of [
+      ['coroutine.yield("FOR", 1)', 'coroutine.yield("FOR")'],
+      ['coroutine.yield("until_time", 0)', 'coroutine.yield("UNTIL_TIME")'],
+      ['coroutine.yield()', 'coroutine.yield()'],
+    ]) {
+      let err;
+      try {
+        run(src);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeDefined();
+      expect(err.message).toContain(`${call}: not inside a task (yield instructions need one: start it with rt.start(fn) or tasks.start(fn))`);
+    }
+  });
+
+  test('a plain yield outside any coroutine that names no instruction keeps Lua\'s message', () => {
+    expect(() => rt.load('coroutine.yield(42)')).toThrow(/attempt to yield from outside a coroutine/);
+  });
+
   test.each([
     ['-1', /seconds must be a finite number from 0 to 100 years/],
     ['0/0', /seconds must be a finite number from 0 to 100 years/],
