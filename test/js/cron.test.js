@@ -70,6 +70,41 @@ test('UNTIL_NEXT with a bad expression, zone or no next time raises at the yield
   rt.closeSync();
 });
 
+// Issue 20: 6 fields with day numbers beside a '*' day-of-month mean
+// SUN-THU in Quartz and MON-FRI in node-cron and croner; refused everywhere.
+describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
+  const message = 'cron: day-of-week \'1-5\' at position 11 is ambiguous with day-of-month \'*\': Quartz (6-7 fields) ' +
+    'counts 1 = SUN, node-cron and croner count 1 = MON. Write "0 0 9 ? * MON-FRI" (names), or use 5 fields ("0 9 * * 1-5")';
+
+  test('are refused by cron.validate, cron.next and cron.describe with ERR_CRON_SYNTAX naming both readings', () => {
+    expect(cron.validate('0 0 9 * * 1-5')).toEqual({ ok: false, error: message });
+    expect(() => cron.next('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
+    expect(() => cron.describe('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
+    for (const expr of ['0 0 9 * * 2', '0 0 9 * * 1,7', '0 0 9 * * 1-5/2', '0 0 9 * * 6#3', '0 0 9 * * 5L', '0 0 9 * * 1-5 2030']) {
+      expect(cron.validate(expr)).toEqual({ ok: false, error: expect.stringContaining('node-cron and croner count 1 = MON') });
+    }
+  });
+
+  test('are refused at an UNTIL_NEXT yield, catchably', async () => {
+    const rt = new Runtime();
+    rt.load('function t(e) local ok, err = pcall(coroutine.yield, "UNTIL_NEXT", e) return err end');
+    expect(await rt.call('t', '0 0 9 * * 1-5')).toMatch(/UNTIL_NEXT: cron: day-of-week '1-5' .* Write "0 0 9 \? \* MON-FRI"/);
+    rt.closeSync();
+  });
+
+  test('both suggested spellings, and every unambiguous form, are accepted; the suggestions agree', () => {
+    for (const expr of ['0 0 9 * * MON-FRI', '0 0 9 ? * 1-5', '0 0 9 * * ?', '0 0 9 * * *', '0 0 9 ? * *', '0 9 * * 1-5', '0 0 9 * * */2']) {
+      expect(cron.validate(expr)).toEqual({ ok: true });
+    }
+    const from = new Date('2026-11-20T00:00:00Z');  // a Friday
+    const named = iso(cron.next('0 0 9 ? * MON-FRI', { from, tz: 'UTC', count: 5 }));
+    expect(named).toEqual(['2026-11-20T09:00:00.000Z', '2026-11-23T09:00:00.000Z', '2026-11-24T09:00:00.000Z',
+      '2026-11-25T09:00:00.000Z', '2026-11-26T09:00:00.000Z']);
+    expect(iso(cron.next('0 9 * * 1-5', { from, tz: 'UTC', count: 5 }))).toEqual(named);
+    expect(iso(new Cron('0 0 9 * * 1-5', { timezone: 'UTC' }).nextRuns(5, from))).toEqual(named);
+  });
+});
+
 // Differential: random expressions in the subset both implement the same way
 // (6 fields, plain numbers, ranges, steps and lists; day-of-week '*', as
 // croner reads '?' as the current weekday; hours
