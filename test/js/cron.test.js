@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // cron.next / validate / describe, UNTIL_NEXT in tasks, and a differential check against croner.
 'use strict';
+const { execFileSync } = require('child_process');
+const path = require('path');
 const { Cron } = require('croner');
 const { Runtime, cron } = require('../..');
 
@@ -103,6 +105,38 @@ describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
     expect(iso(cron.next('0 9 * * 1-5', { from, tz: 'UTC', count: 5 }))).toEqual(named);
     expect(iso(new Cron('0 0 9 * * 1-5', { timezone: 'UTC' }).nextRuns(5, from))).toEqual(named);
   });
+});
+
+// Issue 20: cron.next defaulted to UTC, UNTIL_NEXT to the process's zone.
+// Run in a child so $TZ is the process's own from the start.
+test('cron.next and UNTIL_NEXT default to the same zone, the process\'s; a tz or CRON_TZ= wins', () => {
+  const script = `
+    const { Runtime, cron } = require(${JSON.stringify(path.join(__dirname, '..', '..'))});
+    const from = new Date('2025-12-31T12:00:00Z');
+    const iso = (d) => d.toISOString();
+    const rt = new Runtime();
+    rt.load('function t() coroutine.yield("UNTIL_NEXT", "0 0 9 ? * *") end');
+    const task = rt.start('t');
+    const untilNext = iso(task.waiting.until);
+    rt.cancel(task.id);
+    task.result.catch(() => {});
+    rt.closeSync();
+    console.log(JSON.stringify({
+      fromDefault: iso(cron.next('0 0 9 ? * *', { from })[0]),
+      cronNextNow: iso(cron.next('0 0 9 ? * *')[0]),
+      untilNext,
+      explicit: iso(cron.next('0 0 9 ? * *', { from, tz: 'UTC' })[0]),
+      prefix: iso(cron.next('CRON_TZ=Europe/Paris 0 0 9 ? * *', { from })[0]),
+    }));`;
+  const run = (TZ) => JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, TZ }, encoding: 'utf8' }));
+  const tokyo = run('Asia/Tokyo');
+  expect(tokyo.fromDefault).toBe('2026-01-01T00:00:00.000Z');  // 09:00 in Tokyo; it was 09:00 UTC
+  expect(tokyo.cronNextNow).toBe(tokyo.untilNext);
+  expect(tokyo.explicit).toBe('2026-01-01T09:00:00.000Z');
+  expect(tokyo.prefix).toBe('2026-01-01T08:00:00.000Z');
+  const york = run('America/New_York');
+  expect(york.fromDefault).toBe('2025-12-31T14:00:00.000Z');
+  expect(york.cronNextNow).toBe(york.untilNext);
 });
 
 // Differential: random expressions in the subset both implement the same way
