@@ -36,6 +36,8 @@ export interface RuntimeOptions {
   timeSlice?: number;
   /** CPU milliseconds a task (or a call from JS) may use before it is killed. */
   taskTimeout?: number;
+  /** IANA zone for UNTIL_NEXT without a zone of its own. @default the process's ($TZ, else /etc/localtime) */
+  timeZone?: string;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
@@ -51,12 +53,13 @@ export interface TaskInfo {
   waiting?: TaskWaiting;
 }
 
-export class Task {
+/** A Lua coroutine running as a task; `T` is what its result resolves to (unchecked: Lua decides). */
+export class Task<T = unknown> {
   readonly id: string;
   readonly status: TaskStatus;
   readonly waiting: TaskWaiting | undefined;
   /** The task's first return value; rejects with its error. */
-  readonly result: Promise<unknown>;
+  readonly result: Promise<T>;
 }
 
 /** What the runtime passes with each save (docs/persistence.md). */
@@ -128,8 +131,8 @@ export class Runtime extends EventEmitter {
   load(source: string, options?: { name?: string }): unknown[];
   set(name: string, value: unknown): void;
   get(name: string): unknown;
-  start(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Task;
-  call(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<unknown>;
+  start<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Task<T>;
+  call<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<T>;
   resume(id: string, ...values: unknown[]): boolean;
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;

@@ -11,8 +11,11 @@ const { toStore, checkName, DirectoryStore } = require('./store');
 const { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const errors = require('./errors');
 const { makeError } = errors;
+const { nearest } = require('./nearest');
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
+
+const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('./options');
 
 // A string as a message quotes it: JSON-escaped, cut at 40 characters.
 function quote(s) {
@@ -73,9 +76,16 @@ function normalizeOptions(options) {
     }
     out[key] = v;
   }
-  if ((options.store !== undefined || options.name !== undefined) && !options[PERSIST]) {
+  if (OPEN_OPTIONS.some((k) => options[k] !== undefined) && !options[PERSIST]) {
     throw makeError('ERR_INVALID_ARG_VALUE',
       'A runtime with a store and a name is created with "await Runtime.open(options)", which restores its saved state first.');
+  }
+  for (const key of Object.keys(options)) {
+    if (RUNTIME_OPTIONS.includes(key) || OPEN_OPTIONS.includes(key)) continue;
+    // A misspelt option would otherwise be ignored without a word.
+    const near = nearest(key, [...RUNTIME_OPTIONS, ...OPEN_OPTIONS]);
+    throw makeError('ERR_INVALID_ARG_VALUE',
+      `The option ${JSON.stringify(key)} is not a Runtime option${near ? `; did you mean "${near}"?` : '.'} Options: ${RUNTIME_OPTIONS.join(', ')} (and ${OPEN_OPTIONS.join(', ')} with Runtime.open).`);
   }
   if (options.modulePaths !== undefined) {
     const mp = options.modulePaths;
@@ -323,6 +333,8 @@ class Runtime extends EventEmitter {
    * @param {number} [options.taskTimeout] CPU ms a task (or a call from JS) may use before it is killed
    * @param {boolean} [options.trustedObjects=false] Lua reads JS object fields as JS does (getters,
    *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
+   * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
+   * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {

@@ -12,6 +12,14 @@ async function main(): Promise<void> {
   const status: 'running' | 'waiting' | 'done' | 'failed' | 'cancelled' = task.status;
   const result: unknown = await task.result;
   const r2: unknown = await rt.call('fn');
+  const n: number = await rt.call<number>('fn');
+  const typed: Task<string> = rt.start<string>('fn');
+  const text: string = await typed.result;
+  const zoned = new Runtime({ timeZone: 'Europe/Paris', modulePaths: ['/tmp'], taskTimeout: 100, keepAlive: false, trustedObjects: false });
+  zoned.closeSync();
+  console.log(n, text);
+  const opened = await Runtime.open({ name: 'n', store: '/tmp/x', storeTimeout: 1000 });
+  await opened.close();
   const resumed: boolean = rt.resume(id, 1, 2);
   const cancelled: boolean = rt.cancel(id, 'why');
   const info = rt.task(id);
