@@ -18,7 +18,7 @@ test('FOR waits about the duration and returns SCHEDULER, elapsed, unit', async 
   const t0 = performance.now();
   const task = rt.start('t');
   expect(task.status).toBe('waiting');
-  expect(task.waiting).toEqual({ instruction: 'FOR' });
+  expect(task.waiting).toEqual({ instruction: 'FOR', until: expect.anything() });
   const reason = await task.result;
   expect(reason).toBe('SCHEDULER');
   expect(performance.now() - t0).toBeGreaterThanOrEqual(29);
