@@ -36,7 +36,7 @@ test('a bare yield is IMMEDIATE and an AbortSignal cancels a task', async () => 
   const ac = new AbortController();
   const task = rt.start('forever', ac.signal);
   ac.abort('stop');
-  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
+  await expect(task.result).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'stop' });
 });
 
 test('INDEFINITELY is resumed by id with exactly the resume values', async () => {
