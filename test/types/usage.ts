@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
-import { Runtime, Task, LuaError, DirectoryStore, codes, cron } from 'lua-tasks';
+import { Runtime, Task, LuaError, DirectoryStore, codes, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
 
 async function main(): Promise<void> {
   const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, conversionLimit: 4 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
@@ -27,6 +27,21 @@ async function main(): Promise<void> {
   rt.tasks().forEach((t) => console.log(t.id, t.status));
   rt.on('taskerror', (t, err: Error) => console.log(t.id, err.message));
   rt.on('taskdone', (t, value) => console.log(t.id, value));
+  const ac = new AbortController();
+  const spawned: Task<number, { owner: string }> = rt.spawn<number, { owner: string }>('fn', { args: [1, 'two'], signal: ac.signal, name: 'job', meta: { owner: 'me' } });
+  const owner: string | undefined = spawned.meta?.owner;
+  const label: string | undefined = spawned.name;
+  const sum: number = await spawned.result;
+  const plain: Task = rt.spawn('fn');
+  const opts: SpawnOptions = { args: [], name: 'x' };
+  rt.spawn('fn', opts).cancel('why');
+  const again: boolean = plain.resume(1, 'two') || plain.cancel();
+  const snap = rt.task(spawned.id);
+  console.log(owner, label, sum, again, snap?.name, snap?.meta, rt.tasks()[0]?.name);
+  rt.on('taskcancel', (t: Task, err: TaskError | AbortError) => {
+    if (err instanceof AbortError) console.log(t.id, err.code, err.cause);
+    else console.log(t.id, err.code, err.reason);
+  });
   rt.ref().unref();
   const s = rt.stats();
   console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.conversionLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
