@@ -309,7 +309,7 @@ int l_tasks_receive(lua_State* L) {
     timeout = static_cast<int64_t>(std::ceil(ns));
   }
   Task* t = s->current();
-  if (t == nullptr) luaL_error(L, "tasks.receive: not inside a task (start one with rt.start or tasks.start)");
+  if (t == nullptr) return luaL_error(L, "tasks.receive: not inside a task (start one with rt.start or tasks.start)");
   lua_settop(L, 0);
   if (t->mail_count > 0 || timeout == 0) return Received(L, s, t);
   NeedTask(L, s, "tasks.receive");  // it must suspend: raises if it cannot here

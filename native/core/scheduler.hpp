@@ -60,7 +60,7 @@ struct Task {
   // [head, head + 1 + n): its value count n, then its values (nil among
   // them: the count, not the table's length, says where a message ends).
   int mailbox = LUA_NOREF;
-  uint32_t mail_count = 0;  // messages queued
+  uint32_t mail_count = 0;    // messages queued
   lua_Integer mail_head = 1;  // slot of the oldest message's count
   lua_Integer mail_tail = 1;  // slot the next message starts at
 

@@ -172,6 +172,31 @@ describe('rt.send', () => {
     }
   });
 
+  test('queued messages count against memoryLimit: a send past it throws ERR_MEMORY_LIMIT', async () => {
+    const small = new Runtime({ memoryLimit: 4 << 20 });
+    try {
+      small.load('function t() coroutine.yield("INDEFINITELY") end');
+      const task = small.start('t');
+      const mb = 'x'.repeat(1 << 20);
+      let sent = 0;
+      let err;
+      try {
+        for (; sent < 10; sent++) small.send(task.id, `${sent}${mb}`);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
+      expect(sent).toBeGreaterThan(0);
+      expect(sent).toBeLessThan(4);
+      small.cancel(task.id);
+      await task.result.catch(() => {});
+      small.load('collectgarbage()');
+      expect(small.send(small.start('t').id, mb)).toBe(true);  // freed with the task: room again
+    } finally {
+      small.closeSync();
+    }
+  });
+
   test('a full mailbox throws ERR_MAILBOX_FULL until the task takes a message', async () => {
     const small = new Runtime({ mailboxLimit: 2 });
     try {
