@@ -18,6 +18,7 @@ const codes = Object.freeze({
   ERR_STORE_LOCKED: 'ERR_STORE_LOCKED', // the name is open elsewhere (err.holder says where)
   ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT', // the saved snapshot does not read (checksum, truncation, format)
   ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT', // the store did not answer within storeTimeout
+  ERR_MAILBOX_FULL: 'ERR_MAILBOX_FULL', // rt.send: the task's mailbox holds mailboxLimit messages
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
   ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
   ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',

@@ -38,12 +38,14 @@ export interface RuntimeOptions {
   taskTimeout?: number;
   /** IANA zone for UNTIL_NEXT without a zone of its own. @default the process's ($TZ, else /etc/localtime) */
   timeZone?: string;
+  /** Messages a task's mailbox holds before rt.send throws ERR_MAILBOX_FULL (tasks.send raises). @default 1000 */
+  mailboxLimit?: number;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
 
 export interface TaskWaiting {
-  instruction: 'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE';
+  instruction: 'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE' | 'RECEIVE';
   /** When a timed wait ends (FOR, tasks.sleep, UNTIL_TIME, UNTIL_NEXT); a FOR's is read on the wall clock at the query. */
   until?: Date;
 }
@@ -162,6 +164,8 @@ export class Runtime extends EventEmitter {
   spawn<T = unknown, M = unknown>(fn: string | ((...args: any[]) => unknown), options?: SpawnOptions<M>): Task<T, M>;
   call<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<T>;
   resume(id: string, ...values: unknown[]): boolean;
+  /** Queues a message (first value not null/undefined) for tasks.receive; false for an unknown or ended task. @throws ERR_MAILBOX_FULL */
+  send(id: string, first: unknown, ...values: unknown[]): boolean;
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;
   tasks(): TaskInfo[];

@@ -113,6 +113,14 @@ function normalizeOptions(options) {
     if (error !== null) throw makeError('ERR_INVALID_ARG_VALUE', `The "options.timeZone" option is not a known zone: ${error}.`);
     out.timeZone = options.timeZone;
   }
+  if (options.mailboxLimit !== undefined) {
+    const v = options.mailboxLimit;
+    if (!Number.isInteger(v) || v < 1 || v > 2 ** 31) {
+      throw makeError('ERR_OUT_OF_RANGE',
+        `The "options.mailboxLimit" option must be a positive integer number of messages up to 2^31. Received ${typeName(v)}.`);
+    }
+    out.mailboxLimit = v;
+  }
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
   if (typeof trustedObjects !== 'boolean') throw invalidType('options.trustedObjects', 'a boolean', trustedObjects);
@@ -383,6 +391,7 @@ class Runtime extends EventEmitter {
    *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
    * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
    * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
+   * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -770,6 +779,28 @@ class Runtime extends EventEmitter {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     return this.#native.resume(id, values);
+  }
+
+  /**
+   * Queues a message for a task, whatever it is doing (running, waiting on
+   * anything, committing, awaiting a promise); the task takes it with
+   * tasks.receive(), which returns `values` (converted to Lua now). Unlike
+   * resume(), nothing is lost: a task waiting in tasks.receive() is woken
+   * (through the ready queue, never run inside this call).
+   * @param {string} id
+   * @param {...*} values the message: at least one value, the first not null or undefined
+   * @returns {boolean} true if queued; false for an unknown or ended task
+   * @throws {TypeError} ERR_INVALID_ARG_VALUE without a first value
+   * @throws {LuaTasksError} ERR_MAILBOX_FULL when the task holds mailboxLimit messages
+   */
+  send(id, ...values) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    if (values.length === 0 || values[0] === undefined || values[0] === null) {
+      throw makeError('ERR_INVALID_ARG_VALUE',
+        `A message's first value must not be null or undefined (tasks.receive() answers nil, "timeout" for a timeout). Received ${values.length === 0 ? 'no value' : typeName(values[0])}.`);
+    }
+    return this.#native.send(id, values);
   }
 
   /**

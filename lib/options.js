@@ -8,7 +8,7 @@
  * this list (test/js/types.test.js), and any other key is refused.
  */
 const RUNTIME_OPTIONS = Object.freeze(['libs', 'memoryLimit', 'conversionLimit', 'print', 'keepAlive', 'trustedObjects',
-  'modules', 'modulePaths', 'timeSlice', 'taskTimeout', 'timeZone']);
+  'modules', 'modulePaths', 'timeSlice', 'taskTimeout', 'timeZone', 'mailboxLimit']);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
 const OPEN_OPTIONS = Object.freeze(['name', 'store', 'storeTimeout']);

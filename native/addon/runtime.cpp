@@ -82,6 +82,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_stats>("stats"),
                          InstanceMethod<&Runtime::JS_start>("start"),
                          InstanceMethod<&Runtime::JS_resume>("resume"),
+                         InstanceMethod<&Runtime::JS_send>("send"),
                          InstanceMethod<&Runtime::JS_cancel>("cancel"),
                          InstanceMethod<&Runtime::JS_taskState>("taskState"),
                          InstanceMethod<&Runtime::JS_taskUntil>("taskUntil"),
@@ -146,6 +147,8 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   } else {
     core_->scheduler->set_default_zone(ProcessZone());
   }
+  Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/index.js checks)
+  if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
   Scheduler* sched = core_->scheduler.get();
   if (core_->host->Protected(
           [](lua_State* L) {
@@ -433,6 +436,36 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
                    " more values (it holds about 1,000,000 in all).");
   }
   return Napi::Boolean::New(env, r == Scheduler::ResumeResult::kResumed);
+}
+
+// The values are converted now (the task may take them much later) and kept
+// in its mailbox; lib/index.js has checked that there is a first value and
+// that it is not null or undefined.
+Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key;
+  if (!ReadKey(info[0], *core->scheduler, &key) || core->scheduler->Find(key) == nullptr) {
+    return Napi::Boolean::New(env, false);
+  }
+  lua_State* L = core->host->current();
+  Napi::Array args = info[1].As<Napi::Array>();
+  const uint32_t n = args.Length();
+  const Scheduler::SendResult r = core->Entered([&] {
+    StackGuard stack(L);
+    NeedStack(env, L, n, 4, "Cannot send a message");
+    LuaHost::HostSection section(core->host.get(), L);
+    PushJsArgs(core, L, args, stack.top());
+    if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
+    return core->scheduler->Send(key, L, static_cast<int>(n));
+  });
+  if (r == Scheduler::SendResult::kFull) {
+    ThrowError(env, "ERR_MAILBOX_FULL",
+               "Cannot send a message: the task's mailbox is full (" +
+                   std::to_string(core->scheduler->mailbox_limit()) +
+                   " messages, the mailboxLimit option); it takes them with tasks.receive().");
+  }
+  return Napi::Boolean::New(env, r == Scheduler::SendResult::kQueued);
 }
 
 Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {

@@ -24,6 +24,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_stats(const Napi::CallbackInfo& info);        // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
   Napi::Value JS_start(const Napi::CallbackInfo& info);        // (fn: string path | Lua function, args[]) -> key
   Napi::Value JS_resume(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean
+  Napi::Value JS_send(const Napi::CallbackInfo& info);         // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
   Napi::Value JS_cancel(const Napi::CallbackInfo& info);       // (id) -> boolean
   Napi::Value JS_taskState(const Napi::CallbackInfo& info);    // (id) -> status + 16 * wait kind | undefined
   Napi::Value JS_taskUntil(const Napi::CallbackInfo& info);    // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined

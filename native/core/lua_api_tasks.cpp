@@ -244,6 +244,81 @@ int l_tasks_resume(lua_State* L) {
   return 0;
 }
 
+// send(id, ...) -> true | nil, message. A message is one or more values,
+// the first not nil: receive's nil then always means its timeout.
+int l_tasks_send(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const uint64_t key = KeyArg(L, s);
+  const int nargs = lua_gettop(L) - 1;
+  luaL_argcheck(L, !lua_isnoneornil(L, 2), 2,
+                "a message's first value must not be nil (tasks.receive answers nil, \"timeout\" for a timeout)");
+  luaL_checkstack(L, 3, "tasks.send");
+  switch (s->Send(key, L, nargs)) {
+    case Scheduler::SendResult::kQueued:
+      lua_pushboolean(L, 1);
+      return 1;
+    case Scheduler::SendResult::kNotFound:
+      lua_pushnil(L);
+      lua_pushliteral(L, "no such task (unknown or finished)");
+      return 2;
+    case Scheduler::SendResult::kFull:
+      break;
+  }
+  return luaL_error(L, "tasks.send: the task's mailbox is full (%d messages, the runtime's mailboxLimit option)",
+                    static_cast<int>(s->mailbox_limit()));
+}
+
+// The task's next message as its values, or nil, "timeout" if there is none
+// (the timeout passed, or receive(0) found the mailbox empty).
+int Received(lua_State* L, Scheduler* s, Task* t) {
+  const int n = s->TakeMessage(t, L);
+  if (n == -2) return luaL_error(L, "tasks.receive: the message's values do not fit on the task's stack");
+  if (n >= 0) return n;
+  lua_pushnil(L);
+  lua_pushliteral(L, "timeout");
+  return 2;
+}
+
+// After a receive's wait: woken by a message (it is in the mailbox) or by
+// its timer (then the mailbox is empty, or a message came with the timer).
+int k_receive(lua_State* L, int status, lua_KContext ctx) {
+  Scheduler* s = Sched(L);
+  lua_settop(L, 0);  // a timer's wake values
+  Task* t = s->current();
+  if (t == nullptr) return luaL_error(L, "tasks.receive: not inside a task");
+  return Received(L, s, t);
+}
+
+// receive([timeout [, unit]]) -> values... | nil, "timeout"   (may suspend)
+int l_tasks_receive(lua_State* L) {
+  Scheduler* s = Sched(L);
+  int64_t timeout = -1;  // none
+  Unit unit = Unit::kSeconds;
+  if (!lua_isnoneornil(L, 1)) {
+    const lua_Number v = luaL_checknumber(L, 1);
+    if (!lua_isnoneornil(L, 2)) {
+      size_t n;
+      const char* name = luaL_checklstring(L, 2, &n);
+      luaL_argcheck(L, ParseUnit(std::string_view(name, n), &unit), 2,
+                    "unknown time unit (expected NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or "
+                    "DAYS)");
+    }
+    const double ns = v * static_cast<double>(UnitNs(unit));
+    luaL_argcheck(L, !std::isnan(v) && v >= 0 && ns <= static_cast<double>(kMaxWaitNs), 1,
+                  "timeout must be a finite number from 0 to 100 years");
+    timeout = static_cast<int64_t>(std::ceil(ns));
+  }
+  Task* t = s->current();
+  if (t == nullptr) return luaL_error(L, "tasks.receive: not inside a task (start one with rt.start or tasks.start)");
+  lua_settop(L, 0);
+  if (t->mail_count > 0 || timeout == 0) return Received(L, s, t);
+  NeedTask(L, s, "tasks.receive");  // it must suspend: raises if it cannot here
+  t->Pend(WaitKind::kReceive, timeout, unit);
+  if (L == t->co) return lua_yieldk(L, 0, 0, k_receive);
+  lua_pushlightuserdata(L, s);  // the sentinel, passed up by the resume wrappers (see Suspend)
+  return lua_yieldk(L, 1, 0, k_receive);
+}
+
 int l_tasks_cancel(lua_State* L) {
   Scheduler* s = Sched(L);
   const uint64_t key = KeyArg(L, s);
@@ -575,7 +650,7 @@ LOADED["namazu.coroutine"] = namazu
 const luaL_Reg kTasksFuncs[] = {
     {"sleep", l_tasks_sleep},   {"current_id", l_tasks_current_id}, {"start", l_tasks_start},
     {"resume", l_tasks_resume}, {"cancel", l_tasks_cancel},         {"status", l_tasks_status},
-    {nullptr, nullptr},
+    {"send", l_tasks_send},     {"receive", l_tasks_receive},       {nullptr, nullptr},
 };
 
 }  // namespace

@@ -256,6 +256,9 @@ void Scheduler::Release(Task* t) {
   if (t->co != nullptr) LuaHost::SetTaskMark(t->co, false);  // a plain (dead or reset) coroutine again
   if (t->anchor != Task::kNoAnchor) anchors_.Clear(host_->main(), t->anchor);
   t->anchor = Task::kNoAnchor;
+  if (t->mailbox != LUA_NOREF) luaL_unref(host_->main(), LUA_REGISTRYINDEX, t->mailbox);  // its messages go
+  t->mailbox = LUA_NOREF;
+  t->mail_count = 0;
   t->joiners.clear();
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   if (!owned) return;  // released already (never expected: see Find)
@@ -436,6 +439,17 @@ void Scheduler::Park(Task* t, int64_t now) {
       break;
     case WaitKind::kPromise:
       ++outside_waits_;
+      break;
+    case WaitKind::kReceive:
+      // tasks.receive suspends only on an empty mailbox; a message that came
+      // in between (nothing is known to send there, but it costs one test)
+      // wakes it at once. value: the timeout (ns), -1 for none.
+      if (t->mail_count > 0) {
+        ClearWait(t);
+        Continue(t, 0);
+      } else if (value >= 0) {
+        ArmTimer(t, t->wait_start + value);
+      }
       break;
     case WaitKind::kCommit:
       ++outside_waits_;
@@ -668,6 +682,67 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
   RunTask(t, from, nargs);
   hooks_->OnScheduleChange();
   return ResumeResult::kResumed;
+}
+
+Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  if (t == nullptr || t->mail_count >= mailbox_limit_) {
+    lua_pop(from, nargs);
+    return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
+  }
+  {
+    // The mailbox's growth is bounded by mailbox_limit_: it is not charged
+    // to the memory limit, so a send never raises it here (the values were
+    // charged when they were made or converted).
+    LuaHost::HostSection section(host_, from);
+    if (t->mailbox == LUA_NOREF) {
+      lua_createtable(from, 4, 0);
+      t->mailbox = luaL_ref(from, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(from, LUA_REGISTRYINDEX, t->mailbox);
+    const int box = lua_gettop(from);
+    const int first = box - nargs;
+    lua_pushinteger(from, nargs);
+    lua_rawseti(from, box, t->mail_tail);
+    for (int i = 0; i < nargs; ++i) {
+      lua_pushvalue(from, first + i);
+      lua_rawseti(from, box, t->mail_tail + 1 + i);
+    }
+    lua_settop(from, first - 1);
+    t->mail_tail += 1 + nargs;
+    ++t->mail_count;
+  }
+  if (t->status == TaskStatus::kWaiting && t->wait == WaitKind::kReceive) {
+    ClearWait(t);
+    Continue(t, 0);
+    if (batch_ == 0) hooks_->OnScheduleChange();
+  }
+  return SendResult::kQueued;
+}
+
+int Scheduler::TakeMessage(Task* t, lua_State* L) {
+  if (t->mail_count == 0) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->mailbox);
+  const int box = lua_gettop(L);
+  lua_rawgeti(L, box, t->mail_head);
+  const int n = static_cast<int>(lua_tointeger(L, -1));
+  lua_pop(L, 1);
+  if (!lua_checkstack(L, n + 2)) {
+    lua_pop(L, 1);
+    return -2;
+  }
+  for (int i = 0; i <= n; ++i) {
+    if (i > 0) lua_rawgeti(L, box, t->mail_head + i);
+    lua_pushnil(L);  // setting a present key to nil never allocates
+    lua_rawseti(L, box, t->mail_head + i);
+  }
+  lua_remove(L, box);
+  --t->mail_count;
+  // An empty mailbox starts again at slot 1, so the slots a task keeps
+  // receiving into stay in the table's array part.
+  t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
+  if (t->mail_count == 0) t->mail_tail = 1;
+  return n;
 }
 
 bool Scheduler::Cancel(uint64_t key) {

@@ -55,6 +55,15 @@ struct Task {
   uint64_t join_key = 0;          // kJoin: the task waited for
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
   uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
+  // The mailbox (tasks.send / tasks.receive): a table in the registry, made
+  // at the first send and unreferenced by Release, so the messages of a task
+  // that ends or is cancelled go with it. A message takes slots
+  // [head, head + 1 + n): its value count n, then its values (nil among
+  // them: the count, not the table's length, says where a message ends).
+  int mailbox = LUA_NOREF;
+  uint32_t mail_count = 0;    // messages queued
+  lua_Integer mail_head = 1;  // slot of the oldest message's count
+  lua_Integer mail_tail = 1;  // slot the next message starts at
 
   bool ended() const {
     return status == TaskStatus::kDone || status == TaskStatus::kFailed || status == TaskStatus::kCancelled;
@@ -151,6 +160,23 @@ class Scheduler {
   // Resumes a waiting task with the `nargs` values on top of `from` (popped
   // in every case), running it until its next wait.
   ResumeResult Resume(uint64_t key, lua_State* from, int nargs);
+
+  // Queues the `nargs` values on top of `from` (popped in every case) as one
+  // message for task `key`, whatever it is doing (running, waiting on
+  // anything, committing): kQueued; kNotFound for an unknown or ended task;
+  // kFull when it already holds mailbox_limit() messages. A task waiting in
+  // tasks.receive is queued to run (at the back of the ready queue, as a
+  // COMMIT's outcome is), never run here: a send from JS or from another
+  // task costs no nested run. `from` needs 2 free stack slots.
+  enum class SendResult { kQueued, kNotFound, kFull };
+  SendResult Send(uint64_t key, lua_State* from, int nargs);
+  // Moves t's oldest message onto L (n values) and returns n; -1 if its
+  // mailbox is empty; -2 if L has no room for the values (the message stays).
+  int TakeMessage(Task* t, lua_State* L);
+  // Messages a mailbox holds at most (the mailboxLimit option).
+  static constexpr uint32_t kDefaultMailboxLimit = 1000;
+  void set_mailbox_limit(uint32_t n) { mailbox_limit_ = n; }
+  uint32_t mailbox_limit() const { return mailbox_limit_; }
 
   // Cancels a task: closes its coroutine (running its <close> variables).
   // A running task is killed at its next yield. Returns false if no such task.
@@ -341,6 +367,7 @@ class Scheduler {
   int locks_ = 0;
   const date::time_zone* default_zone_ = nullptr;
   bool has_store_ = false;
+  uint32_t mailbox_limit_ = kDefaultMailboxLimit;
   struct Deferred {
     uint64_t key;
     uint32_t gen;  // the task's at deferral: a stale entry never runs it

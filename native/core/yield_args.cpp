@@ -109,6 +109,8 @@ const char* WaitKindName(WaitKind kind) {
       return "JOIN";
     case WaitKind::kPromise:
       return "PROMISE";
+    case WaitKind::kReceive:
+      return "RECEIVE";
   }
   return "NONE";
 }

@@ -29,6 +29,7 @@ enum class WaitKind : uint8_t {
   kCommit,        // COMMIT
   kJoin,          // tasks.wait(id)
   kPromise,       // awaiting a JS promise
+  kReceive,       // tasks.receive: woken by a message (or its timeout), never by a resume
 };
 const char* WaitKindName(WaitKind kind);
 // Waits a resume by id may end (DESIGN §4.1).

@@ -35,6 +35,7 @@ test.each([
   ['an UNTIL_TIME 200 ms ahead task', 'until200'],
   ['a task started after unref() then ref()', 'unrefRef'],
   ['a task of a keepAlive: false runtime after ref()', 'keepAliveFalseThenRef'],
+  ['a tasks.receive(200 ms) task', 'receive200'],
 ])('%s keeps the process alive until it is done', async (_, mode) => {
   const r = await run(mode);
   expectClean(r);
@@ -52,6 +53,12 @@ test.each([
   const r = await run(mode);
   expectClean(r);
   expect(r.lines).toEqual(['started']);
+});
+
+test('a task waiting in tasks.receive() without a timeout does not hold the process', async () => {
+  const r = await run('receive');
+  expectClean(r);
+  expect(r.lines).toEqual(['waiting 1']);
 });
 
 test('an INDEFINITELY task does not hold the process', async () => {
