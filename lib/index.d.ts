@@ -75,6 +75,8 @@ export class Task<T = unknown, M = unknown> {
   cancel(reason?: unknown): boolean;
   /** rt.resume(task.id, ...values): true if a task waiting on a yield instruction was resumed. */
   resume(...values: unknown[]): boolean;
+  /** rt.send(task.id, ...values): a message for its tasks.receive. @throws ERR_MAILBOX_FULL */
+  send(first: unknown, ...values: unknown[]): boolean;
 }
 
 /** The options of rt.spawn; any other key is refused (ERR_INVALID_ARG_VALUE, naming the nearest). */

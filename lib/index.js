@@ -254,6 +254,14 @@ class Task {
     return this.#rt.resume(this.id, ...values);
   }
 
+  /**
+   * rt.send(task.id, ...values): queues a message for its tasks.receive.
+   * @returns {boolean} true if queued, false if the task has ended
+   */
+  send(...values) {
+    return this.#rt.send(this.id, ...values);
+  }
+
   /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
   get status() {
     if (this.#outcome) return ['done', 'failed', 'cancelled'][this.#outcome[0]];

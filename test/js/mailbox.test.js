@@ -275,3 +275,14 @@ describe('tasks.receive', () => {
     expect(() => rt.load('tasks.receive()')).toThrow(/tasks.receive: not inside a task/);
   });
 });
+
+test('task.send(...) is rt.send(task.id, ...)', async () => {
+  const { Runtime } = require('../..');
+  const rt = new Runtime();
+  rt.load('function echo() local a, b = tasks.receive() return a .. b end');
+  const task = rt.start('echo');
+  expect(task.send('x', 'y')).toBe(true);
+  expect(await task.result).toBe('xy');
+  expect(task.send('late')).toBe(false);
+  await rt.close();
+});

@@ -21,6 +21,8 @@ async function main(): Promise<void> {
   const opened = await Runtime.open({ name: 'n', store: '/tmp/x', storeTimeout: 1000 });
   await opened.close();
   const resumed: boolean = rt.resume(id, 1, 2);
+  const sent: boolean = task.send('event', 1) && rt.send(id, 'event');
+  console.log(sent);
   const cancelled: boolean = rt.cancel(id, 'why');
   const info = rt.task(id);
   if (info && info.waiting) console.log(info.waiting.instruction, info.waiting.until?.toISOString());
