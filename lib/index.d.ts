@@ -175,6 +175,10 @@ export class TaskError extends LuaTasksError {
   committed?: boolean;
   /** ERR_COMMIT_FAILED: the new snapshot is in place but not confirmed durable. */
   replaced?: boolean;
+  /** ERR_TASK_TIMEOUT, and ERR_COMMIT_FAILED at a task's COMMIT: where the task was. */
+  luaStack?: string;
+  source?: string;
+  line?: number;
 }
 /** ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT. */
 export class StoreError extends LuaTasksError {
