@@ -6,6 +6,15 @@
 const fs = require('node:fs');
 const path = require('node:path');
 
+const { parseArgs } = require('node:util');
+
+// Our options per command; every one but --help takes a value.
+const OPTIONS = {
+  run: ['entry', 'libs', 'memory-limit', 'task-timeout', 'time-slice'],
+  cron: ['count', 'tz', 'from'],
+};
+const COUNT_MAX = 10000; // cron.next's own bound on count (lib/cron.js); a test keeps them equal
+
 const HELP = {
   main: `Usage: lua-tasks <command> [options]
 
@@ -20,6 +29,10 @@ Runs the file's top level as a task (so coroutine.yield instructions work),
 passing args as its ... values. Exits when no task is left; prints an
 uncaught Lua error with its traceback and exits with status 1.
 
+Words after the script that are not options of ours go to the script; one
+that looks like a misspelling of ours is refused (put it after -- to pass
+it on). Every word after -- goes to the script.
+
 Options:
   --entry <fn>            after the top level, start this global function as a task
   --libs <safe|all|a,b>   standard libraries (default: safe)
@@ -29,8 +42,11 @@ Options:
   --help                  show this help`,
   cron: `Usage: lua-tasks cron "<expr>" [--count N] [--tz Zone] [--from ISO-date]
 
-Prints the next N times (default 5) the expression fires, strictly after now
-(or --from), in ISO 8601 UTC and in the zone.`,
+Prints the next N times (default 5, at most ${COUNT_MAX}) the expression fires,
+strictly after now (or --from), one a line in ISO 8601: in UTC
+(2030-01-01T12:00:00.000Z), or with --tz, as the local time in that zone
+with its UTC offset (2030-01-01T07:00:00-05:00). --tz is also the zone the
+expression is read in, unless it has a CRON_TZ= prefix.`,
 };
 
 function fail(msg) {
@@ -38,27 +54,72 @@ function fail(msg) {
   process.exit(2);
 }
 
-// Splits argv into positionals and known --options (each takes the next
-// word). Unknown --words after the script are the script's own arguments,
-// and so is every word after a "--".
-function parse(argv, valueOpts) {
+// Edit distance (insertions, deletions, substitutions and swaps of two
+// neighbours, each 1), to suggest the option a misspelling meant.
+function distance(a, b) {
+  const d = Array.from({ length: a.length + 1 }, (_, i) => [i]);
+  for (let j = 1; j <= b.length; j++) d[0][j] = j;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
+    }
+  }
+  return d[a.length][b.length];
+}
+
+// The word in `words` that `word` most likely misspells (case, _ for -,
+// camelCase all count as small edits), or undefined if none is close.
+function nearest(word, words) {
+  let best;
+  let bestD = Infinity;
+  for (const w of words) {
+    const d = distance(word.toLowerCase(), w);
+    if (d < bestD) [best, bestD] = [w, d];
+  }
+  return best !== undefined && bestD <= Math.max(1, Math.floor(best.length / 4)) ? best : undefined;
+}
+
+// Parses a command's argv with util.parseArgs: its options (each takes a
+// value) and --help/-h. Unknown options are refused, naming the nearest one,
+// except, when `passOn` is set, after the first positional (the script):
+// there they are the script's own words unless they look like a misspelling
+// of ours. Every word after a "--" is positional.
+function parse(argv, command, passOn = false) {
+  const names = OPTIONS[command];
+  const options = { help: { type: 'boolean', short: 'h' } };
+  for (const n of names) options[n] = { type: 'string' };
+  const { tokens } = parseArgs({ args: argv, options, strict: false, allowPositionals: true, tokens: true });
   const pos = [];
   const opts = {};
-  for (let i = 0; i < argv.length; i++) {
-    const a = argv[i];
-    const key = a.startsWith('--') ? a.slice(2) : null;
-    if (a === '--') {
-      pos.push(...argv.slice(i + 1));
+  let lastPassed = -1; // -abc is three tokens of one word
+  for (const t of tokens) {
+    if (t.kind === 'option-terminator') {
+      pos.push(...argv.slice(t.index + 1));
       break;
-    } else if (a === '--help' || a === '-h') {
+    }
+    if (t.kind === 'positional') {
+      pos.push(t.value);
+    } else if (t.name === 'help') {
+      if (t.inlineValue) fail(`option ${t.rawName} takes no value (see lua-tasks ${command} --help)`);
       opts.help = true;
-    } else if (key !== null && valueOpts.includes(key)) {
-      if (i + 1 >= argv.length) fail(`option ${a} needs a value`);
-      opts[key] = argv[++i];
-    } else if (key !== null && pos.length === 0) {
-      fail(`unknown option ${a} (see --help)`);
+    } else if (names.includes(t.name)) {
+      if (t.value === undefined) fail(`option ${t.rawName} needs a value`);
+      // As parseArgs' strict mode: "--entry --libs" is more likely a missing value.
+      if (!t.inlineValue && t.value.startsWith('-')) {
+        fail(`option ${t.rawName} needs a value, got "${t.value}" (write ${t.rawName}=${t.value} if that is the value)`);
+      }
+      opts[t.name] = t.value;
     } else {
-      pos.push(a);
+      const near = t.rawName.startsWith('--') ? nearest(t.name, [...names, 'help']) : undefined;
+      if (passOn && pos.length > 0 && near === undefined) {
+        if (t.index !== lastPassed) pos.push(argv[t.index]);
+        lastPassed = t.index;
+      } else {
+        const hint = near !== undefined ? `; did you mean --${near}?` : ` (see lua-tasks ${command} --help)`;
+        const after = passOn && pos.length > 0 ? ' (to pass it to the script, put it after --)' : '';
+        fail(`unknown option ${argv[t.index]}${hint}${after}`);
+      }
     }
   }
   return { pos, opts };
@@ -79,7 +140,7 @@ function printError(err) {
 }
 
 async function run(argv) {
-  const { pos, opts } = parse(argv, ['entry', 'libs', 'memory-limit', 'task-timeout', 'time-slice']);
+  const { pos, opts } = parse(argv, 'run', true);
   if (opts.help) return console.log(HELP.run);
   const [file, ...args] = pos;
   if (!file) fail('run needs a script file (see lua-tasks run --help)');
@@ -154,14 +215,31 @@ async function run(argv) {
   });
 }
 
+// An instant as the local time in `tz` with its UTC offset, ISO 8601
+// (2030-01-01T07:00:00-05:00); cron times have whole seconds.
+function inZone(date, tz) {
+  const fmt = new Intl.DateTimeFormat('en-US', {
+    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
+    hour: '2-digit', minute: '2-digit', second: '2-digit',
+  });
+  const p = Object.fromEntries(fmt.formatToParts(date).map(({ type, value }) => [type, value]));
+  const local = Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
+  const offset = Math.round((local - date.getTime()) / 60000);
+  const abs = Math.abs(offset);
+  const hhmm = `${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;
+  return `${p.year.padStart(4, '0')}-${p.month}-${p.day}T${p.hour}:${p.minute}:${p.second}${offset < 0 ? '-' : '+'}${hhmm}`;
+}
+
 function cron(argv) {
-  const { pos, opts } = parse(argv, ['count', 'tz', 'from']);
+  const { pos, opts } = parse(argv, 'cron');
   if (opts.help) return console.log(HELP.cron);
   if (pos.length !== 1) fail('cron needs one expression in quotes (see lua-tasks cron --help)');
   const { cron: cronApi } = require('./index');
   if (!cronApi) fail('cron is not available in this build');
   const count = opts.count === undefined ? 5 : Number(opts.count);
-  if (!Number.isInteger(count) || count < 1 || count > 1000) fail(`--count must be an integer from 1 to 1000, got "${opts.count}"`);
+  if (!Number.isInteger(count) || count < 1 || count > COUNT_MAX) {
+    fail(`--count must be an integer from 1 to ${COUNT_MAX}, got "${opts.count}"`);
+  }
   const from = opts.from ? new Date(opts.from) : new Date();
   if (Number.isNaN(from.getTime())) fail(`--from is not a date: "${opts.from}"`);
   let times;
@@ -171,16 +249,32 @@ function cron(argv) {
     process.stderr.write(`${e.message}\n`);
     process.exit(1);
   }
+  let show = (t) => t.toISOString();
+  if (opts.tz !== undefined) {
+    try {
+      inZone(new Date(0), opts.tz);
+      show = (t) => inZone(t, opts.tz);
+    } catch {
+      // The system tzdata knew the zone (cron.next took it) but Node's ICU does not.
+      process.stderr.write(`lua-tasks: cannot show times in "${opts.tz}" (unknown to Node's Intl); showing UTC\n`);
+    }
+  }
   if (times.length === 0) console.log('no next time');
-  for (const t of times) console.log(t.toISOString());
+  for (const t of times) console.log(show(t));
 }
 
 function main(argv) {
   const [cmd, ...rest] = argv;
-  if (!cmd || cmd === '--help' || cmd === '-h' || cmd === 'help') return console.log(HELP.main);
+  if (cmd === undefined) {
+    // A usage error, not a request for help: say how, and fail.
+    process.stderr.write(`${HELP.main}\n`);
+    process.exit(2);
+  }
+  if (cmd === '--help' || cmd === '-h' || cmd === 'help') return console.log(HELP.main);
   if (cmd === 'run') return run(rest);
   if (cmd === 'cron') return cron(rest);
-  fail(`unknown command "${cmd}" (commands: run, cron)`);
+  const near = nearest(cmd, ['run', 'cron']);
+  fail(`unknown command "${cmd}"${near ? `; did you mean ${near}?` : ''} (commands: run, cron)`);
 }
 
 main(process.argv.slice(2));

@@ -17,7 +17,8 @@ function expression(expr) {
  * 6 or 7 fields are Quartz (seconds first), 5 are Vixie; nicknames like @daily.
  * @param {string} expr
  * @param {{ from?: Date|number, tz?: string, count?: number }} [options]
- *   tz: IANA zone (default: a CRON_TZ= prefix, else UTC); count: 1-10000 (default 1)
+ *   tz: IANA zone (a CRON_TZ= prefix wins; default: the process's zone, $TZ else
+ *   /etc/localtime, as Date's and UNTIL_NEXT's); count: 1-10000 (default 1)
  * @returns {Date[]} fewer than `count` (even none) when the expression runs out of times
  * @throws {CronSyntaxError} ERR_CRON_SYNTAX naming the field and position
  */

@@ -188,7 +188,10 @@ export class StoreError extends LuaTasksError {
 export interface CronNextOptions {
   /** Times strictly after this (sub-seconds dropped). @default new Date() */
   from?: Date | number;
-  /** IANA zone. @default a CRON_TZ= prefix, else UTC */
+  /**
+   * IANA zone; a CRON_TZ= prefix in the expression wins over it.
+   * @default the process's zone ($TZ, else /etc/localtime), as Date's and UNTIL_NEXT's
+   */
   tz?: string;
   /** 1-10000. @default 1 */
   count?: number;

@@ -14,10 +14,16 @@ const { makeError } = errors;
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
 
+// A string as a message quotes it: JSON-escaped, cut at 40 characters.
+function quote(s) {
+  return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}...` : s);
+}
+
+// What a message says it received: 'the string "x"', 'number 5', 'an array'...
 function typeName(v) {
-  if (v === null) return 'null';
+  if (v === null || v === undefined) return String(v);
   if (Array.isArray(v)) return 'an array';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v.length > 40 ? `${v.slice(0, 40)}...` : v)}`;
+  if (typeof v === 'string') return `the string ${quote(v)}`;
   if (typeof v === 'object') return 'an object';
   if (typeof v === 'function') return 'a function';
   return `${typeof v} ${String(v)}`;
@@ -108,8 +114,8 @@ function normalizeOptions(options) {
   } else if (Array.isArray(libs)) {
     for (const name of libs) {
       if (!LIB_NAMES.includes(name)) {
-        throw makeError('ERR_INVALID_ARG_VALUE',
-          `The "options.libs" list holds an unknown library ${typeName(name)}. Allowed: ${LIB_NAMES.join(', ')}.`);
+        const what = typeof name === 'string' ? `an unknown library ${quote(name)}` : `${typeName(name)}, not a library name`;
+        throw makeError('ERR_INVALID_ARG_VALUE', `The "options.libs" list holds ${what}. Allowed: ${LIB_NAMES.join(', ')}.`);
       }
     }
     out.libs = [...libs];

@@ -27,8 +27,11 @@ Napi::Value JS_cronNext(const Napi::CallbackInfo& info) {
   const CronExpr expr = Parse(env, info[0]);
   // Strictly after `from`, sub-seconds dropped: start from the whole second.
   int64_t from = static_cast<int64_t>(std::floor(info[1].As<Napi::Number>().DoubleValue() / 1000.0));
+  // No tz: the process's zone, as UNTIL_NEXT's default (a CRON_TZ= prefix wins in CronNext).
   const date::time_zone* zone = nullptr;
-  if (info[2].IsString()) {
+  if (!info[2].IsString()) {
+    zone = ProcessZone();
+  } else {
     std::string error;
     zone = FindZone(info[2].As<Napi::String>().Utf8Value(), &error);
     if (zone == nullptr) ThrowError(env, "ERR_CRON_SYNTAX", error);

@@ -3,11 +3,9 @@
 #include "runtime.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <string>
 #include <vector>
 
-#include <date/tz.h>
 
 #include "convert.hpp"
 #include "errors.hpp"
@@ -21,22 +19,6 @@
 namespace lua_tasks {
 
 namespace {
-
-// The process's zone for cron: $TZ if it names a zone, else the system's
-// (/etc/localtime); null (UTC) if neither can be read.
-const date::time_zone* ProcessZone() {
-  std::string error;
-  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0') {
-    std::string_view name(tz);
-    if (name.front() == ':') name.remove_prefix(1);
-    if (const date::time_zone* z = FindZone(name, &error)) return z;
-  }
-  try {
-    return date::current_zone();
-  } catch (...) {
-    return nullptr;
-  }
-}
 
 // print(...) -> the JS print function (upvalue 1), one string per call, the
 // arguments joined by tabs as Lua's own print does. Pure Lua API: may raise.

@@ -145,10 +145,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   void OnCommit(Task& task) override;
 
   napi_env const env;
+  SystemClock clock;                     // before host: its os.time reads it, even in lua_close's finalizers
   std::unique_ptr<LuaHost> host;         // null once closed
   std::unique_ptr<Scheduler> scheduler;  // destroyed before host (it holds registry refs)
   std::unique_ptr<UvDriver> driver;      // closes its handles asynchronously
-  SystemClock clock;
   const void* jsref_mt[3] = {};   // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
   std::string scratch;             // reused buffer for JS string -> Lua conversion

@@ -67,6 +67,46 @@ std::string Shown(std::string_view s) {
   return out;
 }
 
+// True if some item of a day-of-week field writes its day (the part before
+// any /step or #k) with digits: Quartz reads those with 1 = SUN, node-cron
+// and croner with 1 = MON. Day names mean the same everywhere.
+bool NumericDays(std::string_view dow) {
+  bool day = true;  // in the day part of an item
+  for (char c : dow) {
+    if (c == ',') {
+      day = true;
+    } else if (c == '/' || c == '#') {
+      day = false;
+    } else if (day && IsDigit(c)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// dow with each day number read as node-cron and croner read it (0 and 7 =
+// SUN, 1 = MON) and written as a name: "1-5" -> "MON-FRI", "5L" -> "FRIL".
+std::string DayNames(std::string_view dow) {
+  static constexpr const char* kNames[] = {"SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"};
+  std::string out;
+  bool day = true;
+  for (size_t i = 0; i < dow.size();) {
+    const char c = dow[i];
+    if (day && IsDigit(c)) {
+      int v = 0;
+      for (; i < dow.size() && IsDigit(dow[i]); ++i)
+        if (v < 1000) v = v * 10 + (dow[i] - '0');
+      out += kNames[v % 7];
+      continue;
+    }
+    if (c == ',') day = true;
+    if (c == '/' || c == '#') day = false;
+    out += c;
+    ++i;
+  }
+  return out;
+}
+
 // Numeric range of a field as written in the text of a dialect.
 struct Range {
   int lo, hi;
@@ -162,6 +202,7 @@ class Parser {
     return Fail(name + " out of range: " + Shown(text_.substr(pos, end - pos)), pos, "allowed " + RangeText(r));
   }
 
+  bool FailAmbiguousDays(const std::string_view* texts, size_t pos);
   bool ParseNickname(std::string_view word, size_t pos, CronExpr* out);
   bool ParseFields(CronExpr* out);
   bool ParseField(Field f, size_t begin, size_t end, FieldSet* set);
@@ -448,6 +489,33 @@ bool Parser::Parse(CronExpr* out) {
   return ParseFields(out);
 }
 
+// `0 0 9 * * 1-5` runs Sunday to Thursday in Quartz and Monday to Friday in
+// node-cron and croner, which read 6 fields with Vixie day numbers. Quartz
+// itself refuses it (one day field must be '?'), so we refuse it too, and
+// give the spellings that mean the same in every dialect: '?' and day names
+// (numbers read the node-cron way, as a Node user most likely meant them),
+// or 5 fields when there are no seconds, year or Quartz-only day forms.
+bool Parser::FailAmbiguousDays(const std::string_view* texts, size_t pos) {
+  const std::string_view dow = texts[kDow];
+  std::string names;
+  for (Field f : {kSecond, kMinute, kHour, kDom, kMonth, kDow, kYear}) {
+    if (f == kYear && texts[f].empty()) break;
+    if (!names.empty()) names += ' ';
+    names += f == kDom ? std::string("?") : f == kDow ? DayNames(dow) : Shown(texts[f]);
+  }
+  std::string msg = "day-of-week '" + Shown(dow) + "' at position " + std::to_string(pos + 1) +
+                    " is ambiguous with day-of-month '*': Quartz (6-7 fields) counts 1 = SUN, node-cron and "
+                    "croner count 1 = MON. Write \"" + names + "\" (names)";
+  const bool five = texts[kSecond] == "0" && (texts[kYear].empty() || texts[kYear] == "*") &&
+                    dow.find_first_of("Ll#") == std::string_view::npos;
+  if (five) {
+    msg += ", or use 5 fields (\"" + Shown(texts[kMinute]) + ' ' + Shown(texts[kHour]) + " * " +
+           Shown(texts[kMonth]) + ' ' + Shown(dow) + "\")";
+  }
+  if (error_) *error_ = "cron: " + msg;
+  return false;
+}
+
 bool Parser::ParseFields(CronExpr* out) {
   dialect_ = fields_.size() == 5 ? CronDialect::kVixie : CronDialect::kQuartz;
   const bool quartz = dialect_ == CronDialect::kQuartz;
@@ -472,7 +540,8 @@ bool Parser::ParseFields(CronExpr* out) {
 
   // Day fields. Quartz takes '?' in exactly one of them; we also accept a
   // plain '*' beside a restricted field (it restricts nothing, so there is no
-  // ambiguity), which lets `* * * * * *` and `0 0 12 * * MON` parse.
+  // ambiguity), which lets `* * * * * *` and `0 0 12 * * MON` parse, but not
+  // beside day numbers: see FailAmbiguousDays.
   const std::string_view dom = texts[kDom], dow = texts[kDow];
   if (quartz) {
     if (sets[kDom].question && sets[kDow].question)
@@ -480,6 +549,7 @@ bool Parser::ParseFields(CronExpr* out) {
     if (!sets[kDom].question && !sets[kDow].question && dom != "*" && dow != "*")
       return Fail("day-of-month and day-of-week are both set: '" + Shown(dom) + "' and '" + Shown(dow) + "'",
                   starts[kDow], "allowed '?' (or '*') in one of them");
+    if (dom == "*" && !sets[kDow].question && NumericDays(dow)) return FailAmbiguousDays(texts, starts[kDow]);
     out->dom_all = dom == "*" || dom == "?";
     out->dow_all = dow == "*" || dow == "?";
   } else {

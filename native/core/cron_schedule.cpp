@@ -49,6 +49,7 @@
 #include <chrono>
 #include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 #include <functional>
 #include <map>
@@ -497,6 +498,19 @@ const date::time_zone* FindZone(std::string_view name, std::string* error) {
   std::lock_guard<std::mutex> lock(mu);
   cache->emplace(std::string(name), zone);
   return zone;
+}
+
+const date::time_zone* ProcessZone() {
+  if (const char* tz = std::getenv("TZ"); tz != nullptr && *tz != '\0') {
+    std::string_view name(tz);
+    if (name.front() == ':') name.remove_prefix(1);
+    if (const date::time_zone* z = FindZone(name, nullptr)) return z;
+  }
+  try {
+    return date::current_zone();
+  } catch (...) {
+    return nullptr;
+  }
 }
 
 std::optional<int64_t> CronNext(const CronExpr& expr, int64_t from, const date::time_zone* zone) {

@@ -21,6 +21,11 @@ namespace lua_tasks {
 // Thread-safe.
 const date::time_zone* FindZone(std::string_view name, std::string* error);
 
+// The process's zone, the default of cron.next and UNTIL_NEXT (as Date's is
+// for a Node user): $TZ, read now, if it names a zone, else the system's
+// (/etc/localtime); nullptr (UTC) if neither can be read. Thread-safe.
+const date::time_zone* ProcessZone();
+
 // The next instant strictly after `from_epoch_seconds` at which `expr`
 // matches, in epoch seconds. The zone is the expression's CRON_TZ prefix if it
 // has one, else `zone` (nullptr = UTC). DST follows DESIGN §9 (see

@@ -7,7 +7,7 @@
 // tens of microseconds of work. As everywhere on the Lua side, arguments are
 // checked before any work, and nothing with a destructor lives in a frame
 // that raises. This file: installation, base (load, tonumber,
-// collectgarbage), utf8 (len, offset) and os.date; the string and table
+// collectgarbage), utf8 (len, offset), os.date and os.time; the string and table
 // functions are in lua_api_bounded_string.cpp and lua_api_bounded_table.cpp.
 #include "lua_api_bounded.hpp"
 
@@ -17,6 +17,8 @@
 #include <cstring>
 #include <ctime>
 
+#include "clock.hpp"
+#include "lua_host.hpp"
 #include "work_meter.hpp"
 
 namespace lua_tasks {
@@ -387,7 +389,33 @@ int l_utf8_offset(lua_State* L) {
   return 1;
 }
 
-// ---------------------------------------------------------------- os.date
+// ---------------------------------------------------------------- os.date, os.time
+
+// "Now" for os.time() and os.date(): the scheduler's wall clock, in whole
+// seconds. glibc's time() reads a coarse clock that moves once per kernel
+// tick, so a task woken by UNTIL_TIME at t (the scheduler saw t pass) could
+// still read t - 1 there, and yesterday's date at a midnight job.
+time_t Now(lua_State* L) {
+  const Clock* clock = LuaHost::From(L)->clock();
+  if (clock == nullptr) return time(nullptr);
+  const int64_t ns = clock->WallNs();
+  constexpr int64_t kNsPerS = 1000000000;
+  return static_cast<time_t>(ns / kNsPerS - (ns % kNsPerS < 0 ? 1 : 0));  // floor
+}
+
+// os.time([table]): without a table, Now; with one, Lua's own (upvalue 1).
+int l_os_time(lua_State* L) {
+  if (lua_isnoneornil(L, 1)) {
+    lua_pushinteger(L, static_cast<lua_Integer>(Now(L)));
+    return 1;
+  }
+  luaL_checktype(L, 1, LUA_TTABLE);  // here, so the message names os.time
+  lua_settop(L, 1);
+  lua_pushvalue(L, lua_upvalueindex(1));
+  lua_insert(L, 1);
+  lua_call(L, 1, 1);
+  return 1;
+}
 
 // The conversions strftime takes in C99 (one character), then those with an
 // E or O modifier (two).
@@ -407,7 +435,7 @@ int l_os_date(lua_State* L) {
   const char* f = luaL_optlstring(L, 1, "%c", &flen);
   time_t t;
   if (lua_isnoneornil(L, 2)) {
-    t = time(nullptr);
+    t = Now(L);
   } else {
     const lua_Integer v = luaL_checkinteger(L, 2);
     t = static_cast<time_t>(v);
@@ -519,6 +547,12 @@ void InstallBoundedFunctions(lua_State* L) {
     const int os = lua_gettop(L);
     if (lua_getfield(L, os, "date") != LUA_TNIL) Replace(L, os, "date", l_os_date);
     lua_pop(L, 1);
+    if (lua_getfield(L, os, "time") != LUA_TNIL) {
+      lua_pushcclosure(L, l_os_time, 1);  // the original is its upvalue
+      lua_setfield(L, os, "time");
+    } else {
+      lua_pop(L, 1);
+    }
   }
   lua_pop(L, 2);
 }

@@ -18,6 +18,8 @@ namespace lua_tasks {
 //   table    concat, insert, remove, move, sort, unpack
 //   utf8     len, offset
 //   os       date
+// and os.time and os.date read "now" from the host's Clock (LuaHost::clock),
+// the clock the scheduler wakes wall-clock waits by, when it has one.
 // The audit of every function 'safe' opens, and why the others stay, is in
 // docs/security.md ("Long C functions"). Raises (memory): call in protected mode.
 void InstallBoundedFunctions(lua_State* L);

@@ -99,9 +99,41 @@ int k_commit(lua_State* L, int status, lua_KContext ctx) {
   return lua_gettop(L);  // "COMMIT", extras...
 }
 
+// The instruction a yield's arguments name ("" for none: IMMEDIATE), or null
+// if they name none: then it is a plain Lua yield.
+const char* InstructionOf(lua_State* L) {
+  if (lua_isnoneornil(L, 1)) return "";
+  if (lua_type(L, 1) != LUA_TSTRING) return nullptr;
+  const char* given = lua_tostring(L, 1);
+  for (int i = 0; i < kKindCount; ++i) {
+    const char* name = KindName(i);
+    size_t k = 0;
+    while (name[k] != '\0' && given[k] != '\0' &&
+           (given[k] == name[k] || (given[k] >= 'a' && given[k] <= 'z' && given[k] - 'a' + 'A' == name[k])))
+      ++k;
+    if (name[k] == '\0' && given[k] == '\0') return name;
+  }
+  return nullptr;
+}
+
 int l_co_yield(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
+  // Lua would say "attempt to yield from outside a coroutine": say what the
+  // instruction needs instead, as tasks.sleep does (NeedTask).
+  if (!lua_isyieldable(L)) {
+    if (const char* name = InstructionOf(L)) {
+      const char* call = *name == '\0' ? "coroutine.yield()" : lua_pushfstring(L, "coroutine.yield(\"%s\")", name);
+      if (t == nullptr) {
+        return luaL_error(L,
+                          "%s: not inside a task (yield instructions need one: start it with rt.start(fn) or "
+                          "tasks.start(fn))",
+                          call);
+      }
+      return luaL_error(L, "%s: cannot suspend the task here (inside a metamethod, a C function or a call from JS)",
+                        call);
+    }
+  }
   if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
   const int n = lua_gettop(L);
   if (n == 0) {  // the common bare yield: IMMEDIATE, nothing to parse

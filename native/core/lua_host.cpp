@@ -96,6 +96,7 @@ int l_setup(lua_State* L) {
 std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::string* error) {
   std::unique_ptr<LuaHost> host(new LuaHost());
   host->memory_.limit = options.memory_limit;
+  host->clock_ = options.clock;
   if ((options.time_slice_ns > 0 || options.task_timeout_ns > 0) && options.clock != nullptr) {
     host->budget_ = std::make_unique<CpuBudget>(options.clock, options.time_slice_ns, options.task_timeout_ns,
                                                 &host->memory_.big_strings);

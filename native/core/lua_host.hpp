@@ -24,7 +24,9 @@ struct LuaHostOptions {
   size_t memory_limit = 0;       // bytes; 0 = unlimited
   int64_t time_slice_ns = 0;     // timeSlice; 0 = never preempt
   int64_t task_timeout_ns = 0;   // taskTimeout; 0 = no CPU budget
-  const Clock* clock = nullptr;  // required when either limit is set
+  // Required when either limit is set. Also what os.time() and os.date()
+  // read, so Lua's idea of "now" is the scheduler's (null: the C library's).
+  const Clock* clock = nullptr;
   // Register with this thread's InterruptWatch, so Lua that runs too long
   // can be stopped when the embedder's poll says so (set_interrupt_poll).
   bool interruptible = false;
@@ -148,6 +150,8 @@ class LuaHost {
   MemoryBudget& memory() { return memory_; }
   // Null without timeSlice and taskTimeout.
   CpuBudget* budget() { return budget_.get(); }
+  // The scheduler's clock (LuaHostOptions::clock); null if none was given.
+  const Clock* clock() const { return clock_; }
 
   // The one stop check of long C functions (issue 18): the bounded library
   // functions (lua_api_bounded*.cpp), the pattern matcher and load's reader
@@ -325,6 +329,7 @@ class LuaHost {
   MemoryBudget memory_;  // must outlive L_: it is the allocator's state
   bool closing_ = false;
   std::unique_ptr<CpuBudget> budget_;  // null without timeSlice/taskTimeout
+  const Clock* clock_ = nullptr;       // borrowed: the embedder's, outlives the host
   bool last_killed_ = false;
   lua_State* L_ = nullptr;        // owned; closed in the destructor
   lua_State* current_ = nullptr;  // borrowed: a thread of L_

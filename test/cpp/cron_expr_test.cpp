@@ -166,6 +166,59 @@ TEST(CronExprTest, QuartzAcceptsAPlainStarBesideARestrictedDayField) {
   EXPECT_EQ(d.days_of_week, Ints{1});
 }
 
+// Issue 20: `0 0 9 * * 1-5` is SUN-THU in Quartz and MON-FRI in node-cron and
+// croner. Day numbers beside a day-of-month '*' are refused, naming both
+// readings and the spellings every dialect reads alike.
+TEST(CronExprTest, QuartzRefusesDayNumbersBesideAStarDayOfMonth) {
+  const std::pair<std::string, std::string> rows[] = {
+      {"0 0 9 * * 1-5",
+       "cron: day-of-week '1-5' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 0 9 ? * MON-FRI\" (names), or use 5 "
+       "fields (\"0 9 * * 1-5\")"},
+      {"0 30 8 * 1-6 7,1 *",
+       "cron: day-of-week '7,1' at position 14 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 30 8 ? 1-6 SUN,MON *\" (names), or use "
+       "5 fields (\"30 8 * 1-6 7,1\")"},
+      // seconds, a year or a Quartz-only form: no 5-field spelling
+      {"*/10 * * * * 2",
+       "cron: day-of-week '2' at position 14 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"*/10 * * ? * TUE\" (names)"},
+      {"0 0 0 * * 5L",
+       "cron: day-of-week '5L' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 0 0 ? * FRIL\" (names)"},
+      {"0 0 0 * * 6#3 2030",
+       "cron: day-of-week '6#3' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 0 0 ? * SAT#3 2030\" (names)"},
+      {"0 0 0 * * MON-FRI,7",
+       "cron: day-of-week 'MON-FRI,7' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 "
+       "fields) counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 0 0 ? * MON-FRI,SUN\" (names), "
+       "or use 5 fields (\"0 0 * * MON-FRI,7\")"},
+      {"0 0 0 * * 2-6/2",
+       "cron: day-of-week '2-6/2' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 fields) "
+       "counts 1 = SUN, node-cron and croner count 1 = MON. Write \"0 0 0 ? * TUE-SAT/2\" (names), or use 5 "
+       "fields (\"0 0 * * 2-6/2\")"},
+  };
+  for (const auto& [text, message] : rows) {
+    CronExpr e;
+    std::string error;
+    EXPECT_FALSE(ParseCron(text, &e, &error)) << text;
+    EXPECT_EQ(error, message) << text;
+  }
+  // Every suggested names spelling parses, and means what node-cron means.
+  EXPECT_EQ(Describe("0 0 9 ? * MON-FRI").days_of_week, Seq(1, 5));
+  EXPECT_EQ(Describe("0 0 0 ? * FRIL").last_days_of_week, Ints{5});
+  EXPECT_EQ(Describe("0 30 8 ? 1-6 SUN,MON *").days_of_week, (Ints{0, 1}));
+  // Unambiguous forms stay accepted: names, '?' beside numbers, '*' or '?'
+  // beside '*', numbers only as a step or an occurrence, 5 fields.
+  for (const char* text : {"0 0 9 * * MON-FRI", "0 0 9 ? * 1-5", "0 0 9 * * ?", "0 0 9 * * *", "0 0 9 ? * *",
+                           "0 0 9 * * */2", "0 0 9 * * MON/2", "0 0 9 * * FRI#2", "0 0 9 * * L", "0 9 * * 1-5",
+                           "0 0 9 1 * ?"}) {
+    CronExpr e;
+    std::string error;
+    EXPECT_TRUE(ParseCron(text, &e, &error)) << text << ": " << error;
+  }
+}
+
 TEST(CronExprTest, IntervalJobsHaveAStarRangeOrStepInSecondsMinutesOrHours) {
   const std::pair<const char*, bool> rows[] = {
       {"0 30 2 * * ?", false},  {"0 0,30 2 * * ?", false}, {"30 2 * * *", false},   {"@daily", false},

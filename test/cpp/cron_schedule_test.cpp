@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <string>
 #include <vector>
@@ -119,6 +120,22 @@ TEST(CronScheduleTest, BenchExpressionsInUtc) {
        "2024-01-01T14:50:00Z",
        {"2024-01-01T14:55:00Z", "2024-01-01T18:00:00Z", "2024-01-01T18:05:00Z"}},
   });
+}
+
+// cron.next and UNTIL_NEXT default to this zone (issue 20: cron.next used UTC).
+TEST(CronScheduleTest, ProcessZoneReadsTzNowElseTheSystemZone) {
+  const char* saved = std::getenv("TZ");
+  const std::string old = saved != nullptr ? saved : "";
+  setenv("TZ", "Asia/Tokyo", 1);
+  ASSERT_NE(ProcessZone(), nullptr);
+  EXPECT_EQ(ProcessZone()->name(), "Asia/Tokyo");
+  setenv("TZ", ":America/New_York", 1);  // the glibc spelling with a colon
+  EXPECT_EQ(ProcessZone()->name(), "America/New_York");
+  setenv("TZ", "Not/AZone", 1);  // not a zone: the system's, whatever it is
+  const date::time_zone* fallback = ProcessZone();
+  unsetenv("TZ");
+  EXPECT_EQ(fallback, ProcessZone());
+  if (saved != nullptr) setenv("TZ", old.c_str(), 1);
 }
 
 TEST(CronScheduleTest, NextIsStrictlyAfterFrom) {

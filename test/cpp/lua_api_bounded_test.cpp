@@ -172,6 +172,35 @@ TEST(Bounded, FormatAndPackKeepLuasResults) {
             "err:test:1: bad argument #2 to 'pack' (string longer than given size)");
 }
 
+// Regression (issue 20): os.time() read glibc's coarse clock, a kernel tick
+// behind the scheduler's, so a task woken at t by UNTIL_TIME saw t - 1.
+TEST(Bounded, OsTimeAndOsDateReadTheHostsWallClock) {
+  FakeClock clock;
+  clock.wall = int64_t{86400} * 20000 * 1000 * kMs + kMs;  // 1 ms past midnight UTC, 2024-10-04
+  auto host = MakeHost(&clock, 0);
+  EXPECT_EQ(RunLua(host.get(), "return os.time()"), "ok:1728000000");
+  EXPECT_EQ(RunLua(host.get(), "return os.time(nil)"), "ok:1728000000");
+  EXPECT_EQ(RunLua(host.get(), "return os.date('!%Y-%m-%d %H:%M:%S')"), "ok:2024-10-04 00:00:00");
+  EXPECT_EQ(RunLua(host.get(), "return os.date('!*t').day"), "ok:4");
+  EXPECT_EQ(RunLua(host.get(), "return os.date() == os.date('%c', os.time())"), "ok:true");
+  clock.wall -= 2 * kMs;  // 1 ms before midnight: still the day before
+  EXPECT_EQ(RunLua(host.get(), "return os.time()"), "ok:1727999999");
+  EXPECT_EQ(RunLua(host.get(), "return os.date('!%d')"), "ok:03");
+}
+
+TEST(Bounded, OsTimeAndOsDateWithArgumentsKeepLuasMeaning) {
+  FakeClock clock;
+  auto host = MakeHost(&clock, 0);
+  EXPECT_EQ(RunLua(host.get(), "return os.date('!%Y-%m-%d %H:%M:%S', 86400)"), "ok:1970-01-02 00:00:00");
+  EXPECT_EQ(RunLua(host.get(), "local t = os.time() return os.time(os.date('*t', t)) == t"), "ok:true");
+  EXPECT_EQ(RunLua(host.get(), "return os.time({year = 2000, month = 1, day = 1, hour = 12}) - "
+                               "os.time({year = 2000, month = 1, day = 2, hour = 12})"),
+            "ok:-86400");
+  EXPECT_EQ(RunLua(host.get(), "return os.time('x')"),
+            "err:test:1: bad argument #1 to 'time' (table expected, got string)");
+  EXPECT_EQ(RunLua(host.get(), "return os.time({year = 2000, month = 1})"), "err:field 'day' missing in date table");
+}
+
 TEST(Bounded, LoadKeepsItsArgumentsAndEnv) {
   auto host = MakeHost(nullptr, 0);
   EXPECT_EQ(RunLua(host.get(), "return load('return x', 'c', 't', {x = 7})()"), "ok:7");

@@ -42,6 +42,30 @@ test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', as
   rt.closeSync();
 });
 
+test('a runner, next tick and schedule function may be callable tables, as in Prosody', async () => {
+  const rt = new Runtime();
+  rt.load(`
+    local async = require "util.async"
+    out = {}
+    local function callable(f) return setmetatable({}, { __call = function(_, ...) return f(...) end }) end
+    -- Loop-backed hooks, passed as callables.
+    async.set_nexttick(callable(function(f) tasks.start(function() coroutine.yield() f() end) end))
+    async.set_schedule_function(callable(function(s, f) tasks.start(function() tasks.sleep(s) f() end) end))
+    runner = async.runner(callable(function(item)
+      async.sleep(0.002)
+      out[#out + 1] = item
+    end))
+    runner:run("a") runner:run("b")
+  `);
+  expect(rt.get('out')).toEqual({});
+  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  expect(rt.get('out')).toEqual(['a', 'b']);
+  // A JS object is not callable from Lua: refused at once, not at the first item.
+  rt.set('obj', new Date(0));
+  expect(() => rt.load('require("util.async").runner(obj)')).toThrow(/bad argument #1 to 'runner' \(callable expected, got userdata\)/);
+  rt.closeSync();
+});
+
 test('after wait_for(a JS Promise) the item goes on inside a task, so it can wait on the task', async () => {
   const rt = new Runtime();
   rt.set('later', (v) => ({ p: new Promise((r) => setTimeout(() => r(v), 2)) }));

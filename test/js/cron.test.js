@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // cron.next / validate / describe, UNTIL_NEXT in tasks, and a differential check against croner.
 'use strict';
+const { execFileSync } = require('child_process');
+const path = require('path');
 const { Cron } = require('croner');
 const { Runtime, cron } = require('../..');
 
@@ -68,6 +70,73 @@ test('UNTIL_NEXT with a bad expression, zone or no next time raises at the yield
   expect(await rt.call('t', '61 * * * * ?')).toMatch(/second out of range: 61/);
   expect(await rt.call('t', '* * * * *', 'Mars/Base')).toMatch(/unknown time zone: 'Mars\/Base'/);
   rt.closeSync();
+});
+
+// Issue 20: 6 fields with day numbers beside a '*' day-of-month mean
+// SUN-THU in Quartz and MON-FRI in node-cron and croner; refused everywhere.
+describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
+  const message = 'cron: day-of-week \'1-5\' at position 11 is ambiguous with day-of-month \'*\': Quartz (6-7 fields) ' +
+    'counts 1 = SUN, node-cron and croner count 1 = MON. Write "0 0 9 ? * MON-FRI" (names), or use 5 fields ("0 9 * * 1-5")';
+
+  test('are refused by cron.validate, cron.next and cron.describe with ERR_CRON_SYNTAX naming both readings', () => {
+    expect(cron.validate('0 0 9 * * 1-5')).toEqual({ ok: false, error: message });
+    expect(() => cron.next('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
+    expect(() => cron.describe('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
+    for (const expr of ['0 0 9 * * 2', '0 0 9 * * 1,7', '0 0 9 * * 1-5/2', '0 0 9 * * 6#3', '0 0 9 * * 5L', '0 0 9 * * 1-5 2030']) {
+      expect(cron.validate(expr)).toEqual({ ok: false, error: expect.stringContaining('node-cron and croner count 1 = MON') });
+    }
+  });
+
+  test('are refused at an UNTIL_NEXT yield, catchably', async () => {
+    const rt = new Runtime();
+    rt.load('function t(e) local ok, err = pcall(coroutine.yield, "UNTIL_NEXT", e) return tostring(err) end');
+    expect(await rt.call('t', '0 0 9 * * 1-5')).toMatch(/UNTIL_NEXT: cron: day-of-week '1-5' .* Write "0 0 9 \? \* MON-FRI"/);
+    rt.closeSync();
+  });
+
+  test('both suggested spellings, and every unambiguous form, are accepted; the suggestions agree', () => {
+    for (const expr of ['0 0 9 * * MON-FRI', '0 0 9 ? * 1-5', '0 0 9 * * ?', '0 0 9 * * *', '0 0 9 ? * *', '0 9 * * 1-5', '0 0 9 * * */2']) {
+      expect(cron.validate(expr)).toEqual({ ok: true });
+    }
+    const from = new Date('2026-11-20T00:00:00Z');  // a Friday
+    const named = iso(cron.next('0 0 9 ? * MON-FRI', { from, tz: 'UTC', count: 5 }));
+    expect(named).toEqual(['2026-11-20T09:00:00.000Z', '2026-11-23T09:00:00.000Z', '2026-11-24T09:00:00.000Z',
+      '2026-11-25T09:00:00.000Z', '2026-11-26T09:00:00.000Z']);
+    expect(iso(cron.next('0 9 * * 1-5', { from, tz: 'UTC', count: 5 }))).toEqual(named);
+    expect(iso(new Cron('0 0 9 * * 1-5', { timezone: 'UTC' }).nextRuns(5, from))).toEqual(named);
+  });
+});
+
+// Issue 20: cron.next defaulted to UTC, UNTIL_NEXT to the process's zone.
+// Run in a child so $TZ is the process's own from the start.
+test('cron.next and UNTIL_NEXT default to the same zone, the process\'s; a tz or CRON_TZ= wins', () => {
+  const script = `
+    const { Runtime, cron } = require(${JSON.stringify(path.join(__dirname, '..', '..'))});
+    const from = new Date('2025-12-31T12:00:00Z');
+    const iso = (d) => d.toISOString();
+    const rt = new Runtime();
+    rt.load('function t() coroutine.yield("UNTIL_NEXT", "0 0 9 ? * *") end');
+    const task = rt.start('t');
+    const untilNext = iso(task.waiting.until);
+    rt.cancel(task.id);
+    task.result.catch(() => {});
+    rt.closeSync();
+    console.log(JSON.stringify({
+      fromDefault: iso(cron.next('0 0 9 ? * *', { from })[0]),
+      cronNextNow: iso(cron.next('0 0 9 ? * *')[0]),
+      untilNext,
+      explicit: iso(cron.next('0 0 9 ? * *', { from, tz: 'UTC' })[0]),
+      prefix: iso(cron.next('CRON_TZ=Europe/Paris 0 0 9 ? * *', { from })[0]),
+    }));`;
+  const run = (TZ) => JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, TZ }, encoding: 'utf8' }));
+  const tokyo = run('Asia/Tokyo');
+  expect(tokyo.fromDefault).toBe('2026-01-01T00:00:00.000Z');  // 09:00 in Tokyo; it was 09:00 UTC
+  expect(tokyo.cronNextNow).toBe(tokyo.untilNext);
+  expect(tokyo.explicit).toBe('2026-01-01T09:00:00.000Z');
+  expect(tokyo.prefix).toBe('2026-01-01T08:00:00.000Z');
+  const york = run('America/New_York');
+  expect(york.fromDefault).toBe('2025-12-31T14:00:00.000Z');
+  expect(york.cronNextNow).toBe(york.untilNext);
 });
 
 // Differential: random expressions in the subset both implement the same way

@@ -130,3 +130,79 @@ describe('the CLI reads a script as the lua CLI does', () => {
     expect(r.stderr).not.toMatch(/\n\s+at /);
   });
 });
+
+describe('the CLI refuses what it does not know, with a suggestion', () => {
+  const { spawnSync } = require('node:child_process');
+  let dir;
+  let script;
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-cli-'));
+    script = path.join(dir, 'args.lua');
+    fs.writeFileSync(script, 'print(select("#", ...), ...)\n');
+  });
+  afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
+  const cli = (...args) => spawnSync(process.execPath, ['lib/cli.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30000 });
+
+  test('a misspelled option after the script is refused, naming the option meant, and the script does not run', () => {
+    const r = cli('run', script, '--task-timout', '100');
+    expect([r.status, r.stdout]).toEqual([2, '']);
+    expect(r.stderr).toBe('lua-tasks: unknown option --task-timout; did you mean --task-timeout? ' +
+      '(to pass it to the script, put it after --)\n');
+    expect(cli('run', script, '--Time_Slice', '5').stderr).toMatch(/did you mean --time-slice\?/);
+  });
+
+  test('a misspelled or unknown option before the script is refused', () => {
+    let r = cli('run', '--memory-limt', '100', script);
+    expect([r.status, r.stdout, r.stderr]).toEqual([2, '', 'lua-tasks: unknown option --memory-limt; did you mean --memory-limit?\n']);
+    r = cli('run', '--verbose', script);
+    expect([r.status, r.stderr]).toEqual([2, 'lua-tasks: unknown option --verbose (see lua-tasks run --help)\n']);
+    r = cli('cron', '* * * * *', '--cont', '3');
+    expect([r.status, r.stderr]).toEqual([2, 'lua-tasks: unknown option --cont; did you mean --count?\n']);
+  });
+
+  test('words after the script that are not like ours still go to the script, and -- passes anything', () => {
+    let r = cli('run', script, 'a', '--verbose=1', '-x', '-5', '--', '--task-timout');
+    expect([r.status, r.stdout]).toEqual([0, '5\ta\t--verbose=1\t-x\t-5\t--task-timout\n']);
+    r = cli('run', script, '--', '--task-timeout', '5');
+    expect([r.status, r.stdout]).toEqual([0, '2\t--task-timeout\t5\n']);
+  });
+
+  test('no arguments is a usage error: usage on stderr, status 2; --help is not', () => {
+    const r = cli();
+    expect([r.status, r.stdout]).toEqual([2, '']);
+    expect(r.stderr).toMatch(/^Usage: lua-tasks <command>/);
+    const h = cli('--help');
+    expect([h.status, h.stderr]).toEqual([0, '']);
+    expect(h.stdout).toMatch(/^Usage: lua-tasks <command>/);
+    expect(cli('rnu').stderr).toBe('lua-tasks: unknown command "rnu"; did you mean run? (commands: run, cron)\n');
+  });
+
+  test('cron --tz prints the local times in that zone with their offsets, as its help says', () => {
+    const from = ['--from', '2030-06-30T00:00:00Z', '--count', '2'];
+    let r = cli('cron', '0 0 12 * * ?', '--tz', 'Europe/Berlin', ...from);
+    expect([r.status, r.stdout]).toEqual([0, '2030-06-30T12:00:00+02:00\n2030-07-01T12:00:00+02:00\n']);
+    r = cli('cron', '0 30 9 * * ?', '--tz', 'America/New_York', '--from', '2030-01-01T00:00:00Z', '--count', '1');
+    expect(r.stdout).toBe('2030-01-01T09:30:00-05:00\n');
+    r = cli('cron', '0 0 12 * * ?', '--tz', 'Asia/Kolkata', ...from);
+    expect(r.stdout).toBe('2030-06-30T12:00:00+05:30\n2030-07-01T12:00:00+05:30\n');
+    r = cli('cron', '0 0 12 * * ?', ...from); // no zone: UTC instants
+    expect(r.stdout).toBe('2030-06-30T12:00:00.000Z\n2030-07-01T12:00:00.000Z\n');
+    const help = cli('cron', '--help').stdout;
+    expect(help).toMatch(/with --tz, as the local time in that zone\s+with its UTC offset \(2030-01-01T07:00:00-05:00\)/);
+    // The help's own example is what the command prints.
+    expect(cli('cron', '0 0 7 1 1 ?', '--tz', 'America/New_York', '--from', '2029-12-31T00:00:00Z', '--count', '1').stdout)
+      .toBe('2030-01-01T07:00:00-05:00\n');
+  });
+
+  test('--count takes exactly what cron.next takes', () => {
+    const { cron } = require('../..');
+    const at = { from: Date.UTC(2030, 0, 1) };
+    expect(cron.next('* * * * *', { ...at, count: 10000 })).toHaveLength(10000);
+    expect(() => cron.next('* * * * *', { ...at, count: 10001 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+    let r = cli('cron', '* * * * *', '--from', '2030-01-01T00:00:00Z', '--count', '10000');
+    expect([r.status, r.stdout.split('\n').length - 1]).toEqual([0, 10000]);
+    r = cli('cron', '* * * * *', '--count', '10001');
+    expect([r.status, r.stderr]).toEqual([2, 'lua-tasks: --count must be an integer from 1 to 10000, got "10001"\n']);
+    expect(cli('cron', '--help').stdout).toMatch(/at most 10000/);
+  });
+});

@@ -47,6 +47,14 @@ describe('constructor options', () => {
     expect(err.code).toBe(errCode);
   });
 
+  // Regression (issue 20): it said 'holds an unknown library the string "bogus"'.
+  test('names an unknown library in the libs list plainly, and a non-string as what it is', () => {
+    const allowed = 'Allowed: base, coroutine, string, table, math, utf8, os, io, debug, package.';
+    expect(() => new Runtime({ libs: ['bogus'] })).toThrow(`The "options.libs" list holds an unknown library "bogus". ${allowed}`);
+    expect(() => new Runtime({ libs: [1] })).toThrow(`The "options.libs" list holds number 1, not a library name. ${allowed}`);
+    expect(() => new Runtime({ libs: [undefined] })).toThrow(`The "options.libs" list holds undefined, not a library name. ${allowed}`);
+  });
+
   test('accepts a module named as a standard library the profile leaves out (require does not answer it)', () => {
     const rt = new Runtime({ modules: { io: 'return { shim = true }' }, libs: ['base', 'string'] });
     expect(rt.load('return require("io").shim')).toEqual([true]);

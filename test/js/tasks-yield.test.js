@@ -118,6 +118,34 @@ describe('UNTIL_TIME', () => {
     expect(e).toBeLessThanOrEqual(1 + LATE_MS / 1000);
   });
 
+  // Regression (issue 20): os.time() read glibc's coarse clock, which moves
+  // once per kernel tick, while the task wakes a millisecond after `at`: it
+  // often still said at - 1, and os.date() the second (or day) before.
+  test('after each UNTIL_TIME or UNTIL_NEXT wake at t, os.time() and os.date() say t has come', async () => {
+    rt.load(`function t(rounds)
+      local seen = {}
+      for i = 1, rounds do
+        local at = os.time() + 1
+        if i % 2 == 0 then
+          coroutine.yield("UNTIL_NEXT", "* * * ? * *")  -- the next whole second is at
+        else
+          coroutine.yield("UNTIL_TIME", at)
+        end
+        seen[i] = { at, os.time(), os.date("!%Y%m%d%H%M%S"), os.date("!%Y%m%d%H%M%S", at), os.date("!*t").sec }
+      end
+      return seen
+    end`);
+    const seen = await rt.call('t', 5);
+    const now = Date.now();
+    expect(seen).toHaveLength(5);
+    for (const [at, time, date, dateAt, sec] of seen) {
+      expect(time).toBeGreaterThanOrEqual(at);
+      expect(date >= dateAt).toBe(true);
+      expect(sec).toBe(Number(date.slice(-2)));
+      expect(time).toBeLessThanOrEqual(Math.floor(now / 1000));
+    }
+  }, 20000);
+
   test('a MILLISECONDS epoch value in the future resumes at that time, elapsed in MILLISECONDS', async () => {
     rt.load('function t(at) return { coroutine.yield("UNTIL_TIME", at, "MILLISECONDS") } end');
     const at = Date.now() + 40;
@@ -390,6 +418,31 @@ describe('bad yields raise at the yield', () => {
     expect(err.luaStack).toMatch(/uncaught\.lua:2:/);
     expect(err.message).toMatch(/^uncaught\.lua:2: /);
     for (const p of patterns) expect(err.message).toMatch(p);
+  });
+
+  // Regression (issue 20): Lua said "attempt to yield from outside a coroutine".
+  test.each([
+    ['at the top level of rt.load', (src) => rt.load(src)],
+    ['in a Lua function JS calls', (src) => { rt.load(`function f() ${src} end`); rt.get('f')(); }],
+  ])('a yield instruction %s says it needs a task and how to start one', (_, run) => {
+    for (const [src, call] of [
+      ['coroutine.yield("FOR", 1)', 'coroutine.yield("FOR")'],
+      ['coroutine.yield("until_time", 0)', 'coroutine.yield("UNTIL_TIME")'],
+      ['coroutine.yield()', 'coroutine.yield()'],
+    ]) {
+      let err;
+      try {
+        run(src);
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeDefined();
+      expect(err.message).toContain(`${call}: not inside a task (yield instructions need one: start it with rt.start(fn) or tasks.start(fn))`);
+    }
+  });
+
+  test('a plain yield outside any coroutine that names no instruction keeps Lua\'s message', () => {
+    expect(() => rt.load('coroutine.yield(42)')).toThrow(/attempt to yield from outside a coroutine/);
   });
 
   test.each([

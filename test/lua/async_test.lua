@@ -284,8 +284,41 @@ test("onready, onwaiting and onerror set the watchers and return the runner", fu
 end)
 
 test("runner checks its arguments", function()
-  raises(function() async.runner(42) end, "bad argument #1 to 'runner' (function expected, got number)")
+  raises(function() async.runner(42) end, "bad argument #1 to 'runner' (callable expected, got number)")
+  raises(function() async.runner({}) end, "bad argument #1 to 'runner' (callable expected, got table)")
   raises(function() async.runner(nil, "w") end, "bad argument #2 to 'runner' (table expected, got string)")
+end)
+
+-- A spy, as Prosody's own tests pass: a table with __call that records calls.
+local function spy(f)
+  local s = { calls = {} }
+  return setmetatable(s, { __call = function(self, ...)
+    self.calls[#self.calls + 1] = { ... }
+    if f then return f(...) end
+  end })
+end
+
+test("runner takes any callable: a table with __call runs each item", function()
+  local func = spy()
+  local r = async.runner(func)
+  r:run("a")
+  r:run("b")
+  eq(#func.calls, 2, "calls")
+  eq(func.calls[1][1], "a", "first item"); eq(func.calls[2][1], "b", "second item")
+  eq(r.state, "ready", "state")
+end)
+
+test("a callable runner function can wait", function()
+  local done
+  local r = async.runner(spy(function()
+    local wait
+    wait, done = async.waiter()
+    wait()
+  end))
+  r:run(1)
+  eq(r.state, "waiting", "state after run")
+  done()
+  eq(r.state, "ready", "state after done")
 end)
 
 --------------------------------------------------------------------------
@@ -707,9 +740,42 @@ end)
 
 test("set_nexttick and set_schedule_function check their arguments", function()
   raises(function() async.set_nexttick(1) end,
-    "bad argument #1 to 'set_nexttick' (function or nil expected, got number)")
+    "bad argument #1 to 'set_nexttick' (callable or nil expected, got number)")
+  raises(function() async.set_nexttick({}) end,
+    "bad argument #1 to 'set_nexttick' (callable or nil expected, got table)")
   raises(function() async.set_schedule_function("x") end,
-    "bad argument #1 to 'set_schedule_function' (function or nil expected, got string)")
+    "bad argument #1 to 'set_schedule_function' (callable or nil expected, got string)")
+end)
+
+test("set_nexttick and set_schedule_function take callable tables", function()
+  local queued = {}
+  local tick = spy(function(f) queued[#queued + 1] = f end)
+  local timers = {}
+  local schedule = spy(function(s, f) timers[#timers + 1] = { s, f } end)
+  async.set_nexttick(tick)
+  async.set_schedule_function(schedule)
+  local _ <close> = setmetatable({}, { __close = function()
+    async.set_nexttick(nil)
+    async.set_schedule_function(nil)
+  end })
+  local slept, done
+  local r = async.runner(function()
+    async.sleep(5)
+    slept = true
+    local wait
+    wait, done = async.waiter()
+    wait()
+  end)
+  r:run(1)
+  eq(#schedule.calls, 1, "schedule calls")
+  eq(timers[1][1], 5, "seconds")
+  timers[1][2]()
+  while #queued > 0 do table.remove(queued, 1)() end
+  eq(slept, true, "woke after the schedule function's callback")
+  done()
+  truthy(#tick.calls >= 1, "the callable next tick was used")
+  while #queued > 0 do table.remove(queued, 1)() end
+  eq(r.state, "ready", "state")
 end)
 
 --------------------------------------------------------------------------

@@ -38,6 +38,7 @@
 
 local coroutine_close = coroutine.close
 local create = coroutine.create
+local getmetatable = getmetatable
 local resume = coroutine.resume
 local running = coroutine.running
 local status = coroutine.status
@@ -57,6 +58,17 @@ local schedule = nil -- schedule(seconds, f); sleep() raises without it
 
 local function argerror(n, fname, expected, got)
   error(("bad argument #%d to '%s' (%s expected, got %s)"):format(n, fname, expected, got), 3)
+end
+
+-- Anything Lua can call, as Prosody takes it (its tests pass spies, which are
+-- tables with __call). Without the debug library a metatable hidden behind
+-- __metatable cannot be read; such a value counts as not callable, since in
+-- a runtime those are JS objects (their metatable answers false), which Lua
+-- cannot call: refusing them here beats failing at the first item.
+local function callable(v)
+  if type(v) == "function" then return true end
+  local mt = getmetatable and getmetatable(v)
+  return type(mt) == "table" and mt.__call ~= nil
 end
 
 --------------------------------------------------------------------------
@@ -331,7 +343,7 @@ end
 -- watchers and data are stored as given (watchers defaults to a table with
 -- the re-raising error watcher, as Prosody's does).
 function async.runner(func, watchers, data)
-  if func ~= nil and type(func) ~= "function" then argerror(1, "runner", "function", type(func)) end
+  if func ~= nil and not callable(func) then argerror(1, "runner", "callable", type(func)) end
   if watchers ~= nil and type(watchers) ~= "table" then argerror(2, "runner", "table", type(watchers)) end
   local r = setmetatable({
     func = func or default_func,
@@ -467,13 +479,13 @@ function async.guarder()
 end
 
 function async.set_nexttick(fn)
-  if fn ~= nil and type(fn) ~= "function" then argerror(1, "set_nexttick", "function or nil", type(fn)) end
+  if fn ~= nil and not callable(fn) then argerror(1, "set_nexttick", "callable or nil", type(fn)) end
   next_tick = fn or sync_nexttick
 end
 
 function async.set_schedule_function(fn)
-  if fn ~= nil and type(fn) ~= "function" then
-    argerror(1, "set_schedule_function", "function or nil", type(fn))
+  if fn ~= nil and not callable(fn) then
+    argerror(1, "set_schedule_function", "callable or nil", type(fn))
   end
   schedule = fn
 end
