@@ -1076,7 +1076,9 @@ napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const TaskT
     return js;
   }
   LuaHost* host = core->host.get();
-  if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage(), WhereProps(env, trace));
+  if (status == LUA_ERRMEM) {
+    return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage(), WhereProps(env, trace));
+  }
   if (host->last_killed() && trace == nullptr) {
     const int64_t ms = host->budget()->timeout_ns() / 1000000;
     return MakeError(env, "ERR_TASK_TIMEOUT",

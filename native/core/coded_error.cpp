@@ -117,8 +117,10 @@ bool IsCodedError(lua_State* L, int idx, ErrorCode* code) {
 std::string_view CodedErrorMessage(lua_State* L, int idx) {
   lua_getiuservalue(L, idx, 1);
   size_t n = 0;
-  const char* s = lua_tolstring(L, -1, &n);  // a string: no conversion, no allocation
-  lua_pop(L, 1);  // still anchored by the error value
+  // A string: no conversion, no allocation; still anchored by the error
+  // value once popped.
+  const char* s = lua_tolstring(L, -1, &n);
+  lua_pop(L, 1);
   return std::string_view(s, n);
 }
 

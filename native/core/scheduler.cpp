@@ -746,8 +746,7 @@ void Scheduler::KillNow(Task* t, int status) {
     lua_resetthread(t->co);
   }
   lua_settop(t->co, 0);
-  EndTask(t, status, 0, traced ? &trace : nullptr);
-  if (traced) lua_pop(host_->main(), 1);
+  EndTask(t, status, 0, traced ? &trace : nullptr);  // pops the traceback
 }
 
 void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
@@ -760,8 +759,7 @@ void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
   // keeps its stack: where it was is read from it.
   lua_Debug ar;
   TaskTrace own;
-  const bool traced = trace == nullptr && (failed_in_lua || status == kTimedOutStatus);
-  if (traced) {
+  if (trace == nullptr && (failed_in_lua || status == kTimedOutStatus)) {
     TraceOf(host_->main(), t->co, &ar, &own);
     trace = &own;
   }
@@ -770,7 +768,7 @@ void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
   // code run by the hook or by a woken joiner sees it through FindFinished.
   Remember(t, status, nres);
   if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, trace);
-  if (traced) lua_pop(host_->main(), 1);
+  if (trace != nullptr) lua_pop(host_->main(), 1);  // its traceback, before any joiner runs
 
   // Wake the tasks joined on this one: (true, results...) or (false, error).
   const uint64_t key = t->key;

@@ -312,8 +312,9 @@ class Scheduler {
   void Continue(Task* t, int nargs);
   // The last lock went: runs what it held back (see Lock).
   void Unlocked();
-  // `trace`: where a task killed after it yielded was (KillNow), else
-  // nullptr: EndTask reads it from the coroutine of a task that failed.
+  // `trace`: where a task killed after it yielded was (KillNow; its
+  // traceback on top of the main thread's stack, popped here), else nullptr:
+  // EndTask reads it from the coroutine of a task that failed.
   void EndTask(Task* t, int status, int nres, const TaskTrace* trace = nullptr);
   // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
   // its stack; deferred while the lock is held.

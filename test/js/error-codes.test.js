@@ -122,6 +122,23 @@ end`, { name: 'find.lua' });
     }
   });
 
+  test('ERR_TASK_TIMEOUT: a task that caught the kill in a coroutine and went on is killed where it went on', async () => {
+    const slow = new Runtime({ taskTimeout: 30 });
+    try {
+      slow.load(`function swallow()
+  local spin = coroutine.wrap(function() while true do end end)
+  pcall(spin)
+  coroutine.yield()
+end`, { name: 'sw.lua' });
+      const err = await failureOf(() => slow.call('swallow'));
+      expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
+      expect([3, 4]).toContain(err.line);
+      expect(err.luaStack).toMatch(/sw\.lua:[34]: in function 'swallow'/);
+    } finally {
+      slow.closeSync();
+    }
+  });
+
   test('ERR_MEMORY_LIMIT: a task past memoryLimit, a LuaError with where it was', async () => {
     const small = new Runtime({ memoryLimit: 1 << 20 });
     try {
