@@ -7,6 +7,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 
 const { parseArgs } = require('node:util');
+const { nearest } = require('./nearest');
 
 // Our options per command; every one but --help takes a value.
 const OPTIONS = {
@@ -52,32 +53,6 @@ expression is read in, unless it has a CRON_TZ= prefix.`,
 function fail(msg) {
   process.stderr.write(`lua-tasks: ${msg}\n`);
   process.exit(2);
-}
-
-// Edit distance (insertions, deletions, substitutions and swaps of two
-// neighbours, each 1), to suggest the option a misspelling meant.
-function distance(a, b) {
-  const d = Array.from({ length: a.length + 1 }, (_, i) => [i]);
-  for (let j = 1; j <= b.length; j++) d[0][j] = j;
-  for (let i = 1; i <= a.length; i++) {
-    for (let j = 1; j <= b.length; j++) {
-      d[i][j] = Math.min(d[i - 1][j] + 1, d[i][j - 1] + 1, d[i - 1][j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) d[i][j] = Math.min(d[i][j], d[i - 2][j - 2] + 1);
-    }
-  }
-  return d[a.length][b.length];
-}
-
-// The word in `words` that `word` most likely misspells (case, _ for -,
-// camelCase all count as small edits), or undefined if none is close.
-function nearest(word, words) {
-  let best;
-  let bestD = Infinity;
-  for (const w of words) {
-    const d = distance(word.toLowerCase(), w);
-    if (d < bestD) [best, bestD] = [w, d];
-  }
-  return best !== undefined && bestD <= Math.max(1, Math.floor(best.length / 4)) ? best : undefined;
 }
 
 // Parses a command's argv with util.parseArgs: its options (each takes a

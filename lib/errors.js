@@ -21,6 +21,7 @@ const codes = Object.freeze({
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
   ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
   ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',
+  ABORT_ERR: 'ABORT_ERR', // Node's code for an AbortError: a task's AbortSignal fired
 });
 
 /** Base class for failures of lua-tasks itself (not of Lua code). */
@@ -56,10 +57,23 @@ class TaskError extends LuaTasksError {}
 /** A store that refuses: the name is owned elsewhere, the snapshot is corrupt, or the store does not answer. */
 class StoreError extends LuaTasksError {}
 
+/**
+ * A task stopped through its AbortSignal, shaped as Node's own AbortError:
+ * `name` 'AbortError', `code` 'ABORT_ERR', `cause` the signal's reason. Not a
+ * LuaTasksError: code that handles Node's aborts handles these unchanged.
+ */
+class AbortError extends Error {
+  constructor(message, options, props) {
+    super(message, options);
+    this.code = 'ABORT_ERR';
+    if (props) Object.assign(this, props);
+  }
+}
+
 // `name` is a data property of each prototype, not a getter: Lua reads an
 // error's name without running code of it (docs/security.md), and a getter
 // would read as nil there.
-for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError, StoreError]) {
+for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError, StoreError, AbortError]) {
   Object.defineProperty(Cls.prototype, 'name', { value: Cls.name, writable: true, configurable: true, enumerable: false });
 }
 
@@ -122,4 +136,5 @@ module.exports = {
   RuntimeClosedError,
   TaskError,
   StoreError,
+  AbortError,
 };

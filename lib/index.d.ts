@@ -36,27 +36,55 @@ export interface RuntimeOptions {
   timeSlice?: number;
   /** CPU milliseconds a task (or a call from JS) may use before it is killed. */
   taskTimeout?: number;
+  /** IANA zone for UNTIL_NEXT without a zone of its own. @default the process's ($TZ, else /etc/localtime) */
+  timeZone?: string;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
 
 export interface TaskWaiting {
   instruction: 'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE';
+  /** When a timed wait ends (FOR, tasks.sleep, UNTIL_TIME, UNTIL_NEXT); a FOR's is read on the wall clock at the query. */
   until?: Date;
 }
 
-export interface TaskInfo {
+export interface TaskInfo<M = unknown> {
   id: string;
   status: TaskStatus;
   waiting?: TaskWaiting;
+  /** The label the task was spawned with (only tasks started by rt.spawn with one). */
+  name?: string;
+  /** The value the task was spawned with, the very same (only tasks started by rt.spawn with one). */
+  meta?: M;
 }
 
-export class Task {
+/** A Lua coroutine running as a task; `T` is what its result resolves to (unchecked: Lua decides). */
+export class Task<T = unknown, M = unknown> {
   readonly id: string;
   readonly status: TaskStatus;
   readonly waiting: TaskWaiting | undefined;
-  /** The task's first return value; rejects with its error. */
-  readonly result: Promise<unknown>;
+  /** The task's first return value; rejects with its error (an AbortError if its signal aborted it). */
+  readonly result: Promise<T>;
+  /** The label given to rt.spawn, else undefined. */
+  readonly name: string | undefined;
+  /** The value given to rt.spawn (kept in JS, never converted to Lua), else undefined. */
+  readonly meta: M | undefined;
+  /** rt.cancel(task.id, reason): true if a live task was cancelled. */
+  cancel(reason?: unknown): boolean;
+  /** rt.resume(task.id, ...values): true if a task waiting on a yield instruction was resumed. */
+  resume(...values: unknown[]): boolean;
+}
+
+/** The options of rt.spawn; any other key is refused (ERR_INVALID_ARG_VALUE, naming the nearest). */
+export interface SpawnOptions<M = unknown> {
+  /** The task's arguments (an AbortSignal among them is an argument like any other). @default [] */
+  args?: readonly unknown[];
+  /** Cancels the task when aborted: its result rejects with an AbortError (cause: the signal's reason). */
+  signal?: AbortSignal;
+  /** A label, shown as task.name and in rt.task(id) / rt.tasks(). */
+  name?: string;
+  /** Any value, kept in JS (never converted to Lua), shown as task.meta and in rt.task(id) / rt.tasks(). */
+  meta?: M;
 }
 
 /** What the runtime passes with each save (docs/persistence.md). */
@@ -128,8 +156,11 @@ export class Runtime extends EventEmitter {
   load(source: string, options?: { name?: string }): unknown[];
   set(name: string, value: unknown): void;
   get(name: string): unknown;
-  start(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Task;
-  call(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<unknown>;
+  /** An AbortSignal as the last argument is taken as the task's signal (see spawn for no sniffing). @throws AbortError if it is already aborted */
+  start<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Task<T>;
+  /** Starts a task with its arguments and signal given as options. @throws AbortError if the signal is already aborted */
+  spawn<T = unknown, M = unknown>(fn: string | ((...args: any[]) => unknown), options?: SpawnOptions<M>): Task<T, M>;
+  call<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<T>;
   resume(id: string, ...values: unknown[]): boolean;
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;
@@ -149,6 +180,12 @@ export class Runtime extends EventEmitter {
   /** Frees the state at once; a write in flight goes on, and the name stays owned until it settles. */
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
+  /**
+   * A task started from JS was cancelled (rt.cancel, task.cancel, its signal,
+   * tasks.cancel in Lua, close); `error` is what its result rejects with:
+   * ERR_TASK_CANCELLED, or an AbortError for a signal.
+   */
+  on(event: 'taskcancel', listener: (task: Task, error: TaskError | AbortError) => void): this;
   /**
    * A task failed, or a Lua function handed to JS as a callback failed when JS
    * called it from the loop (then the first argument is `{ id: null, callback: true }`).
@@ -179,6 +216,16 @@ export class TaskError extends LuaTasksError {
   luaStack?: string;
   source?: string;
   line?: number;
+}
+/**
+ * A task stopped through its AbortSignal, shaped as Node's own: `name`
+ * 'AbortError', `code` 'ABORT_ERR', `cause` the signal's reason. Not a LuaTasksError.
+ */
+export class AbortError extends Error {
+  constructor(message?: string, options?: { cause?: unknown });
+  code: 'ABORT_ERR';
+  /** Aborted during a COMMIT: whether its snapshot was written. */
+  committed?: boolean;
 }
 /** ERR_STORE_LOCKED, ERR_STORE_CORRUPT, ERR_STORE_TIMEOUT. */
 export class StoreError extends LuaTasksError {

@@ -10,9 +10,19 @@ const binding = require('./binding');
 const { toStore, checkName, DirectoryStore } = require('./store');
 const { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const errors = require('./errors');
-const { makeError } = errors;
+const { makeError, AbortError } = errors;
+const { nearest } = require('./nearest');
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
+
+const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('./options');
+
+// The keys rt.spawn takes (any other is refused, naming the nearest).
+const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
+
+// Labels of ended spawned tasks kept for rt.task(id), as many as the native
+// side keeps outcomes of (Scheduler::kFinishedKept).
+const ENDED_LABELS_KEPT = 1024;
 
 // A string as a message quotes it: JSON-escaped, cut at 40 characters.
 function quote(s) {
@@ -73,9 +83,16 @@ function normalizeOptions(options) {
     }
     out[key] = v;
   }
-  if ((options.store !== undefined || options.name !== undefined) && !options[PERSIST]) {
+  if (OPEN_OPTIONS.some((k) => options[k] !== undefined) && !options[PERSIST]) {
     throw makeError('ERR_INVALID_ARG_VALUE',
       'A runtime with a store and a name is created with "await Runtime.open(options)", which restores its saved state first.');
+  }
+  for (const key of Object.keys(options)) {
+    if (RUNTIME_OPTIONS.includes(key) || OPEN_OPTIONS.includes(key)) continue;
+    // A misspelt option would otherwise be ignored without a word.
+    const near = nearest(key, [...RUNTIME_OPTIONS, ...OPEN_OPTIONS]);
+    throw makeError('ERR_INVALID_ARG_VALUE',
+      `The option ${JSON.stringify(key)} is not a Runtime option${near ? `; did you mean "${near}"?` : '.'} Options: ${RUNTIME_OPTIONS.join(', ')} (and ${OPEN_OPTIONS.join(', ')} with Runtime.open).`);
   }
   if (options.modulePaths !== undefined) {
     const mp = options.modulePaths;
@@ -203,10 +220,30 @@ class Task {
   #promise;
   #settle;
 
-  constructor(rt, id) {
+  constructor(rt, id, name, meta) {
     this.#rt = rt;
     /** Opaque id, unique in the process and across restarts. */
     this.id = id;
+    /** The label given to rt.spawn, else undefined. */
+    this.name = name;
+    /** The value given to rt.spawn (kept in JS, never converted), else undefined. */
+    this.meta = meta;
+  }
+
+  /**
+   * rt.cancel(task.id, reason).
+   * @returns {boolean} true if a live task was cancelled
+   */
+  cancel(reason) {
+    return this.#rt.cancel(this.id, reason);
+  }
+
+  /**
+   * rt.resume(task.id, ...values).
+   * @returns {boolean} true if a waiting task was resumed
+   */
+  resume(...values) {
+    return this.#rt.resume(this.id, ...values);
   }
 
   /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
@@ -281,6 +318,21 @@ function readInRoots(roots, file) {
   return undefined;
 }
 
+function checkFn(fn) {
+  if (typeof fn !== 'string' && typeof fn !== 'function') {
+    throw invalidType('fn', "a global name, a 'module.fn' path or a Lua function", fn);
+  }
+}
+
+// The error a task cancelled through its AbortSignal ends with, as Node's
+// APIs reject on an abort: an AbortError whose cause is the signal's reason.
+function abortedError(id, reason, committed) {
+  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
+  if (committed === true) message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+  if (committed === false) message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
+}
+
 function isAbortSignal(v) {
   return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
 }
@@ -290,7 +342,10 @@ function isAbortSignal(v) {
  * Close what you open: `close()` frees the state at once; the garbage
  * collector only frees a runtime nothing can reach any more.
  *
- * Events: 'taskdone' (task, value) for tasks started from JS; 'taskerror'
+ * Events: 'taskdone' (task, value) for tasks started from JS; 'taskcancel'
+ * (task, error) for tasks started from JS that were cancelled (by rt.cancel,
+ * task.cancel, their signal, tasks.cancel in Lua or close), with the error
+ * their result rejects with; 'taskerror'
  * (task or { id }, error) for every task that fails, and ({ id: null,
  * callback: true }, error) for a Lua function handed to JS as a callback that
  * fails when JS calls it from the loop (no Lua caller to raise to). Such a
@@ -305,6 +360,9 @@ class Runtime extends EventEmitter {
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
   #closed = false;
   #cancelReasons = new Map();
+  #aborted = new Set(); // ids being cancelled by their AbortSignal
+  #labels = new Map(); // id -> { name?, meta? } of live spawned tasks given either
+  #endedLabels = new Map(); // the same for the last ENDED_LABELS_KEPT that ended
   #name = null;
   #commits = null; // the CommitQueue of a runtime with a store
   #lease = null; // the store's lease on #name, released once the last write settles
@@ -323,6 +381,8 @@ class Runtime extends EventEmitter {
    * @param {number} [options.taskTimeout] CPU ms a task (or a call from JS) may use before it is killed
    * @param {boolean} [options.trustedObjects=false] Lua reads JS object fields as JS does (getters,
    *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
+   * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
+   * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -451,6 +511,7 @@ class Runtime extends EventEmitter {
   #cancelledError(id, committed) {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
+    if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
     return () => {
       let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
       if (committed === true) message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
@@ -474,7 +535,7 @@ class Runtime extends EventEmitter {
       const outcome = this.#commits && this.#commits.outcomeOf(key);
       if (outcome) {
         this.#tasks.delete(key);
-        outcome.then((committed) => task._end(END_CANCELLED, this.#cancelledError(task.id, committed)));
+        outcome.then((committed) => this.#ended(task, END_CANCELLED, this.#cancelledError(task.id, committed)));
         return;
       }
     }
@@ -488,6 +549,25 @@ class Runtime extends EventEmitter {
       return;
     }
     this.#tasks.delete(key);
+    this.#ended(task, kind, value);
+  }
+
+  // A task started from JS ended: settle it, keep its labels a while, tell listeners.
+  #ended(task, kind, value) {
+    const labels = this.#labels.get(task.id);
+    if (labels) {
+      this.#labels.delete(task.id);
+      this.#endedLabels.set(task.id, labels);
+      if (this.#endedLabels.size > ENDED_LABELS_KEPT) this.#endedLabels.delete(this.#endedLabels.keys().next().value);
+    }
+    if (kind === END_CANCELLED && this.listenerCount('taskcancel') > 0) {
+      // Listeners and the result get the same error.
+      const err = value();
+      value = () => err;
+      task._end(kind, value);
+      this.emit('taskcancel', task, err);
+      return;
+    }
     task._end(kind, value);
     if (kind === END_DONE) this.emit('taskdone', task, value);
     else if (kind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
@@ -509,16 +589,23 @@ class Runtime extends EventEmitter {
     return this.#closed ? undefined : this.#snapshot(id);
   }
 
-  // { id, status, waiting? } of a live or recently ended task, else undefined.
+  // { id, status, waiting?, name?, meta? } of a live or recently ended task, else undefined.
   #snapshot(id) {
     const code = this.#native.taskState(id);
     if (code === undefined) return undefined;
     const status = TASK_STATUS[code & 15];
-    if (status !== 'waiting') return { id, status };
+    if (status !== 'waiting') return this.#labelled({ id, status });
     const waiting = { instruction: WAIT_KINDS[code >> 4] };
     const until = this.#native.taskUntil(id);
     if (until !== undefined) waiting.until = new Date(until);
-    return { id, status, waiting };
+    return this.#labelled({ id, status, waiting });
+  }
+
+  // The snapshot with the name and meta its task was spawned with, if any.
+  #labelled(info) {
+    if (this.#labels.size === 0 && this.#endedLabels.size === 0) return info;
+    const labels = this.#labels.get(info.id) || this.#endedLabels.get(info.id);
+    return labels ? Object.assign(info, labels) : info;
   }
 
   /**
@@ -563,20 +650,58 @@ class Runtime extends EventEmitter {
   /**
    * Starts a task and runs it now until its first wait.
    * @param {string|Function} fn a global name, a 'module.fn' path, or a Lua function
-   * @param {...*} args arguments; an AbortSignal as the last one cancels the task when aborted
+   * @param {...*} args arguments; an AbortSignal as the last one cancels the task when
+   *   aborted (its result then rejects with an AbortError, code ABORT_ERR, cause the reason)
    * @returns {Task}
+   * @throws {AbortError} if that signal is already aborted (nothing is started)
    */
   start(fn, ...args) {
     this.#check();
-    if (typeof fn !== 'string' && typeof fn !== 'function') {
-      throw invalidType('fn', "a global name, a 'module.fn' path or a Lua function", fn);
-    }
+    checkFn(fn);
     let signal;
     if (args.length > 0 && isAbortSignal(args[args.length - 1])) signal = args.pop();
+    return this.#start(fn, args, signal);
+  }
+
+  /**
+   * Starts a task as start() does, its arguments given as an option: no
+   * argument is taken for an AbortSignal.
+   * @param {string|Function} fn a global name, a 'module.fn' path, or a Lua function
+   * @param {{ args?: Array, signal?: AbortSignal, name?: string, meta?: * }} [options]
+   *   args: the arguments (default []); signal: cancels the task when aborted (its
+   *   result rejects with an AbortError); name: a label, shown on the Task and in
+   *   rt.task(id) / rt.tasks(); meta: any value, kept in JS (never converted to Lua),
+   *   shown as name is
+   * @returns {Task}
+   * @throws {TypeError} for a bad option; {AbortError} if the signal is already aborted
+   */
+  spawn(fn, options) {
+    this.#check();
+    checkFn(fn);
+    if (options === undefined) options = {};
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalidType('options', 'an object', options);
+    for (const key of Object.keys(options)) {
+      if (SPAWN_OPTIONS.includes(key)) continue;
+      const near = nearest(key, SPAWN_OPTIONS);
+      throw makeError('ERR_INVALID_ARG_VALUE',
+        `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`);
+    }
+    const { args = [], signal, name, meta } = options;
+    if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
+    if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
+    if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
+    let labels;
+    if (name !== undefined || meta !== undefined) {
+      labels = {};
+      if (name !== undefined) labels.name = name;
+      if (meta !== undefined) labels.meta = meta;
+    }
+    return this.#start(fn, [...args], signal, labels);
+  }
+
+  #start(fn, args, signal, labels) {
     if (signal && signal.aborted) {
-      const err = makeError('ERR_TASK_CANCELLED', 'The task was not started: its AbortSignal is already aborted.', { reason: signal.reason });
-      Object.defineProperty(err, 'name', { value: 'AbortError', configurable: true });
-      throw err;
+      throw new AbortError('The task was not started: its AbortSignal is already aborted.', { cause: signal.reason });
     }
     let started;
     // A task that ends before start returns (most short ones) does not call
@@ -593,7 +718,8 @@ class Runtime extends EventEmitter {
       this.#starting--;
     }
     const key = Math.floor(started / 4);
-    const task = new Task(this, this.#idOf(key));
+    const task = new Task(this, this.#idOf(key), labels && labels.name, labels && labels.meta);
+    if (labels) this.#labels.set(task.id, labels);
     let endKind = (started % 4) - 1;
     let endValue;
     if (endKind !== -1) {
@@ -612,16 +738,14 @@ class Runtime extends EventEmitter {
       this.#early.clear();
     }
     if (endKind !== -1) {
-      task._end(endKind, endValue);
-      if (endKind === END_DONE) this.emit('taskdone', task, endValue);
-      else if (endKind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, endValue);
+      this.#ended(task, endKind, endValue);
     } else {
       this.#tasks.set(key, task);
       if (signal && signal.aborted) {
         // Aborted while the task ran its first part (by JS that it called).
-        this.cancel(task.id, signal.reason);
+        this.#abort(task.id, signal.reason);
       } else if (signal) {
-        const onAbort = () => this.cancel(task.id, signal.reason);
+        const onAbort = () => this.#abort(task.id, signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
         task.result.then(() => signal.removeEventListener('abort', onAbort), () => signal.removeEventListener('abort', onAbort));
       }
@@ -662,7 +786,19 @@ class Runtime extends EventEmitter {
     return ok;
   }
 
-  /** A snapshot `{ id, status, waiting? }` of a live or recently ended task, or undefined. */
+  // Cancels a task for its AbortSignal: its result rejects with an AbortError.
+  #abort(id, reason) {
+    if (this.#closed) return;
+    this.#aborted.add(id);
+    let ok = false;
+    try {
+      ok = this.cancel(id, reason);
+    } finally {
+      if (!ok) this.#aborted.delete(id); // not cancelled: a later plain cancel must not say aborted
+    }
+  }
+
+  /** A snapshot `{ id, status, waiting?, name?, meta? }` of a live or recently ended task, or undefined. */
   task(id) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
@@ -672,7 +808,9 @@ class Runtime extends EventEmitter {
   /** Snapshots of every live task, oldest first. */
   tasks() {
     this.#check();
-    return this.#native.tasks();
+    const list = this.#native.tasks();
+    if (this.#labels.size > 0) list.forEach((info) => this.#labelled(info));
+    return list;
   }
 
   /** Timed waits keep the process alive (the default). */

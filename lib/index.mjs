@@ -17,5 +17,6 @@ export const {
   RuntimeClosedError,
   TaskError,
   StoreError,
+  AbortError,
 } = lib;
 export default lib;

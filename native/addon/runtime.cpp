@@ -453,8 +453,8 @@ Napi::Object TaskInfo(Napi::Env env, Scheduler* s, const Task& t) {
   if (t.status == TaskStatus::kWaiting) {
     Napi::Object w = Napi::Object::New(env);
     w.Set("instruction", WaitKindName(t.wait));
-    if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) {
-      w.Set("until", Napi::Date::New(env, static_cast<double>(t.wall_deadline / 1000000)));
+    if (const auto until = s->WaitEndsWallNs(t)) {
+      w.Set("until", Napi::Date::New(env, static_cast<double>(*until / 1000000)));
     }
     o.Set("waiting", w);
   }
@@ -483,11 +483,9 @@ Napi::Value Runtime::JS_taskUntil(const Napi::CallbackInfo& info) {
   Scheduler* s = OpenCore(env)->scheduler.get();
   uint64_t key;
   const Task* t = ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr;
-  if (t == nullptr || t->status != TaskStatus::kWaiting ||
-      (t->wait != WaitKind::kUntilTime && t->wait != WaitKind::kUntilNext)) {
-    return env.Undefined();
-  }
-  return Napi::Number::New(env, static_cast<double>(t->wall_deadline / 1000000));
+  const auto until = t != nullptr ? s->WaitEndsWallNs(*t) : std::nullopt;
+  if (!until) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(*until / 1000000));
 }
 
 Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {

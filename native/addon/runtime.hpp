@@ -26,7 +26,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_resume(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean
   Napi::Value JS_cancel(const Napi::CallbackInfo& info);       // (id) -> boolean
   Napi::Value JS_taskState(const Napi::CallbackInfo& info);    // (id) -> status + 16 * wait kind | undefined
-  Napi::Value JS_taskUntil(const Napi::CallbackInfo& info);    // (id) -> UNTIL_* deadline in ms | undefined
+  Napi::Value JS_taskUntil(const Napi::CallbackInfo& info);    // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
   Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> ids of live tasks
   Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)

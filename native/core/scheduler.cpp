@@ -466,6 +466,14 @@ void Scheduler::Park(Task* t, int64_t now) {
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
+std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
+  if (t.status != TaskStatus::kWaiting) return std::nullopt;
+  if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) return t.wall_deadline;
+  if (t.wait != WaitKind::kFor) return std::nullopt;
+  // pending_value still holds the duration: only the task's next yield replaces it.
+  return clock_->WallNs() + (t.wait_start + t.pending_value - clock_->MonoNs());
+}
+
 void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
   // The entry names the Task itself (no lookup when it fires): every wait's
   // entry is cancelled in ClearWait, before the task can end.

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,7 +36,7 @@ struct Task {
   uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
   int64_t wait_start = 0;        // monotonic ns when the wait began
   int64_t cpu_ns = 0;            // CPU time spent so far (monotonic ns while running)
-  int64_t pending_value = 0;     // of the pending instruction: see Pend
+  int64_t pending_value = 0;     // of the pending instruction: see Pend (kept while a FOR waits: its duration)
   TimerQueue::Handle timer = 0;  // the queue entry of a timed wait, 0 if none
   uint32_t gen = 0;              // bumped at every new wait: stale queue entries never wake
   uint32_t queued = 0;           // entries in the ready/due queues naming this Task (stale ones too)
@@ -209,6 +210,11 @@ class Scheduler {
   static constexpr size_t kIdKeyDigits = 13;  // 36^13 > 2^64
   static constexpr size_t kIdLength = kIdPrefixLength + kIdKeyDigits;
   std::string IdOf(uint64_t key) const;
+  // When a waiting task's timed wait (FOR, UNTIL_TIME, UNTIL_NEXT) ends, in
+  // wall-clock ns since the epoch, or nothing for any other wait. A FOR
+  // deadline is monotonic: it is read against the wall clock now, so it moves
+  // if the wall clock is set while the task waits (the wait itself does not).
+  std::optional<int64_t> WaitEndsWallNs(const Task& t) const;
   // The same into buf, kIdLength bytes (no allocation: ids are pushed on
   // every tasks.start).
   size_t FormatId(uint64_t key, char* buf) const;

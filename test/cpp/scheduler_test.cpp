@@ -116,6 +116,31 @@ TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
+// rt.task(id).waiting.until: a FOR wait's end read on the wall clock now,
+// an UNTIL_TIME's its target, and nothing for waits with no end.
+TEST_F(SchedulerTest, WaitEndsWallNsReadsAForDeadlineOnTheWallClockNow) {
+  Run(R"(function f() coroutine.yield("FOR", 50, "MILLISECONDS") end
+         function s() tasks.sleep(2) end
+         function u(at) coroutine.yield("UNTIL_TIME", at) end
+         function i() coroutine.yield("INDEFINITELY") end)");
+  const int64_t wall0 = clock.wall;
+  const uint64_t f = Start("f");
+  const uint64_t s = Start("s");
+  const uint64_t i = Start("i");
+  EXPECT_EQ(sched->WaitEndsWallNs(*sched->Find(f)), wall0 + 50 * kMs);
+  EXPECT_EQ(sched->WaitEndsWallNs(*sched->Find(s)), wall0 + 2000 * kMs);
+  EXPECT_EQ(sched->WaitEndsWallNs(*sched->Find(i)), std::nullopt);
+  Turn(20 * kMs);
+  clock.wall += 3600'000 * kMs;  // the wall clock is set forward an hour: the FOR end moves with it
+  EXPECT_EQ(sched->WaitEndsWallNs(*sched->Find(f)), clock.wall + 30 * kMs);
+  lua_State* L = host->main();
+  lua_getglobal(L, "u");
+  lua_pushinteger(L, (clock.wall + 10'000 * kMs) / 1'000'000'000);
+  const uint64_t u = sched->Start(L, 1, true);
+  ASSERT_NE(sched->Find(u), nullptr);
+  EXPECT_EQ(sched->WaitEndsWallNs(*sched->Find(u)), (clock.wall + 10'000 * kMs) / 1'000'000'000 * 1'000'000'000);
+}
+
 // Ended tasks are kept for reuse while queue entries may name them: an
 // entry left by a cancelled task must not wake the task that reuses it.
 TEST_F(SchedulerTest, AStaleReadyEntryNeverWakesTheTaskThatReusesItsSlot) {

@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const {
   Runtime, cron, codes, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError,
+  AbortError,
 } = require('../..');
 
 const root = path.join(__dirname, '..', '..');
@@ -53,13 +54,13 @@ describe('the README "Errors" section', () => {
   };
 
   test('lists every code of lib/errors.js, and no other', () => {
-    const listed = new Set(section().match(/\bERR_[A-Z_]+\b/g));
+    const listed = new Set(section().match(/\b(?:ERR_[A-Z_]+|ABORT_ERR)\b/g));
     expect([...listed].sort()).toEqual(Object.keys(codes).sort());
   });
 
   test('says where each code arises, one row each', () => {
-    const rows = section().split('\n').filter((l) => /^\| `ERR_[A-Z_]+` \|/.test(l));
-    expect(rows.map((l) => /`(ERR_[A-Z_]+)`/.exec(l)[1]).sort()).toEqual(Object.keys(codes).sort());
+    const rows = section().split('\n').filter((l) => /^\| `(?:ERR_[A-Z_]+|ABORT_ERR)` \|/.test(l));
+    expect(rows.map((l) => /`([A-Z_]+)`/.exec(l)[1]).sort()).toEqual(Object.keys(codes).sort());
   });
 });
 
@@ -309,6 +310,16 @@ end`, { name: 'r.lua' });
     expect(err.code).toBe('ERR_OUT_OF_RANGE');
     expect(() => cron.next('* * * * *', { count: 0 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
   });
+});
+
+test('ABORT_ERR: a task stopped through its AbortSignal, an AbortError', async () => {
+  rt.load('function t() coroutine.yield("INDEFINITELY") end');
+  const ac = new AbortController();
+  const task = rt.spawn('t', { signal: ac.signal });
+  ac.abort('enough');
+  const err = await failureOf(() => task.result);
+  expect(err).toBeInstanceOf(AbortError);
+  expect(err).toMatchObject({ code: 'ABORT_ERR', name: 'AbortError', cause: 'enough' });
 });
 
 describe('a JS error that ends a task says where', () => {

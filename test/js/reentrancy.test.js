@@ -161,7 +161,7 @@ test('an AbortSignal aborted while the task runs its first part cancels it', asy
   rt.set('abort', () => ac.abort('stop'));
   rt.load('function h() abort() coroutine.yield("INDEFINITELY") end');
   const task = rt.start('h', ac.signal);
-  await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
+  await expect(task.result).rejects.toMatchObject({ code: 'ABORT_ERR', cause: 'stop' });
   expect(rt.stats().tasks).toBe(0);
   rt.closeSync();
 });

@@ -137,7 +137,7 @@ describe('the block/awake pair', () => {
   test('awake polls with FOR until block has recorded its id, then resumes it', async () => {
     const t0 = Date.now();
     const awake = rt.start('test_coroutine.awake');
-    expect(awake.waiting).toEqual({ instruction: 'FOR' });
+    expect(awake.waiting).toEqual({ instruction: 'FOR', until: expect.anything() });
     await new Promise((r) => setTimeout(r, 50));
     const block = rt.start('test_coroutine.block');
     expect(block.waiting).toEqual({ instruction: 'INDEFINITELY' });

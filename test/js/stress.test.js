@@ -311,9 +311,11 @@ describe('100,000 tasks under random operations', () => {
       let ok;
       if (r.cancelled) {
         const reason = { js: `random ${r.key}`, abort: `aborted ${r.key}`, lua: undefined }[r.cancelled];
-        ok = kind === 'error' && value.code === 'ERR_TASK_CANCELLED' && value.reason === reason;
+        ok = kind === 'error' && (r.cancelled === 'abort'
+          ? value.code === 'ABORT_ERR' && value.cause === reason
+          : value.code === 'ERR_TASK_CANCELLED' && value.reason === reason);
         tally.cancelled++;
-      } else if (kind === 'error' && value.code === 'ERR_TASK_CANCELLED') {
+      } else if (kind === 'error' && (value.code === 'ERR_TASK_CANCELLED' || value.code === 'ABORT_ERR')) {
         ok = false; // cancelled, but nobody cancelled it
       } else if (firstFailure >= 0) {
         ok = kind === 'error' && (r.plan[firstFailure] === 'r'

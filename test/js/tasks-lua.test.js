@@ -431,7 +431,7 @@ describe('nested coroutines', () => {
     end`);
     const t0 = Date.now();
     const task = rt.start('t');
-    expect(task.waiting).toEqual({ instruction: 'FOR' });
+    expect(task.waiting).toEqual({ instruction: 'FOR', until: expect.anything() });
     expect(await task.result).toEqual([10, 20, 30, 40]);
     expect(Date.now() - t0).toBeGreaterThanOrEqual(55);
   });

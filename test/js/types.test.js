@@ -33,3 +33,52 @@ test('ESM: every name the CommonJS module exports is a named export, and the sam
   expect(JSON.parse(out)).toEqual({ missing: [], cron: 'function' });
   expect(Object.keys(cjs)).toEqual(expect.arrayContaining(['Runtime', 'cron', 'DirectoryStore']));
 });
+
+describe('the options are documented alike everywhere (lib/options.js is the list)', () => {
+  const fs = require('node:fs');
+  const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/options');
+  const sorted = (xs) => [...new Set(xs)].sort();
+  const all = sorted([...RUNTIME_OPTIONS, ...OPEN_OPTIONS]);
+
+  // The names of an interface's properties in index.d.ts.
+  function members(dts, name) {
+    const m = new RegExp(`export interface ${name}[^{]*\\{([\\s\\S]*?)\\n\\}`).exec(dts);
+    return [...m[1].matchAll(/^ {2}(\w+)\??:/gm)].map((x) => x[1]);
+  }
+
+  test("the README's Options table", () => {
+    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
+    const table = readme.slice(readme.indexOf('### Options'), readme.indexOf('\n\n', readme.indexOf('| option |')));
+    const names = [...table.matchAll(/^\| ([^|]+) \|/gm)].flatMap((m) => [...m[1].matchAll(/`(\w+)`/g)].map((x) => x[1]));
+    expect(sorted(names)).toEqual(all);
+  });
+
+  test('index.d.ts: RuntimeOptions and OpenOptions', () => {
+    const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
+    expect(sorted(members(dts, 'RuntimeOptions'))).toEqual(sorted(RUNTIME_OPTIONS));
+    expect(sorted(members(dts, 'OpenOptions'))).toEqual(sorted(OPEN_OPTIONS));
+  });
+
+  test("the constructor's JSDoc", () => {
+    const src = fs.readFileSync(path.join(root, 'lib', 'index.js'), 'utf8');
+    const names = [...src.matchAll(/@param \{[^}]*\} \[options\.(\w+)/g)].map((m) => m[1]);
+    expect(sorted(names)).toEqual(sorted(RUNTIME_OPTIONS));
+  });
+
+  test('the validator refuses any other key, naming the nearest option', () => {
+    const { Runtime } = require('../..');
+    expect(() => new Runtime({ timeslice: 5 })).toThrow(expect.objectContaining({
+      code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('did you mean "timeSlice"'),
+    }));
+    expect(() => new Runtime({ bogusOption: 1 })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
+    for (const key of RUNTIME_OPTIONS) {
+      let err;
+      try {
+        new Runtime({ [key]: undefined }).closeSync();
+      } catch (e) {
+        err = e;
+      }
+      expect(err).toBeUndefined();
+    }
+  });
+});

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
-import { Runtime, Task, LuaError, DirectoryStore, codes, cron } from 'lua-tasks';
+import { Runtime, Task, LuaError, DirectoryStore, codes, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
 
 async function main(): Promise<void> {
   const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, conversionLimit: 4 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
@@ -12,6 +12,14 @@ async function main(): Promise<void> {
   const status: 'running' | 'waiting' | 'done' | 'failed' | 'cancelled' = task.status;
   const result: unknown = await task.result;
   const r2: unknown = await rt.call('fn');
+  const n: number = await rt.call<number>('fn');
+  const typed: Task<string> = rt.start<string>('fn');
+  const text: string = await typed.result;
+  const zoned = new Runtime({ timeZone: 'Europe/Paris', modulePaths: ['/tmp'], taskTimeout: 100, keepAlive: false, trustedObjects: false });
+  zoned.closeSync();
+  console.log(n, text);
+  const opened = await Runtime.open({ name: 'n', store: '/tmp/x', storeTimeout: 1000 });
+  await opened.close();
   const resumed: boolean = rt.resume(id, 1, 2);
   const cancelled: boolean = rt.cancel(id, 'why');
   const info = rt.task(id);
@@ -19,6 +27,21 @@ async function main(): Promise<void> {
   rt.tasks().forEach((t) => console.log(t.id, t.status));
   rt.on('taskerror', (t, err: Error) => console.log(t.id, err.message));
   rt.on('taskdone', (t, value) => console.log(t.id, value));
+  const ac = new AbortController();
+  const spawned: Task<number, { owner: string }> = rt.spawn<number, { owner: string }>('fn', { args: [1, 'two'], signal: ac.signal, name: 'job', meta: { owner: 'me' } });
+  const owner: string | undefined = spawned.meta?.owner;
+  const label: string | undefined = spawned.name;
+  const sum: number = await spawned.result;
+  const plain: Task = rt.spawn('fn');
+  const opts: SpawnOptions = { args: [], name: 'x' };
+  rt.spawn('fn', opts).cancel('why');
+  const again: boolean = plain.resume(1, 'two') || plain.cancel();
+  const snap = rt.task(spawned.id);
+  console.log(owner, label, sum, again, snap?.name, snap?.meta, rt.tasks()[0]?.name);
+  rt.on('taskcancel', (t: Task, err: TaskError | AbortError) => {
+    if (err instanceof AbortError) console.log(t.id, err.code, err.cause);
+    else console.log(t.id, err.code, err.reason);
+  });
   rt.ref().unref();
   const s = rt.stats();
   console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.conversionLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
