@@ -37,6 +37,7 @@ binding.init({
   errorField: boundary.errorField,
   errorText: boundary.errorText,
   unwrapThrown: boundary.unwrapThrown,
+  addWhere: boundary.addWhere,
 });
 
 module.exports = binding;

@@ -11,7 +11,7 @@
 
 const { isProxy, isMap, isNativeError } = require('node:util').types;
 
-const { getOwnPropertyDescriptor, getPrototypeOf, freeze, create, hasOwn } = Object;
+const { getOwnPropertyDescriptor, getPrototypeOf, freeze, create, hasOwn, isExtensible, defineProperty } = Object;
 const StringCtor = String;
 
 // `this` of every JS function Lua calls: never globalThis (a sloppy-mode
@@ -133,4 +133,24 @@ function unwrapThrown(held) {
   return d !== undefined && hasOwn(d, 'value') ? d.value : held;
 }
 
-module.exports = { RECEIVER, classify, readOwn, errorField, errorText, unwrapThrown };
+const WHERE_KEYS = freeze(['luaStack', 'source', 'line']);
+
+/**
+ * Tells a JS value that ended a task (a rejection the task awaited, an
+ * error a JS function threw) where in Lua that was: `luaStack`, `source`,
+ * `line` become its own properties, not enumerable (it is the caller's own
+ * object: its JSON and its keys stay as they were). The value itself is
+ * never replaced: a primitive, a Proxy (its traps are its code), an object
+ * that is not extensible, and a name it already has own are left alone.
+ * @param {*} thrown
+ * @param {{ luaStack?: string, source?: string, line?: number }} where
+ */
+function addWhere(thrown, where) {
+  if (!isObject(thrown) || isProxy(thrown) || !isExtensible(thrown)) return;
+  for (const key of WHERE_KEYS) {
+    if (where[key] === undefined || hasOwn(thrown, key)) continue;
+    defineProperty(thrown, key, { value: where[key], writable: true, configurable: true, enumerable: false });
+  }
+}
+
+module.exports = { RECEIVER, classify, readOwn, errorField, errorText, unwrapThrown, addWhere };

@@ -112,7 +112,12 @@ function makeError(code, message, props) {
   if (code === 'ERR_INVALID_ARG_VALUE') return Object.assign(new TypeError(message), { code });
   const Cls = byCode[code] || LuaTasksError;
   const err = new Cls(code, message, props);
-  if (Cls === LuaError && typeof message === 'string') {
+  // Where a Lua error was raised, read from its message; so too for a
+  // failure of another class raised in Lua (ERR_COMMIT_FAILED at a task's
+  // COMMIT: it has a luaStack). A line given wins: ERR_TASK_TIMEOUT brings
+  // where the task was.
+  if ((Cls === LuaError || (props && props.luaStack !== undefined)) && typeof message === 'string' &&
+      !(props && props.line !== undefined)) {
     const m = locationRe.exec(message);
     if (m) {
       err.source = m[1];

@@ -218,6 +218,10 @@ export class TaskError extends LuaTasksError {
   committed?: boolean;
   /** ERR_COMMIT_FAILED: the new snapshot is in place but not confirmed durable. */
   replaced?: boolean;
+  /** ERR_TASK_TIMEOUT, and ERR_COMMIT_FAILED at a task's COMMIT: where the task was. */
+  luaStack?: string;
+  source?: string;
+  line?: number;
 }
 /**
  * A task stopped through its AbortSignal, shaped as Node's own: `name`

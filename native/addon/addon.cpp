@@ -68,7 +68,7 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
 
  private:
   // init({ makeError, awaitPromise, warnUnheard, receiver, classify, readOwn,
-  // errorField, errorText, unwrapThrown }): lib hands over its error factory, the helper
+  // errorField, errorText, unwrapThrown, addWhere }): lib hands over its error factory, the helper
   // that subscribes to a promise for an awaiting task, the warning for
   // failures no Runtime can hear, and the boundary's helpers (lib/boundary.js).
   Napi::Value JS_init(const Napi::CallbackInfo& info) {
@@ -82,6 +82,7 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     data.error_field = Napi::Persistent(helpers.Get("errorField").As<Napi::Function>());
     data.error_text = Napi::Persistent(helpers.Get("errorText").As<Napi::Function>());
     data.unwrap_thrown = Napi::Persistent(helpers.Get("unwrapThrown").As<Napi::Function>());
+    data.add_where = Napi::Persistent(helpers.Get("addWhere").As<Napi::Function>());
     return info.Env().Undefined();
   }
 };

@@ -22,6 +22,7 @@ struct AddonData {
   Napi::FunctionReference error_field;   // (thrown, key) -> message/name/code/stack as a string, or undefined
   Napi::FunctionReference error_text;    // (thrown) -> what tostring() of the error value gives
   Napi::FunctionReference unwrap_thrown; // (value of a Napi::Error) -> what was thrown (a primitive comes wrapped)
+  Napi::FunctionReference add_where;     // (thrown, { luaStack, source, line }): where it ended a task, if it has room
   Napi::FunctionReference map_size;          // (v): a Map's size (of any realm), -1 for anything else
   Napi::FunctionReference map_entries;       // Map.prototype.entries
   Napi::FunctionReference map_chunk;         // (it, out, max): next entries into out as key, value, ...; count

@@ -40,6 +40,7 @@
 #include <unordered_map>
 
 #include "addon_data.hpp"
+#include "coded_error.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
 #include "lua_value.hpp"
@@ -711,9 +712,12 @@ class LuaToJs {
       case LUA_TTABLE:
         return Table(idx);
       case LUA_TFUNCTION:
-      case LUA_TUSERDATA:
+      case LUA_TUSERDATA: {
         if (napi_value js = JsRefValue(core_, L_, idx)) return js;
+        ErrorCode code;
+        if (IsCodedError(L_, idx, &code)) return Coded(idx, code);
         return Handle(idx);
+      }
       default:  // thread, light userdata
         return Handle(idx);
     }
@@ -777,6 +781,20 @@ class LuaToJs {
     }
     Charge(kConvertHandleBytes);
     napi_value out = WrapLuaValue(core_, L_, idx, handed_);
+    if (p != nullptr) handles_.emplace(p, out);
+    return out;
+  }
+
+  // A coded error (a bad yield caught by pcall, returned): the error a task
+  // that died of it rejects with, one per object, without a traceback.
+  napi_value Coded(int idx, ErrorCode code) {
+    const void* p = Repeats() ? lua_topointer(L_, idx) : nullptr;
+    if (p != nullptr) {
+      if (auto it = handles_.find(p); it != handles_.end()) return it->second;
+    }
+    const std::string_view message = CodedErrorMessage(L_, idx);
+    Charge(message.size());
+    napi_value out = MakeError(Napi::Env(env_), ErrorCodeName(code), std::string(message));
     if (p != nullptr) handles_.emplace(p, out);
     return out;
   }
@@ -1018,24 +1036,67 @@ void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* o
   lua_settop(L, top);
 }
 
-napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback) {
+Napi::Object WhereProps(Napi::Env env, const TaskTrace* trace) {
+  Napi::Object props = Napi::Object::New(env);
+  if (trace == nullptr) return props;
+  if (trace->traceback != nullptr) props.Set("luaStack", Napi::String::New(env, trace->traceback));
+  if (trace->source != nullptr && trace->line > 0) {
+    props.Set("source", Napi::String::New(env, trace->source));
+    props.Set("line", Napi::Number::New(env, trace->line));
+  }
+  return props;
+}
+
+namespace {
+
+// Adds where a task ended to the JS value it died of (lib/boundary.js
+// addWhere: never replacing the value or its own properties).
+void AddWhere(RuntimeCore* core, napi_value thrown, const TaskTrace* trace) {
+  napi_env env = core->env;
+  napi_value argv[2], recv, ignored;
+  argv[0] = thrown;
+  argv[1] = WhereProps(Napi::Env(env), trace);
+  napi_get_undefined(env, &recv);
+  if (napi_call_function(env, recv, AddonData::From(env)->add_where.Value(), 2, argv, &ignored) != napi_ok) {
+    napi_get_and_clear_last_exception(env, &ignored);  // a note on the error: never a failure of its own
+  }
+}
+
+}  // namespace
+
+napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const TaskTrace* trace) {
   Napi::Env env(core->env);
   // A JS error (what JS threw or rejected with, or an Error) thrown through
-  // Lua: the very same value. A JS function or object that Lua itself throws
-  // is not one: it becomes a LuaError below, with it as `value`, so JS code
-  // catching Lua's errors never receives a bare function as the error.
-  if (napi_value js = JsErrorValue(core, L, -1)) return js;
+  // Lua: the very same value, told where it ended a task if it has room. A
+  // JS function or object that Lua itself throws is not one: it becomes a
+  // LuaError below, with it as `value`, so JS code catching Lua's errors
+  // never receives a bare function as the error.
+  if (napi_value js = JsErrorValue(core, L, -1)) {
+    if (trace != nullptr) AddWhere(core, js, trace);
+    return js;
+  }
   LuaHost* host = core->host.get();
-  if (status == LUA_ERRMEM) return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage());
-  if (host->last_killed() && traceback == nullptr) {
+  if (status == LUA_ERRMEM) {
+    return MakeError(env, "ERR_MEMORY_LIMIT", host->MemoryErrorMessage(), WhereProps(env, trace));
+  }
+  if (host->last_killed() && trace == nullptr) {
     const int64_t ms = host->budget()->timeout_ns() / 1000000;
     return MakeError(env, "ERR_TASK_TIMEOUT",
                      "Lua code exceeded its CPU budget (taskTimeout " + std::to_string(ms) + " ms) and was stopped.");
   }
   Napi::Object props = Napi::Object::New(env);
   std::string message;
-  if (traceback != nullptr) props.Set("luaStack", Napi::String::New(env, traceback));
-  if (status == LUA_ERRRUN && traceback == nullptr && !host->last_message().empty()) {
+  if (trace != nullptr) props.Set("luaStack", Napi::String::New(env, trace->traceback));
+  // A bad yield or a COMMIT that cannot be made: its own code; its message
+  // names where it was raised, as a string error's does.
+  ErrorCode coded;
+  if (IsCodedError(L, -1, &coded)) {
+    if (trace == nullptr && status == LUA_ERRRUN && !host->last_message().empty()) {
+      props.Set("luaStack", Napi::String::New(env, host->last_traceback()));
+    }
+    return MakeError(env, ErrorCodeName(coded), std::string(CodedErrorMessage(L, -1)), props);
+  }
+  if (status == LUA_ERRRUN && trace == nullptr && !host->last_message().empty()) {
     message = host->last_message();
     props.Set("luaStack", Napi::String::New(env, host->last_traceback()));
   } else if (lua_type(L, -1) == LUA_TSTRING || lua_type(L, -1) == LUA_TNUMBER) {

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <vector>
 
+#include <napi.h>
 #include <node_api.h>
 
 #include <lua.hpp>
@@ -33,6 +34,7 @@ class ValueArray {
 };
 
 class RuntimeCore;
+struct TaskTrace;
 
 // Deepest table/object nesting either way; deeper values give ERR_CONVERSION.
 // 200 keeps the recursion well inside V8's stack limit even in a Worker or an
@@ -88,8 +90,12 @@ void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* o
 // Builds the JS error for a failed load/pcall: `status` is the Lua status and
 // the error value is on top of L's stack (left there). A JS value thrown
 // through Lua comes back as the very same value.
-// `traceback` overrides the host's last recorded one (task errors, read off
-// the failed coroutine).
-napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const char* traceback = nullptr);
+// `trace` (a task's end, read off its coroutine) overrides the host's last
+// recorded traceback; a memory error gets its source and line, and a JS
+// value gets all three added if it has room (lib/boundary.js addWhere).
+napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const TaskTrace* trace = nullptr);
+
+// { luaStack, source, line } of `trace` (nullptr: an empty object).
+Napi::Object WhereProps(Napi::Env env, const TaskTrace* trace);
 
 }  // namespace lua_tasks

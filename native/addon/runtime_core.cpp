@@ -435,14 +435,15 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   napi_close_handle_scope(env, scope);
 }
 
-napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, int nres, const char* traceback,
+napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace,
                                  int* kind) {
   *kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
   if (status == kTimedOutStatus) {
     const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
     return MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
                      "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
-                         std::to_string(ms) + " ms) and was killed.");
+                         std::to_string(ms) + " ms) and was killed.",
+                     WhereProps(Napi::Env(env), trace));
   }
   if (*kind == 0 && nres > 0) {
     try {
@@ -453,13 +454,13 @@ napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, in
       return e.Value();
     }
   }
-  if (*kind == 1) return LuaErrorToJs(this, co, status, traceback);
+  if (*kind == 1) return LuaErrorToJs(this, co, status, trace);
   napi_value undefined;
   napi_get_undefined(env, &undefined);
   return undefined;
 }
 
-void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) {
+void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) {
   if (!notify_ || listener_ == nullptr) return;
   // Inside rt.start's own call, whose handle scope holds the values: a scope
   // of its own was a heap allocation per start.
@@ -468,7 +469,7 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
   if (!direct) napi_open_handle_scope(env, &scope);
   try {
     int kind;
-    napi_value value = EndValue(task, co, status, nres, traceback, &kind);
+    napi_value value = EndValue(task, co, status, nres, trace, &kind);
     if (direct) {
       napi_valuetype type;
       napi_typeof(env, value, &type);

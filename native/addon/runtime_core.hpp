@@ -137,10 +137,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   static constexpr int kCallbackFailed = 3;
 
   // SchedulerHooks
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) override;
+  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) override;
   // The JS value a task ended with: its result, its error or undefined; and
   // its kind (0 done, 1 failed, 2 cancelled). Throws Napi::Error.
-  napi_value EndValue(const Task& task, lua_State* co, int status, int nres, const char* traceback, int* kind);
+  napi_value EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace, int* kind);
   void OnScheduleChange() override;
   void OnCommit(Task& task) override;
 

@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <string>
 
+#include "coded_error.hpp"
 #include "cron_expr.hpp"
 #include "scheduler.hpp"
 
@@ -142,17 +143,19 @@ int l_co_yield(lua_State* L) {
   if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
   WaitRequest req;
   char err[256];
+  // Coded errors: a task that does not catch them fails with ERR_BAD_YIELD
+  // or ERR_COMMIT_FAILED (README "Errors"); pcall sees the same text as ever.
   if (!ParseYield(L, 1, n, *s->clock(), s->yield_names(), &req, err, sizeof err)) {
-    return luaL_error(L, "%s", err);
+    return RaiseCodedError(L, ErrorCode::kBadYield, err);
   }
   if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {
-    return luaL_error(L, "%s", err);
+    return RaiseCodedError(L, ErrorCode::kBadYield, err);
   }
   if (req.kind == WaitKind::kCommit) {
     if (!s->has_store()) {
-      return luaL_error(L,
-                        "COMMIT failed: this runtime has no store, so its state cannot be saved "
-                        "(create it with Runtime.open({ name, store }))");
+      return RaiseCodedError(L, ErrorCode::kCommitFailed,
+                             "COMMIT failed: this runtime has no store, so its state cannot be saved "
+                             "(create it with Runtime.open({ name, store }))");
     }
     // The yield returns "COMMIT" and the extra values, which stay on this
     // frame's stack across the write (see k_commit).
@@ -666,6 +669,7 @@ void PreloadModule(lua_State* L, std::string_view name) {
 
 void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   scheduler->CacheNames(L);
+  RegisterCodedError(L);
   // coroutine.yield -> l_co_yield
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   lua_getfield(L, -1, LUA_COLIBNAME);

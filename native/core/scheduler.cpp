@@ -20,6 +20,23 @@ namespace {
 constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
 constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 
+// Pushes co's traceback onto M and fills `trace` with it and co's innermost
+// frame that has a source line (a C function, such as coroutine.yield or a JS
+// function, has none: its Lua caller's line is where the task was). `ar`
+// holds the source name: it must outlive `trace`. Raises only for memory, in
+// host code (a HostSection lifts the limit).
+void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
+  luaL_traceback(M, co, nullptr, 0);
+  trace->traceback = lua_tostring(M, -1);
+  for (int level = 0; lua_getstack(co, level, ar) != 0; ++level) {
+    if (lua_getinfo(co, "Sl", ar) != 0 && ar->currentline > 0) {
+      trace->source = ar->short_src;
+      trace->line = ar->currentline;
+      return;
+    }
+  }
+}
+
 }  // namespace
 
 // Work that runs several tasks back to back outside any window (the waiters
@@ -796,6 +813,12 @@ void Scheduler::KillNow(Task* t, int status) {
   // runtime waits for it (RuntimeCore::Close).
   LuaHost::HostSection section(host_, host_->current());
   ClearWait(t);
+  // A task killed for its CPU budget that caught the kill and yielded: where
+  // it was is read now, before closing the coroutine empties its stack.
+  lua_Debug ar;
+  TaskTrace trace;
+  const bool traced = status == kTimedOutStatus;
+  if (traced) TraceOf(host_->main(), t->co, &ar, &trace);
   // Closing runs the coroutine's pending <close> variables (Lua code) on it:
   // meanwhile the task counts as running, so a cancel from there (the task's
   // own handler, or JS it calls) only marks it instead of closing the
@@ -806,28 +829,29 @@ void Scheduler::KillNow(Task* t, int status) {
     lua_resetthread(t->co);
   }
   lua_settop(t->co, 0);
-  EndTask(t, status, 0);
+  EndTask(t, status, 0, traced ? &trace : nullptr);  // pops the traceback
 }
 
-void Scheduler::EndTask(Task* t, int status, int nres) {
+void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
   t->status = status == LUA_OK             ? TaskStatus::kDone
               : status == kCancelledStatus ? TaskStatus::kCancelled
                                            : TaskStatus::kFailed;
   const bool failed_in_lua = status != LUA_OK && status != kCancelledStatus && status != kTimedOutStatus;
   ClearWait(t);
-  const char* traceback = nullptr;
-  if (failed_in_lua) {
-    // The failed coroutine keeps its stack: the traceback is read from it.
-    lua_State* M = host_->main();
-    luaL_traceback(M, t->co, nullptr, 0);
-    traceback = lua_tostring(M, -1);
+  // A coroutine that failed, or died of the budget's kill where it ran,
+  // keeps its stack: where it was is read from it.
+  lua_Debug ar;
+  TaskTrace own;
+  if (trace == nullptr && (failed_in_lua || status == kTimedOutStatus)) {
+    TraceOf(host_->main(), t->co, &ar, &own);
+    trace = &own;
   }
   const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
   // Remembered first: from here on Find no longer answers for this task, so
   // code run by the hook or by a woken joiner sees it through FindFinished.
   Remember(t, status, nres);
-  if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, traceback);
-  if (traceback != nullptr) lua_pop(host_->main(), 1);
+  if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, trace);
+  if (trace != nullptr) lua_pop(host_->main(), 1);  // its traceback, before any joiner runs
 
   // Wake the tasks joined on this one: (true, results...) or (false, error).
   const uint64_t key = t->key;

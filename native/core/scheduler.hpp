@@ -92,14 +92,23 @@ struct Task {
 #endif
 };
 
+// Where a task was when it failed or was killed (README "Errors": luaStack,
+// source, line). Points into the scheduler's frame: valid during OnTaskEnd.
+struct TaskTrace {
+  const char* traceback = nullptr;  // Lua's traceback of the task's coroutine
+  const char* source = nullptr;     // its innermost frame with a source line (short_src), or nullptr
+  int line = 0;                     // that frame's current line, 0 with no such frame
+};
+
 // What the embedder (the addon, or a test) supplies.
 class SchedulerHooks {
  public:
   virtual ~SchedulerHooks() = default;
   // A task ended. status: LUA_OK with `nres` results on top of co's stack; a
-  // Lua error status with the error value on top (traceback given); or
-  // kCancelledStatus. Called for observed tasks and for every failure.
-  virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char* traceback) = 0;
+  // Lua error status with the error value on top (trace given); kTimedOutStatus
+  // (trace given); or kCancelledStatus. Called for observed tasks and for
+  // every failure.
+  virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) = 0;
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
   // A task yielded COMMIT: write the state, then call FinishCommit with
@@ -335,7 +344,10 @@ class Scheduler {
   void Continue(Task* t, int nargs);
   // The last lock went: runs what it held back (see Lock).
   void Unlocked();
-  void EndTask(Task* t, int status, int nres);
+  // `trace`: where a task killed after it yielded was (KillNow; its
+  // traceback on top of the main thread's stack, popped here), else nullptr:
+  // EndTask reads it from the coroutine of a task that failed.
+  void EndTask(Task* t, int status, int nres, const TaskTrace* trace = nullptr);
   // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
   // its stack; deferred while the lock is held.
   void RunJoiner(Task* w, int nargs);

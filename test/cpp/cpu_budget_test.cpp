@@ -19,7 +19,7 @@ constexpr int64_t kMs = 1'000'000;
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task&, lua_State* co, int status, int, const char*) override {
+  void OnTaskEnd(Task&, lua_State* co, int status, int, const TaskTrace*) override {
     if (status == LUA_OK) {
       ends.push_back("done");
     } else if (status == kCancelledStatus) {

@@ -15,7 +15,7 @@ namespace {
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const char*) override {
+  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace*) override {
     std::string v = status == LUA_OK ? "done" : status == kCancelledStatus ? "cancelled" : "failed";
     if (status == kTimedOutStatus) {
       v += ":timeout";

@@ -101,7 +101,7 @@ test('no other task runs while a COMMIT is being written', async () => {
 
 test('without a store COMMIT raises at the yield and rt.commit() rejects', async () => {
   const rt = new Runtime();
-  rt.load('function t() local ok, e = pcall(coroutine.yield, "COMMIT") return e end');
+  rt.load('function t() local ok, e = pcall(coroutine.yield, "COMMIT") return tostring(e) end');
   expect(await rt.call('t')).toMatch(/COMMIT failed: this runtime has no store/);
   await expect(rt.commit()).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED' });
   expect(() => new Runtime({ name: 'n', store: dir })).toThrow(/Runtime\.open/);

@@ -391,25 +391,31 @@ describe('bad yields raise at the yield', () => {
     ['"COMMIT"', [/COMMIT failed: this runtime has no store/]],
   ];
 
+  // A bad instruction is ERR_BAD_YIELD; COMMIT without a store ERR_COMMIT_FAILED (README "Errors").
+  const codeOf = (args) => (args === '"COMMIT"' ? 'ERR_COMMIT_FAILED' : 'ERR_BAD_YIELD');
+
   test.each(rows)('coroutine.yield(%s) raises, catchable by pcall, with the caller line', async (args, patterns) => {
     rt.load(`function t()
       local ok, err = pcall(function()
         coroutine.yield(${args})
       end)
       local r = coroutine.yield("FOR", 1, "MILLISECONDS")
-      return { ok, err, r }
+      return { ok, tostring(err), err.message, err.code, r }
     end`, { name: 'bad.lua' });
-    const [ok, err, r] = await rt.call('t');
+    const [ok, text, message, code, r] = await rt.call('t');
     expect(ok).toBe(false);
-    expect(err).toMatch(/^bad\.lua:3: /);
-    for (const p of patterns) expect(err).toMatch(p);
+    expect(text).toMatch(/^bad\.lua:3: /);
+    for (const p of patterns) expect(text).toMatch(p);
+    expect(message).toBe(text);
+    expect(code).toBe(codeOf(args));
     expect(r).toBe('SCHEDULER'); // the task goes on normally after catching it
   });
 
-  test.each(rows)('coroutine.yield(%s) uncaught fails the task with ERR_LUA_RUNTIME at the caller line', async (args, patterns) => {
+  test.each(rows)('coroutine.yield(%s) uncaught fails the task with its code at the caller line', async (args, patterns) => {
     rt.load(`function t()\n  coroutine.yield(${args})\nend`, { name: 'uncaught.lua' });
     const err = await rt.call('t').catch((e) => e);
-    expect(err).toMatchObject({ code: 'ERR_LUA_RUNTIME', line: 2 });
+    expect(err).toMatchObject({ code: codeOf(args), line: 2, source: 'uncaught.lua' });
+    expect(err.luaStack).toMatch(/uncaught\.lua:2:/);
     expect(err.message).toMatch(/^uncaught\.lua:2: /);
     for (const p of patterns) expect(err.message).toMatch(p);
   });
