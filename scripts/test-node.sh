@@ -22,7 +22,10 @@ export PATH="$bin:$PATH"
 export LUA_TASKS_BUILD_DIR="$root/build-node$major"
 echo "test-node: $(node --version) from $bin, build in $LUA_TASKS_BUILD_DIR"
 
+start=$SECONDS
 node scripts/build.js
+built=$SECONDS
 ctest --test-dir "$LUA_TASKS_BUILD_DIR" --output-on-failure
 lua5.4 test/lua/async_test.lua
 node node_modules/jest/bin/jest.js
+echo "test-node: Node $major took $((SECONDS - start)) s, the build $((built - start)) s"
