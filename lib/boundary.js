@@ -13,6 +13,14 @@ const { isProxy, isMap, isNativeError } = require('node:util').types;
 
 const { getOwnPropertyDescriptor, getPrototypeOf, freeze, create, hasOwn, isExtensible, defineProperty } = Object;
 const StringCtor = String;
+const { apply } = Reflect;
+
+// V8's own getter of an error's `stack`. From Node 22 (V8 12) every error
+// carries `stack` as an own accessor with this one shared getter (Node 20 had
+// a data property); it formats the captured trace and runs no code of the
+// error's (only the host's Error.prepareStackTrace, as Node 20's did). Errors
+// made in another realm (a vm context) have that realm's getter, not this one.
+const STACK_GETTER = getOwnPropertyDescriptor(new Error(), 'stack')?.get;
 
 // `this` of every JS function Lua calls: never globalThis (a sloppy-mode
 // function given undefined or null gets globalThis), and nothing to reach
@@ -58,11 +66,16 @@ function readOwn(obj, key) {
 
 // The first data property `key` on o's prototype chain, else undefined: an
 // accessor or a Proxy on the way ends the search (nothing of theirs runs).
+// V8's stack getter counts as data: it is how Node 22+ gives an error's stack.
 function findData(o, key) {
   while (o !== null) {
     if (isProxy(o)) return undefined;
     const d = getOwnPropertyDescriptor(o, key);
-    if (d !== undefined) return hasOwn(d, 'value') ? d.value : undefined;
+    if (d !== undefined) {
+      if (hasOwn(d, 'value')) return d.value;
+      const v8Stack = key === 'stack' && STACK_GETTER !== undefined && d.get === STACK_GETTER;
+      return v8Stack ? apply(STACK_GETTER, o, []) : undefined;
+    }
     o = getPrototypeOf(o);
   }
   return undefined;

