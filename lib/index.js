@@ -571,7 +571,8 @@ class Runtime extends EventEmitter {
 
   // A task started from JS ended: settle it, keep its labels a while, tell listeners.
   #ended(task, kind, value) {
-    const labels = this.#labels.get(task.id);
+    // Most tasks have no labels: no lookup by their id then (W8).
+    const labels = this.#labels.size > 0 ? this.#labels.get(task.id) : undefined;
     if (labels) {
       this.#labels.delete(task.id);
       this.#endedLabels.set(task.id, labels);
