@@ -213,11 +213,11 @@ class CommitQueue {
         { cause: e });
     }
     if (e && e.replaced === true) {
-      // The directory store's own message says it all; a terse one gets the context.
-      const text = reasonText(e);
-      return makeError('ERR_COMMIT_FAILED', /in place/.test(text) ? `COMMIT failed: ${text}`
-        : `COMMIT failed: the new snapshot of "${name}" is in place, but the store could not confirm it is durable: ${text}. It may not survive a crash.`,
-      { cause: e, replaced: true });
+      // The store's own error may say all this already: its cause is the news.
+      const text = reasonText(e.cause !== undefined ? e.cause : e);
+      return makeError('ERR_COMMIT_FAILED',
+        `COMMIT failed: the new snapshot of "${name}" is in place, but the store could not confirm it is durable: ${text}. It may not survive a crash.`,
+        { cause: e, replaced: true });
     }
     return makeError('ERR_COMMIT_FAILED',
       `COMMIT failed: the store could not save the state of "${name}": ${reasonText(e)}. The previous snapshot is intact.`,

@@ -159,11 +159,11 @@ describe('a failed save', () => {
       return tostring(e)
     end`);
     const message = await rt.call('t');
-    expect(message).toMatch(/in place .* but not confirmed durable/);
+    expect(message).toMatch(/in place, but the store could not confirm it is durable/);
     expect(message).not.toMatch(/previous snapshot is intact/);
     const err = await rt.commit().then(() => null, (e) => e);
     expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED', replaced: true });
-    expect(err.message).toMatch(/^COMMIT failed: The new snapshot of "c" is in place .* but not confirmed durable/);
+    expect(err.message).toMatch(/^COMMIT failed: the new snapshot of "c" is in place, but the store could not confirm it is durable: EIO/);
     jest.restoreAllMocks();
     await rt.close();
     const again = await Runtime.open({ name: 'c', store: dir });
