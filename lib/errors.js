@@ -127,9 +127,33 @@ function makeError(code, message, props) {
   return err;
 }
 
+// How an argument error names what it received (Node's wording).
+
+// A string as a message quotes it: JSON-escaped, cut at 40 characters.
+function quote(s) {
+  return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}...` : s);
+}
+
+// What a message says it received: 'the string "x"', 'number 5', 'an array'...
+function typeName(v) {
+  if (v === null || v === undefined) return String(v);
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return `the string ${quote(v)}`;
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'function') return 'a function';
+  return `${typeof v} ${String(v)}`;
+}
+
+function invalidType(name, expected, value) {
+  return makeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${typeName(value)}.`);
+}
+
 module.exports = {
   codes,
   makeError,
+  quote,
+  typeName,
+  invalidType,
   LuaTasksError,
   LuaError,
   CronSyntaxError,
