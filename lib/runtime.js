@@ -5,14 +5,13 @@
 const { EventEmitter } = require('node:events');
 const fs = require('node:fs');
 const binding = require('./binding');
-const { toStore, checkName } = require('./store');
-const { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
+const { CommitQueue, reasonText } = require('./commit_queue');
 const { makeError, typeName, invalidType, AbortError } = require('./errors');
 const { nearest } = require('./nearest');
 const { PERSIST, normalizeOptions } = require('./options');
 const { SHIPPED, shippedSource, findModule, readInRoots } = require('./modules');
 const { Task, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
-const { storeTimeoutOf, locate, acquireLease, stripPeriod } = require('./persist');
+const { openStore, restore } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
@@ -150,45 +149,17 @@ class Runtime extends EventEmitter {
    *   ERR_COMMIT_FAILED (the store's load failed), or a TypeError for a bad option
    */
   static async open(options) {
-    if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-    const { name, store, storeTimeout, ...rest } = options;
-    checkName(name);
-    const st = toStore(store);
-    const timeout = storeTimeoutOf(storeTimeout);
-    const where = locate(st, name);
-    const lease = typeof st.acquire === 'function' ? await acquireLease(st, name, timeout) : null;
+    const { rest, persist, state, where } = await openStore(options);
     let rt;
     try {
-      let state;
-      try {
-        state = await withTimeout(Promise.resolve().then(() => st.load(name)), timeout, () => `The store's load("${name}")`);
-      } catch (e) {
-        if (e && e.code === 'ERR_STORE_TIMEOUT') throw e;
-        throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}" from ${where}: ${reasonText(e)}.`, { cause: e });
-      }
-      if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
-        throw makeError('ERR_STORE_CORRUPT', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
-      }
-      rt = new Runtime({ ...rest, [PERSIST]: { name, store: st, lease, storeTimeout: timeout } });
-      if (state) await rt.#restore(state, where);
+      rt = new Runtime({ ...rest, [PERSIST]: persist });
+      if (state) await restore(rt.#native, state, persist.name, where);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
       if (rt) rt.closeSync();
-      if (lease) await lease.release();
+      if (persist.lease) await persist.lease.release();
       throw e;
-    }
-  }
-
-  // Decodes the snapshot into tasks.state a slice at a time, a loop turn between slices.
-  async #restore(bytes, where) {
-    const native = this.#native;
-    try {
-      native.restoreBegin(bytes);
-      while (!native.restoreStep(SLICE_MS)) await nextTurn();
-    } catch (e) {
-      throw makeError(e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
-        `Cannot restore the saved state of runtime "${this.#name}" from ${where}: ${stripPeriod(e.message)}.`, { cause: e });
     }
   }
 
