@@ -4,6 +4,7 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
+const { makeError } = require('./errors');
 
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
@@ -84,4 +85,33 @@ function readInRoots(roots, file) {
   return undefined;
 }
 
-module.exports = { SHIPPED, shippedSource, findModule, readInRoots };
+/**
+ * Gives a new runtime its modules: the shipped ones, a finder for
+ * modulePaths, and options.modules. A module named as a built-in one is
+ * refused, and the runtime closed.
+ * @param {object} native the runtime's NativeRuntime
+ * @param {object} opts the normalized options
+ * @throws {TypeError} ERR_INVALID_ARG_VALUE for a module named as a built-in one
+ */
+function installModules(native, opts) {
+  for (const [name, file] of Object.entries(SHIPPED)) {
+    if (fs.existsSync(file)) native.preload(name, shippedSource(name, file));
+  }
+  if (opts.modulePaths) {
+    const roots = opts.modulePaths;
+    native.modulePaths((name) => findModule(roots, name), (file) => readInRoots(roots, file), opts.libs !== 'all');
+  }
+  if (opts.modules) {
+    for (const [name, mod] of Object.entries(opts.modules)) {
+      // A library the profile opened, or one of the runtime's own modules:
+      // require() answers it first, and the module would be ignored.
+      if (native.isLoaded(name)) {
+        native.close();
+        throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`);
+      }
+      native.preload(name, mod);
+    }
+  }
+}
+
+module.exports = { installModules };

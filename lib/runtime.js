@@ -3,13 +3,12 @@
 'use strict';
 
 const { EventEmitter } = require('node:events');
-const fs = require('node:fs');
 const binding = require('./binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
 const { makeError, typeName, invalidType, AbortError } = require('./errors');
 const { nearest } = require('./nearest');
 const { PERSIST, normalizeOptions } = require('./options');
-const { SHIPPED, shippedSource, findModule, readInRoots } = require('./modules');
+const { installModules } = require('./modules');
 const { Task, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
 const { openStore, restore } = require('./persist');
 
@@ -110,24 +109,7 @@ class Runtime extends EventEmitter {
       this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
-    for (const [name, file] of Object.entries(SHIPPED)) {
-      if (fs.existsSync(file)) this.#native.preload(name, shippedSource(name, file));
-    }
-    if (opts.modulePaths) {
-      const roots = opts.modulePaths;
-      this.#native.modulePaths((name) => findModule(roots, name), (file) => readInRoots(roots, file), opts.libs !== 'all');
-    }
-    if (opts.modules) {
-      for (const [name, mod] of Object.entries(opts.modules)) {
-        // A library the profile opened, or one of the runtime's own modules:
-        // require() answers it first, and the module would be ignored.
-        if (this.#native.isLoaded(name)) {
-          this.#native.close();
-          throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`);
-        }
-        this.#native.preload(name, mod);
-      }
-    }
+    installModules(this.#native, opts);
   }
 
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
