@@ -9,7 +9,7 @@ const { makeError, typeName, invalidType, AbortError } = require('./errors');
 const { nearest } = require('./nearest');
 const { PERSIST, normalizeOptions } = require('./options');
 const { installModules } = require('./modules');
-const { Task, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
+const { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
 const { openStore, restore } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
@@ -228,11 +228,11 @@ class Runtime extends EventEmitter {
       // Listeners and the result get the same error.
       const err = value();
       value = () => err;
-      task._end(kind, value);
+      endTask(task, kind, value);
       this.emit('taskcancel', task, err);
       return;
     }
-    task._end(kind, value);
+    endTask(task, kind, value);
     if (kind === END_DONE) this.emit('taskdone', task, value);
     else if (kind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
   }
@@ -249,7 +249,8 @@ class Runtime extends EventEmitter {
     if (this.#closed) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
   }
 
-  _nativeTask(id) {
+  // What a Task's status and waiting getters read (lib/task.js).
+  [kTaskInfo](id) {
     return this.#closed ? undefined : this.#snapshot(id);
   }
 

@@ -6,6 +6,16 @@ const END_DONE = 0;
 const END_FAILED = 1;
 const END_CANCELLED = 2;
 
+// The method a Task reads its live status through: its Runtime's
+// [kTaskInfo](id) answers a snapshot { status, waiting? }, or undefined for
+// a task it does not know (any more) or once it is closed. A symbol, so it is no
+// method of the Runtime's API.
+const kTaskInfo = Symbol('lua-tasks.taskInfo');
+
+// endTask(task, kind, value) settles a task that ended; only the Runtime
+// that started it calls it (set below, with access to Task's privates).
+let endTask;
+
 /**
  * A Lua coroutine running as a task. `status` and `waiting` are live;
  * `result` is a Promise made on first access, so a failed task whose result
@@ -54,14 +64,14 @@ class Task {
   /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
   get status() {
     if (this.#outcome) return ['done', 'failed', 'cancelled'][this.#outcome[0]];
-    const info = this.#rt._nativeTask(this.id);
+    const info = this.#rt[kTaskInfo](this.id);
     return info ? info.status : 'cancelled';
   }
 
   /** `{ instruction, until? }` while waiting, else undefined. */
   get waiting() {
     if (this.#outcome) return undefined;
-    const info = this.#rt._nativeTask(this.id);
+    const info = this.#rt[kTaskInfo](this.id);
     return info && info.waiting;
   }
 
@@ -71,13 +81,13 @@ class Task {
       this.#promise = new Promise((resolve, reject) => {
         this.#settle = [resolve, reject];
       });
-      if (this.#outcome) this._end(...this.#outcome);
+      if (this.#outcome) this.#end(...this.#outcome);
     }
     return this.#promise;
   }
 
   // value: what it returned, its error, or (cancelled) a function making the error.
-  _end(kind, value) {
+  #end(kind, value) {
     this.#outcome = [kind, value];
     if (!this.#settle) return;
     const [resolve, reject] = this.#settle;
@@ -85,6 +95,10 @@ class Task {
     if (kind === END_DONE) resolve(value);
     else reject(kind === END_CANCELLED ? value() : value);
   }
+
+  static {
+    endTask = (task, kind, value) => task.#end(kind, value);
+  }
 }
 
-module.exports = { Task, END_DONE, END_FAILED, END_CANCELLED };
+module.exports = { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED };
