@@ -278,6 +278,3 @@ export namespace cron {
   /** @throws CronSyntaxError */
   function describe(expr: string): CronDescription;
 }
-
-export const codes: Readonly<Record<string, string>>;
-export function makeError(code: string, message: string, props?: object): Error;

@@ -4,22 +4,33 @@
 
 const { Runtime } = require('./runtime');
 const { Task } = require('./task');
+const cron = require('./cron');
 const { DirectoryStore } = require('./store');
-const errors = require('./errors');
+const {
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+  StoreError,
+  AbortError,
+} = require('./errors');
 
+// The package's names, and only them: lib/errors.js's codes and makeError,
+// and every other file's helpers, stay internal. index.mjs and index.d.ts
+// list the same names (test/js/types.test.js).
 module.exports = {
   Runtime,
-  cron: require('./cron'),
+  cron,
   Task,
   DirectoryStore,
-  codes: errors.codes,
-  makeError: errors.makeError,
-  LuaTasksError: errors.LuaTasksError,
-  LuaError: errors.LuaError,
-  CronSyntaxError: errors.CronSyntaxError,
-  ConversionError: errors.ConversionError,
-  RuntimeClosedError: errors.RuntimeClosedError,
-  TaskError: errors.TaskError,
-  StoreError: errors.StoreError,
-  AbortError: errors.AbortError,
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+  StoreError,
+  AbortError,
 };
