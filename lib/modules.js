@@ -9,44 +9,18 @@ const { makeError } = require('./errors');
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
 
-// util.async inside a runtime: next ticks and sleeps run on the loop as
-// tasks, and wait_for also takes JS Promises (which have no :next in Lua):
-// a task awaits the promise with tasks.await and then wakes the waiter, so
-// the item goes on inside a task (task waits such as tasks.sleep or another
-// Promise work after it), as a next tick would. Only what any script has is
-// used here: no internal module exists for user code to require.
-const ASYNC_HOOKS = `
-local tasks, pcall, type = require "tasks", pcall, type
-local start, await = tasks.start, tasks.await
-async.set_nexttick(function(f)
-  start(function() coroutine.yield() f() end)
-end)
-async.set_schedule_function(function(seconds, f)
-  start(function() tasks.sleep(seconds) f() end)
-end)
-local lua_wait_for = async.wait_for
-local function wait_for(p)
-  if type(p) ~= "userdata" then return lua_wait_for(p) end
-  local wait, done = async.waiter()
-  local ok, value
-  start(function()
-    ok, value = pcall(await, p)
-    done()
-  end)
-  wait()
-  if ok then return value end
-  return nil, value
-end
-async.wait_for = wait_for
-async.wait = wait_for
-`;
+// util.async's host hooks inside a runtime (lib/lua/util/async_hooks.lua),
+// read once, as the package is loaded.
+const ASYNC_HOOKS = fs.readFileSync(path.join(__dirname, 'lua', 'util', 'async_hooks.lua'), 'utf8');
 
-// The shipped module's source, with the host hooks for util.async. The
-// prefix shares the module's first line, so its line numbers stay right.
+// The shipped module's source; util.async's is followed by its host hooks,
+// run on the module's table in the same chunk. The module comes first and
+// shares its first line with the prefix, so its line numbers stay right
+// (the hooks' lines follow the module's).
 function shippedSource(name, file) {
   const src = fs.readFileSync(file, 'utf8');
   if (name !== 'util.async') return src;
-  return `local async = (function(...) ${src}\nend)(...)\n${ASYNC_HOOKS}\nreturn async\n`;
+  return `local async = (function(...) ${src}\nend)(...)\nreturn (function(...) ${ASYNC_HOOKS}\nend)(async)\n`;
 }
 
 // require("a.b") -> <root>/a/b.lua or <root>/a/b/init.lua, first root first.
