@@ -74,8 +74,22 @@ class AbortError extends Error {
 // `name` is a data property of each prototype, not a getter: Lua reads an
 // error's name without running code of it (docs/security.md), and a getter
 // would read as nil there.
-for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError, StoreError, AbortError]) {
-  Object.defineProperty(Cls.prototype, 'name', { value: Cls.name, writable: true, configurable: true, enumerable: false });
+for (const Cls of [
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+  StoreError,
+  AbortError,
+]) {
+  Object.defineProperty(Cls.prototype, 'name', {
+    value: Cls.name,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
 }
 
 const byCode = {
@@ -116,8 +130,11 @@ function makeError(code, message, props) {
   // failure of another class raised in Lua (ERR_COMMIT_FAILED at a task's
   // COMMIT: it has a luaStack). A line given wins: ERR_TASK_TIMEOUT brings
   // where the task was.
-  if ((Cls === LuaError || (props && props.luaStack !== undefined)) && typeof message === 'string' &&
-      !(props && props.line !== undefined)) {
+  if (
+    (Cls === LuaError || (props && props.luaStack !== undefined)) &&
+    typeof message === 'string' &&
+    !(props && props.line !== undefined)
+  ) {
     const m = locationRe.exec(message);
     if (m) {
       err.source = m[1];

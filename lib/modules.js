@@ -26,7 +26,9 @@ function shippedSource(name, file) {
 // require("a.b") -> <root>/a/b.lua or <root>/a/b/init.lua, first root first.
 function findModule(roots, name) {
   // Dot-separated parts, none empty: "a." would have found <root>/a/.lua.
-  if (typeof name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$/.test(name)) return undefined;
+  if (typeof name !== 'string' || !/^[A-Za-z0-9_][A-Za-z0-9_-]*(\.[A-Za-z0-9_][A-Za-z0-9_-]*)*$/.test(name)) {
+    return undefined;
+  }
   const rel = name.split('.').join(path.sep);
   for (const root of roots) {
     for (const candidate of [path.join(root, `${rel}.lua`), path.join(root, rel, 'init.lua')]) {
@@ -73,7 +75,11 @@ function installModules(native, opts) {
   }
   if (opts.modulePaths) {
     const roots = opts.modulePaths;
-    native.modulePaths((name) => findModule(roots, name), (file) => readInRoots(roots, file), opts.libs !== 'all');
+    native.modulePaths(
+      (name) => findModule(roots, name),
+      (file) => readInRoots(roots, file),
+      opts.libs !== 'all',
+    );
   }
   if (opts.modules) {
     for (const [name, mod] of Object.entries(opts.modules)) {
@@ -81,7 +87,10 @@ function installModules(native, opts) {
       // require() answers it first, and the module would be ignored.
       if (native.isLoaded(name)) {
         native.close();
-        throw makeError('ERR_INVALID_ARG_VALUE', `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`);
+        throw makeError(
+          'ERR_INVALID_ARG_VALUE',
+          `The module "${name}" in "options.modules" is built in: require("${name}") always returns the runtime's own. Give your module another name.`,
+        );
       }
       native.preload(name, mod);
     }

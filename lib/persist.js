@@ -11,8 +11,10 @@ const DEFAULT_STORE_TIMEOUT = 30000;
 function storeTimeoutOf(v) {
   if (v === undefined) return DEFAULT_STORE_TIMEOUT;
   if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 2 ** 31 - 1) {
-    throw makeError('ERR_OUT_OF_RANGE',
-      `The "options.storeTimeout" option must be a number of milliseconds from 0 (no bound) to 2147483647. Received ${typeName(v)}.`);
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The "options.storeTimeout" option must be a number of milliseconds from 0 (no bound) to 2147483647. Received ${typeName(v)}.`,
+    );
   }
   return v;
 }
@@ -31,7 +33,12 @@ async function acquireLease(store, name, timeout) {
   try {
     return await withTimeout(pending, timeout, () => `The store's acquire("${name}")`);
   } catch (e) {
-    if (e && e.code === 'ERR_STORE_TIMEOUT') pending.then((l) => l && l.release(), () => {});
+    if (e && e.code === 'ERR_STORE_TIMEOUT') {
+      pending.then(
+        (l) => l && l.release(),
+        () => {},
+      );
+    }
     throw e;
   }
 }
@@ -61,13 +68,24 @@ async function openStore(options) {
   try {
     let state;
     try {
-      state = await withTimeout(Promise.resolve().then(() => st.load(name)), timeout, () => `The store's load("${name}")`);
+      state = await withTimeout(
+        Promise.resolve().then(() => st.load(name)),
+        timeout,
+        () => `The store's load("${name}")`,
+      );
     } catch (e) {
       if (e && e.code === 'ERR_STORE_TIMEOUT') throw e;
-      throw makeError('ERR_COMMIT_FAILED', `Cannot load the saved state of runtime "${name}" from ${where}: ${reasonText(e)}.`, { cause: e });
+      throw makeError(
+        'ERR_COMMIT_FAILED',
+        `Cannot load the saved state of runtime "${name}" from ${where}: ${reasonText(e)}.`,
+        { cause: e },
+      );
     }
     if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
-      throw makeError('ERR_STORE_CORRUPT', `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`);
+      throw makeError(
+        'ERR_STORE_CORRUPT',
+        `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`,
+      );
     }
     return { rest, persist: { name, store: st, lease, storeTimeout: timeout }, state, where };
   } catch (e) {
@@ -83,8 +101,11 @@ async function restore(native, bytes, name, where) {
     native.restoreBegin(bytes);
     while (!native.restoreStep(SLICE_MS)) await nextTurn();
   } catch (e) {
-    throw makeError(e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
-      `Cannot restore the saved state of runtime "${name}" from ${where}: ${stripPeriod(e.message)}.`, { cause: e });
+    throw makeError(
+      e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
+      `Cannot restore the saved state of runtime "${name}" from ${where}: ${stripPeriod(e.message)}.`,
+      { cause: e },
+    );
   }
 }
 

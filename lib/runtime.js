@@ -35,8 +35,12 @@ function checkFn(fn) {
 // APIs reject on an abort: an AbortError whose cause is the signal's reason.
 function abortedError(id, reason, committed) {
   let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-  if (committed === true) message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-  if (committed === false) message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  if (committed === true) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+  }
+  if (committed === false) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  }
   return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
 }
 
@@ -101,7 +105,12 @@ class Runtime extends EventEmitter {
     // idle runtime nothing references can be collected.
     const persist = options && options[PERSIST];
     this.#native = new binding.NativeRuntime(
-      { ...opts, hasStore: Boolean(persist) }, opts.print, Runtime.#dispatchEnd, this, Runtime.#dispatchCommit);
+      { ...opts, hasStore: Boolean(persist) },
+      opts.print,
+      Runtime.#dispatchEnd,
+      this,
+      Runtime.#dispatchCommit,
+    );
     this.#idPrefix = this.#native.idPrefix();
     if (persist) {
       this.#name = persist.name;
@@ -156,8 +165,10 @@ class Runtime extends EventEmitter {
   async commit() {
     this.#check();
     if (!this.#commits) {
-      throw makeError('ERR_COMMIT_FAILED',
-        'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).');
+      throw makeError(
+        'ERR_COMMIT_FAILED',
+        'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).',
+      );
     }
     return this.#commits.request();
   }
@@ -177,8 +188,12 @@ class Runtime extends EventEmitter {
     if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
     return () => {
       let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-      if (committed === true) message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-      if (committed === false) message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+      if (committed === true) {
+        message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+      }
+      if (committed === false) {
+        message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+      }
       const props = {};
       if (reason !== undefined) props.reason = reason;
       if (committed !== undefined) props.committed = committed;
@@ -238,9 +253,13 @@ class Runtime extends EventEmitter {
   }
 
   #reportUnowned(task, err) {
-    if (this.listenerCount('taskerror') > 0) this.emit('taskerror', task, err);
-    else if (task.callback) process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
-    else process.emitWarning(`lua-tasks: task ${task.id} failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+    if (this.listenerCount('taskerror') > 0) {
+      this.emit('taskerror', task, err);
+    } else if (task.callback) {
+      process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+    } else {
+      process.emitWarning(`lua-tasks: task ${task.id} failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+    }
   }
 
   #starting = 0;
@@ -344,12 +363,16 @@ class Runtime extends EventEmitter {
     this.#check();
     checkFn(fn);
     if (options === undefined) options = {};
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) throw invalidType('options', 'an object', options);
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw invalidType('options', 'an object', options);
+    }
     for (const key of Object.keys(options)) {
       if (SPAWN_OPTIONS.includes(key)) continue;
       const near = nearest(key, SPAWN_OPTIONS);
-      throw makeError('ERR_INVALID_ARG_VALUE',
-        `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`);
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`,
+      );
     }
     const { args = [], signal, name, meta } = options;
     if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
@@ -412,7 +435,10 @@ class Runtime extends EventEmitter {
       } else if (signal) {
         const onAbort = () => this.#abort(task.id, signal.reason);
         signal.addEventListener('abort', onAbort, { once: true });
-        task.result.then(() => signal.removeEventListener('abort', onAbort), () => signal.removeEventListener('abort', onAbort));
+        task.result.then(
+          () => signal.removeEventListener('abort', onAbort),
+          () => signal.removeEventListener('abort', onAbort),
+        );
       }
     }
     return task;
@@ -453,8 +479,10 @@ class Runtime extends EventEmitter {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     if (values.length === 0 || values[0] === undefined || values[0] === null) {
-      throw makeError('ERR_INVALID_ARG_VALUE',
-        `A message's first value must not be null or undefined (tasks.receive() answers nil, "timeout" for a timeout). Received ${values.length === 0 ? 'no value' : typeName(values[0])}.`);
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `A message's first value must not be null or undefined (tasks.receive() answers nil, "timeout" for a timeout). Received ${values.length === 0 ? 'no value' : typeName(values[0])}.`,
+      );
     }
     return this.#native.send(id, values);
   }
@@ -569,9 +597,13 @@ class Runtime extends EventEmitter {
     this.#lease = null;
     const settled = this.#commits.close();
     if (lease) {
-      this.#released = settled.then(() => lease.release()).catch((e) => {
-        process.emitWarning(`lua-tasks: could not release the store's lease on "${this.#name}": ${reasonText(e)}`, { code: 'LUA_TASK_FAILED' });
-      });
+      this.#released = settled
+        .then(() => lease.release())
+        .catch((e) => {
+          process.emitWarning(`lua-tasks: could not release the store's lease on "${this.#name}": ${reasonText(e)}`, {
+            code: 'LUA_TASK_FAILED',
+          });
+        });
     }
   }
 }
