@@ -5,9 +5,9 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  Runtime, cron, codes, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError,
-  AbortError,
+  Runtime, cron, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError, AbortError,
 } = require('../..');
+const { codes } = require('../../lib/errors');
 
 const root = path.join(__dirname, '..', '..');
 
