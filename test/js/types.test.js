@@ -48,20 +48,12 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
   const fs = require('node:fs');
   const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/options');
   const sorted = (xs) => [...new Set(xs)].sort();
-  const all = sorted([...RUNTIME_OPTIONS, ...OPEN_OPTIONS]);
 
   // The names of an interface's properties in index.d.ts.
   function members(dts, name) {
     const m = new RegExp(`export interface ${name}[^{]*\\{([\\s\\S]*?)\\n\\}`).exec(dts);
     return [...m[1].matchAll(/^ {2}(\w+)\??:/gm)].map((x) => x[1]);
   }
-
-  test("the README's Options table", () => {
-    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-    const table = readme.slice(readme.indexOf('### Options'), readme.indexOf('\n\n', readme.indexOf('| option |')));
-    const names = [...table.matchAll(/^\| ([^|]+) \|/gm)].flatMap((m) => [...m[1].matchAll(/`(\w+)`/g)].map((x) => x[1]));
-    expect(sorted(names)).toEqual(all);
-  });
 
   test('index.d.ts: RuntimeOptions and OpenOptions', () => {
     const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
