@@ -4,7 +4,7 @@
 const path = require('node:path');
 const { execFile } = require('node:child_process');
 
-const fixture = path.join(__dirname, 'fixtures', 'tasks-liveness.js');
+const fixture = path.join(__dirname, 'fixtures', 'liveness.js');
 
 // Runs the fixture in `mode`; resolves { code, signal, lines, ms }. A hang is
 // killed after 15 s and shows up as signal SIGTERM. "Exits early" is judged by
