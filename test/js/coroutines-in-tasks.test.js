@@ -130,16 +130,6 @@ describe('nested coroutines', () => {
     expect(ok).toBe(false);
     expect(err).toMatch(/^nest\.lua:4: after sleep/);
   });
-
-  test('tasks.sleep suspends the whole task from inside a coroutine.wrap iterator', async () => {
-    rt.load(`function t()
-      local gen = coroutine.wrap(function() for i = 1, 3 do tasks.sleep(0.005) coroutine.yield(i) end end)
-      local out = {}
-      for _ = 1, 3 do out[#out + 1] = gen() end
-      return out
-    end`);
-    expect(await rt.call('t')).toEqual([1, 2, 3]);
-  });
 });
 
 describe('a task\'s coroutine runs only under the scheduler (coroutine.running() hands it out)', () => {

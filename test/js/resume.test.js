@@ -72,15 +72,6 @@ describe('INDEFINITELY and rt.resume', () => {
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
     expect(rt.resume(task.id)).toBe(false);
   });
-
-  test('INDEFINITELY is resumed by id with exactly the resume values', async () => {
-    rt.load(`function t() local a, b, c = coroutine.yield("INDEFINITELY") return {a, b, c} end`);
-    const task = rt.start('t');
-    expect(rt.resume('no-such-id')).toBe(false);
-    expect(rt.resume(task.id, 1, 'two', true)).toBe(true);
-    expect(await task.result).toEqual([1, 'two', true]);
-    expect(rt.resume(task.id)).toBe(false);
-  });
 });
 
 describe('resume of a task waiting on a timer', () => {
