@@ -2,7 +2,7 @@
 // Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntime, closeAfterTest } = require('./helpers');
+const { makeRuntime, closeAfterTest, sleep, turn } = require('./helpers');
 
 let rt;
 let lines;
@@ -175,14 +175,14 @@ describe('a task\'s coroutine runs only under the scheduler (coroutine.running()
     rt.load(`co = coroutine.create(function(...) return select('#', ...) end)
       big = {} for i = 1, 5000 do big[i] = i end`);
     const committed = rt.commit();
-    await new Promise((r) => setImmediate(r)); // the COMMIT lock is held until save resolves
+    await turn(); // the COMMIT lock is held until save resolves
     const [id, status] = rt.load('local id = tasks.start(co, table.unpack(big)) return id, tasks.status(id)');
     expect(status).toBe('waiting');
     expect(() => rt.load('coroutine.close(co)')).toThrow(/cannot close a task's coroutine/);
     expect(rt.load('return coroutine.resume(co)')[0]).toBe(false);
     release();
     await committed;
-    await new Promise((r) => setTimeout(r, 10));
+    await sleep(10);
     expect(rt.task(id)).toMatchObject({ status: 'done' });
     expect(rt.load(`return tasks.wait("${id}")`)).toEqual([5000]);
   });

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Thousands of values onto a task's stack: start arguments, resume values, joined results, and the stack's limit.
 'use strict';
-const { makeRuntime } = require('./helpers');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
 let lines;
@@ -45,7 +45,7 @@ describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua
       local id = tasks.start(many, ${N})
       tasks.start(function() got = {sum(tasks.wait(id))} end)
       tasks.start(function() got2 = select('#', tasks.wait(id)) end)`);
-    await new Promise((r) => setTimeout(r, 30));
+    await sleep(30);
     expect(rt.get('got')).toEqual([N, sumTo(N)]);
     expect(rt.get('got2')).toBe(N);
   });

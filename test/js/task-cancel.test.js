@@ -28,7 +28,7 @@ test('a result taken after the cancel rejects with the reason, the same error ea
   rt.load('function t() coroutine.yield("INDEFINITELY") end');
   const task = rt.start('t');
   expect(rt.cancel(task.id, 'later')).toBe(true);
-  await new Promise(setImmediate);
+  await turn();
   const err = await task.result.catch((e) => e);
   expect(err).toBeInstanceOf(Error);
   expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'later', message: `Task ${task.id} was cancelled: later` });
@@ -73,7 +73,7 @@ describe('cancel runs the <close> variables of coroutines a task waits inside', 
       coroutine.resume(co)
     end`);
     const task = rt.start('t');
-    await new Promise((r) => setTimeout(r, 30));
+    await sleep(30);
     expect(lines).toEqual(['true\tfirst', 'suspended']);
     expect(task.status).toBe('waiting');
     rt.cancel(task.id);

@@ -1,8 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A task's life: what starts one (rt.start, rt.call, tasks.start), its status, how it ends, its results (rt.call, tasks.wait) and the taskdone/taskerror events.
 'use strict';
-const { Runtime } = require('../..');
-const { makeRuntime, sleep, until } = require('./helpers');
+const { makeRuntime, sleep, turn, until } = require('./helpers');
 
 let rt;
 let lines;
@@ -59,10 +58,9 @@ describe('what rt.start accepts', () => {
   });
 
   test('a module.fn path whose module fails to load gives the module\'s error, not "not a Lua function"', () => {
-    const r = new Runtime({ modules: { bad: 'error("broken module")' } });
+    const r = makeRuntime({ modules: { bad: 'error("broken module")' } });
     expect(() => r.start('bad.fn')).toThrow(expect.objectContaining({ code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^bad:1: broken module/) }));
     expect(r.tasks()).toEqual([]);
-    r.closeSync();
   });
 
   test.each([[42], [null], [{}], [undefined]])('refuses %p as the function with ERR_INVALID_ARG_TYPE', (fn) => {
@@ -85,7 +83,7 @@ describe('tasks.start', () => {
     const id = await rt.call('parent');
     expect(typeof id).toBe('string');
     expect(rt.get('log').slice(0, 2)).toEqual(['child xy', 'parent after start waiting']);
-    while (rt.task(id).status === 'waiting') await new Promise((r) => setImmediate(r));
+    while (rt.task(id).status === 'waiting') await turn();
     expect(rt.get('log')).toEqual(['child xy', 'parent after start waiting', 'child resumed']);
     expect(rt.task(id)).toEqual({ id, status: 'done' });
   });
@@ -505,7 +503,7 @@ describe('unhandled rejections', () => {
     const task = rt.start('bad');
     rt.cancel(task.id);
     await sleep(20);
-    await new Promise((r) => setImmediate(r));
+    await turn();
     expect(seen).toEqual([]);
     expect(['failed', 'cancelled']).toContain(task.status);
   });
@@ -519,7 +517,6 @@ describe('unhandled rejections', () => {
     // Wait for the failure itself, not a fixed time (and without a taskerror
     // listener, which would change the case); one more turn after it, Node has
     // reported any unhandled rejection.
-    const turn = () => new Promise((r) => setImmediate(r));
     while (task.status === 'waiting') await turn();
     await turn();
     process.off('unhandledRejection', onUnhandled);
