@@ -7,12 +7,9 @@
 // canary for an escape: Lua code that reached Function would run
 // Function("return 4242")() and get 4242.
 'use strict';
-const path = require('node:path');
 const vm = require('node:vm');
-const { Worker } = require('node:worker_threads');
 const { Runtime } = require('../../..');
-
-const root = path.resolve(__dirname, '..', '..', '..');
+const { spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
@@ -266,46 +263,6 @@ describe('the boundary, with the values an embedder hands over', () => {
 
 // ---- stopping Lua from outside ------------------------------------------------
 
-// Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
-// `rt` and `Runtime` in scope) and reports 'go' just before Lua starts.
-function spinningWorker(setup, options = {}) {
-  const code = `
-    const { Runtime } = require(${JSON.stringify(root)});
-    const { parentPort } = require('node:worker_threads');
-    const rt = new Runtime(${JSON.stringify(options)});
-    parentPort.postMessage('go');
-    ${setup}
-    parentPort.postMessage('returned');
-  `;
-  return new Worker(code, { eval: true });
-}
-
-// Terminates the worker 200 ms after 'go'; resolves with how long terminate()
-// took, or rejects if the Lua code returned (it must still be spinning) or
-// terminate() hangs.
-function terminateWhileSpinning(worker) {
-  return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error('terminate() did not finish within 8 s')), 8000);
-    worker.on('error', (e) => {
-      clearTimeout(guard);
-      reject(e);
-    });
-    let asked = false;
-    worker.on('message', (m) => {
-      if (m === 'returned' && !asked) reject(new Error('the Lua code returned instead of spinning'));
-      if (m !== 'go') return;
-      setTimeout(() => {
-        asked = true;
-        const t0 = Date.now();
-        worker.terminate().then(() => {
-          clearTimeout(guard);
-          resolve(Date.now() - t0);
-        }, reject);
-      }, 200);
-    });
-  });
-}
-
 const LOOPING_CLOSE = 'setmetatable({}, {__close = function() while true do end end})';
 
 const unstoppableBefore = [
@@ -360,7 +317,7 @@ const stoppableAlready = [
 describe('worker.terminate() stops Lua that it could not stop before the audit', () => {
   for (const [name, setup] of unstoppableBefore) {
     test(name, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     });
   }
@@ -369,7 +326,7 @@ describe('worker.terminate() stops Lua that it could not stop before the audit',
 describe('worker.terminate() stops Lua in other corners', () => {
   for (const [name, setup] of stoppableAlready) {
     test(name, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     });
   }
@@ -379,7 +336,7 @@ describe('worker.terminate() stops Lua in other corners', () => {
       const setup = i % 2 === 0
         ? "rt.load('while true do end');"
         : "rt.set('f', () => 1); rt.load('while true do pcall(f) end');";
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     }
   });
