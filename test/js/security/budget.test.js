@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { Runtime } = require('../../..');
+const { makeRuntime, closeAfterTest, sleep, watchLoop } = require('../helpers');
 
 // One attempt per test, each on a runtime of its own. Timing bounds are
 // generous (seconds where the old code took minutes, or for ever); the
@@ -14,15 +15,11 @@ const { Runtime } = require('../../..');
 let rt;
 let failures;
 function make(options = {}) {
-  rt = new Runtime({ taskTimeout: 100, ...options });
+  rt = makeRuntime({ taskTimeout: 100, ...options });
   failures = [];
   rt.on('taskerror', (task, err) => failures.push(err && err.code));
   return rt;
 }
-afterEach(() => {
-  if (rt) rt.closeSync();
-  rt = null;
-});
 
 // The runtime still runs code afterwards: a call from JS and a task.
 async function expectUsable() {
@@ -130,7 +127,7 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       runner = async.runner(function(item) if item == "spin" then async.sleep(0.001) while true do end end end,
         { error = function() end })`);
     expect(rt.load('local _, state = runner:run("spin") return state')).toEqual(['waiting']);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(failures).toContain('ERR_TASK_TIMEOUT');
     expect(rt.get('ticks')).toBe(0);
     expect(rt.load('local _, state = runner:run("next") return state')).toEqual(['ready']);
@@ -168,18 +165,11 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       function waiter(id) pcall(tasks.wait, id) while true do end end
       function build(n) local id = tasks.start(target) for i = 1, n do tasks.start(waiter, id) end end`);
     rt.load('build(1000)');
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
+    const loop = watchLoop(5);
     // The target's end woke the 1,000 waiters back to back, each with a
     // slice of its own: 5 s in one turn of the loop. They share one now.
-    await new Promise((r) => setTimeout(r, 300));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(1000);
+    await sleep(300);
+    expect(loop.stop()).toBeLessThan(1000);
     // (A task queued now would wait its turn behind 1,000 spinners.)
     expect(rt.load('return 1 + 1')).toEqual([2]);
   });
@@ -190,40 +180,25 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       function link(prev) pcall(tasks.wait, prev) while true do end end
       function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
     const [lastId] = rt.load('return build(10)');
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
-    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(1000);
+    const loop = watchLoop(5);
+    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await sleep(20);
+    expect(loop.stop()).toBeLessThan(1000);
     expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(10);
     await expectUsable();
   });
 
   test('200 spinning tasks started while a COMMIT holds the lock do not hold the loop a slice each when it ends', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-budget-'));
-    rt = await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 });
+    rt = closeAfterTest(await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 }));
     failures = [];
     rt.on('taskerror', (task, err) => failures.push(err && err.code));
     rt.load(`function spin() while true do end end
       function go() tasks.start(function() coroutine.yield("COMMIT") end) for i = 1, 200 do tasks.start(spin) end end`);
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
+    const loop = watchLoop(5);
     rt.load('go()'); // the starts wait for the write; then they ran back to back: 200 x 5 ms
-    await new Promise((r) => setTimeout(r, 1500));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(500);
+    await sleep(1500);
+    expect(loop.stop()).toBeLessThan(500);
     rt.closeSync();
-    rt = null;
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
@@ -374,7 +349,6 @@ describe('close() has one budget for every <close> handler', () => {
     const t0 = performance.now();
     rt.closeSync(); // was 20 x 100 ms
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
   test('the same through close()', async () => {
@@ -384,7 +358,6 @@ describe('close() has one budget for every <close> handler', () => {
     const t0 = performance.now();
     await rt.close();
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
   test('a <close> handler that starts a looping task at close does not hold closeSync()', () => {
@@ -398,7 +371,6 @@ describe('close() has one budget for every <close> handler', () => {
     const t0 = performance.now();
     rt.closeSync();
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
   test('handlers that end all run at close, and the next runtime starts with a budget of its own', async () => {
