@@ -10,6 +10,7 @@ const {
 } = require('../..');
 
 const root = path.join(__dirname, '..', '..');
+const { makeRuntime } = require('./helpers');
 
 // What `fn` threw, or what the promise it returns rejected with.
 async function failureOf(fn) {
@@ -40,9 +41,8 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 describe('the README "Errors" section', () => {
   const section = () => {
@@ -91,70 +91,54 @@ describe('each code where it is documented', () => {
   });
 
   test('ERR_TASK_TIMEOUT: a task past taskTimeout, with where it was', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load('function spin()\n  local x = 0\n  while true do\n    x = x + 1\n  end\nend', { name: 'spin.lua' });
-      const err = await failureOf(() => slow.call('spin'));
-      expect(err).toBeInstanceOf(TaskError);
-      expect(err.code).toBe('ERR_TASK_TIMEOUT');
-      expect(err.source).toBe('spin.lua');
-      expect([3, 4, 5]).toContain(err.line); // the loop's lines: where the kill found it
-      expect(err.luaStack).toMatch(/^stack traceback:\n\tspin\.lua:[345]: in function 'spin'/);
-    } finally {
-      slow.closeSync();
-    }
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load('function spin()\n  local x = 0\n  while true do\n    x = x + 1\n  end\nend', { name: 'spin.lua' });
+    const err = await failureOf(() => slow.call('spin'));
+    expect(err).toBeInstanceOf(TaskError);
+    expect(err.code).toBe('ERR_TASK_TIMEOUT');
+    expect(err.source).toBe('spin.lua');
+    expect([3, 4, 5]).toContain(err.line); // the loop's lines: where the kill found it
+    expect(err.luaStack).toMatch(/^stack traceback:\n\tspin\.lua:[345]: in function 'spin'/);
   });
 
   test('ERR_TASK_TIMEOUT: a task killed inside a C function names the Lua line that called it', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load(`function find()
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load(`function find()
   local s = string.rep("a", 30000)
   for _ = 1, 1e9 do
     string.find(s, ".-.-.-.-b")
   end
 end`, { name: 'find.lua' });
-      const err = await failureOf(() => slow.call('find'));
-      expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'find.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/find\.lua:[34]: in function 'find'/);
-    } finally {
-      slow.closeSync();
-    }
+    const err = await failureOf(() => slow.call('find'));
+    expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'find.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/find\.lua:[34]: in function 'find'/);
   });
 
   test('ERR_TASK_TIMEOUT: a task that caught the kill in a coroutine and went on is killed where it went on', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load(`function swallow()
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load(`function swallow()
   local spin = coroutine.wrap(function() while true do end end)
   pcall(spin)
   coroutine.yield()
 end`, { name: 'sw.lua' });
-      const err = await failureOf(() => slow.call('swallow'));
-      expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/sw\.lua:[34]: in function 'swallow'/);
-    } finally {
-      slow.closeSync();
-    }
+    const err = await failureOf(() => slow.call('swallow'));
+    expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/sw\.lua:[34]: in function 'swallow'/);
   });
 
   test('ERR_MEMORY_LIMIT: a task past memoryLimit, a LuaError with where it was', async () => {
-    const small = new Runtime({ memoryLimit: 1 << 20 });
-    try {
-      small.load('function grow()\n  local t = {}\n  for i = 1, 1e7 do\n    t[i] = i\n  end\nend', { name: 'grow.lua' });
-      const err = await failureOf(() => small.call('grow'));
-      expect(err).toBeInstanceOf(LuaError);
-      expect(err.code).toBe('ERR_MEMORY_LIMIT');
-      expect(err).toMatchObject({ source: 'grow.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/grow\.lua:[34]: in function 'grow'/);
-      // A call from JS says it too, without the task's fields.
-      expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
-    } finally {
-      small.closeSync();
-    }
+    const small = makeRuntime({ memoryLimit: 1 << 20 });
+    small.load('function grow()\n  local t = {}\n  for i = 1, 1e7 do\n    t[i] = i\n  end\nend', { name: 'grow.lua' });
+    const err = await failureOf(() => small.call('grow'));
+    expect(err).toBeInstanceOf(LuaError);
+    expect(err.code).toBe('ERR_MEMORY_LIMIT');
+    expect(err).toMatchObject({ source: 'grow.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/grow\.lua:[34]: in function 'grow'/);
+    // A call from JS says it too, without the task's fields.
+    expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
   });
 
   test.each([

@@ -4,6 +4,7 @@
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { Runtime, LuaError, LuaTasksError } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
 
@@ -19,9 +20,8 @@ function thrownBy(fn) {
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 describe('syntax errors', () => {
   test.each([
@@ -288,9 +288,8 @@ describe('bad arguments', () => {
 describe('memory limit', () => {
   let small;
   beforeEach(() => {
-    small = new Runtime({ memoryLimit: 1 << 20 });
+    small = makeRuntime({ memoryLimit: 1 << 20 });
   });
-  afterEach(() => small.closeSync());
 
   test.each([
     ['a growing table', 'local t = {} for i = 1, 1e7 do t[i] = i end'],

@@ -5,6 +5,7 @@
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { Runtime } = require('../..');
+const { sleep } = require('./helpers');
 
 function runFixture(...args) {
   const r = spawnSync(process.execPath, ['--expose-gc', path.join(__dirname, 'fixtures', 'gc-runtimes.js'), ...args], {
@@ -50,6 +51,6 @@ test('a runtime with a pending timed task is kept alive until the task ends', as
     rt.start('t');
   })();
   if (global.gc) global.gc();
-  await new Promise((r) => setTimeout(r, 80));
+  await sleep(80);
   expect(results).toEqual(['finished']);
 });

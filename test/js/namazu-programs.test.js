@@ -5,18 +5,14 @@
 // "namazu.coroutine", print, module tables), run on lua-tasks and checked by
 // what they print and return.
 'use strict';
-const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
 let lines;
-afterEach(() => {
-  if (rt) rt.closeSync();
-  rt = undefined;
-});
 
 function runtime(modules) {
   lines = [];
-  rt = new Runtime({ print: (l) => lines.push(l), modules });
+  rt = makeRuntime({ print: (l) => lines.push(l), modules });
   return rt;
 }
 
@@ -140,7 +136,7 @@ describe('the block/awake pair', () => {
     const t0 = Date.now();
     const awake = rt.start('test_coroutine.awake');
     expect(awake.waiting).toEqual({ instruction: 'FOR', until: expect.anything() });
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     const block = rt.start('test_coroutine.block');
     expect(block.waiting).toEqual({ instruction: 'INDEFINITELY' });
     expect(await awake.result).toBe('OK');

@@ -9,6 +9,7 @@ const path = require('node:path');
 const { spawnSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Runtime } = require('../..');
+const { makeRuntime, sleep, turn } = require('./helpers');
 
 const SEED = Number(process.env.STRESS_SEED) || (Date.now() % 2 ** 31) + 1;
 
@@ -37,7 +38,6 @@ function seeded(salt, body) {
   };
 }
 
-const turn = () => new Promise((r) => setImmediate(r));
 const entry = path.join(__dirname, '..', '..');
 
 describe('8 Workers with 1,000 tasks each, terminated at random moments', () => {
@@ -121,10 +121,9 @@ describe('8 Workers with 1,000 tasks each, terminated at random moments', () => 
     ]);
     expect([msg, code]).toEqual([42, 0]);
 
-    const rt = new Runtime();
+    const rt = makeRuntime();
     rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return "main ok" end');
     expect(await rt.call('f')).toBe('main ok');
-    rt.closeSync();
   }), 120000);
 });
 
@@ -295,12 +294,12 @@ describe('100,000 tasks under random operations', () => {
         const snap = rt.task(records.get(key).task.id);
         if (snap && snap.waiting && snap.waiting.instruction === 'INDEFINITELY') rt.resume(snap.id);
       }
-      await (rounds % 10 === 9 ? new Promise((r) => setTimeout(r, 1)) : turn());
+      await (rounds % 10 === 9 ? sleep(1) : turn());
     }
     for (let i = 0; i < 5; i++) await turn(); // late settlements would show now
     // A child whose parent was cancelled while joining it outlives the
     // parent by its sleep (up to 2 ms): let those end before counting.
-    for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await new Promise((r) => setTimeout(r, 2));
+    for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await sleep(2);
 
     expect(settledCount).toBe(TOTAL);
     const tally = { done: 0, failed: 0, cancelled: 0 };

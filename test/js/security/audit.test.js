@@ -9,7 +9,7 @@
 'use strict';
 const vm = require('node:vm');
 const { Runtime } = require('../../..');
-const { spinningWorker, terminateWhileSpinning } = require('../helpers');
+const { makeRuntime, spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
@@ -18,10 +18,9 @@ const S = 'function S(...) local t = {} for i = 1, select("#", ...) do t[i] = to
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime(LIMITS);
+  rt = makeRuntime(LIMITS);
   rt.load(S);
 });
-afterEach(() => rt.closeSync());
 
 function usable(r = rt) {
   expect(r.load('return 1 + 1')).toEqual([2]);
@@ -346,7 +345,7 @@ describe('the stop is not taken when the thread is fine', () => {
   const SPIN = 'return function() local t = os.clock() while os.clock() - t < 0.35 do end return "done" end';
 
   test('Lua spinning past two watch periods inside an uncaughtException-style handler finishes and stays usable', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [spin] = r.load(SPIN);
     let out;
     try {
@@ -356,20 +355,18 @@ describe('the stop is not taken when the thread is fine', () => {
     }
     expect(out).toBe('done');
     usable(r);
-    r.closeSync();
   });
 
   test('Lua spinning under a vm timeout that fires meanwhile is not marked as stopping for good', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [spin] = r.load(SPIN);
     expect(() => vm.runInNewContext('spin()', { spin }, { timeout: 50 })).toThrow(/timed out/);
     usable(r);
     expect(r.load('return coroutine.wrap(function() return 3 end)()')).toEqual([3]);
-    r.closeSync();
   });
 
   test('Lua spinning near the JS stack limit is not stopped by a poll that cannot get stack', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [quick] = r.load('return function() return "ok" end');
     const [deep] = r.load(`return function()
       local function f(n) if n > 0 then local ok, v = pcall(f, n - 1) return v end
@@ -404,22 +401,20 @@ describe('the stop is not taken when the thread is fine', () => {
     rec(0, lo - 10, deep);
     expect(result).toBe('done');
     usable(r);
-    r.closeSync();
   });
 
   test('two runtimes nested A -> JS -> B, both spinning past the watch period, finish and stay usable', () => {
     const a = new Runtime();
-    const b = new Runtime();
+    const b = makeRuntime();
     a.set('inner', () => b.load('local t = os.clock() while os.clock() - t < 0.3 do end return 1')[0]);
     expect(a.load('local t = os.clock() while os.clock() - t < 0.3 do end return inner() + 1')).toEqual([2]);
     usable(a);
     usable(b);
     a.closeSync();
-    b.closeSync();
   });
 
   test('a coroutine closed with a slow <close> handler on a healthy thread finishes normally', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     expect(r.load(`local done = false
       local c = coroutine.create(function()
         local x <close> = setmetatable({}, {__close = function() local t = os.clock() while os.clock() - t < 0.3 do end done = true end})
@@ -429,6 +424,5 @@ describe('the stop is not taken when the thread is fine', () => {
       return coroutine.close(c), done`)).toEqual([true, true]);
     expect(r.load('return pcall(coroutine.close, coroutine.running())')).toEqual([false, expect.stringMatching(/cannot close the runtime's main thread/)]);
     usable(r);
-    r.closeSync();
   });
 });

@@ -6,21 +6,15 @@
 // clean ERR_CONVERSION / ERR_MEMORY_LIMIT) and that the runtime stays usable.
 'use strict';
 const { Runtime } = require('../../..');
+const { makeRuntime } = require('../helpers');
 
 const MiB = 1 << 20;
 // Every limit set, as an embedder running untrusted scripts would.
 const LIMITS = { memoryLimit: 64 * MiB, taskTimeout: 1000, timeSlice: 10 };
 const code = (c) => expect.objectContaining({ code: c });
 
-const open = [];
-function runtime(options = LIMITS) {
-  const rt = new Runtime(options);
-  open.push(rt);
-  return rt;
-}
-afterEach(() => {
-  while (open.length) open.pop().closeSync();
-});
+// A runtime for this test (closed when it ends), by default with every limit set.
+const runtime = (options = LIMITS) => makeRuntime(options);
 
 // The runtime still loads and runs code, and holds no more than its limit.
 function usable(rt) {
