@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // COMMIT and settled promises give the loop back: fair lock handover, continuations through the loop (issue 19, items 4 and 5).
 'use strict';
-const path = require('node:path');
-const { execFile } = require('node:child_process');
 const { Runtime } = require('../..');
+const { fixture, runNode } = require('./helpers');
 
 jest.setTimeout(60000);
 
@@ -117,11 +116,6 @@ test.each([
 // Before, the loop never turned: the timer that cancels it never fired and
 // the process hung.
 test.each(['commit', 'await'])('an endless instant %s loop is cancelled from a timer and Node exits', async (mode) => {
-  const fixture = path.join(__dirname, 'fixtures', 'commit-endless.js');
-  const r = await new Promise((resolve) => {
-    execFile(process.execPath, [fixture, mode], { timeout: 15000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? err.code : 0, signal: err ? err.signal : null, stdout, stderr });
-    });
-  });
-  expect(r).toEqual({ code: 0, signal: null, stdout: 'ERR_TASK_CANCELLED\nlooped true\n', stderr: '' });
+  const { code, signal, stdout, stderr } = await runNode([fixture('commit-endless.js'), mode], { timeout: 15000 });
+  expect({ code, signal, stdout, stderr }).toEqual({ code: 0, signal: null, stdout: 'ERR_TASK_CANCELLED\nlooped true\n', stderr: '' });
 });

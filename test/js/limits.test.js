@@ -2,7 +2,7 @@
 // CPU limits: timeSlice preemption keeps the loop responsive; taskTimeout kills past pcall.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntime } = require('./helpers');
+const { makeRuntime, watchLoop } = require('./helpers');
 
 test.each([
   ['timeSlice', 0],
@@ -17,16 +17,10 @@ test('spinning tasks are preempted, so a setInterval keeps firing, and taskTimeo
   const rt = makeRuntime({ timeSlice: 5, taskTimeout: 250 });
   rt.load(`function spin() while true do end end
            function pspin() while true do pcall(function() while true do end end) end end`);
-  let last = Date.now();
-  let maxGap = 0;
-  const iv = setInterval(() => {
-    const now = Date.now();
-    maxGap = Math.max(maxGap, now - last);
-    last = now;
-  }, 10);
+  const loop = watchLoop(10);
   const tasks = [rt.start('spin'), rt.start('spin'), rt.start('pspin'), rt.start('pspin')];
   const results = await Promise.allSettled(tasks.map((t) => t.result));
-  clearInterval(iv);
+  const maxGap = loop.stop();
   for (const r of results) {
     expect(r.status).toBe('rejected');
     expect(r.reason.code).toBe('ERR_TASK_TIMEOUT');
