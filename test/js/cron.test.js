@@ -18,7 +18,7 @@ test.each([
   ['0 0 12 ? * 1', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['0 12 * * 0', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['@daily', '2026-11-22T00:00:00.500Z', 'UTC', ['2026-11-23T00:00:00.000Z']],
-])('cron.next(%p) from %s in %s', (expr, from, tz, want) => {
+])('cron.next(%p) from %s in %s gives the expected next times', (expr, from, tz, want) => {
   expect(iso(cron.next(expr, { from: new Date(from), tz, count: want.length }))).toEqual(want);
 });
 

@@ -159,8 +159,8 @@ describe('tasks.start', () => {
   });
 });
 
-describe('namazu.coroutine.start', () => {
-  test('is the same module whether required or not, with the three seed functions', () => {
+describe('namazu.coroutine', () => {
+  test('is one module whether required or not, with current_task_id, start and resume', () => {
     expect(rt.load(`local n = require "namazu.coroutine"
       return n == require("namazu.coroutine"), type(n.current_task_id), type(n.start), type(n.resume)`))
       .toEqual([true, 'function', 'function', 'function']);
@@ -426,7 +426,7 @@ describe('tasks.wait', () => {
   });
 });
 
-describe('events', () => {
+describe("the 'taskdone' and 'taskerror' events", () => {
   test('taskdone fires once per finished task with the task and its value', async () => {
     const done = [];
     rt.on('taskdone', (task, value) => done.push([task.id, value]));
