@@ -2,14 +2,11 @@
 // Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntime, closeAfterTest, sleep, turn } = require('./helpers');
+const { makeRuntimeWithLines, closeAfterTest, sleep, turn } = require('./helpers');
 
 let rt;
 let lines;
-beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
-});
+beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
 
 describe('nested coroutines', () => {
   test('a plain coroutine.yield in a user coroutine keeps standard Lua semantics inside a task', async () => {

@@ -38,6 +38,14 @@ function makeRuntime(options) {
   return closeAfterTest(new Runtime(options));
 }
 
+// makeRuntime whose print collects the lines Lua prints: returns { rt, lines }.
+// The usual fixture is `beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));`.
+function makeRuntimeWithLines(options = {}) {
+  const lines = [];
+  const rt = makeRuntime({ print: (l) => lines.push(l), ...options });
+  return { rt, lines };
+}
+
 // Lua task functions that several files start: forever waits INDEFINITELY;
 // echo returns what it is resumed with; count returns how many arguments it
 // got; guarded(tag) waits INDEFINITELY and prints "closed <tag>" from a
@@ -173,6 +181,7 @@ module.exports = {
   root,
   fixture,
   makeRuntime,
+  makeRuntimeWithLines,
   closeAfterTest,
   TASK_FUNCTIONS,
   sleep,

@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Thousands of values onto a task's stack: start arguments, resume values, joined results, and the stack's limit.
 'use strict';
-const { makeRuntime, sleep } = require('./helpers');
+const { makeRuntimeWithLines, sleep } = require('./helpers');
 
 let rt;
 let lines;
-beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
-});
+beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
 
 describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua checks no room outside debug builds)', () => {
   const N = 5000;

@@ -5,14 +5,13 @@
 // "namazu.coroutine", print, module tables), run on lua-tasks and checked by
 // what they print and return.
 'use strict';
-const { makeRuntime, sleep } = require('./helpers');
+const { makeRuntimeWithLines, sleep } = require('./helpers');
 
 let rt;
 let lines;
 
 function runtime(modules) {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l), modules });
+  ({ rt, lines } = makeRuntimeWithLines({ modules }));
   return rt;
 }
 

@@ -4,7 +4,7 @@
 // of these crashed Node or lost a task before; each test asserts the outcome, not just survival.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntime, sleep } = require('./helpers');
+const { makeRuntime, makeRuntimeWithLines, sleep } = require('./helpers');
 
 describe('close() from code the runtime is running waits until that work returns', () => {
   test('from a taskdone listener while a timer batch runs', async () => {
@@ -84,8 +84,7 @@ describe('close() from code the runtime is running waits until that work returns
 });
 
 test('a <close> handler that cancels its own task runs to its end and the task ends cancelled', async () => {
-  const lines = [];
-  const rt = makeRuntime({ print: (l) => lines.push(l) });
+  const { rt, lines } = makeRuntimeWithLines();
   rt.load(`function f()
     local me = tasks.current_id()
     local x <close> = setmetatable({}, {__close = function()

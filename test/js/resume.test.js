@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Resuming a waiting task: rt.resume, tasks.resume and namazu.coroutine.resume, the values they hand over, and the timers they cancel.
 'use strict';
-const { makeRuntime, sleep, turn } = require('./helpers');
+const { makeRuntimeWithLines, sleep, turn } = require('./helpers');
 
 let rt;
 let lines;
-beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
-});
+beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
 
 describe('INDEFINITELY and rt.resume', () => {
   test.each([

@@ -3,7 +3,7 @@
 'use strict';
 const path = require('node:path');
 const { Runtime } = require('../..');
-const { makeRuntime } = require('./helpers');
+const { makeRuntime, makeRuntimeWithLines } = require('./helpers');
 
 const modules = path.join(__dirname, 'fixtures', 'modules');
 let rt;
@@ -121,8 +121,7 @@ describe('a module whose top level waits', () => {
   let rt;
   let lines;
   beforeEach(() => {
-    lines = [];
-    rt = makeRuntime({ print: (l) => lines.push(l), modules });
+    ({ rt, lines } = makeRuntimeWithLines({ modules }));
     rt.load('seen = {} function use(m) local v = require(m) seen[#seen + 1] = v return v end');
   });
 

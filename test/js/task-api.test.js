@@ -3,13 +3,12 @@
 'use strict';
 const { Runtime, Task, AbortError, codes } = require('../..');
 
-const { makeRuntime, TASK_FUNCTIONS } = require('./helpers');
+const { makeRuntime, makeRuntimeWithLines, TASK_FUNCTIONS } = require('./helpers');
 
 let rt;
 let lines;
 beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
+  ({ rt, lines } = makeRuntimeWithLines());
   rt.load(TASK_FUNCTIONS);
 });
 

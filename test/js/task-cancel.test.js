@@ -2,14 +2,11 @@
 // Cancelling a task: rt.cancel, tasks.cancel, an AbortSignal and close(); its <close> variables run, its result rejects, 'taskcancel' fires.
 'use strict';
 const { Runtime, AbortError } = require('../..');
-const { makeRuntime, sleep, turn, TASK_FUNCTIONS } = require('./helpers');
+const { makeRuntimeWithLines, sleep, turn, TASK_FUNCTIONS } = require('./helpers');
 
 let rt;
 let lines;
-beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
-});
+beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
 
 test('cancel runs <close> variables and rejects with ERR_TASK_CANCELLED', async () => {
   rt.load(`function t()

@@ -1,16 +1,12 @@
 // SPDX-License-Identifier: MIT
 // A task's life: what starts one (rt.start, rt.call, tasks.start), its status, how it ends, its results (rt.call, tasks.wait) and the taskdone/taskerror events.
 'use strict';
-const { makeRuntime, sleep, turn, until } = require('./helpers');
+const { makeRuntime, makeRuntimeWithLines, sleep, turn, until } = require('./helpers');
 
 let rt;
 let lines;
 beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({
-    print: (l) => lines.push(l),
-    modules: { mod: 'return { fn = function(x) coroutine.yield() return x * 2 end }' },
-  });
+  ({ rt, lines } = makeRuntimeWithLines({ modules: { mod: 'return { fn = function(x) coroutine.yield() return x * 2 end }' } }));
 });
 
 describe('what rt.start accepts', () => {

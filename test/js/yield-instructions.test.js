@@ -1,14 +1,11 @@
 // SPDX-License-Identifier: MIT
 // Yield instructions: what IMMEDIATE, FOR, UNTIL_TIME and tasks.sleep wait for and return, and how a bad yield fails.
 'use strict';
-const { makeRuntime, LATE_MS } = require('./helpers');
+const { makeRuntimeWithLines, LATE_MS } = require('./helpers');
 
 let rt;
 let lines;
-beforeEach(() => {
-  lines = [];
-  rt = makeRuntime({ print: (l) => lines.push(l) });
-});
+beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
 
 describe('IMMEDIATE', () => {
   test.each([
