@@ -2,19 +2,9 @@
 // Errors through the boundary: Lua errors to JS, JS exceptions through Lua.
 'use strict';
 const { Runtime, LuaError, LuaTasksError } = require('../..');
-const { fixture, makeRuntime, runNode } = require('./helpers');
+const { fixture, makeRuntime, runNode, thrownBy } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
-
-// Runs `fn` and returns what it threw (fails the test if nothing was thrown).
-function thrownBy(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
-}
 
 let rt;
 beforeEach(() => {

@@ -59,6 +59,16 @@ const TASK_FUNCTIONS = `
       coroutine.yield("INDEFINITELY")
     end`;
 
+// What fn() threw; fails the test if it threw nothing.
+function thrownBy(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
+
 // ---- timing ------------------------------------------------------------------
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -184,6 +194,7 @@ module.exports = {
   makeRuntimeWithLines,
   closeAfterTest,
   TASK_FUNCTIONS,
+  thrownBy,
   sleep,
   turn,
   until,

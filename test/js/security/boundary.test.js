@@ -6,7 +6,7 @@
 // Function would run Function("return 4242")() and return 4242.
 'use strict';
 const { Runtime } = require('../../..');
-const { makeRuntime, sleep } = require('../helpers');
+const { makeRuntime, sleep, thrownBy } = require('../helpers');
 
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
@@ -33,15 +33,6 @@ function refused(body, pattern, r = rt) {
   expect(v).not.toBe(CANARY);
   if (pattern) expect(v).toMatch(pattern);
   usable(r);
-}
-
-function thrownBy(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
 }
 
 // Counts every trap a Proxy runs.
