@@ -69,6 +69,29 @@ function thrownBy(fn) {
   throw new Error('expected a throw');
 }
 
+// Checks for the security tests' escape attempts, on the runtime current()
+// returns (the file's fixture) unless another is given:
+//  - usable(r): r still runs code;
+//  - attempt(body, r): runs `body` (Lua statements ending in a return) under
+//    pcall and returns [ok, result or tostring(err)];
+//  - refused(body, pattern, r): the attempt raised (matching `pattern`, if
+//    given), never returned `canary`, and r is still usable.
+function escapeChecks(current, canary) {
+  const usable = (r = current()) => {
+    expect(r.load('return 1 + 1')).toEqual([2]);
+  };
+  const attempt = (body, r = current()) =>
+    r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
+  const refused = (body, pattern, r = current()) => {
+    const [ok, v] = attempt(body, r);
+    expect(ok).toBe(false);
+    expect(v).not.toBe(canary);
+    if (pattern) expect(v).toMatch(pattern);
+    usable(r);
+  };
+  return { usable, attempt, refused };
+}
+
 // ---- timing ------------------------------------------------------------------
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -195,6 +218,7 @@ module.exports = {
   closeAfterTest,
   TASK_FUNCTIONS,
   thrownBy,
+  escapeChecks,
   sleep,
   turn,
   until,

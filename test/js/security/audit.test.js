@@ -9,7 +9,7 @@
 'use strict';
 const vm = require('node:vm');
 const { Runtime } = require('../../..');
-const { makeRuntime, spinningWorker, terminateWhileSpinning } = require('../helpers');
+const { makeRuntime, escapeChecks, spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
@@ -22,22 +22,7 @@ beforeEach(() => {
   rt.load(S);
 });
 
-function usable(r = rt) {
-  expect(r.load('return 1 + 1')).toEqual([2]);
-}
-
-// Runs `body` (Lua statements ending in a return) under pcall: [ok, result or tostring(err)].
-function attempt(body, r = rt) {
-  return r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
-}
-
-function refused(body, pattern, r = rt) {
-  const [ok, v] = attempt(body, r);
-  expect(ok).toBe(false);
-  expect(v).not.toBe(CANARY);
-  if (pattern) expect(v).toMatch(pattern);
-  usable(r);
-}
+const { usable, refused } = escapeChecks(() => rt, CANARY);
 
 class Account {
   constructor() {

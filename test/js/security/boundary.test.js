@@ -6,7 +6,7 @@
 // Function would run Function("return 4242")() and return 4242.
 'use strict';
 const { Runtime } = require('../../..');
-const { makeRuntime, sleep, thrownBy } = require('../helpers');
+const { makeRuntime, escapeChecks, sleep, thrownBy } = require('../helpers');
 
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
@@ -16,24 +16,8 @@ beforeEach(() => {
   rt = makeRuntime(LIMITS);
 });
 
-function usable(r = rt) {
-  expect(r.load('return 1 + 1')).toEqual([2]);
-}
-
-// Runs `body` (Lua statements ending in a return) under pcall: [ok, result or tostring(err)].
-function attempt(body, r = rt) {
-  const [ok, v] = r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
-  return [ok, v];
-}
-
-// A Lua value that failed to be a handle: the attempt raised, and never returned the canary.
-function refused(body, pattern, r = rt) {
-  const [ok, v] = attempt(body, r);
-  expect(ok).toBe(false);
-  expect(v).not.toBe(CANARY);
-  if (pattern) expect(v).toMatch(pattern);
-  usable(r);
-}
+// refused(body): the attempt raised, and never returned the canary (a Lua value that failed to be a handle).
+const { usable, refused } = escapeChecks(() => rt, CANARY);
 
 // Counts every trap a Proxy runs.
 function countingProxy(target) {
