@@ -5,6 +5,7 @@ const fs = require('node:fs');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 const root = path.join(__dirname, '..', '..');
 
@@ -22,7 +23,7 @@ test("util.async's own Lua unit tests pass inside a runtime", () => {
 });
 
 test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.set('later', (ms, v, fail) => ({ p: new Promise((r, j) => setTimeout(() => (fail ? j(new Error('no')) : r(v)), ms)) }));
   rt.load(`
     local async = require "util.async"
@@ -37,13 +38,12 @@ test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', as
   `);
   expect(rt.get('out')).toEqual({}); // nothing ran synchronously past the first wait
   // Until the runner is idle again, however long the waits took (no fixed sleep).
-  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
   expect(rt.get('out')).toEqual(['2', 'slept', '4', 'slept', 'no', 'slept']);
-  rt.closeSync();
 });
 
 test('a runner, next tick and schedule function may be callable tables, as in Prosody', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.load(`
     local async = require "util.async"
     out = {}
@@ -58,16 +58,15 @@ test('a runner, next tick and schedule function may be callable tables, as in Pr
     runner:run("a") runner:run("b")
   `);
   expect(rt.get('out')).toEqual({});
-  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
   expect(rt.get('out')).toEqual(['a', 'b']);
   // A JS object is not callable from Lua: refused at once, not at the first item.
   rt.set('obj', new Date(0));
   expect(() => rt.load('require("util.async").runner(obj)')).toThrow(/bad argument #1 to 'runner' \(callable expected, got userdata\)/);
-  rt.closeSync();
 });
 
 test('after wait_for(a JS Promise) the item goes on inside a task, so it can wait on the task', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.set('later', (v) => ({ p: new Promise((r) => setTimeout(() => r(v), 2)) }));
   rt.load(`
     local async = require "util.async"
@@ -80,14 +79,13 @@ test('after wait_for(a JS Promise) the item goes on inside a task, so it can wai
     end)
     runner:run("a")
   `);
-  while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+  while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
   expect(rt.get('out')).toEqual(['a in task: true', 'slept']);
-  rt.closeSync();
 });
 
 test('a task cancelled while its runner\'s item sleeps on the task closes the item and leaves the runner ready', async () => {
   const lines = [];
-  const rt = new Runtime({ print: (l) => lines.push(String(l)) });
+  const rt = makeRuntime({ print: (l) => lines.push(String(l)) });
   rt.load(`
     local async = require "util.async"
     runner = async.runner(function(item)
@@ -106,11 +104,10 @@ test('a task cancelled while its runner\'s item sleeps on the task closes the it
   expect(rt.load('return runner.state')[0]).toBe('ready');
   await rt.call('feed', 'next');
   expect(lines).toEqual(['closed slow', 'done next', 'closed next']);
-  rt.closeSync();
 });
 
 test('a runner whose item is killed by taskTimeout, in run() or after a wait, takes the next item', async () => {
-  const rt = new Runtime({ taskTimeout: 20 });
+  const rt = makeRuntime({ taskTimeout: 20 });
   rt.load(`
     local async = require "util.async"
     out = {}
@@ -140,7 +137,6 @@ test('a runner whose item is killed by taskTimeout, in run() or after a wait, ta
   expect(rt.load('return runner.state')).toEqual(['waiting']);
   expect(await rt.call('feed', 'b')).toBe('ready');
   expect(rt.get('out')).toEqual(['a', 'a2', 'b']);
-  rt.closeSync();
 });
 
 test.each([

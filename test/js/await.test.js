@@ -2,13 +2,13 @@
 // Awaiting JS promises from Lua tasks: transparent await, tasks.await, errors, cancel.
 'use strict';
 const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
   rt.set('delay', (ms, v) => new Promise((r) => setTimeout(() => r(v), ms)));
 });
-afterEach(() => rt.closeSync());
 
 test('a JS function returning a Promise suspends the task until it fulfils', async () => {
   rt.load('function t() local v = delay(10, "later") return v .. "!" end');
@@ -56,7 +56,7 @@ test('cancel while awaiting ends the task at once and the late settlement is ign
   expect(rt.resume(task.id)).toBe(false); // awaiting a promise is not resumable by id
   expect(rt.cancel(task.id)).toBe(true);
   await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
-  await new Promise((r) => setTimeout(r, 40));
+  await sleep(40);
   expect(settled).toBe(true);
   expect(rt.stats().tasks).toBe(0);
 });

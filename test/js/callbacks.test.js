@@ -3,12 +3,12 @@
 'use strict';
 const { EventEmitter } = require('node:events');
 const { Runtime } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 function nextTaskError(runtime) {
   return new Promise((resolve) => runtime.once('taskerror', (task, err) => resolve([task, err])));

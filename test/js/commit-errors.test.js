@@ -5,8 +5,8 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime, StoreError } = require('../..');
+const { sleep } = require('./helpers');
 
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 function memoryStore(extra) {
   const saved = new Map();

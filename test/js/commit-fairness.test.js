@@ -1,9 +1,8 @@
 // SPDX-License-Identifier: MIT
 // COMMIT and settled promises give the loop back: fair lock handover, continuations through the loop (issue 19, items 4 and 5).
 'use strict';
-const path = require('node:path');
-const { execFile } = require('node:child_process');
 const { Runtime } = require('../..');
+const { fixture, runNode } = require('./helpers');
 
 jest.setTimeout(60000);
 
@@ -79,19 +78,25 @@ test('a sleeper beside a committing loop wakes again and again, late by about on
   await rt.close();
 });
 
+// Calls loop(n), a Lua task that raises the global count to n; expects a
+// setTimeout(0) set just before to fire while the task still loops.
+async function expectTimerFiresWhileLooping(rt, n) {
+  let seen;
+  setTimeout(() => {
+    seen = rt.get('count');
+  }, 0);
+  expect(await rt.call('loop', n)).toBe(n);
+  expect(seen).toBeDefined();  // the timer fired before the task ended...
+  expect(seen).toBeLessThan(n);  // ...while it was still looping
+}
+
 // Issue 19, item 5: with a store whose save resolves at once, the COMMIT loop
 // ran as one chain of microtasks and the loop did not turn until it ended.
 test('a setTimeout(0) fires while a task makes 100,000 instant COMMITs', async () => {
   const N = 100000;
   const rt = await open(memoryStore());
   rt.load('count = 0 function loop(n) for i = 1, n do count = i coroutine.yield("COMMIT") end return count end');
-  let seen;
-  setTimeout(() => {
-    seen = rt.get('count');
-  }, 0);
-  expect(await rt.call('loop', N)).toBe(N);
-  expect(seen).toBeDefined();  // the timer fired before the task ended...
-  expect(seen).toBeLessThan(N);  // ...while it was still looping
+  await expectTimerFiresWhileLooping(rt, N);
   await rt.close();
 });
 
@@ -104,24 +109,13 @@ test.each([
   rt.set('p', Promise.resolve(1));
   rt.set('resolved', (i) => Promise.resolve(i));
   rt.load(`count = 0 function loop(n) ${body} return count end`);
-  let seen;
-  setTimeout(() => {
-    seen = rt.get('count');
-  }, 0);
-  expect(await rt.call('loop', N)).toBe(N);
-  expect(seen).toBeDefined();  // the timer fired before the task ended...
-  expect(seen).toBeLessThan(N);  // ...while it was still looping
+  await expectTimerFiresWhileLooping(rt, N);
   await rt.close();
 });
 
 // Before, the loop never turned: the timer that cancels it never fired and
 // the process hung.
 test.each(['commit', 'await'])('an endless instant %s loop is cancelled from a timer and Node exits', async (mode) => {
-  const fixture = path.join(__dirname, 'fixtures', 'commit-endless.js');
-  const r = await new Promise((resolve) => {
-    execFile(process.execPath, [fixture, mode], { timeout: 15000 }, (err, stdout, stderr) => {
-      resolve({ code: err ? err.code : 0, signal: err ? err.signal : null, stdout, stderr });
-    });
-  });
-  expect(r).toEqual({ code: 0, signal: null, stdout: 'ERR_TASK_CANCELLED\nlooped true\n', stderr: '' });
+  const { code, signal, stdout, stderr } = await runNode([fixture('commit-endless.js'), mode], { timeout: 15000 });
+  expect({ code, signal, stdout, stderr }).toEqual({ code: 0, signal: null, stdout: 'ERR_TASK_CANCELLED\nlooped true\n', stderr: '' });
 });

@@ -2,14 +2,14 @@
 // Value conversion between JS and Lua, both ways (DESIGN §5).
 'use strict';
 const { Runtime, ConversionError } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 // Sets `v` as a global and returns what Lua says about it.
 const inLua = (v, expr) => {
@@ -176,10 +176,9 @@ describe('non-plain JS objects cross by reference', () => {
   });
 
   test('with trustedObjects, Lua reads getters and the prototype chain as JS does', () => {
-    const trusted = new Runtime({ trustedObjects: true });
+    const trusted = makeRuntime({ trustedObjects: true });
     trusted.set('v', new Point(3, 4));
     expect(trusted.load('return v.sum, type(v.constructor), tostring(v)')).toEqual([7, 'function', '[object Object]']);
-    trusted.closeSync();
   });
 
   test('Lua calls a method-valued field as a function', () => {
@@ -298,20 +297,18 @@ describe('Lua -> JS, row by row', () => {
   });
 
   test('a userdata comes to JS as an opaque handle that converts back', () => {
-    const all = new Runtime({ libs: 'all' });
+    const all = makeRuntime({ libs: 'all' });
     const [ud] = all.load('return io.stdout');
     expect(ud).toEqual({ luaType: 'userdata' });
     all.set('back', ud);
     expect(all.load('return back == io.stdout')).toEqual([true]);
-    all.closeSync();
   });
 
   test('a handle of one runtime cannot enter another: ERR_CONVERSION', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     const [co] = other.load('return coroutine.create(print)');
     expect(() => rt.set('x', co)).toThrow(code('ERR_CONVERSION'));
     expect(rt.load('return 1')).toEqual([1]);
-    other.closeSync();
   });
 });
 
@@ -620,22 +617,20 @@ describe('functions', () => {
   });
 
   test('a Lua function of one runtime given to another is a plain JS function there', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     const [inc] = other.load('return function(x) return x + 1 end');
     rt.set('inc', inc);
     expect(rt.load('return type(inc), inc(41)')).toEqual(['function', 42]);
-    other.closeSync();
   });
 
   test('a JS function given to two runtimes comes back as itself from each', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     const f = (x) => x * 3;
     rt.set('f', f);
     other.set('f', f);
     expect(rt.get('f')).toBe(f);
     expect(other.get('f')).toBe(f);
     expect(other.load('return f(2)')).toEqual([6]);
-    other.closeSync();
   });
 });
 
@@ -747,7 +742,7 @@ describe('values that cannot cross', () => {
   });
 
   test('with trustedObjects, a getter that throws is a Lua error keeping the Error', () => {
-    const trusted = new Runtime({ trustedObjects: true });
+    const trusted = makeRuntime({ trustedObjects: true });
     const boom = new Error('field getter');
     trusted.set('o', new (class {
       get bad() {
@@ -756,6 +751,5 @@ describe('values that cannot cross', () => {
     })());
     expect(trusted.load('local ok, e = pcall(function() return o.bad end) return ok, e.message')).toEqual([false, 'field getter']);
     expect(() => trusted.load('return o.bad')).toThrow(boom);
-    trusted.closeSync();
   });
 });

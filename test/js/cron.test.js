@@ -5,6 +5,7 @@ const { execFileSync } = require('child_process');
 const path = require('path');
 const { Cron } = require('croner');
 const { Runtime, cron } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 const iso = (dates) => dates.map((d) => d.toISOString());
 
@@ -17,7 +18,7 @@ test.each([
   ['0 0 12 ? * 1', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['0 12 * * 0', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['@daily', '2026-11-22T00:00:00.500Z', 'UTC', ['2026-11-23T00:00:00.000Z']],
-])('cron.next(%p) from %s in %s', (expr, from, tz, want) => {
+])('cron.next(%p) from %s in %s gives the expected next times', (expr, from, tz, want) => {
   expect(iso(cron.next(expr, { from: new Date(from), tz, count: want.length }))).toEqual(want);
 });
 
@@ -51,7 +52,7 @@ test('bad arguments are refused', () => {
 });
 
 test('UNTIL_NEXT waits for the next instant and returns SCHEDULER, elapsed, SECONDS', async () => {
-  const rt = new Runtime({ timeZone: 'UTC' });
+  const rt = makeRuntime({ timeZone: 'UTC' });
   rt.load('function t() local r, e, u = coroutine.yield("UNTIL_NEXT", "* * * ? * *") return { r, e, u } end');
   const task = rt.start('t');
   expect(task.waiting.instruction).toBe('UNTIL_NEXT');
@@ -60,16 +61,14 @@ test('UNTIL_NEXT waits for the next instant and returns SCHEDULER, elapsed, SECO
   expect([r, u]).toEqual(['SCHEDULER', 'SECONDS']);
   expect(e).toBeGreaterThan(0);
   expect(e).toBeLessThanOrEqual(1.5);
-  rt.closeSync();
 });
 
 test('UNTIL_NEXT with a bad expression, zone or no next time raises at the yield', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.load(`function t(...) local ok, e = pcall(coroutine.yield, "UNTIL_NEXT", ...) return tostring(e) end`);
   expect(await rt.call('t', '0 0 0 30 2 ?')).toMatch(/has no next time/);
   expect(await rt.call('t', '61 * * * * ?')).toMatch(/second out of range: 61/);
   expect(await rt.call('t', '* * * * *', 'Mars/Base')).toMatch(/unknown time zone: 'Mars\/Base'/);
-  rt.closeSync();
 });
 
 // Issue 20: 6 fields with day numbers beside a '*' day-of-month mean
@@ -88,10 +87,9 @@ describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
   });
 
   test('are refused at an UNTIL_NEXT yield, catchably', async () => {
-    const rt = new Runtime();
+    const rt = makeRuntime();
     rt.load('function t(e) local ok, err = pcall(coroutine.yield, "UNTIL_NEXT", e) return tostring(err) end');
     expect(await rt.call('t', '0 0 9 * * 1-5')).toMatch(/UNTIL_NEXT: cron: day-of-week '1-5' .* Write "0 0 9 \? \* MON-FRI"/);
-    rt.closeSync();
   });
 
   test('both suggested spellings, and every unambiguous form, are accepted; the suggestions agree', () => {

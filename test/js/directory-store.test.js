@@ -5,9 +5,10 @@ const fs = require('node:fs');
 const fsp = require('node:fs/promises');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn, spawnSync } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { DirectoryStore, Runtime } = require('../..');
+const { runNode } = require('./helpers');
 
 const entry = path.join(__dirname, '..', '..');
 
@@ -261,7 +262,7 @@ describe('acquire', () => {
     await next.release();
   });
 
-  test('a lease kept referenced survives a GC; one nothing references is released when collected', () => {
+  test('a lease kept referenced survives a GC; one nothing references is released when collected', async () => {
     // The GC is only a backstop: whoever can still save holds the lease (a Runtime does).
     const code = `
       const { DirectoryStore } = require(${JSON.stringify(entry)});
@@ -273,7 +274,7 @@ describe('acquire', () => {
         for (let i = 0; i < 3; i++) { gc(); await new Promise((r) => setImmediate(r)); }
         console.log(JSON.stringify([await attempt('kept'), await attempt('dropped'), kept.token]));
       })();`;
-    const r = spawnSync(process.execPath, ['--expose-gc', '-e', code], { encoding: 'utf8', timeout: 60000 });
+    const r = await runNode(['--expose-gc', '-e', code], { timeout: 60000 });
     expect(r.stderr).toBe('');
     expect(JSON.parse(r.stdout)).toEqual(['ERR_STORE_LOCKED', 'free', 1]);
   });

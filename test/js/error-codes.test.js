@@ -8,6 +8,7 @@ const {
   Runtime, cron, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError, AbortError,
 } = require('../..');
 const { codes } = require('../../lib/errors');
+const { makeRuntime } = require('./helpers');
 
 // What `fn` threw, or what the promise it returns rejected with.
 async function failureOf(fn) {
@@ -38,18 +39,17 @@ afterAll(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 describe('each code where it is documented', () => {
-  test('ERR_LUA_SYNTAX: Lua source that does not compile, a LuaError with source and line', async () => {
+  test('ERR_LUA_SYNTAX: Lua source that does not compile fails with a LuaError carrying source and line', async () => {
     const err = await failureOf(() => rt.load('x = 1\ny = = 2', { name: 'syn.lua' }));
     expect(err).toBeInstanceOf(LuaError);
     expect(err).toMatchObject({ code: 'ERR_LUA_SYNTAX', source: 'syn.lua', line: 2 });
   });
 
-  test('ERR_LUA_RUNTIME: an error Lua code raises, in a call from JS and in a task', async () => {
+  test('ERR_LUA_RUNTIME: an error Lua code raises fails a call from JS and a task', async () => {
     const err = await failureOf(() => rt.load('\nerror("bad")', { name: 'run.lua' }));
     expect(err).toBeInstanceOf(LuaError);
     expect(err).toMatchObject({ code: 'ERR_LUA_RUNTIME', source: 'run.lua', line: 2 });
@@ -59,7 +59,7 @@ describe('each code where it is documented', () => {
     expect(late.luaStack).toMatch(/task\.lua:3:/);
   });
 
-  test('ERR_TASK_CANCELLED: a task cancelled by rt.cancel', async () => {
+  test('ERR_TASK_CANCELLED: a task cancelled by rt.cancel rejects with a TaskError carrying the reason', async () => {
     rt.load('function t() coroutine.yield("INDEFINITELY") end');
     const task = rt.start('t');
     expect(rt.cancel(task.id, 'stop')).toBe(true);
@@ -68,71 +68,55 @@ describe('each code where it is documented', () => {
     expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'stop' });
   });
 
-  test('ERR_TASK_TIMEOUT: a task past taskTimeout, with where it was', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load('function spin()\n  local x = 0\n  while true do\n    x = x + 1\n  end\nend', { name: 'spin.lua' });
-      const err = await failureOf(() => slow.call('spin'));
-      expect(err).toBeInstanceOf(TaskError);
-      expect(err.code).toBe('ERR_TASK_TIMEOUT');
-      expect(err.source).toBe('spin.lua');
-      expect([3, 4, 5]).toContain(err.line); // the loop's lines: where the kill found it
-      expect(err.luaStack).toMatch(/^stack traceback:\n\tspin\.lua:[345]: in function 'spin'/);
-    } finally {
-      slow.closeSync();
-    }
+  test('ERR_TASK_TIMEOUT: a task past taskTimeout fails with a TaskError saying where it was', async () => {
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load('function spin()\n  local x = 0\n  while true do\n    x = x + 1\n  end\nend', { name: 'spin.lua' });
+    const err = await failureOf(() => slow.call('spin'));
+    expect(err).toBeInstanceOf(TaskError);
+    expect(err.code).toBe('ERR_TASK_TIMEOUT');
+    expect(err.source).toBe('spin.lua');
+    expect([3, 4, 5]).toContain(err.line); // the loop's lines: where the kill found it
+    expect(err.luaStack).toMatch(/^stack traceback:\n\tspin\.lua:[345]: in function 'spin'/);
   });
 
   test('ERR_TASK_TIMEOUT: a task killed inside a C function names the Lua line that called it', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load(`function find()
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load(`function find()
   local s = string.rep("a", 30000)
   for _ = 1, 1e9 do
     string.find(s, ".-.-.-.-b")
   end
 end`, { name: 'find.lua' });
-      const err = await failureOf(() => slow.call('find'));
-      expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'find.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/find\.lua:[34]: in function 'find'/);
-    } finally {
-      slow.closeSync();
-    }
+    const err = await failureOf(() => slow.call('find'));
+    expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'find.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/find\.lua:[34]: in function 'find'/);
   });
 
   test('ERR_TASK_TIMEOUT: a task that caught the kill in a coroutine and went on is killed where it went on', async () => {
-    const slow = new Runtime({ taskTimeout: 30 });
-    try {
-      slow.load(`function swallow()
+    const slow = makeRuntime({ taskTimeout: 30 });
+    slow.load(`function swallow()
   local spin = coroutine.wrap(function() while true do end end)
   pcall(spin)
   coroutine.yield()
 end`, { name: 'sw.lua' });
-      const err = await failureOf(() => slow.call('swallow'));
-      expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/sw\.lua:[34]: in function 'swallow'/);
-    } finally {
-      slow.closeSync();
-    }
+    const err = await failureOf(() => slow.call('swallow'));
+    expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/sw\.lua:[34]: in function 'swallow'/);
   });
 
-  test('ERR_MEMORY_LIMIT: a task past memoryLimit, a LuaError with where it was', async () => {
-    const small = new Runtime({ memoryLimit: 1 << 20 });
-    try {
-      small.load('function grow()\n  local t = {}\n  for i = 1, 1e7 do\n    t[i] = i\n  end\nend', { name: 'grow.lua' });
-      const err = await failureOf(() => small.call('grow'));
-      expect(err).toBeInstanceOf(LuaError);
-      expect(err.code).toBe('ERR_MEMORY_LIMIT');
-      expect(err).toMatchObject({ source: 'grow.lua' });
-      expect([3, 4]).toContain(err.line);
-      expect(err.luaStack).toMatch(/grow\.lua:[34]: in function 'grow'/);
-      // A call from JS says it too, without the task's fields.
-      expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
-    } finally {
-      small.closeSync();
-    }
+  test('ERR_MEMORY_LIMIT: a task past memoryLimit fails with a LuaError saying where it was', async () => {
+    const small = makeRuntime({ memoryLimit: 1 << 20 });
+    small.load('function grow()\n  local t = {}\n  for i = 1, 1e7 do\n    t[i] = i\n  end\nend', { name: 'grow.lua' });
+    const err = await failureOf(() => small.call('grow'));
+    expect(err).toBeInstanceOf(LuaError);
+    expect(err.code).toBe('ERR_MEMORY_LIMIT');
+    expect(err).toMatchObject({ source: 'grow.lua' });
+    expect([3, 4]).toContain(err.line);
+    expect(err.luaStack).toMatch(/grow\.lua:[34]: in function 'grow'/);
+    // A call from JS says it too, without the task's fields.
+    expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
   });
 
   test.each([
@@ -142,7 +126,7 @@ end`, { name: 'sw.lua' });
     ['a time out of range', '"UNTIL_TIME", -5', /UNTIL_TIME out of range/],
     ['a bad cron string', '"UNTIL_NEXT", "0 0 25 * * ?"', /hour out of range: 25/],
     ['an unknown zone', '"UNTIL_NEXT", "* * * * *", "Mars/Base"', /unknown time zone/],
-  ])('ERR_BAD_YIELD: a task that does not catch %s, a LuaError at the yield', async (_, args, pattern) => {
+  ])('ERR_BAD_YIELD: a task that does not catch %s fails with a LuaError at the yield', async (_, args, pattern) => {
     rt.load(`function t()\n  local x = 1\n  coroutine.yield(${args})\nend`, { name: 'y.lua' });
     const err = await failureOf(() => rt.call('t'));
     expect(err).toBeInstanceOf(LuaError);
@@ -189,7 +173,7 @@ end`, { name: 'r.lua' });
     expect(await failureOf(() => rt.call('t'))).toMatchObject({ code: 'ERR_LUA_RUNTIME' });
   });
 
-  test('ERR_CRON_SYNTAX: cron.next and cron.describe of a bad expression or zone', () => {
+  test('ERR_CRON_SYNTAX: cron.next and cron.describe refuse a bad expression or zone', () => {
     const err = (() => { try { cron.next('0 0 25 * * ?'); } catch (e) { return e; } return null; })();
     expect(err).toBeInstanceOf(CronSyntaxError);
     expect(err.code).toBe('ERR_CRON_SYNTAX');
@@ -197,20 +181,20 @@ end`, { name: 'r.lua' });
     expect(() => cron.describe('* * *')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }));
   });
 
-  test('ERR_CONVERSION: a value that cannot cross', async () => {
+  test('ERR_CONVERSION: a value that cannot cross is refused with a ConversionError', async () => {
     const err = await failureOf(() => rt.load('return { [{}] = 1 }'));
     expect(err).toBeInstanceOf(ConversionError);
     expect(err.code).toBe('ERR_CONVERSION');
   });
 
-  test('ERR_NOT_IN_TASK: a Promise returned to Lua code that runs in no task', async () => {
+  test('ERR_NOT_IN_TASK: a Promise returned to Lua code that runs in no task is refused', async () => {
     rt.set('fetch', () => Promise.resolve(1));
     const err = await failureOf(() => rt.load('return fetch()'));
     expect(err).toBeInstanceOf(LuaError);
     expect(err.code).toBe('ERR_NOT_IN_TASK');
   });
 
-  test('ERR_RUNTIME_CLOSED: a call on a closed runtime', async () => {
+  test('ERR_RUNTIME_CLOSED: a call on a closed runtime is refused', async () => {
     const closed = new Runtime();
     closed.closeSync();
     const err = await failureOf(() => closed.load('return 1'));
@@ -218,13 +202,13 @@ end`, { name: 'r.lua' });
     expect(err.code).toBe('ERR_RUNTIME_CLOSED');
   });
 
-  test('ERR_COMMIT_FAILED: rt.commit() without a store', async () => {
+  test('ERR_COMMIT_FAILED: rt.commit() without a store fails', async () => {
     const err = await failureOf(() => rt.commit());
     expect(err).toBeInstanceOf(TaskError);
     expect(err.code).toBe('ERR_COMMIT_FAILED');
   });
 
-  test('ERR_COMMIT_FAILED: a task that does not catch its COMMIT without a store, with where it was', async () => {
+  test('ERR_COMMIT_FAILED: a task that does not catch its COMMIT without a store fails, saying where it was', async () => {
     rt.load('function t()\n  tasks.state.x = 1\n  coroutine.yield("COMMIT")\nend', { name: 'c.lua' });
     const err = await failureOf(() => rt.call('t'));
     expect(err).toBeInstanceOf(TaskError);
@@ -233,7 +217,7 @@ end`, { name: 'r.lua' });
     expect(err.luaStack).toMatch(/c\.lua:3: in function 't'/);
   });
 
-  test('ERR_COMMIT_FAILED: a task that does not catch a COMMIT the store failed, with the COMMIT\'s line', async () => {
+  test('ERR_COMMIT_FAILED: a task that does not catch a COMMIT the store failed fails, with the COMMIT\'s line', async () => {
     const cause = new Error('disk on fire');
     const stored = await Runtime.open({ name: 'fails', store: memoryStore({ save: () => Promise.reject(cause) }) });
     try {
@@ -246,7 +230,7 @@ end`, { name: 'r.lua' });
     }
   });
 
-  test('ERR_STORE_LOCKED: a second opener of the same name', async () => {
+  test('ERR_STORE_LOCKED: a second opener of the same name is refused with a StoreError', async () => {
     const first = await Runtime.open({ name: 'held', store: dir });
     try {
       const err = await failureOf(() => Runtime.open({ name: 'held', store: dir }));
@@ -257,32 +241,32 @@ end`, { name: 'r.lua' });
     }
   });
 
-  test('ERR_STORE_CORRUPT: a snapshot that does not read', async () => {
+  test('ERR_STORE_CORRUPT: a snapshot that does not read is refused with a StoreError', async () => {
     fs.writeFileSync(path.join(dir, 'junk.state'), 'not a snapshot');
     const err = await failureOf(() => Runtime.open({ name: 'junk', store: dir }));
     expect(err).toBeInstanceOf(StoreError);
     expect(err.code).toBe('ERR_STORE_CORRUPT');
   });
 
-  test('ERR_STORE_TIMEOUT: a store that does not answer within storeTimeout', async () => {
+  test('ERR_STORE_TIMEOUT: a store that does not answer within storeTimeout fails the open with a StoreError', async () => {
     const err = await failureOf(() => Runtime.open({ name: 'x', store: memoryStore({ acquire: () => new Promise(() => {}) }), storeTimeout: 30 }));
     expect(err).toBeInstanceOf(StoreError);
     expect(err.code).toBe('ERR_STORE_TIMEOUT');
   });
 
-  test('ERR_INVALID_ARG_TYPE: an argument of the wrong type, a TypeError', async () => {
+  test('ERR_INVALID_ARG_TYPE: an argument of the wrong type is refused with a TypeError', async () => {
     const err = await failureOf(() => rt.load(42));
     expect(err).toBeInstanceOf(TypeError);
     expect(err.code).toBe('ERR_INVALID_ARG_TYPE');
   });
 
-  test('ERR_INVALID_ARG_VALUE: an option of the right type with a value not allowed', async () => {
+  test('ERR_INVALID_ARG_VALUE: an option of the right type with a value not allowed is refused', async () => {
     const err = await failureOf(() => new Runtime({ timeZone: 'Mars/Base' }));
     expect(err).toBeInstanceOf(TypeError);
     expect(err.code).toBe('ERR_INVALID_ARG_VALUE');
   });
 
-  test('ERR_OUT_OF_RANGE: a number outside what is allowed, a RangeError', async () => {
+  test('ERR_OUT_OF_RANGE: a number outside what is allowed is refused with a RangeError', async () => {
     const err = await failureOf(() => rt.set('big', 2n ** 64n));
     expect(err).toBeInstanceOf(RangeError);
     expect(err.code).toBe('ERR_OUT_OF_RANGE');
@@ -290,7 +274,7 @@ end`, { name: 'r.lua' });
   });
 });
 
-test('ABORT_ERR: a task stopped through its AbortSignal, an AbortError', async () => {
+test('ABORT_ERR: a task stopped through its AbortSignal rejects with an AbortError', async () => {
   rt.load('function t() coroutine.yield("INDEFINITELY") end');
   const ac = new AbortController();
   const task = rt.spawn('t', { signal: ac.signal });

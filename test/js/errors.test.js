@@ -1,27 +1,15 @@
 // SPDX-License-Identifier: MIT
 // Errors through the boundary: Lua errors to JS, JS exceptions through Lua.
 'use strict';
-const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { Runtime, LuaError, LuaTasksError } = require('../..');
+const { fixture, makeRuntime, runNode, thrownBy } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
 
-// Runs `fn` and returns what it threw (fails the test if nothing was thrown).
-function thrownBy(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
-}
-
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 describe('syntax errors', () => {
   test.each([
@@ -231,19 +219,16 @@ describe('JS exceptions thrown into Lua', () => {
   // A non-Error primitive thrown from JS must round-trip like an Error does.
   // Run in a child process. Regression: it used to abort the whole process
   // (a Node-API reference to a primitive failed inside a noexcept function).
-  const runChild = (kind, how) => {
-    const r = spawnSync(process.execPath, [path.join(__dirname, 'fixtures', 'throw-value.js'), kind, how], {
-      encoding: 'utf8',
-      timeout: 20000,
-    });
-    return { status: r.status, signal: r.signal, stderr: r.stderr, out: r.status === 0 ? JSON.parse(r.stdout) : null };
+  const runChild = async (kind, how) => {
+    const r = await runNode([fixture('throw-value.js'), kind, how], { timeout: 20000 });
+    return { status: r.code, signal: r.signal, stderr: r.stderr, out: r.code === 0 ? JSON.parse(r.stdout) : null };
   };
   const roundTripped = { pcall: false, uncaught: { same: true, type: expect.any(String) },
     rethrown: { same: true, type: expect.any(String) }, usable: 2 };
 
-  test('the child script reports an Error thrown by a function or a getter as round-tripped', () => {
+  test('the child script reports an Error thrown by a function or a getter as round-tripped', async () => {
     for (const how of ['call', 'getter']) {
-      const r = runChild('error', how);
+      const r = await runChild('error', how);
       expect(r.status).toBe(0);
       expect(r.out).toEqual(roundTripped);
     }
@@ -256,15 +241,15 @@ describe('JS exceptions thrown into Lua', () => {
     ['null', 'null'],
     ['undefined', 'undefined'],
     ['a BigInt', 'bigint'],
-  ])('%s thrown by a JS function is catchable by pcall and reaches JS as the same value', (_, kind) => {
-    const r = runChild(kind, 'call');
+  ])('%s thrown by a JS function is catchable by pcall and reaches JS as the same value', async (_, kind) => {
+    const r = await runChild(kind, 'call');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.out).toEqual(roundTripped);
   });
 
-  test('a string thrown by a getter that Lua reads is catchable by pcall and reaches JS unchanged', () => {
-    const r = runChild('string', 'getter');
+  test('a string thrown by a getter that Lua reads is catchable by pcall and reaches JS unchanged', async () => {
+    const r = await runChild('string', 'getter');
     expect(r.stderr).toBe('');
     expect(r.status).toBe(0);
     expect(r.out).toEqual(roundTripped);
@@ -288,9 +273,8 @@ describe('bad arguments', () => {
 describe('memory limit', () => {
   let small;
   beforeEach(() => {
-    small = new Runtime({ memoryLimit: 1 << 20 });
+    small = makeRuntime({ memoryLimit: 1 << 20 });
   });
-  afterEach(() => small.closeSync());
 
   test.each([
     ['a growing table', 'local t = {} for i = 1, 1e7 do t[i] = i end'],

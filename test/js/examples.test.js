@@ -50,7 +50,7 @@ test('examples/sandbox.js contains every hostile script and runs the good one', 
   expect(out).toMatch(/behaves: returned 5050/);
 });
 
-test('the CLI runs the seed coroutine tour as a task', () => {
+test('the CLI runs examples/coroutine-tour.lua as a task, each wait reporting its reason, elapsed time and unit', () => {
   const out = node(['lib/cli.js', 'run', 'examples/coroutine-tour.lua']);
   expect(out).toMatch(/SCHEDULER\t yielded for \t[0-9.e-]+\t \tSECONDS/);
   expect(out).toMatch(/SCHEDULER\t yielded for \t(9\d|1\d\d)\.\d+\t \tMILLISECONDS/);

@@ -2,21 +2,17 @@
 // Garbage collection: unreachable runtimes are freed; handles keep their state alive.
 // Forcing a GC needs --expose-gc, so the measurements run in a child process.
 'use strict';
-const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { Runtime } = require('../..');
+const { fixture, runNode, expectCleanExit, sleep } = require('./helpers');
 
-function runFixture(...args) {
-  const r = spawnSync(process.execPath, ['--expose-gc', path.join(__dirname, 'fixtures', 'gc-runtimes.js'), ...args], {
-    encoding: 'utf8',
-    timeout: 120000,
-  });
-  expect({ status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+async function runFixture(...args) {
+  const r = await runNode(['--expose-gc', fixture('gc-runtimes.js'), ...args], { timeout: 120000 });
+  expectCleanExit(r);
   return JSON.parse(r.stdout);
 }
 
-test('500 dropped runtimes with data, functions and waiting tasks are all finalized, in bounded memory', () => {
-  const out = runFixture('churn');
+test('500 dropped runtimes with data, functions and waiting tasks are all finalized, in bounded memory', async () => {
+  const out = await runFixture('churn');
   expect(out.created).toBe(500);
   // FinalizationRegistry callbacks are not guaranteed, but after gc() and
   // several turns of the loop nearly all of them have run.
@@ -26,8 +22,8 @@ test('500 dropped runtimes with data, functions and waiting tasks are all finali
   expect(out.externalGrownMiB).toBeLessThan(150);
 }, 120000);
 
-test('a Lua function handle keeps working after its Runtime object is unreachable', () => {
-  const out = runFixture('churn', '10', '100');
+test('a Lua function handle keeps working after its Runtime object is unreachable', async () => {
+  const out = await runFixture('churn', '10', '100');
   expect(out.f).toBe(2); // inc(1) from JS, through Lua, back to JS
 }, 120000);
 
@@ -36,8 +32,8 @@ test('a Lua function handle keeps working after its Runtime object is unreachabl
 // pattern: rt.set('log', (m) => rt.emit('log', m))) is reachable only from
 // itself, yet none of them is ever finalized and their Lua states leak (with
 // 100 runtimes per round instead of 20, RSS grows by ~900 MiB).
-test.failing('a runtime whose Lua state holds a JS closure over the runtime itself is still freed', () => {
-  const out = runFixture('cycle', '20', '3000');
+test.failing('a runtime whose Lua state holds a JS closure over the runtime itself is still freed', async () => {
+  const out = await runFixture('cycle', '20', '3000');
   expect(out.finalized).toBeGreaterThanOrEqual(out.created / 2);
 }, 120000);
 
@@ -50,6 +46,6 @@ test('a runtime with a pending timed task is kept alive until the task ends', as
     rt.start('t');
   })();
   if (global.gc) global.gc();
-  await new Promise((r) => setTimeout(r, 80));
+  await sleep(80);
   expect(results).toEqual(['finished']);
 });

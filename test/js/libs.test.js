@@ -2,6 +2,7 @@
 // Library profiles ('safe', 'all', a list) and the refusal of binary chunks.
 'use strict';
 const { Runtime } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 const withRuntime = (options, fn) => {
   const rt = new Runtime(options);
@@ -27,9 +28,8 @@ const LUA_TASKS_GLOBALS = ['require', 'tasks'];
 describe("the 'safe' profile (the default)", () => {
   let rt;
   beforeEach(() => {
-    rt = new Runtime();
+    rt = makeRuntime();
   });
-  afterEach(() => rt.closeSync());
 
   test('has exactly the allowed globals', () => {
     expect(keysOf(rt, '_G')).toEqual([...SAFE_BASE, ...SAFE_LIBS, ...LUA_TASKS_GLOBALS].sort());

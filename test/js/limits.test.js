@@ -2,6 +2,7 @@
 // CPU limits: timeSlice preemption keeps the loop responsive; taskTimeout kills past pcall.
 'use strict';
 const { Runtime } = require('../..');
+const { makeRuntime, watchLoop } = require('./helpers');
 
 test.each([
   ['timeSlice', 0],
@@ -13,19 +14,13 @@ test.each([
 });
 
 test('spinning tasks are preempted, so a setInterval keeps firing, and taskTimeout kills them', async () => {
-  const rt = new Runtime({ timeSlice: 5, taskTimeout: 250 });
+  const rt = makeRuntime({ timeSlice: 5, taskTimeout: 250 });
   rt.load(`function spin() while true do end end
            function pspin() while true do pcall(function() while true do end end) end end`);
-  let last = Date.now();
-  let maxGap = 0;
-  const iv = setInterval(() => {
-    const now = Date.now();
-    maxGap = Math.max(maxGap, now - last);
-    last = now;
-  }, 10);
+  const loop = watchLoop(10);
   const tasks = [rt.start('spin'), rt.start('spin'), rt.start('pspin'), rt.start('pspin')];
   const results = await Promise.allSettled(tasks.map((t) => t.result));
-  clearInterval(iv);
+  const maxGap = loop.stop();
   for (const r of results) {
     expect(r.status).toBe('rejected');
     expect(r.reason.code).toBe('ERR_TASK_TIMEOUT');
@@ -33,34 +28,30 @@ test('spinning tasks are preempted, so a setInterval keeps firing, and taskTimeo
   // Without preemption the interval would stall for the whole ~1 s of spinning.
   expect(maxGap).toBeLessThan(150);
   expect(rt.stats().preemptions).toBeGreaterThan(10);
-  rt.closeSync();
 });
 
 test('a call from JS that spins is stopped with ERR_TASK_TIMEOUT and the runtime stays usable', () => {
-  const rt = new Runtime({ taskTimeout: 50 });
+  const rt = makeRuntime({ taskTimeout: 50 });
   expect(() => rt.load('while true do pcall(function() while true do end end) end')).toThrow(
     expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }),
   );
   expect(rt.load('local s = 0 for i = 1, 1000 do s = s + i end return s')).toEqual([500500]);
-  rt.closeSync();
 });
 
 test('other tasks go on while one is killed', async () => {
-  const rt = new Runtime({ taskTimeout: 100 });
+  const rt = makeRuntime({ taskTimeout: 100 });
   rt.load(`function spin() while true do end end
            function nap() coroutine.yield("FOR", 20, "MILLISECONDS") return "rested" end`);
   const spinner = rt.start('spin');
   const napper = rt.start('nap');
   await expect(spinner.result).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   await expect(napper.result).resolves.toBe('rested');
-  rt.closeSync();
 });
 
 test('a taskTimeout under a nanosecond still kills (it became 0 ns, which means no limit)', async () => {
-  const rt = new Runtime({ taskTimeout: 1e-7 });
+  const rt = makeRuntime({ taskTimeout: 1e-7 });
   rt.load('function spin() while true do end end');
   await expect(rt.call('spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
-  rt.closeSync();
 });
 
 describe('memoryLimit holds for values coming from JS into Lua code', () => {
@@ -69,7 +60,7 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
   // later call was refused because the total stayed past the limit.
   const big = () => new Array(1e6).fill('zz');
   test('a call\'s result, a field and an awaited value are refused as Lua errors, and the runtime goes on', async () => {
-    const rt = new Runtime({ memoryLimit: 4 << 20 });
+    const rt = makeRuntime({ memoryLimit: 4 << 20 });
     class Box { constructor() { this.big = big(); } }
     rt.set('get', big);
     rt.set('box', new Box());
@@ -87,7 +78,6 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
     expect(aerr).toMatch(tooMuch);
     expect(rt.stats().memoryUsed).toBeLessThan(4 << 20);
     expect(rt.load('return 1 + 1')).toEqual([2]);
-    rt.closeSync();
   });
 
   test('a module value past the limit fails the runtime\'s creation', () => {
@@ -97,7 +87,7 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
 });
 
 test('a call from JS whose Lua code swallowed the kill in coroutine.resume still fails with ERR_TASK_TIMEOUT', async () => {
-  const rt = new Runtime({ taskTimeout: 30 });
+  const rt = makeRuntime({ taskTimeout: 30 });
   rt.load(`function spin() while true do end end
     function swallow() local co = coroutine.create(spin) coroutine.resume(co) return "survived" end`);
   expect(() => rt.get('swallow')()).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
@@ -106,11 +96,10 @@ test('a call from JS whose Lua code swallowed the kill in coroutine.resume still
   // An earlier kill is not held against a later call made from inside a task.
   rt.set('inner', () => rt.load('return 41 + 1')[0]);
   expect(await rt.call(rt.load('return function() return inner() end')[0])).toBe(42);
-  rt.closeSync();
 });
 
 test('an xpcall message handler cannot hold a killed task past taskTimeout, and xpcall still works', async () => {
-  const rt = new Runtime({ taskTimeout: 30 });
+  const rt = makeRuntime({ taskTimeout: 30 });
   // The handler runs inside the hook that raised the kill, where Lua runs no
   // hooks: one that looped hung the process.
   rt.load(`function stuck() xpcall(function() while true do end end, function(e) while true do end end) end
@@ -123,7 +112,6 @@ test('an xpcall message handler cannot hold a killed task past taskTimeout, and 
   expect(await rt.call('normal')).toEqual([false, 'handled x', true, 5]);
   expect(() => rt.load('xpcall(print, 42)')).toThrow(/^\[string "xpcall\(print, 42\)"\]:1: bad argument #2 to 'xpcall' \(function expected, got number\)/);
   expect(() => rt.load('xpcall(print)')).toThrow(/bad argument #2 to 'xpcall' \(function expected, got no value\)/);
-  rt.closeSync();
 });
 
 describe('taskTimeout stops pattern matching that backtracks for minutes', () => {
@@ -142,20 +130,18 @@ describe('taskTimeout stops pattern matching that backtracks for minutes', () =>
     'string.gsub(s:sub(1, 1000), "a", ("%0"):rep(1e6))',
   ];
   test.each(calls)('%s in a task ends with ERR_TASK_TIMEOUT, through pcall, and the runtime goes on', async (call) => {
-    const rt = new Runtime({ taskTimeout: 50 });
+    const rt = makeRuntime({ taskTimeout: 50 });
     rt.load(setup);
     const fn = rt.load(`return function() local ok = pcall(function() ${call} end) return "survived" end`)[0];
     await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
     expect(rt.load('return ("key=value"):match("(%w+)=(%w+)")')).toEqual(['key', 'value']);
-    rt.closeSync();
   });
 
   test('a call from JS is stopped the same way', () => {
-    const rt = new Runtime({ taskTimeout: 50 });
+    const rt = makeRuntime({ taskTimeout: 50 });
     rt.load(setup);
     expect(() => rt.load('return string.gsub(s, p, function() end)'))
       .toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
     expect(rt.load('return string.gsub("a b", "%s", "_")')).toEqual(['a_b', 1]);
-    rt.closeSync();
   });
 });

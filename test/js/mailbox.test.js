@@ -6,17 +6,12 @@ const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => {
-  rt.closeSync();
-  if (global.gc) global.gc();
-});
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 describe('the issue\'s scenario: a quest task that COMMITs after each event', () => {
   let dir;
@@ -160,65 +155,53 @@ describe('rt.send', () => {
   });
 
   test('a value that cannot be converted throws ERR_CONVERSION and queues nothing', async () => {
-    const small = new Runtime({ conversionLimit: 1000 });
-    try {
-      small.load('function t() return tasks.receive(0) end');
-      small.load('function w() coroutine.yield("FOR", 10, "MILLISECONDS") return tasks.receive(0) end');
-      const task = small.start('w');
-      expect(() => small.send(task.id, 'x'.repeat(5000))).toThrow(expect.objectContaining({ code: 'ERR_CONVERSION' }));
-      expect(await task.result).toBe(undefined);  // nil, "timeout": the first value is nil
-    } finally {
-      small.closeSync();
-    }
+    const small = makeRuntime({ conversionLimit: 1000 });
+    small.load('function t() return tasks.receive(0) end');
+    small.load('function w() coroutine.yield("FOR", 10, "MILLISECONDS") return tasks.receive(0) end');
+    const task = small.start('w');
+    expect(() => small.send(task.id, 'x'.repeat(5000))).toThrow(expect.objectContaining({ code: 'ERR_CONVERSION' }));
+    expect(await task.result).toBe(undefined);  // nil, "timeout": the first value is nil
   });
 
   test('queued messages count against memoryLimit: a send past it throws ERR_MEMORY_LIMIT', async () => {
-    const small = new Runtime({ memoryLimit: 4 << 20 });
+    const small = makeRuntime({ memoryLimit: 4 << 20 });
+    small.load('function t() coroutine.yield("INDEFINITELY") end');
+    const task = small.start('t');
+    const mb = 'x'.repeat(1 << 20);
+    let sent = 0;
+    let err;
     try {
-      small.load('function t() coroutine.yield("INDEFINITELY") end');
-      const task = small.start('t');
-      const mb = 'x'.repeat(1 << 20);
-      let sent = 0;
-      let err;
-      try {
-        for (; sent < 10; sent++) small.send(task.id, `${sent}${mb}`);
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
-      expect(sent).toBeGreaterThan(0);
-      expect(sent).toBeLessThan(4);
-      small.cancel(task.id);
-      await task.result.catch(() => {});
-      small.load('collectgarbage()');
-      expect(small.send(small.start('t').id, mb)).toBe(true);  // freed with the task: room again
-    } finally {
-      small.closeSync();
+      for (; sent < 10; sent++) small.send(task.id, `${sent}${mb}`);
+    } catch (e) {
+      err = e;
     }
+    expect(err).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
+    expect(sent).toBeGreaterThan(0);
+    expect(sent).toBeLessThan(4);
+    small.cancel(task.id);
+    await task.result.catch(() => {});
+    small.load('collectgarbage()');
+    expect(small.send(small.start('t').id, mb)).toBe(true);  // freed with the task: room again
   });
 
   test('a full mailbox throws ERR_MAILBOX_FULL until the task takes a message', async () => {
-    const small = new Runtime({ mailboxLimit: 2 });
+    const small = makeRuntime({ mailboxLimit: 2 });
+    small.load(`function t() coroutine.yield("INDEFINITELY") local a = tasks.receive() coroutine.yield("INDEFINITELY") return a end`);
+    const task = small.start('t');
+    expect(small.send(task.id, 'a')).toBe(true);
+    expect(small.send(task.id, 'b')).toBe(true);
+    let err;
     try {
-      small.load(`function t() coroutine.yield("INDEFINITELY") local a = tasks.receive() coroutine.yield("INDEFINITELY") return a end`);
-      const task = small.start('t');
-      expect(small.send(task.id, 'a')).toBe(true);
-      expect(small.send(task.id, 'b')).toBe(true);
-      let err;
-      try {
-        small.send(task.id, 'c');
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toMatchObject({ code: 'ERR_MAILBOX_FULL', name: 'LuaTasksError' });
-      expect(err.message).toMatch(/mailbox is full \(2 messages, the mailboxLimit option\)/);
-      expect(small.resume(task.id)).toBe(true);
-      expect(small.send(task.id, 'c')).toBe(true);
-      expect(small.resume(task.id)).toBe(true);
-      expect(await task.result).toBe('a');
-    } finally {
-      small.closeSync();
+      small.send(task.id, 'c');
+    } catch (e) {
+      err = e;
     }
+    expect(err).toMatchObject({ code: 'ERR_MAILBOX_FULL', name: 'LuaTasksError' });
+    expect(err.message).toMatch(/mailbox is full \(2 messages, the mailboxLimit option\)/);
+    expect(small.resume(task.id)).toBe(true);
+    expect(small.send(task.id, 'c')).toBe(true);
+    expect(small.resume(task.id)).toBe(true);
+    expect(await task.result).toBe('a');
   });
 
   test.each([0, -1, 1.5, '10', 2 ** 32])('mailboxLimit %p is refused', (v) => {

@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
 const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 let dir;
 beforeEach(() => {
@@ -87,11 +88,11 @@ test('no other task runs while a COMMIT is being written', async () => {
   const c = rt.start('committer');
   rt.start('ticker');
   rt.start('other');
-  await new Promise((r) => setTimeout(r, 20));
+  await sleep(20);
   expect(order).toEqual(['commit']);
   release();
   await c.result;
-  await new Promise((r) => setTimeout(r, 5));
+  await sleep(5);
   // At the unlock the starts it held back run (the ticker to its yield),
   // then the committer continues from the ready queue, ahead of the tick
   // queued after it.
@@ -100,12 +101,11 @@ test('no other task runs while a COMMIT is being written', async () => {
 });
 
 test('without a store COMMIT raises at the yield and rt.commit() rejects', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.load('function t() local ok, e = pcall(coroutine.yield, "COMMIT") return tostring(e) end');
   expect(await rt.call('t')).toMatch(/COMMIT failed: this runtime has no store/);
   await expect(rt.commit()).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED' });
   expect(() => new Runtime({ name: 'n', store: dir })).toThrow(/Runtime\.open/);
-  rt.closeSync();
 });
 
 test('a corrupt or foreign snapshot is refused with ERR_STORE_CORRUPT', async () => {

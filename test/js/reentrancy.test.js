@@ -4,8 +4,7 @@
 // of these crashed Node or lost a task before; each test asserts the outcome, not just survival.
 'use strict';
 const { Runtime } = require('../..');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const { makeRuntime, makeRuntimeWithLines, sleep } = require('./helpers');
 
 describe('close() from code the runtime is running waits until that work returns', () => {
   test('from a taskdone listener while a timer batch runs', async () => {
@@ -85,8 +84,7 @@ describe('close() from code the runtime is running waits until that work returns
 });
 
 test('a <close> handler that cancels its own task runs to its end and the task ends cancelled', async () => {
-  const lines = [];
-  const rt = new Runtime({ print: (l) => lines.push(l) });
+  const { rt, lines } = makeRuntimeWithLines();
   rt.load(`function f()
     local me = tasks.current_id()
     local x <close> = setmetatable({}, {__close = function()
@@ -100,11 +98,10 @@ test('a <close> handler that cancels its own task runs to its end and the task e
   await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
   expect(lines).toEqual(['status running\ttrue', 'after']);
   expect(rt.stats().tasks).toBe(0);
-  rt.closeSync();
 });
 
 test('a task killed by taskTimeout does not run its <close> handlers (one raising aborted Node, one looping hung it)', async () => {
-  const rt = new Runtime({ taskTimeout: 30 });
+  const rt = makeRuntime({ taskTimeout: 30 });
   rt.load(`ran = 0
     function raises() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 error("x") end}) while true do end end
     function loops() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 while true do end end}) while true do end end`);
@@ -114,12 +111,11 @@ test('a task killed by taskTimeout does not run its <close> handlers (one raisin
   expect(rt.get('ran')).toBe(0);
   expect(rt.load('return 1 + 1')).toEqual([2]);
   expect(rt.stats().tasks).toBe(0);
-  rt.closeSync();
 });
 
 // libs 'all': the 'safe' profile refuses __gc.
 test('__gc finalizers that start tasks while a start makes room for its anchor keep every task', () => {
-  const rt = new Runtime({ libs: 'all' });
+  const rt = makeRuntime({ libs: 'all' });
   rt.load(`for i = 1, 50 do
       setmetatable({}, {__gc = function() tasks.start(function() coroutine.yield("INDEFINITELY") end) end})
     end
@@ -129,11 +125,10 @@ test('__gc finalizers that start tasks while a start makes room for its anchor k
   expect(rt.stats().tasks).toBe(51);
   rt.load('for i = 1, 2000 do local t = {} for j = 1, 50 do t[j] = {} end end collectgarbage()');
   expect(rt.tasks().every((t) => t.status === 'waiting')).toBe(true);
-  rt.closeSync();
 });
 
 test('a __gc finalizer cancelling a task while its promise\'s value converts', async () => {
-  const rt = new Runtime({ libs: 'all' });
+  const rt = makeRuntime({ libs: 'all' });
   let resolve;
   rt.set('p', () => new Promise((r) => { resolve = r; }));
   rt.load(`function f()
@@ -152,22 +147,20 @@ test('a __gc finalizer cancelling a task while its promise\'s value converts', a
   // Whether the collector ran during the conversion decides which; both are whole outcomes.
   expect([['done', 'table'], ['failed', 'ERR_TASK_CANCELLED']]).toContainEqual([how, what]);
   expect(rt.stats().tasks).toBe(0);
-  rt.closeSync();
 });
 
 test('an AbortSignal aborted while the task runs its first part cancels it', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   const ac = new AbortController();
   rt.set('abort', () => ac.abort('stop'));
   rt.load('function h() abort() coroutine.yield("INDEFINITELY") end');
   const task = rt.start('h', ac.signal);
   await expect(task.result).rejects.toMatchObject({ code: 'ABORT_ERR', cause: 'stop' });
   expect(rt.stats().tasks).toBe(0);
-  rt.closeSync();
 });
 
 test('a coroutine the CPU budget killed is never closed later (its <close> handlers would run with no hooks)', async () => {
-  const rt = new Runtime({ taskTimeout: 30 });
+  const rt = makeRuntime({ taskTimeout: 30 });
   rt.load(`ran = 0
     local function guarded() local x <close> = setmetatable({}, {__close = function() ran = ran + 1 while true do end end}) while true do end end
     function viawrap() coroutine.wrap(guarded)() end
@@ -180,20 +173,18 @@ test('a coroutine the CPU budget killed is never closed later (its <close> handl
   expect(rt.get('ran')).toBe(0);
   // Coroutines made afterwards close as usual.
   expect(rt.load('local c = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() ran = 10 end}) coroutine.yield() end) coroutine.resume(c) return coroutine.close(c), ran')).toEqual([true, 10]);
-  rt.closeSync();
 });
 
 test('libs \'safe\' refuses a metatable with __gc: no CPU budget could stop a finalizer that loops', async () => {
-  const rt = new Runtime({ taskTimeout: 30 });
+  const rt = makeRuntime({ taskTimeout: 30 });
   expect(() => rt.load('setmetatable({}, {__gc = function() while true do end end}) collectgarbage()'))
     .toThrow(/setmetatable: __gc finalizers are not available with libs 'safe'/);
   expect(rt.load('local t = setmetatable({}, {__index = {a = 1}}) return t.a')).toEqual([1]);
   expect(() => rt.load('setmetatable(setmetatable({}, {__metatable = false}), {})')).toThrow(/cannot change a protected metatable/);
-  rt.closeSync();
 });
 
 test('a Promise subclass whose then calls back at once still wakes the task', async () => {
-  const rt = new Runtime();
+  const rt = makeRuntime();
   class Eager extends Promise {
     then(ok) {
       ok(42);
@@ -203,5 +194,4 @@ test('a Promise subclass whose then calls back at once still wakes the task', as
   rt.set('eager', () => Eager.resolve(42));
   rt.load('function f() return eager() end');
   expect(await rt.call('f')).toBe(42);
-  rt.closeSync();
 });

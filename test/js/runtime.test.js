@@ -5,14 +5,14 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime, LuaError, RuntimeClosedError } = require('../..');
+const { makeRuntime } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
+  rt = makeRuntime();
 });
-afterEach(() => rt.closeSync());
 
 describe('constructor options', () => {
   test.each([
@@ -59,9 +59,8 @@ describe('constructor options', () => {
     const rt = new Runtime({ modules: { io: 'return { shim = true }' }, libs: ['base', 'string'] });
     expect(rt.load('return require("io").shim')).toEqual([true]);
     rt.closeSync();
-    const safe = new Runtime({ modules: { debug: { shim: 1 } } });
+    const safe = makeRuntime({ modules: { debug: { shim: 1 } } });
     expect(safe.load('return require("debug").shim')).toEqual([1]);
-    safe.closeSync();
   });
 
   // Regression: the name was cut at the NUL, so 'a\0b' was registered as 'a'.
@@ -91,9 +90,8 @@ describe('constructor options', () => {
     ['a memoryLimit in bytes', { memoryLimit: 4 << 20 }],
     ['a print function', { print: () => {} }],
   ])('accepts %s', (_, options) => {
-    const r = new Runtime(options);
+    const r = makeRuntime(options);
     expect(r.load('return 1 + 1')).toEqual([2]);
-    r.closeSync();
   });
 
   test('the error message names the option and the value given', () => {
@@ -313,12 +311,11 @@ describe('close', () => {
   });
 
   test('closing one runtime leaves the others working', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     const [f] = other.load('return function(x) return x + 1 end');
     rt.closeSync();
     expect(f(1)).toBe(2);
     expect(other.load('return "still here"')).toEqual(['still here']);
-    other.closeSync();
   });
 });
 
@@ -332,27 +329,24 @@ describe('many runtimes', () => {
   });
 
   test('a change to the string metatable stays in its own runtime', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     rt.load('getmetatable("").__index.shout = function(s) return s:upper() .. "!" end');
     expect(rt.load('return ("hey"):shout()')).toEqual(['HEY!']);
     expect(other.load('return ("hey").shout')).toEqual([null]);
-    other.closeSync();
   });
 
   test('a change to a standard library stays in its own runtime', () => {
-    const other = new Runtime();
+    const other = makeRuntime();
     rt.load('math.floor = nil string.len = function() return -1 end');
     expect(other.load('return math.floor(1.5), string.len("ab")')).toEqual([1, 2]);
-    other.closeSync();
   });
 
   test('a global of a closed runtime does not leak into a new one', () => {
     const first = new Runtime();
     first.load('leaked = true');
     first.closeSync();
-    const second = new Runtime();
+    const second = makeRuntime();
     expect(second.get('leaked')).toBeUndefined();
-    second.closeSync();
   });
 });
 
@@ -385,23 +379,21 @@ describe('print option', () => {
 
   test('calls print synchronously, during load', () => {
     const seen = [];
-    const r = new Runtime({ print: (line) => seen.push(`print ${line}`) });
+    const r = makeRuntime({ print: (line) => seen.push(`print ${line}`) });
     r.set('mark', () => seen.push('mark'));
     r.load('print(1) mark() print(2)');
     expect(seen).toEqual(['print 1', 'mark', 'print 2']);
-    r.closeSync();
   });
 
   test('an exception in the print function is a Lua error catchable by pcall', () => {
     const boom = new Error('print failed');
-    const r = new Runtime({
+    const r = makeRuntime({
       print: () => {
         throw boom;
       },
     });
     expect(r.load('local ok, e = pcall(print, "x") return ok, e.message')).toEqual([false, 'print failed']);
     expect(() => r.load('print("x")')).toThrow(boom);
-    r.closeSync();
   });
 });
 
@@ -429,9 +421,8 @@ describe('stats', () => {
   });
 
   test('memoryLimit is the option given', () => {
-    const r = new Runtime({ memoryLimit: 8 << 20 });
+    const r = makeRuntime({ memoryLimit: 8 << 20 });
     expect(r.stats().memoryLimit).toBe(8 << 20);
-    r.closeSync();
   });
 
   test('tasks counts live tasks', () => {

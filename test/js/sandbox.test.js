@@ -3,13 +3,13 @@
 'use strict';
 const path = require('node:path');
 const { Runtime } = require('../..');
+const { makeRuntime, makeRuntimeWithLines } = require('./helpers');
 
 const modules = path.join(__dirname, 'fixtures', 'modules');
 let rt;
 beforeEach(() => {
-  rt = new Runtime({ modulePaths: [modules] });
+  rt = makeRuntime({ modulePaths: [modules] });
 });
-afterEach(() => rt.closeSync());
 
 // Runs `src` under pcall; returns [ok, message].
 function attempt(src) {
@@ -69,16 +69,14 @@ test('modules load from modulePaths as text, and dofile/loadfile cannot leave th
 });
 
 test('without modulePaths there is no dofile or loadfile at all', () => {
-  const plain = new Runtime();
+  const plain = makeRuntime();
   expect(plain.load('return dofile, loadfile')).toEqual([null, null]);
-  plain.closeSync();
 });
 
 test("changing one runtime's string metatable or _G does not reach another", () => {
-  const other = new Runtime();
+  const other = makeRuntime();
   rt.load('getmetatable("").__index = { upper = function() return "pwned" end } _G.print = nil setmetatable(_G, { __index = function() return "x" end })');
   expect(other.load('return ("a"):upper(), type(print), undefined_global')).toEqual(['A', 'function', null]);
-  other.closeSync();
 });
 
 test('JS -> Lua -> JS recursion is bounded with a clear error, not a stack overflow', () => {
@@ -123,11 +121,9 @@ describe('a module whose top level waits', () => {
   let rt;
   let lines;
   beforeEach(() => {
-    lines = [];
-    rt = new Runtime({ print: (l) => lines.push(l), modules });
+    ({ rt, lines } = makeRuntimeWithLines({ modules }));
     rt.load('seen = {} function use(m) local v = require(m) seen[#seen + 1] = v return v end');
   });
-  afterEach(() => rt.closeSync());
 
   test('runs once: a second task requiring it meanwhile waits for it and gets the same value', async () => {
     const a = rt.call('use', 'slow');
@@ -149,7 +145,7 @@ describe('a module whose top level waits', () => {
   });
 
   test('a require loop across two tasks is an error, not a wait for ever', async () => {
-    const r = new Runtime({ modules: {
+    const r = makeRuntime({ modules: {
       a: 'tasks.sleep(0.01) require "b" return "a"',
       b: 'tasks.sleep(0.01) require "a" return "b"',
     } });
@@ -160,7 +156,6 @@ describe('a module whose top level waits', () => {
       expect(res.reason.message).toMatch(/a require loop/);
     }
     expect(r.stats().tasks).toBe(0);
-    r.closeSync();
   });
 
   test('requiring itself while it loads is a clear error, not a stack overflow', async () => {

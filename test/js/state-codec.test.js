@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const binding = require('../../lib/binding');
 const { Runtime } = require('../..');
+const { turn } = require('./helpers');
 
 let dir;
 beforeEach(() => {
@@ -241,7 +242,7 @@ describe('the consistency rule', () => {
     rt.snapshotBegin();
     expect(rt.snapshotStep(0)).toBeUndefined();
     resolve(2);
-    await new Promise(setImmediate);
+    await turn();
     expect(rt.load('return tasks.state.x')).toEqual([2]);
     expect(restoredX(finishSnapshot(rt))).toBe(1);
     rt.close();

@@ -19,10 +19,9 @@
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Runtime } = require('../..');
+const { sleep } = require('./helpers');
 
 const CHILD = path.join(__dirname, 'fixtures', 'store-child.js');
-
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
 /** Starts the child fixture in `mode`; resolves with it once it printed its first line. */
 function startChild(adapter, ctx, name, mode) {

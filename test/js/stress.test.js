@@ -6,9 +6,9 @@
 // (as far as the loop's timing allows); a failure names its seed.
 'use strict';
 const path = require('node:path');
-const { spawnSync } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { Runtime } = require('../..');
+const { fixture, makeRuntime, runNode, expectCleanExit, sleep, turn } = require('./helpers');
 
 const SEED = Number(process.env.STRESS_SEED) || (Date.now() % 2 ** 31) + 1;
 
@@ -37,7 +37,6 @@ function seeded(salt, body) {
   };
 }
 
-const turn = () => new Promise((r) => setImmediate(r));
 const entry = path.join(__dirname, '..', '..');
 
 describe('8 Workers with 1,000 tasks each, terminated at random moments', () => {
@@ -121,10 +120,9 @@ describe('8 Workers with 1,000 tasks each, terminated at random moments', () => 
     ]);
     expect([msg, code]).toEqual([42, 0]);
 
-    const rt = new Runtime();
+    const rt = makeRuntime();
     rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return "main ok" end');
     expect(await rt.call('f')).toBe('main ok');
-    rt.closeSync();
   }), 120000);
 });
 
@@ -295,12 +293,12 @@ describe('100,000 tasks under random operations', () => {
         const snap = rt.task(records.get(key).task.id);
         if (snap && snap.waiting && snap.waiting.instruction === 'INDEFINITELY') rt.resume(snap.id);
       }
-      await (rounds % 10 === 9 ? new Promise((r) => setTimeout(r, 1)) : turn());
+      await (rounds % 10 === 9 ? sleep(1) : turn());
     }
     for (let i = 0; i < 5; i++) await turn(); // late settlements would show now
     // A child whose parent was cancelled while joining it outlives the
     // parent by its sleep (up to 2 ms): let those end before counting.
-    for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await new Promise((r) => setTimeout(r, 2));
+    for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await sleep(2);
 
     expect(settledCount).toBe(TOTAL);
     const tally = { done: 0, failed: 0, cancelled: 0 };
@@ -344,13 +342,10 @@ describe('100,000 tasks under random operations', () => {
   }), 120000);
 });
 
-test('a runtime dropped without close() with thousands of INDEFINITELY tasks is collected', () => {
+test('a runtime dropped without close() with thousands of INDEFINITELY tasks is collected', async () => {
   // Forcing a GC needs --expose-gc: the measurement runs in a child process.
-  const r = spawnSync(process.execPath, ['--expose-gc', path.join(__dirname, 'fixtures', 'stress-gc.js')], {
-    encoding: 'utf8',
-    timeout: 120000,
-  });
-  expect({ status: r.status, signal: r.signal, stderr: r.stderr }).toEqual({ status: 0, signal: null, stderr: '' });
+  const r = await runNode(['--expose-gc', fixture('stress-gc.js')], { timeout: 120000 });
+  expectCleanExit(r);
   const out = JSON.parse(r.stdout);
   expect(out.tasks).toBe(out.runtimes * 5000);
   expect(out.finalized).toBe(out.runtimes);

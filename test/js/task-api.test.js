@@ -1,29 +1,17 @@
 // SPDX-License-Identifier: MIT
-// The Node-like task API: task.cancel / task.resume, rt.spawn with options,
-// waiting.until for FOR and tasks.sleep, AbortError on aborts, 'taskcancel'.
+// The JS Task object and its views: task.id, task.waiting, name and meta from rt.spawn's options, task.cancel/resume, rt.task/rt.tasks snapshots.
 'use strict';
 const { Runtime, Task, AbortError } = require('../..');
 const { codes } = require('../../lib/errors');
 
+const { makeRuntime, makeRuntimeWithLines, TASK_FUNCTIONS } = require('./helpers');
+
 let rt;
 let lines;
 beforeEach(() => {
-  lines = [];
-  rt = new Runtime({ print: (l) => lines.push(l) });
-  rt.load(`
-    function forever() coroutine.yield("INDEFINITELY") end
-    function echo() return coroutine.yield("INDEFINITELY") end
-    function count(...) return select("#", ...) end
-    function guarded(tag)
-      local c <close> = setmetatable({}, { __close = function() print("closed " .. tag) end })
-      coroutine.yield("INDEFINITELY")
-    end`);
+  ({ rt, lines } = makeRuntimeWithLines());
+  rt.load(TASK_FUNCTIONS);
 });
-afterEach(() => {
-  rt.closeSync();
-});
-
-const turn = () => new Promise((r) => setImmediate(r));
 
 describe('task.cancel and task.resume', () => {
   test('task.cancel(reason) cancels as rt.cancel(task.id, reason) does', async () => {
@@ -128,7 +116,35 @@ describe('rt.spawn(fn, options)', () => {
   });
 });
 
-describe('waiting.until', () => {
+describe('task.waiting', () => {
+  test.each([
+    ['coroutine.yield()', 'IMMEDIATE', false],
+    ['coroutine.yield("IMMEDIATE")', 'IMMEDIATE', false],
+    ['coroutine.yield("FOR", 1)', 'FOR', true],
+    ['tasks.sleep(1)', 'FOR', true],
+    ['coroutine.yield("INDEFINITELY")', 'INDEFINITELY', false],
+  ])('after %s is { instruction: %p }', async (wait, instruction, timed) => {
+    rt.load(`function t() ${wait} end`);
+    const task = rt.start('t');
+    // A timed wait also has until (the tests below check its value).
+    const expected = timed ? { instruction, until: expect.anything() } : { instruction };
+    expect(task.waiting).toEqual(expected);
+    expect(rt.task(task.id).waiting).toEqual(expected);
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+  });
+
+  test('after UNTIL_TIME carries the wall-clock deadline as until', async () => {
+    const at = Math.floor(Date.now() / 1000) + 60;
+    rt.load('function t(at) coroutine.yield("UNTIL_TIME", at) end');
+    const task = rt.start('t', at);
+    expect(task.waiting.instruction).toBe('UNTIL_TIME');
+    expect(Object.prototype.toString.call(task.waiting.until)).toBe('[object Date]'); // Jest realms: no instanceof
+    expect(task.waiting.until.getTime()).toBe(at * 1000);
+    rt.cancel(task.id);
+    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+  });
+
   test.each([
     ['FOR', 'coroutine.yield("FOR", 30)', 30000],
     ['FOR in milliseconds', 'coroutine.yield("FOR", 4000, "MILLISECONDS")', 4000],
@@ -155,147 +171,92 @@ describe('waiting.until', () => {
   });
 });
 
-describe('aborting through a signal', () => {
-  test('AbortError is exported and shaped as Node\'s', () => {
-    const err = new AbortError('x', { cause: 'why' });
-    expect(err).toBeInstanceOf(Error);
-    expect(err.name).toBe('AbortError');
-    expect(err.code).toBe('ABORT_ERR');
-    expect(err.cause).toBe('why');
-    expect(codes.ABORT_ERR).toBe('ABORT_ERR');
-  });
-
-  test('an already aborted signal: start and spawn throw an AbortError and start nothing', () => {
-    rt.load('ran = false function t() ran = true coroutine.yield("INDEFINITELY") end');
-    const reason = new Error('too late');
-    const signal = AbortSignal.abort(reason);
-    for (const go of [() => rt.start('t', signal), () => rt.spawn('t', { signal })]) {
-      let err;
-      try {
-        go();
-      } catch (e) {
-        err = e;
-      }
-      expect(err).toBeInstanceOf(AbortError);
-      expect(err).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR' });
-      expect(err.cause).toBe(reason);
+describe('task.id', () => {
+  test('task ids are strings, unique within a runtime and across runtimes', () => {
+    rt.load('function w() coroutine.yield("INDEFINITELY") end');
+    const other = makeRuntime();
+    other.load('function w() coroutine.yield("INDEFINITELY") end');
+    const ids = [];
+    for (let i = 0; i < 200; i++) {
+      ids.push(rt.start('w').id, other.start('w').id);
     }
-    expect(rt.get('ran')).toBe(false);
-    expect(rt.tasks()).toEqual([]);
+    for (const id of ids) expect(typeof id).toBe('string');
+    expect(new Set(ids).size).toBe(ids.length);
+    // An id of another runtime is unknown here.
+    expect(rt.task(ids[1])).toBeUndefined();
+    expect(rt.resume(ids[1])).toBe(false);
   });
 
-  test('an already aborted signal: rt.call rejects with an AbortError', async () => {
-    await expect(rt.call('forever', AbortSignal.abort('nope'))).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'nope' });
-  });
-
-  test('aborted during the run: the result rejects with an AbortError and <close> variables run', async () => {
-    const ac = new AbortController();
-    const task = rt.start('guarded', 'g', ac.signal);
-    setTimeout(() => ac.abort('stop now'), 5);
-    const err = await task.result.catch((e) => e);
-    expect(err).toBeInstanceOf(AbortError);
-    expect(err).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'stop now', message: expect.stringContaining('stop now') });
-    expect(lines).toEqual(['closed g']);
-    expect(task.status).toBe('cancelled');
-  });
-
-  test('the default reason (a DOMException) is the cause', async () => {
-    const ac = new AbortController();
-    const task = rt.start('forever', ac.signal);
-    ac.abort();
-    const err = await task.result.catch((e) => e);
-    expect(err.code).toBe('ABORT_ERR');
-    expect(err.cause).toBe(ac.signal.reason);
-    expect(err.cause.name).toBe('AbortError');
-  });
-
-  test('aborted while its first part runs (by JS it called): an AbortError', async () => {
-    const ac = new AbortController();
-    rt.set('abort', () => ac.abort('mid'));
-    rt.load('function h() abort() coroutine.yield("INDEFINITELY") end');
-    const task = rt.start('h', ac.signal);
-    await expect(task.result).rejects.toMatchObject({ code: 'ABORT_ERR', cause: 'mid' });
-  });
-
-  test('aborted while its COMMIT is being written: an AbortError saying whether the snapshot landed', async () => {
-    let land;
-    const store = { load: async () => null, save: () => new Promise((r) => { land = r; }) };
-    const prt = await Runtime.open({ name: 'abort-commit', store });
-    try {
-      prt.load('function c() tasks.state.x = 1 coroutine.yield("COMMIT") coroutine.yield("INDEFINITELY") end');
-      const ac = new AbortController();
-      const task = prt.start('c', ac.signal);
-      while (!land) await turn();
-      ac.abort('mid-commit');
-      land();
-      const err = await task.result.catch((e) => e);
-      expect(err).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'mid-commit', committed: true });
-      expect(err.message).toContain('Its COMMIT had been written');
-    } finally {
-      await prt.close();
-    }
-  });
-
-  test('a plain cancel of a task with a signal is still ERR_TASK_CANCELLED', async () => {
-    const ac = new AbortController();
-    const task = rt.start('forever', ac.signal);
-    task.cancel('by hand');
-    await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'by hand' });
-    ac.abort('later'); // changes nothing
-    await turn();
+  test('is the id Lua sees, 41 characters, and a runtime\'s ids sort in start order', () => {
+    const seen = [];
+    rt.set('peek', (id) => { seen.push(id); });
+    rt.load('function t() peek(tasks.current_id()) coroutine.yield("INDEFINITELY") end');
+    const tasks = [];
+    for (let i = 0; i < 40; i++) tasks.push(rt.start('t'));
+    expect(seen).toEqual(tasks.map((t) => t.id));
+    for (const t of tasks) expect(t.id).toMatch(/^t[0-9a-z]{26}-[0-9a-z]{13}$/);
+    expect([...seen].sort()).toEqual(seen);
+    const [fromLua] = rt.load('return tasks.start(t)');
+    expect(fromLua).toBe(seen[40]);
+    expect(rt.resume(fromLua)).toBe(true);
+    expect(rt.resume(`${fromLua.slice(0, 28)}${fromLua.slice(28).replace(/^0+/, '')}`)).toBe(false);  // not the canonical form
+    const other = makeRuntime();
+    expect(other.start('tostring').id.slice(0, 28)).not.toBe(tasks[0].id.slice(0, 28));
   });
 });
 
-describe("the 'taskcancel' event", () => {
-  let seen;
-  beforeEach(() => {
-    seen = [];
-    rt.on('taskcancel', (task, err) => seen.push([task, err]));
+describe('rt.task and rt.tasks', () => {
+  test('rt.tasks lists the live tasks, oldest first, as snapshots', async () => {
+    rt.load('function w() coroutine.yield("INDEFINITELY") end function f() coroutine.yield("FOR", 60) end');
+    const a = rt.start('w');
+    const b = rt.start('f');
+    const c = rt.start('w');
+    expect(rt.tasks()).toEqual([
+      { id: a.id, status: 'waiting', waiting: { instruction: 'INDEFINITELY' } },
+      { id: b.id, status: 'waiting', waiting: { instruction: 'FOR', until: expect.anything() } },
+      { id: c.id, status: 'waiting', waiting: { instruction: 'INDEFINITELY' } },
+    ]);
+    expect(rt.task(b.id)).toEqual({ id: b.id, status: 'waiting', waiting: { instruction: 'FOR', until: expect.anything() } });
+    const snapshot = rt.task(a.id);
+    rt.resume(a.id);
+    await a.result;
+    expect(snapshot.status).toBe('waiting'); // a snapshot, not a live view
+    expect(rt.tasks().map((t) => t.id)).toEqual([b.id, c.id]);
+    rt.cancel(b.id);
+    rt.cancel(c.id);
+    await Promise.allSettled([b.result, c.result]);
+    expect(rt.tasks()).toEqual([]);
   });
 
-  test('fires for rt.cancel and task.cancel, with the error the result rejects with', async () => {
-    const a = rt.start('forever');
-    const b = rt.spawn('forever', { name: 'b' });
-    rt.cancel(a.id, 'one');
-    b.cancel('two');
-    expect(seen.map(([t, e]) => [t, e.code, e.reason])).toEqual([[a, 'ERR_TASK_CANCELLED', 'one'], [b, 'ERR_TASK_CANCELLED', 'two']]);
-    expect(await a.result.catch((e) => e)).toBe(seen[0][1]);
-    expect(seen[1][0].name).toBe('b');
+  test.each([['an unknown id', 'no-such-task'], ['an empty id', '']])('rt.task answers undefined for %s', (_, id) => {
+    expect(rt.task(id)).toBeUndefined();
   });
 
-  test('fires for an abort, with the AbortError', async () => {
-    const ac = new AbortController();
-    const task = rt.start('forever', ac.signal);
-    ac.abort('sig');
-    expect(seen).toHaveLength(1);
-    expect(seen[0][0]).toBe(task);
-    expect(seen[0][1]).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'sig' });
-    expect(await task.result.catch((e) => e)).toBe(seen[0][1]);
+  test('an id with a character more, one less, or one changed names no task', () => {
+    rt.load('function park() coroutine.yield("INDEFINITELY") end');
+    const { id } = rt.start('park');
+    const last = id[id.length - 1];
+    for (const other of [`${id}0`, `${id}${id}`, id.slice(0, -1), id.slice(0, -1) + (last === '0' ? '1' : '0'), id.toUpperCase(), `${id.slice(0, -1)}é`, `${id}é`, `${id}😀`, `${id}\u0800`]) {
+      expect(rt.task(other)).toBeUndefined();
+      expect(rt.resume(other)).toBe(false);
+      expect(rt.cancel(other)).toBe(false);
+    }
+    expect(rt.task(id).status).toBe('waiting');
+    expect(rt.cancel(id)).toBe(true);
   });
 
-  test('fires for a cancel from Lua', async () => {
-    const task = rt.start('forever');
-    rt.set('victim', task.id);
-    rt.load('tasks.cancel(victim)');
-    await turn();
-    expect(seen.map(([t, e]) => [t, e.code])).toEqual([[task, 'ERR_TASK_CANCELLED']]);
+  test('rt.task, rt.resume and rt.cancel refuse a non-string id', () => {
+    for (const m of ['task', 'resume', 'cancel']) {
+      expect(() => rt[m](42)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+    }
   });
+});
 
-  test('fires for the tasks close cancels', async () => {
-    const a = rt.start('forever');
-    const b = rt.spawn('guarded', { args: ['c'] });
-    await rt.close();
-    expect(seen.map(([t]) => t).sort((x, y) => (x.id < y.id ? -1 : 1))).toEqual([a, b]);
-    expect(lines).toEqual(['closed c']);
-  });
-
-  test('does not fire for tasks that end otherwise, nor for tasks started from Lua', async () => {
-    rt.load('function fail() error("x") end');
-    await rt.call('count', 1);
-    await rt.call('fail').catch(() => {});
-    const id = rt.load('return tasks.start(function() coroutine.yield("INDEFINITELY") end)')[0];
-    rt.cancel(id);
-    await turn();
-    expect(seen).toEqual([]);
-  });
+test('AbortError is exported and shaped as Node\'s', () => {
+  const err = new AbortError('x', { cause: 'why' });
+  expect(err).toBeInstanceOf(Error);
+  expect(err.name).toBe('AbortError');
+  expect(err.code).toBe('ABORT_ERR');
+  expect(err.cause).toBe('why');
+  expect(codes.ABORT_ERR).toBe('ABORT_ERR');
 });

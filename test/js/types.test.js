@@ -55,13 +55,13 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
     return [...m[1].matchAll(/^ {2}(\w+)\??:/gm)].map((x) => x[1]);
   }
 
-  test('index.d.ts: RuntimeOptions and OpenOptions', () => {
+  test('index.d.ts declares every option in RuntimeOptions and OpenOptions', () => {
     const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
     expect(sorted(members(dts, 'RuntimeOptions'))).toEqual(sorted(RUNTIME_OPTIONS));
     expect(sorted(members(dts, 'OpenOptions'))).toEqual(sorted(OPEN_OPTIONS));
   });
 
-  test("the constructor's JSDoc", () => {
+  test("the constructor's JSDoc documents every runtime option", () => {
     const src = fs.readFileSync(path.join(root, 'lib', 'runtime.js'), 'utf8');
     const names = [...src.matchAll(/@param \{[^}]*\} \[options\.(\w+)/g)].map((m) => m[1]);
     expect(sorted(names)).toEqual(sorted(RUNTIME_OPTIONS));

@@ -7,12 +7,9 @@
 // canary for an escape: Lua code that reached Function would run
 // Function("return 4242")() and get 4242.
 'use strict';
-const path = require('node:path');
 const vm = require('node:vm');
-const { Worker } = require('node:worker_threads');
 const { Runtime } = require('../../..');
-
-const root = path.resolve(__dirname, '..', '..', '..');
+const { makeRuntime, escapeChecks, spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
@@ -21,27 +18,11 @@ const S = 'function S(...) local t = {} for i = 1, select("#", ...) do t[i] = to
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime(LIMITS);
+  rt = makeRuntime(LIMITS);
   rt.load(S);
 });
-afterEach(() => rt.closeSync());
 
-function usable(r = rt) {
-  expect(r.load('return 1 + 1')).toEqual([2]);
-}
-
-// Runs `body` (Lua statements ending in a return) under pcall: [ok, result or tostring(err)].
-function attempt(body, r = rt) {
-  return r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
-}
-
-function refused(body, pattern, r = rt) {
-  const [ok, v] = attempt(body, r);
-  expect(ok).toBe(false);
-  expect(v).not.toBe(CANARY);
-  if (pattern) expect(v).toMatch(pattern);
-  usable(r);
-}
+const { usable, refused } = escapeChecks(() => rt, CANARY);
 
 class Account {
   constructor() {
@@ -266,46 +247,6 @@ describe('the boundary, with the values an embedder hands over', () => {
 
 // ---- stopping Lua from outside ------------------------------------------------
 
-// Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
-// `rt` and `Runtime` in scope) and reports 'go' just before Lua starts.
-function spinningWorker(setup, options = {}) {
-  const code = `
-    const { Runtime } = require(${JSON.stringify(root)});
-    const { parentPort } = require('node:worker_threads');
-    const rt = new Runtime(${JSON.stringify(options)});
-    parentPort.postMessage('go');
-    ${setup}
-    parentPort.postMessage('returned');
-  `;
-  return new Worker(code, { eval: true });
-}
-
-// Terminates the worker 200 ms after 'go'; resolves with how long terminate()
-// took, or rejects if the Lua code returned (it must still be spinning) or
-// terminate() hangs.
-function terminateWhileSpinning(worker) {
-  return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error('terminate() did not finish within 8 s')), 8000);
-    worker.on('error', (e) => {
-      clearTimeout(guard);
-      reject(e);
-    });
-    let asked = false;
-    worker.on('message', (m) => {
-      if (m === 'returned' && !asked) reject(new Error('the Lua code returned instead of spinning'));
-      if (m !== 'go') return;
-      setTimeout(() => {
-        asked = true;
-        const t0 = Date.now();
-        worker.terminate().then(() => {
-          clearTimeout(guard);
-          resolve(Date.now() - t0);
-        }, reject);
-      }, 200);
-    });
-  });
-}
-
 const LOOPING_CLOSE = 'setmetatable({}, {__close = function() while true do end end})';
 
 const unstoppableBefore = [
@@ -360,7 +301,7 @@ const stoppableAlready = [
 describe('worker.terminate() stops Lua that it could not stop before the audit', () => {
   for (const [name, setup] of unstoppableBefore) {
     test(name, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     });
   }
@@ -369,7 +310,7 @@ describe('worker.terminate() stops Lua that it could not stop before the audit',
 describe('worker.terminate() stops Lua in other corners', () => {
   for (const [name, setup] of stoppableAlready) {
     test(name, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     });
   }
@@ -379,7 +320,7 @@ describe('worker.terminate() stops Lua in other corners', () => {
       const setup = i % 2 === 0
         ? "rt.load('while true do end');"
         : "rt.set('f', () => 1); rt.load('while true do pcall(f) end');";
-      const ms = await terminateWhileSpinning(spinningWorker(setup));
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     }
   });
@@ -389,7 +330,7 @@ describe('the stop is not taken when the thread is fine', () => {
   const SPIN = 'return function() local t = os.clock() while os.clock() - t < 0.35 do end return "done" end';
 
   test('Lua spinning past two watch periods inside an uncaughtException-style handler finishes and stays usable', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [spin] = r.load(SPIN);
     let out;
     try {
@@ -399,20 +340,18 @@ describe('the stop is not taken when the thread is fine', () => {
     }
     expect(out).toBe('done');
     usable(r);
-    r.closeSync();
   });
 
   test('Lua spinning under a vm timeout that fires meanwhile is not marked as stopping for good', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [spin] = r.load(SPIN);
     expect(() => vm.runInNewContext('spin()', { spin }, { timeout: 50 })).toThrow(/timed out/);
     usable(r);
     expect(r.load('return coroutine.wrap(function() return 3 end)()')).toEqual([3]);
-    r.closeSync();
   });
 
   test('Lua spinning near the JS stack limit is not stopped by a poll that cannot get stack', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     const [quick] = r.load('return function() return "ok" end');
     const [deep] = r.load(`return function()
       local function f(n) if n > 0 then local ok, v = pcall(f, n - 1) return v end
@@ -447,22 +386,20 @@ describe('the stop is not taken when the thread is fine', () => {
     rec(0, lo - 10, deep);
     expect(result).toBe('done');
     usable(r);
-    r.closeSync();
   });
 
   test('two runtimes nested A -> JS -> B, both spinning past the watch period, finish and stay usable', () => {
     const a = new Runtime();
-    const b = new Runtime();
+    const b = makeRuntime();
     a.set('inner', () => b.load('local t = os.clock() while os.clock() - t < 0.3 do end return 1')[0]);
     expect(a.load('local t = os.clock() while os.clock() - t < 0.3 do end return inner() + 1')).toEqual([2]);
     usable(a);
     usable(b);
     a.closeSync();
-    b.closeSync();
   });
 
   test('a coroutine closed with a slow <close> handler on a healthy thread finishes normally', () => {
-    const r = new Runtime();
+    const r = makeRuntime();
     expect(r.load(`local done = false
       local c = coroutine.create(function()
         local x <close> = setmetatable({}, {__close = function() local t = os.clock() while os.clock() - t < 0.3 do end done = true end})
@@ -472,6 +409,5 @@ describe('the stop is not taken when the thread is fine', () => {
       return coroutine.close(c), done`)).toEqual([true, true]);
     expect(r.load('return pcall(coroutine.close, coroutine.running())')).toEqual([false, expect.stringMatching(/cannot close the runtime's main thread/)]);
     usable(r);
-    r.closeSync();
   });
 });

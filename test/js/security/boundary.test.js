@@ -6,43 +6,18 @@
 // Function would run Function("return 4242")() and return 4242.
 'use strict';
 const { Runtime } = require('../../..');
+const { makeRuntime, escapeChecks, sleep, thrownBy } = require('../helpers');
 
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime(LIMITS);
+  rt = makeRuntime(LIMITS);
 });
-afterEach(() => rt.closeSync());
 
-function usable(r = rt) {
-  expect(r.load('return 1 + 1')).toEqual([2]);
-}
-
-// Runs `body` (Lua statements ending in a return) under pcall: [ok, result or tostring(err)].
-function attempt(body, r = rt) {
-  const [ok, v] = r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
-  return [ok, v];
-}
-
-// A Lua value that failed to be a handle: the attempt raised, and never returned the canary.
-function refused(body, pattern, r = rt) {
-  const [ok, v] = attempt(body, r);
-  expect(ok).toBe(false);
-  expect(v).not.toBe(CANARY);
-  if (pattern) expect(v).toMatch(pattern);
-  usable(r);
-}
-
-function thrownBy(fn) {
-  try {
-    fn();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
-}
+// refused(body): the attempt raised, and never returned the canary (a Lua value that failed to be a handle).
+const { usable, refused } = escapeChecks(() => rt, CANARY);
 
 // Counts every trap a Proxy runs.
 function countingProxy(target) {
@@ -329,12 +304,11 @@ describe('by-reference objects: own data properties only', () => {
   test('an embedder module value and its class instances obey the same rules', () => {
     let ran = 0;
     const inst = new (class { get secret() { ran++; return 'x'; } })();
-    const r = new Runtime({ ...LIMITS, modules: { host: { inst, fn: () => 3 } } });
+    const r = makeRuntime({ ...LIMITS, modules: { host: { inst, fn: () => 3 } } });
     expect(r.load('local m = require("host") return m.fn(), m.inst.secret, (pcall(function() return m.fn.constructor end))'))
       .toEqual([3, null, false]);
     expect(ran).toBe(0);
     usable(r);
-    r.closeSync();
   });
 
   test('a class instance given to a Lua callback by JS has no getter run', () => {
@@ -356,11 +330,10 @@ describe('by-reference objects: own data properties only', () => {
   });
 
   test('a huge own string property read past memoryLimit is refused with a Lua memory error', () => {
-    const r = new Runtime({ memoryLimit: 4 * 1024 * 1024 });
+    const r = makeRuntime({ memoryLimit: 4 * 1024 * 1024 });
     r.set('o', new (class { constructor() { this.big = 'x'.repeat(8 * 1024 * 1024); } })());
     expect(r.load('local ok, e = pcall(function() return o.big end) return ok, e')).toEqual([false, expect.stringMatching(/not enough memory/)]);
     usable(r);
-    r.closeSync();
   });
 });
 
@@ -605,7 +578,7 @@ describe('JS errors reach Lua as error values', () => {
   });
 
   test('a huge message read past memoryLimit is refused with a Lua memory error, the runtime stays usable', () => {
-    const r = new Runtime({ memoryLimit: 4 * 1024 * 1024 });
+    const r = makeRuntime({ memoryLimit: 4 * 1024 * 1024 });
     const big = new Error('x'.repeat(8 * 1024 * 1024));
     r.set('t', () => { throw big; });
     expect(r.load('local ok, e = pcall(t) local ok2, m = pcall(function() return e.message end) return ok2, m'))
@@ -614,7 +587,6 @@ describe('JS errors reach Lua as error values', () => {
     expect(r.load('local ok, e = pcall(t) return tostring(e)')).toEqual([expect.stringMatching(/not enough memory/)]);
     expect(thrownBy(() => r.load('t()'))).toBe(big);
     usable(r);
-    r.closeSync();
   });
 
   test('a Lua error coming back through JS is an error value: its Lua value is not readable', () => {
@@ -692,7 +664,7 @@ describe('no internal module or host value is reachable', () => {
       end)
       runner:run("error") runner:run("fn")
     `);
-    while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+    while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
     expect(rt.get('out')).toEqual(['nil userdata Error: no false', 'nil userdata (error object is a JS function) false']);
   });
 
@@ -706,7 +678,7 @@ describe('no internal module or host value is reachable', () => {
 
   test('print hands JS only strings: printing JS objects and error values runs none of their code', () => {
     const lines = [];
-    const r = new Runtime({ ...LIMITS, print: (l) => lines.push(l) });
+    const r = makeRuntime({ ...LIMITS, print: (l) => lines.push(l) });
     let ran = 0;
     const o = new (class { toString() { ran++; return 'x'; } })();
     r.set('o', o);
@@ -717,7 +689,6 @@ describe('no internal module or host value is reachable', () => {
     expect(lines[0]).toMatch(/^JS object: \S+\t\(error object is a JS object\)$/);
     expect(ran).toBe(0);
     usable(r);
-    r.closeSync();
   });
 
   test('util.async wait_for of a thenable JS object does not call its then', async () => {
@@ -729,7 +700,7 @@ describe('no internal module or host value is reachable', () => {
       runner = async.runner(function() got = async.wait_for(thenable) == thenable end)
       runner:run(1)
     `);
-    while (rt.load('return runner.state')[0] !== 'ready') await new Promise((res) => setTimeout(res, 5));
+    while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
     expect(rt.load('return got')).toEqual([true]);
     expect(ran).toBe(0);
   });
@@ -743,12 +714,11 @@ describe('no internal module or host value is reachable', () => {
 
   test('the print function Lua calls gets the frozen receiver, not globalThis', () => {
     let receiver;
-    const r = new Runtime({ print: function p() { receiver = this; } });
+    const r = makeRuntime({ print: function p() { receiver = this; } });
     r.load('print("x")');
     expect(receiver).not.toBe(globalThis);
     expect(Object.getPrototypeOf(receiver)).toBeNull();
     usable(r);
-    r.closeSync();
   });
 });
 
@@ -760,7 +730,7 @@ describe('trustedObjects', () => {
   });
 
   test('with trustedObjects, getters run but keys are still strings or numbers, errors are still error values and functions callable only', () => {
-    const r = new Runtime({ ...LIMITS, trustedObjects: true });
+    const r = makeRuntime({ ...LIMITS, trustedObjects: true });
     let ran = 0;
     r.set('o', new (class { get g() { ran++; return 'g'; } })());
     r.set('t', () => { throw new Error('e'); });
@@ -770,6 +740,5 @@ describe('trustedObjects', () => {
     refused('return o[{}]', /table key/, r);
     expect(r.load('local ok, e = pcall(t) return e.constructor, e.message')).toEqual([null, 'e']);
     refused('return f.constructor', /attempt to index a function value/, r);
-    r.closeSync();
   });
 });

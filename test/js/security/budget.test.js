@@ -6,6 +6,7 @@ const os = require('node:os');
 const path = require('node:path');
 const { performance } = require('node:perf_hooks');
 const { Runtime } = require('../../..');
+const { makeRuntime, closeAfterTest, sleep, watchLoop } = require('../helpers');
 
 // One attempt per test, each on a runtime of its own. Timing bounds are
 // generous (seconds where the old code took minutes, or for ever); the
@@ -14,15 +15,11 @@ const { Runtime } = require('../../..');
 let rt;
 let failures;
 function make(options = {}) {
-  rt = new Runtime({ taskTimeout: 100, ...options });
+  rt = makeRuntime({ taskTimeout: 100, ...options });
   failures = [];
   rt.on('taskerror', (task, err) => failures.push(err && err.code));
   return rt;
 }
-afterEach(() => {
-  if (rt) rt.closeSync();
-  rt = null;
-});
 
 // The runtime still runs code afterwards: a call from JS and a task.
 async function expectUsable() {
@@ -32,10 +29,10 @@ async function expectUsable() {
 
 // Runs `body` as a task; expects it killed by taskTimeout within `within` ms
 // of the start. Returns the time it took.
-async function expectKilledInTask(body, within = 2000) {
+async function expectKilledInTask(body, within = 2000, code = 'ERR_TASK_TIMEOUT') {
   const fn = rt.load(`return function() ${body} end`)[0];
   const t0 = performance.now();
-  await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  await expect(rt.call(fn)).rejects.toMatchObject({ code });
   const ms = performance.now() - t0;
   expect(ms).toBeLessThan(within);
   return ms;
@@ -49,6 +46,26 @@ function expectKilledInCall(src, within = 2000) {
   expect(ms).toBeLessThan(within);
   return ms;
 }
+
+// One attempt of the tables below: a runtime made with `options` (after
+// `setup()`, if any) runs `body` as a task, or with via: 'call' as a call from
+// JS; the attempt is stopped with `code` (default ERR_TASK_TIMEOUT) within
+// `within` ms (default 2000); each of `globals` then has its value, and the
+// runtime is still usable. (The tables' test functions give `expected` a
+// default: for a row without it, a fourth parameter with none reads to Jest
+// as a done callback.)
+async function expectKilled(options, body, { setup, via = 'task', code, within, globals = {} } = {}) {
+  make(options);
+  if (setup) setup();
+  if (via === 'call') expectKilledInCall(body, within);
+  else await expectKilledInTask(body, within, code);
+  for (const [name, value] of Object.entries(globals)) expect(rt.get(name)).toBe(value);
+  await expectUsable();
+}
+
+const MEM_256 = { memoryLimit: 256 << 20 };
+// Killed, or refused by memoryLimit first on a slow machine: either way at once.
+const TIMEOUT_OR_MEMORY = expect.stringMatching(/^ERR_(TASK_TIMEOUT|MEMORY_LIMIT)$/);
 
 describe('deadline inheritance: a task started under a deadline keeps it', () => {
   test('a fork bomb (pcall(tasks.start, bomb) twice, then a loop) ends within one synchronous rt.start', async () => {
@@ -102,27 +119,6 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('a fork bomb through coroutine.wrap starters stops', async () => {
-    make();
-    rt.load(`function bomb()
-      pcall(coroutine.wrap(function() tasks.start(bomb) end))
-      pcall(coroutine.wrap(function() tasks.start(bomb) end))
-      while true do end
-    end`);
-    await expectKilledInTask('bomb()');
-    await expectUsable();
-  });
-
-  test('a tree of util.async runners, each running two more, stops at the deadline', async () => {
-    make();
-    rt.load(`local async = require "util.async"
-      function grow()
-        async.runner(function() grow() grow() while true do end end, { error = function() end }):run(1)
-      end`);
-    await expectKilledInTask('grow()');
-    await expectUsable();
-  });
-
   test('util.async next ticks started by a killed continuation do not run (its runner is taken back later)', async () => {
     make({ taskTimeout: 50 });
     rt.load(`local async = require "util.async"
@@ -131,7 +127,7 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       runner = async.runner(function(item) if item == "spin" then async.sleep(0.001) while true do end end end,
         { error = function() end })`);
     expect(rt.load('local _, state = runner:run("spin") return state')).toEqual(['waiting']);
-    await new Promise((r) => setTimeout(r, 300));
+    await sleep(300);
     expect(failures).toContain('ERR_TASK_TIMEOUT');
     expect(rt.get('ticks')).toBe(0);
     expect(rt.load('local _, state = runner:run("next") return state')).toEqual(['ready']);
@@ -169,18 +165,11 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       function waiter(id) pcall(tasks.wait, id) while true do end end
       function build(n) local id = tasks.start(target) for i = 1, n do tasks.start(waiter, id) end end`);
     rt.load('build(1000)');
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
+    const loop = watchLoop(5);
     // The target's end woke the 1,000 waiters back to back, each with a
     // slice of its own: 5 s in one turn of the loop. They share one now.
-    await new Promise((r) => setTimeout(r, 300));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(1000);
+    await sleep(300);
+    expect(loop.stop()).toBeLessThan(1000);
     // (A task queued now would wait its turn behind 1,000 spinners.)
     expect(rt.load('return 1 + 1')).toEqual([2]);
   });
@@ -191,209 +180,86 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
       function link(prev) pcall(tasks.wait, prev) while true do end end
       function build(n) local prev = tasks.start(head) for i = 1, n do prev = tasks.start(link, prev) end return prev end`);
     const [lastId] = rt.load('return build(10)');
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
-    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await new Promise((r) => setTimeout(r, 20));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(1000);
+    const loop = watchLoop(5);
+    while (rt.load(`return tasks.status("${lastId}")`)[0] !== 'failed') await sleep(20);
+    expect(loop.stop()).toBeLessThan(1000);
     expect(failures.filter((c) => c === 'ERR_TASK_TIMEOUT')).toHaveLength(10);
     await expectUsable();
   });
 
   test('200 spinning tasks started while a COMMIT holds the lock do not hold the loop a slice each when it ends', async () => {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-budget-'));
-    rt = await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 });
+    rt = closeAfterTest(await Runtime.open({ name: 'budget', store: dir, taskTimeout: 100, timeSlice: 5 }));
     failures = [];
     rt.on('taskerror', (task, err) => failures.push(err && err.code));
     rt.load(`function spin() while true do end end
       function go() tasks.start(function() coroutine.yield("COMMIT") end) for i = 1, 200 do tasks.start(spin) end end`);
-    let last = performance.now();
-    let maxGap = 0;
-    const iv = setInterval(() => {
-      const now = performance.now();
-      maxGap = Math.max(maxGap, now - last);
-      last = now;
-    }, 5);
+    const loop = watchLoop(5);
     rt.load('go()'); // the starts wait for the write; then they ran back to back: 200 x 5 ms
-    await new Promise((r) => setTimeout(r, 1500));
-    clearInterval(iv);
-    expect(maxGap).toBeLessThan(500);
+    await sleep(1500);
+    expect(loop.stop()).toBeLessThan(500);
     rt.closeSync();
-    rt = null;
     fs.rmSync(dir, { recursive: true, force: true });
   });
 
-  test('a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', async () => {
-    make();
-    rt.load('after = false');
-    await expectKilledInTask(`
+  // [name, runtime options, Lua body, what else is expected]: see expectKilled.
+  const STOPPED_AT_THE_DEADLINE = [
+    ['a fork bomb through coroutine.wrap starters stops', {}, 'bomb()', {
+      setup: () => rt.load(`function bomb()
+        pcall(coroutine.wrap(function() tasks.start(bomb) end))
+        pcall(coroutine.wrap(function() tasks.start(bomb) end))
+        while true do end
+      end`),
+    }],
+    ['a tree of util.async runners, each running two more, stops at the deadline', {}, 'grow()', {
+      setup: () => rt.load(`local async = require "util.async"
+        function grow()
+          async.runner(function() grow() grow() while true do end end, { error = function() end }):run(1)
+        end`),
+    }],
+    ['a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', {}, `
       pcall(function() for _ in coroutine.wrap(function() while true do end end) do end end)
-      after = true`);
-    expect(rt.get('after')).toBe(false);
-    await expectUsable();
-  });
+      after = true`, { setup: () => rt.load('after = false'), globals: { after: false } }],
+  ];
+  test.each(STOPPED_AT_THE_DEADLINE)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 });
 
 describe('long C calls are bounded: each stops within the budget', () => {
+  // [name, runtime options, Lua body, what else is expected]: see expectKilled.
+  const LONG_C_CALLS = [
+    ['a loop of 8 MB string.rep calls is killed within the budget', MEM_256, 'while true do local s = string.rep("x", 8 << 20) end'],
+    ['table.move({}, 1, 2^40, 2) is killed (it looped 2^40 times)', {}, 'table.move({}, 1, 2^40, 2)'],
+    ['table.insert at 1 on a table whose __len says 2^40 is killed', {}, 'table.insert(setmetatable({}, {__len = function() return 2^40 end}), 1, "x")'],
+    ['table.remove(t, 1) on a table whose __len says 2^40 is killed', {}, 'table.remove(setmetatable({}, {__len = function() return 2^40 end}), 1)'],
+    ['table.sort of 4,000 references to one 16 MB string is killed (it ran 90 s)', MEM_256, 'local s = string.rep("x", 16 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)'],
+    ['table.sort with a C function as comparator (no instruction runs) is killed', {}, 'local t = {} for i = 1, 3e6 do t[i] = i % 7 end while true do table.sort(t, rawequal) end'],
+    ['table.concat over 2^40 values produced by a C __index is killed', { memoryLimit: 512 << 20 }, 'table.concat(setmetatable({}, {__index = tostring}), "", 1, 2^40)', { code: TIMEOUT_OR_MEMORY }],
+    ['table.unpack through a 2,000-table __index chain is killed (about 16 s before)', {}, `local t = {} local c = t
+      for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end
+      table.unpack(t, 1, 999000)`],
+    ['string.format("%q") of a 16 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("\\0", 16 << 20) while true do local q = string.format("%q", s) end'],
+    ['string.pack("c2000000000", "") is refused by memoryLimit or killed, at once', { memoryLimit: 64 << 20 }, 'return string.pack("c2000000000", "")', { code: TIMEOUT_OR_MEMORY }],
+    ['string.unpack of a 32-million-option format is killed', MEM_256, 'string.unpack(string.rep("xx", 1 << 24), string.rep("\\0", 1 << 25))'],
+    ['utf8.len of a 24 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("\\u{20AC}", 8 << 20) while true do utf8.len(s) end'],
+    ['utf8.offset(s, 2^40) on a 32 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("a", 32 << 20) while true do utf8.offset(s, 2^40) end'],
+    ['os.date with a format of four million conversions is killed', MEM_256, 'os.date(string.rep("%c", 4 << 20), 0)'],
+    ['load of a 24 MB chunk is stopped, and load\'s nil, err cannot keep the stop', { memoryLimit: 512 << 20 }, 'local f, err = load(string.rep("a = 1 ", 4 << 20)) caught = err', { setup: () => rt.load('caught = nil'), globals: { caught: undefined } }],
+    ['load with a C function reader that never ends (load(os.time)) is stopped', MEM_256, 'load(os.time)'],
+    ['load with a Lua reader that never ends is stopped', MEM_256, 'load(function() return "a = 1 " end)'],
+    ['tonumber(s, 10) of a 64 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("1", 64 << 20) while true do tonumber(s, 10) end'],
+    ['collectgarbage() in a loop over a large heap is killed within the budget', MEM_256, 'local keep = {} for i = 1, 2e5 do keep[i] = {i} end while true do collectgarbage() end'],
+    ['select("#", table.unpack(t)) of a million values, in a loop, is killed', MEM_256, 'local t = {} for i = 1, 999000 do t[i] = i end while true do local n = select("#", table.unpack(t)) end'],
+    ['string.gsub with a function replacement that loops is killed', {}, 'string.gsub("abc", "%w", function() while true do end end)'],
+    ['string.gsub calling a C function for each of 16 million matches is killed', MEM_256, 'string.gsub(string.rep("x", 16 << 20), ".", string.upper)'],
+    ['a long C call in a call from JS (not a task) is stopped the same way', {}, 'table.move({}, 1, 2^40, 2)', { via: 'call' }],
+  ];
+  test.each(LONG_C_CALLS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
+
   test('string.rep("", 2^40) returns at once (it copied nothing 2^40 times: hours)', async () => {
     make();
     const t0 = performance.now();
     expect(rt.load('return string.rep("", 2^40), #string.rep("", 2^40, "")')).toEqual(['', 0]);
     expect(performance.now() - t0).toBeLessThan(1000);
-    await expectUsable();
-  });
-
-  test('a loop of 8 MB string.rep calls is killed within the budget', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('while true do local s = string.rep("x", 8 << 20) end');
-    await expectUsable();
-  });
-
-  test('table.move({}, 1, 2^40, 2) is killed (it looped 2^40 times)', async () => {
-    make();
-    await expectKilledInTask('table.move({}, 1, 2^40, 2)');
-    await expectUsable();
-  });
-
-  test('table.insert at 1 on a table whose __len says 2^40 is killed', async () => {
-    make();
-    await expectKilledInTask('table.insert(setmetatable({}, {__len = function() return 2^40 end}), 1, "x")');
-    await expectUsable();
-  });
-
-  test('table.remove(t, 1) on a table whose __len says 2^40 is killed', async () => {
-    make();
-    await expectKilledInTask('table.remove(setmetatable({}, {__len = function() return 2^40 end}), 1)');
-    await expectUsable();
-  });
-
-  test('table.sort of 4,000 references to one 16 MB string is killed (it ran 90 s)', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local s = string.rep("x", 16 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)');
-    await expectUsable();
-  });
-
-  test('table.sort with a C function as comparator (no instruction runs) is killed', async () => {
-    make();
-    await expectKilledInTask('local t = {} for i = 1, 3e6 do t[i] = i % 7 end while true do table.sort(t, rawequal) end');
-    await expectUsable();
-  });
-
-  test('table.concat over 2^40 values produced by a C __index is killed', async () => {
-    make({ memoryLimit: 512 << 20 });
-    const fn = rt.load('return function() table.concat(setmetatable({}, {__index = tostring}), "", 1, 2^40) end')[0];
-    const t0 = performance.now();
-    // Killed, or refused by memoryLimit first on a slow machine: either way at once.
-    await expect(rt.call(fn)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(TASK_TIMEOUT|MEMORY_LIMIT)$/) });
-    expect(performance.now() - t0).toBeLessThan(2000);
-    await expectUsable();
-  });
-
-  test('table.unpack through a 2,000-table __index chain is killed (about 16 s before)', async () => {
-    make();
-    await expectKilledInTask(`local t = {} local c = t
-      for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end
-      table.unpack(t, 1, 999000)`);
-    await expectUsable();
-  });
-
-  test('string.format("%q") of a 16 MB string, in a loop, is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local s = string.rep("\\0", 16 << 20) while true do local q = string.format("%q", s) end');
-    await expectUsable();
-  });
-
-  test('string.pack("c2000000000", "") is refused by memoryLimit or killed, at once', async () => {
-    make({ memoryLimit: 64 << 20 });
-    const fn = rt.load('return function() return string.pack("c2000000000", "") end')[0];
-    const t0 = performance.now();
-    await expect(rt.call(fn)).rejects.toMatchObject({ code: expect.stringMatching(/^ERR_(TASK_TIMEOUT|MEMORY_LIMIT)$/) });
-    expect(performance.now() - t0).toBeLessThan(2000);
-    await expectUsable();
-  });
-
-  test('string.unpack of a 32-million-option format is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('string.unpack(string.rep("xx", 1 << 24), string.rep("\\0", 1 << 25))');
-    await expectUsable();
-  });
-
-  test('utf8.len of a 24 MB string, in a loop, is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local s = string.rep("\\u{20AC}", 8 << 20) while true do utf8.len(s) end');
-    await expectUsable();
-  });
-
-  test('utf8.offset(s, 2^40) on a 32 MB string, in a loop, is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local s = string.rep("a", 32 << 20) while true do utf8.offset(s, 2^40) end');
-    await expectUsable();
-  });
-
-  test('os.date with a format of four million conversions is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('os.date(string.rep("%c", 4 << 20), 0)');
-    await expectUsable();
-  });
-
-  test('load of a 24 MB chunk is stopped, and load\'s nil, err cannot keep the stop', async () => {
-    make({ memoryLimit: 512 << 20 });
-    rt.load('caught = nil');
-    await expectKilledInTask('local f, err = load(string.rep("a = 1 ", 4 << 20)) caught = err');
-    expect(rt.get('caught')).toBeUndefined();
-    await expectUsable();
-  });
-
-  test('load with a C function reader that never ends (load(os.time)) is stopped', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('load(os.time)');
-    await expectUsable();
-  });
-
-  test('load with a Lua reader that never ends is stopped', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('load(function() return "a = 1 " end)');
-    await expectUsable();
-  });
-
-  test('tonumber(s, 10) of a 64 MB string, in a loop, is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local s = string.rep("1", 64 << 20) while true do tonumber(s, 10) end');
-    await expectUsable();
-  });
-
-  test('collectgarbage() in a loop over a large heap is killed within the budget', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local keep = {} for i = 1, 2e5 do keep[i] = {i} end while true do collectgarbage() end');
-    await expectUsable();
-  });
-
-  test('select("#", table.unpack(t)) of a million values, in a loop, is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('local t = {} for i = 1, 999000 do t[i] = i end while true do local n = select("#", table.unpack(t)) end');
-    await expectUsable();
-  });
-
-  test('string.gsub with a function replacement that loops is killed', async () => {
-    make();
-    await expectKilledInTask('string.gsub("abc", "%w", function() while true do end end)');
-    await expectUsable();
-  });
-
-  test('string.gsub calling a C function for each of 16 million matches is killed', async () => {
-    make({ memoryLimit: 256 << 20 });
-    await expectKilledInTask('string.gsub(string.rep("x", 16 << 20), ".", string.upper)');
-    await expectUsable();
-  });
-
-  test('a long C call in a call from JS (not a task) is stopped the same way', async () => {
-    make();
-    expectKilledInCall('table.move({}, 1, 2^40, 2)');
     await expectUsable();
   });
 });
@@ -403,50 +269,48 @@ describe('expensive single instructions are charged: the kill lands within about
   // 300-400 ms in these loops, and the kill landed at 3.6x.
   // The strings come from JS, so that making them costs no Lua budget (and
   // so that the cap holds for strings no Lua allocation announced).
-  test('a loop of a == b on two distinct equal 16 MB strings', async () => {
-    make({ memoryLimit: 256 << 20 });
-    rt.set('A', 'x'.repeat(16 << 20));
-    rt.set('B', 'x'.repeat(16 << 20));
-    await expectKilledInTask('while true do local _ = A == B end', 300);
-    await expectUsable();
-  });
-
-  test('a loop of s < s on one 16 MB string (a full strcoll each time)', async () => {
-    make({ memoryLimit: 256 << 20 });
-    rt.set('S', 'x'.repeat(16 << 20));
-    await expectKilledInTask('while true do local _ = S < S end', 300);
-    await expectUsable();
-  });
-
-  test('a loop concatenating two 8 MB strings', async () => {
-    make({ memoryLimit: 256 << 20 });
-    rt.set('A', 'x'.repeat(8 << 20));
-    await expectKilledInTask('while true do local c = A .. A end', 300);
-    await expectUsable();
-  });
-
-  test('a loop of lookups through a 1,990-table __index chain', async () => {
-    make();
-    rt.load('T = {} local c = T for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end');
-    await expectKilledInTask('while true do local _ = T.x end', 300);
-    await expectUsable();
-  });
-
-  test('the same compare loop in a call from JS', async () => {
-    make({ memoryLimit: 256 << 20 });
-    rt.set('A', 'x'.repeat(16 << 20));
-    rt.set('B', 'x'.repeat(16 << 20));
-    expectKilledInCall('while true do local _ = A == B end', 300);
-    await expectUsable();
-  });
+  // [name, runtime options, Lua body, what else is expected]: see expectKilled.
+  const EXPENSIVE_INSTRUCTIONS = [
+    ['a loop of a == b on two distinct equal 16 MB strings', MEM_256, 'while true do local _ = A == B end', {
+      within: 300,
+      setup: () => {
+        rt.set('A', 'x'.repeat(16 << 20));
+        rt.set('B', 'x'.repeat(16 << 20));
+      },
+    }],
+    ['a loop of s < s on one 16 MB string (a full strcoll each time)', MEM_256, 'while true do local _ = S < S end', { within: 300, setup: () => rt.set('S', 'x'.repeat(16 << 20)) }],
+    ['a loop concatenating two 8 MB strings', MEM_256, 'while true do local c = A .. A end', { within: 300, setup: () => rt.set('A', 'x'.repeat(8 << 20)) }],
+    ['a loop of lookups through a 1,990-table __index chain', {}, 'while true do local _ = T.x end', { within: 300, setup: () => rt.load('T = {} local c = T for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end') }],
+    ['the same compare loop in a call from JS', MEM_256, 'while true do local _ = A == B end', {
+      via: 'call',
+      within: 300,
+      setup: () => {
+        rt.set('A', 'x'.repeat(16 << 20));
+        rt.set('B', 'x'.repeat(16 << 20));
+      },
+    }],
+  ];
+  test.each(EXPENSIVE_INSTRUCTIONS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 });
 
 describe('kills cannot be kept: pcall, error handlers and <close>', () => {
-  test('pcall catching the kill in a loop cannot keep the task alive', async () => {
-    make();
-    await expectKilledInTask('while true do pcall(function() while true do end end) end');
-    await expectUsable();
-  });
+  // [name, runtime options, Lua body, what else is expected]: see expectKilled.
+  const KEPT_KILLS = [
+    ['pcall catching the kill in a loop cannot keep the task alive', {}, 'while true do pcall(function() while true do end end) end'],
+    ['xpcall with a handler that loops cannot hold the kill', {}, 'xpcall(function() while true do end end, function() while true do end end)'],
+    ['a <close> handler that loops does not run after the kill of its task', {}, `local x <close> = setmetatable({}, {__close = function() while true do end end})
+      while true do end`],
+    ['a <close> handler run by the kill unwinding through pcall is killed at its first instruction', {}, `pcall(function()
+      local x <close> = setmetatable({}, {__close = function() closed = closed + 1 while true do end end})
+      while true do end
+    end)`, { setup: () => rt.load('closed = 0'), globals: { closed: 0 } }],
+    ['coroutine.close of a killed coroutine does not run its handlers', {}, `local co = coroutine.create(function()
+        local x <close> = setmetatable({}, {__close = function() ran = true while true do end end})
+        while true do end
+      end)
+      coroutine.resume(co)`, { setup: () => rt.load('ran = false'), globals: { ran: false } }],
+  ];
+  test.each(KEPT_KILLS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 
   test('a JS function that catches the kill of the Lua it calls cannot run Lua again, nor return to it', async () => {
     make();
@@ -470,43 +334,6 @@ describe('kills cannot be kept: pcall, error handlers and <close>', () => {
     expect(rt.get('after')).toBe(false);
     await expectUsable();
   });
-
-  test('xpcall with a handler that loops cannot hold the kill', async () => {
-    make();
-    await expectKilledInTask('xpcall(function() while true do end end, function() while true do end end)');
-    await expectUsable();
-  });
-
-  test('a <close> handler that loops does not run after the kill of its task', async () => {
-    make();
-    await expectKilledInTask(`local x <close> = setmetatable({}, {__close = function() while true do end end})
-      while true do end`);
-    await expectUsable();
-  });
-
-  test('a <close> handler run by the kill unwinding through pcall is killed at its first instruction', async () => {
-    make();
-    rt.load('closed = 0');
-    await expectKilledInTask(`pcall(function()
-      local x <close> = setmetatable({}, {__close = function() closed = closed + 1 while true do end end})
-      while true do end
-    end)`);
-    expect(rt.get('closed')).toBe(0);
-    await expectUsable();
-  });
-
-  test('coroutine.close of a killed coroutine does not run its handlers', async () => {
-    make();
-    rt.load('ran = false');
-    await expectKilledInTask(`local co = coroutine.create(function()
-        local x <close> = setmetatable({}, {__close = function() ran = true while true do end end})
-        while true do end
-      end)
-      coroutine.resume(co)`);
-    rt.load('ran = ran');
-    expect(rt.get('ran')).toBe(false);
-    await expectUsable();
-  });
 });
 
 describe('close() has one budget for every <close> handler', () => {
@@ -522,17 +349,15 @@ describe('close() has one budget for every <close> handler', () => {
     const t0 = performance.now();
     rt.closeSync(); // was 20 x 100 ms
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
-  test('the same through close()', async () => {
+  test('20 waiting tasks with a looping <close> hold close() for about one taskTimeout, not 20', async () => {
     make();
     rt.load(STUCK);
     for (let i = 0; i < 20; i++) rt.start('stuck').result.catch(() => {});
     const t0 = performance.now();
     await rt.close();
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
   test('a <close> handler that starts a looping task at close does not hold closeSync()', () => {
@@ -546,7 +371,6 @@ describe('close() has one budget for every <close> handler', () => {
     const t0 = performance.now();
     rt.closeSync();
     expect(performance.now() - t0).toBeLessThan(1000);
-    rt = null;
   });
 
   test('handlers that end all run at close, and the next runtime starts with a budget of its own', async () => {

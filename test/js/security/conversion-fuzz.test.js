@@ -586,6 +586,28 @@ function label(kind, i) {
   return `${kind} iteration ${i} (reproduce: LUA_TASKS_FUZZ_SEED=${SEED} LUA_TASKS_FUZZ_ONLY=${i} npx jest ${__filename.replace(/^.*\/test\//, 'test/')})`;
 }
 
+// Judges one iteration against the model: `err` must be an error `allowed`
+// for `expectedErr` (or the runtime's limits), a value that crossed must
+// equal `expected`, and the runtime must still be usable. Throws naming
+// `where`; returns the outcome ('crossed' or the error code).
+function judge(where, env, { expected, expectedErr, actual, err }) {
+  if (err) {
+    if (!allowed(err, env, expectedErr)) {
+      throw new Error(`${where}\n  failed with ${err.code} ${err.message}\n  expected ${expectedErr ? expectedErr.message : show(expected)}`);
+    }
+  } else if (expectedErr) {
+    throw new Error(`${where}\n  crossed (${show(actual)}) but ${expectedErr.message} was expected`);
+  } else {
+    try {
+      compare(expected, actual);
+    } catch (e) {
+      throw new Error(`${where}\n  ${e.message}`);
+    }
+  }
+  stillUsable(env);
+  return err ? err.code : 'crossed';
+}
+
 async function oneJs(i, envs, foreignFn) {
   const r = rng(SEED * 1000003 + i);
   const env = r.pick(envs);
@@ -624,22 +646,7 @@ async function oneJs(i, envs, foreignFn) {
   } catch (e) {
     err = e;
   }
-  const where = `${label('JS value', i)}, ${env.name}, route ${route}: ${show(value)}`;
-  if (err) {
-    if (!allowed(err, env, expectedErr)) {
-      throw new Error(`${where}\n  failed with ${err.code} ${err.message}\n  expected ${expectedErr ? expectedErr.message : show(expected)}`);
-    }
-  } else if (expectedErr) {
-    throw new Error(`${where}\n  crossed (${show(actual)}) but ${expectedErr.message} was expected`);
-  } else {
-    try {
-      compare(expected, actual);
-    } catch (e) {
-      throw new Error(`${where}\n  ${e.message}`);
-    }
-  }
-  stillUsable(env);
-  return err ? err.code : 'crossed';
+  return judge(`${label('JS value', i)}, ${env.name}, route ${route}: ${show(value)}`, env, { expected, expectedErr, actual, err });
 }
 
 async function oneLua(i, envs) {
@@ -682,23 +689,10 @@ async function oneLua(i, envs) {
   } catch (e) {
     err = e;
   }
-  const where = `${label('Lua value', i)}, ${env.name}, route ${route}:\n${code.length > 2000 ? `${code.slice(0, 2000)}...` : code}`;
-  if (err) {
-    // Building the value may pass memoryLimit in Lua itself (a LuaError).
-    if (!allowed(err, env, expectedErr)) {
-      throw new Error(`${where}\n  failed with ${err.code} ${err.message}\n  expected ${expectedErr ? expectedErr.message : show(expected)}`);
-    }
-  } else if (expectedErr) {
-    throw new Error(`${where}\n  crossed (${show(actual)}) but ${expectedErr.message} was expected`);
-  } else {
-    try {
-      compare(expected, actual);
-    } catch (e) {
-      throw new Error(`${where}\n  ${e.message}`);
-    }
-  }
-  stillUsable(env);
-  return err ? err.code : 'crossed';
+  // (Building the value may pass memoryLimit in Lua itself: a LuaError.)
+  return judge(`${label('Lua value', i)}, ${env.name}, route ${route}:\n${code.length > 2000 ? `${code.slice(0, 2000)}...` : code}`, env, {
+    expected, expectedErr, actual, err,
+  });
 }
 
 function iterations() {

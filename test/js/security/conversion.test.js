@@ -6,36 +6,21 @@
 // clean ERR_CONVERSION / ERR_MEMORY_LIMIT) and that the runtime stays usable.
 'use strict';
 const { Runtime } = require('../../..');
+const { makeRuntime, thrownBy } = require('../helpers');
 
 const MiB = 1 << 20;
 // Every limit set, as an embedder running untrusted scripts would.
 const LIMITS = { memoryLimit: 64 * MiB, taskTimeout: 1000, timeSlice: 10 };
 const code = (c) => expect.objectContaining({ code: c });
 
-const open = [];
-function runtime(options = LIMITS) {
-  const rt = new Runtime(options);
-  open.push(rt);
-  return rt;
-}
-afterEach(() => {
-  while (open.length) open.pop().closeSync();
-});
+// A runtime for this test (closed when it ends), by default with every limit set.
+const runtime = (options = LIMITS) => makeRuntime(options);
 
 // The runtime still loads and runs code, and holds no more than its limit.
 function usable(rt) {
   expect(rt.load('local t = {} for i = 1, 100 do t[i] = i end return #t, 1 + 1')).toEqual([100, 2]);
   const { memoryUsed, memoryLimit } = rt.stats();
   if (memoryLimit) expect(memoryUsed).toBeLessThanOrEqual(memoryLimit);
-}
-
-function thrown(f) {
-  try {
-    f();
-  } catch (e) {
-    return e;
-  }
-  throw new Error('expected a throw');
 }
 
 // A Lua function `shared()` returning a table with `n` references to one string of `mb` MiB.
@@ -171,7 +156,7 @@ describe('Lua -> JS: shared values convert once', () => {
   test('100,000 distinct Lua functions are counted as handles and refused past conversionLimit', () => {
     const rt = runtime({ ...LIMITS, conversionLimit: 4 * MiB });
     rt.load('T = {} for i = 1, 1e5 do T[i] = function() return i end end');
-    const err = thrown(() => rt.get('T'));
+    const err = thrownBy(() => rt.get('T'));
     expect(err.code).toBe('ERR_CONVERSION');
     expect(err.message).toMatch(/128 per function or handle/);
     usable(rt);
@@ -182,7 +167,7 @@ describe('Lua -> JS: shared values convert once', () => {
     const rt = runtime({ memoryLimit: 32 * MiB });
     expect(rt.stats().conversionLimit).toBe(128 * MiB);
     rt.load('local s = string.rep("y", 200) T = {} for i = 1, 1e6 do T[i] = s end');
-    const err = thrown(() => rt.get('T'));
+    const err = thrownBy(() => rt.get('T'));
     expect(err.code).toBe('ERR_CONVERSION');
     expect(err.message).toMatch(/conversionLimit/);
     expect(err.message).toMatch(/134217728/);
@@ -230,7 +215,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
 
   test('rt.set of an Array too large for the limit is refused before it passes the limit, and freed', () => {
     const rt = runtime({ memoryLimit: 8 * MiB });
-    const err = thrown(() => rt.set('a', Array.from({ length: 1e6 }, (_, i) => i + 0.5)));
+    const err = thrownBy(() => rt.set('a', Array.from({ length: 1e6 }, (_, i) => i + 0.5)));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/past memoryLimit 8388608/);
     expect(err.message).toMatch(/raise the memoryLimit option/);
@@ -241,7 +226,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
 
   test('a 64 MiB string is refused before it is copied into a 16 MiB runtime', () => {
     const rt = runtime({ memoryLimit: 16 * MiB });
-    const err = thrown(() => rt.set('s', 'é'.repeat(32 * MiB)));
+    const err = thrownBy(() => rt.set('s', 'é'.repeat(32 * MiB)));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/a string of 67108864 bytes/);
     expect(rt.stats().memoryPeak).toBeLessThan(MiB);
@@ -254,7 +239,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
     ['an ArrayBuffer', () => new ArrayBuffer(64 * MiB)],
   ])('%s of 64 MiB is refused before it is copied into a 16 MiB runtime', (_, make) => {
     const rt = runtime({ memoryLimit: 16 * MiB });
-    const err = thrown(() => rt.set('b', make()));
+    const err = thrownBy(() => rt.set('b', make()));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/a Buffer of 67108864 bytes/);
     expect(rt.stats().memoryPeak).toBeLessThan(MiB);
@@ -284,7 +269,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
     // JS strings have no identity: each occurrence is a copy, and counted.
     const rt = runtime({ memoryLimit: 16 * MiB });
     const s = 'q'.repeat(MiB);
-    const err = thrown(() => rt.set('t', new Array(100).fill(s)));
+    const err = thrownBy(() => rt.set('t', new Array(100).fill(s)));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(rt.stats().memoryPeak).toBeLessThan(17 * MiB);
     usable(rt);
@@ -294,7 +279,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
     const rt = runtime({ memoryLimit: 8 * MiB });
     const o = {};
     for (let i = 0; i < 1e6; i++) o[`k${i}`] = i;
-    const err = thrown(() => rt.set('o', o));
+    const err = thrownBy(() => rt.set('o', o));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/an object of 1000000 keys/);
     expect(rt.stats().memoryPeak).toBeLessThan(MiB);
@@ -305,7 +290,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
     const rt = runtime({ memoryLimit: 8 * MiB });
     const m = new Map();
     for (let i = 0; i < 1e6; i++) m.set(i + 1, i);
-    const err = thrown(() => rt.set('m', m));
+    const err = thrownBy(() => rt.set('m', m));
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/a Map of 1000000 entries/);
     expect(rt.stats().memoryPeak).toBeLessThan(MiB);
@@ -371,7 +356,7 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
 
   test('without memoryLimit, conversionLimit caps what one JS value may add to the state', () => {
     const rt = runtime({ conversionLimit: 4 * MiB });
-    const err = thrown(() => rt.set('s', 'x'.repeat(8 * MiB)));
+    const err = thrownBy(() => rt.set('s', 'x'.repeat(8 * MiB)));
     expect(err.code).toBe('ERR_CONVERSION');
     expect(err.message).toMatch(/past conversionLimit 4194304 \(refused at a string of 8388608 bytes\)/);
     expect(rt.stats().memoryUsed).toBeLessThan(MiB);

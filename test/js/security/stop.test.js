@@ -2,50 +2,8 @@
 // Lua can always be stopped: worker.terminate() and process.exit() end a
 // runtime spinning in Lua, with or without limits (docs/security.md).
 'use strict';
-const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { spawnSync } = require('node:child_process');
-
-const root = path.resolve(__dirname, '..', '..', '..');
-
-// Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
-// `rt` in scope) and reports 'go' just before Lua starts spinning.
-function spinningWorker(setup, options = {}) {
-  const code = `
-    const { Runtime } = require(${JSON.stringify(root)});
-    const { parentPort } = require('node:worker_threads');
-    const rt = new Runtime(${JSON.stringify(options)});
-    parentPort.postMessage('go');
-    ${setup}
-    parentPort.postMessage('returned');
-  `;
-  return new Worker(code, { eval: true });
-}
-
-// Terminates the worker 150 ms after it says 'go'; resolves with how long
-// terminate() took, or rejects if the worker returned or failed instead.
-function terminateWhileSpinning(worker, returns = false) {
-  return new Promise((resolve, reject) => {
-    const guard = setTimeout(() => reject(new Error('terminate() did not finish within 8 s')), 8000);
-    worker.on('error', (e) => {
-      clearTimeout(guard);
-      reject(e);
-    });
-    let asked = false;
-    worker.on('message', (m) => {
-      if (m === 'returned' && !asked && !returns) reject(new Error('the Lua code returned instead of spinning'));
-      if (m !== 'go') return;
-      setTimeout(() => {
-        asked = true;
-        const t0 = Date.now();
-        worker.terminate().then(() => {
-          clearTimeout(guard);
-          resolve(Date.now() - t0);
-        }, reject);
-      }, 150);
-    });
-  });
-}
+const { root, makeRuntime, runNode, spinningWorker, terminateWhileSpinning } = require('../helpers');
 
 const spinners = [
   ['a call from JS looping', "rt.load('while true do end');"],
@@ -84,7 +42,7 @@ const spinners = [
 describe('worker.terminate() stops running Lua', () => {
   for (const [name, setup, options, returns] of spinners) {
     test(`${name}`, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup, options), returns);
+      const ms = await terminateWhileSpinning(spinningWorker(setup, options), { delay: 150, returns });
       expect(ms).toBeLessThan(3000); // the contract: within about 1 s
     });
   }
@@ -103,7 +61,7 @@ describe('worker.terminate() stops running Lua', () => {
 });
 
 describe('process.exit() stops Workers running Lua', () => {
-  test('the process exits while a Worker spins in Lua without limits', () => {
+  test('the process exits while a Worker spins in Lua without limits', async () => {
     const script = `
       const { Worker } = require('node:worker_threads');
       const w = new Worker(\`
@@ -113,16 +71,15 @@ describe('process.exit() stops Workers running Lua', () => {
       \`, { eval: true });
       w.on('message', () => setTimeout(() => process.exit(7), 100));
     `;
-    const r = spawnSync(process.execPath, ['-e', script], { timeout: 10000 });
-    expect(r.error).toBeUndefined();
-    expect(r.status).toBe(7);
+    const r = await runNode(['-e', script], { timeout: 10000 });
+    expect(r.signal).toBeNull();
+    expect(r.code).toBe(7);
   });
 });
 
 describe('the check costs nothing when nothing is stuck', () => {
   test('a runtime that runs Lua in short bursts is not stopped by the watch', async () => {
-    const { Runtime } = require(root);
-    const rt = new Runtime();
+    const rt = makeRuntime();
     const add = rt.load('return function(a, b) return a + b end');
     const until = Date.now() + 400; // spans several watch periods of busy Lua
     let n = 0;
@@ -132,6 +89,5 @@ describe('the check costs nothing when nothing is stuck', () => {
     }
     expect(n).toBeGreaterThan(0);
     expect(rt.load('local s = 0 for i = 1, 3e6 do s = s + 1 end return s')).toEqual([3e6]);
-    rt.close();
   });
 });

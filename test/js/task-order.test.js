@@ -2,15 +2,11 @@
 // Ordering: FIFO among tasks ready at once; IMMEDIATE batches leave room for the rest of the loop.
 'use strict';
 const fs = require('node:fs');
-const { Runtime } = require('../..');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
 beforeEach(() => {
-  rt = new Runtime();
-});
-afterEach(() => {
-  rt.closeSync();
-  if (global.gc) global.gc();
+  rt = makeRuntime();
 });
 
 test.each([
@@ -83,7 +79,7 @@ test('a task spinning on IMMEDIATE does not starve I/O or timers', async () => {
   const task = rt.start('t');
   const t0 = Date.now();
   await fs.promises.readFile(__filename);
-  await new Promise((r) => setTimeout(r, 10));
+  await sleep(10);
   rt.set('stop', true);
   const spins = await task.result;
   expect(spins).toBeGreaterThan(0);

@@ -1,21 +1,17 @@
 // SPDX-License-Identifier: MIT
-// The Lua programs of shared/seeds/elements-coroutines.txt, completed where the
-// seed text lost lines (missing `end`s, the yield in block, the resume in
-// awake, the fan-out's start and wait loop), kept in their shape, run on
-// lua-tasks and checked by what they print.
+// Whole programs written for the namazu.coroutine API (a yield tour, a block/awake pair, a fan-out endpoint) run as written.
+//
+// The programs are written out below in their original shape (require
+// "namazu.coroutine", print, module tables), run on lua-tasks and checked by
+// what they print and return.
 'use strict';
-const { Runtime } = require('../..');
+const { makeRuntimeWithLines, sleep } = require('./helpers');
 
 let rt;
 let lines;
-afterEach(() => {
-  if (rt) rt.closeSync();
-  rt = undefined;
-});
 
 function runtime(modules) {
-  lines = [];
-  rt = new Runtime({ print: (l) => lines.push(l), modules });
+  ({ rt, lines } = makeRuntimeWithLines({ modules }));
   return rt;
 }
 
@@ -88,7 +84,8 @@ test('the yield tour prints the reason, the elapsed time and the unit of each wa
   expect(total).toBeLessThan(5);
 });
 
-// The seed's test_coroutine module, completed.
+// A test_coroutine module: block waits INDEFINITELY under its task id, awake
+// polls for that id and resumes it.
 const TEST_COROUTINE = `
 local test_coroutine = {}
 
@@ -129,8 +126,8 @@ return test_coroutine
 describe('the block/awake pair', () => {
   beforeEach(() => {
     runtime({ test_coroutine: TEST_COROUTINE });
-    // rt.start('test_coroutine.awake') finds only modules already required
-    // (tasks-js.test.js keeps the failing case).
+    // Required up front (a module.fn path would also require it on its first
+    // start: task-lifecycle.test.js checks that).
     rt.load('require "test_coroutine"');
   });
 
@@ -138,7 +135,7 @@ describe('the block/awake pair', () => {
     const t0 = Date.now();
     const awake = rt.start('test_coroutine.awake');
     expect(awake.waiting).toEqual({ instruction: 'FOR', until: expect.anything() });
-    await new Promise((r) => setTimeout(r, 50));
+    await sleep(50);
     const block = rt.start('test_coroutine.block');
     expect(block.waiting).toEqual({ instruction: 'INDEFINITELY' });
     expect(await awake.result).toBe('OK');
@@ -192,7 +189,9 @@ const FAKES = {
   'namazu.response': 'return { formulate = function(code, body) return { code = code, body = body } end }',
 };
 
-// The seed's endpoint, completed; {{SPAWN}} is how each update is started.
+// A fan-out endpoint: one coroutine per resource updates it through a backend
+// call that waits, and the endpoint polls until none is left; {{CREATE}} is
+// how each coroutine is made.
 const ENDPOINT = `
 local index = require ("namazu.index")
 local resource = require ("namazu.resource")

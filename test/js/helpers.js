@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// Shared test helpers: a runtime per test, loop timing, child processes, and Workers spinning in Lua.
+'use strict';
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Worker } = require('node:worker_threads');
+const { performance } = require('node:perf_hooks');
+const { Runtime } = require('../..');
+
+// The package root, for code that runs in a child process or a Worker.
+const root = path.resolve(__dirname, '..', '..');
+
+// A file of test/js/fixtures.
+const fixture = (name) => path.join(__dirname, 'fixtures', name);
+
+// ---- runtimes ----------------------------------------------------------------
+
+// Runtimes to close when the current test ends. The hook is registered when a
+// test file requires this module, so it runs after every test of that file.
+const openRuntimes = new Set();
+afterEach(() => {
+  for (const rt of openRuntimes) rt.closeSync(); // closing twice is a no-op
+  openRuntimes.clear();
+  if (global.gc) global.gc(); // under --expose-gc: finalizers run between tests, not inside the next one
+});
+
+// Registers rt (e.g. from Runtime.open) to be closed when the current test
+// ends, pass or fail; returns it.
+function closeAfterTest(rt) {
+  openRuntimes.add(rt);
+  return rt;
+}
+
+// A new Runtime closed when the current test ends, pass or fail. The usual
+// fixture is `let rt; beforeEach(() => { rt = makeRuntime(options); });`.
+// (Call it in a test or a beforeEach, not a beforeAll: it lasts one test.)
+function makeRuntime(options) {
+  return closeAfterTest(new Runtime(options));
+}
+
+// makeRuntime whose print collects the lines Lua prints: returns { rt, lines }.
+// The usual fixture is `beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));`.
+function makeRuntimeWithLines(options = {}) {
+  const lines = [];
+  const rt = makeRuntime({ print: (l) => lines.push(l), ...options });
+  return { rt, lines };
+}
+
+// Lua task functions that several files start: forever waits INDEFINITELY;
+// echo returns what it is resumed with; count returns how many arguments it
+// got; guarded(tag) waits INDEFINITELY and prints "closed <tag>" from a
+// <close> variable when it ends.
+const TASK_FUNCTIONS = `
+    function forever() coroutine.yield("INDEFINITELY") end
+    function echo() return coroutine.yield("INDEFINITELY") end
+    function count(...) return select("#", ...) end
+    function guarded(tag)
+      local c <close> = setmetatable({}, { __close = function() print("closed " .. tag) end })
+      coroutine.yield("INDEFINITELY")
+    end`;
+
+// What fn() threw; fails the test if it threw nothing.
+function thrownBy(fn) {
+  try {
+    fn();
+  } catch (e) {
+    return e;
+  }
+  throw new Error('expected a throw');
+}
+
+// Checks for the security tests' escape attempts, on the runtime current()
+// returns (the file's fixture) unless another is given:
+//  - usable(r): r still runs code;
+//  - attempt(body, r): runs `body` (Lua statements ending in a return) under
+//    pcall and returns [ok, result or tostring(err)];
+//  - refused(body, pattern, r): the attempt raised (matching `pattern`, if
+//    given), never returned `canary`, and r is still usable.
+function escapeChecks(current, canary) {
+  const usable = (r = current()) => {
+    expect(r.load('return 1 + 1')).toEqual([2]);
+  };
+  const attempt = (body, r = current()) =>
+    r.load(`local ok, v = pcall(function() ${body} end) if ok then return true, v end return false, tostring(v)`);
+  const refused = (body, pattern, r = current()) => {
+    const [ok, v] = attempt(body, r);
+    expect(ok).toBe(false);
+    expect(v).not.toBe(canary);
+    if (pattern) expect(v).toMatch(pattern);
+    usable(r);
+  };
+  return { usable, attempt, refused };
+}
+
+// ---- timing ------------------------------------------------------------------
+
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+// One turn of the event loop (after pending I/O and timers of this turn).
+const turn = () => new Promise((r) => setImmediate(r));
+
+// Loop turns until pred() holds: for what follows loop work of unknown length
+// (a sanitizer build is several times slower than any fixed sleep allows).
+async function until(pred) {
+  while (!pred()) await turn();
+}
+
+// Upper slack for timing bounds: a loaded machine is late, never early.
+const LATE_MS = 500;
+
+// Expects `ms` to be about `target`: at least target - early (timers do not
+// fire early, but clocks round), and less than target + LATE_MS.
+function expectOnTime(ms, target, early = 1) {
+  expect(ms).toBeGreaterThanOrEqual(target - early);
+  expect(ms).toBeLessThan(target + LATE_MS);
+}
+
+// Watches how long the loop is held: a timer every `period` ms notes the
+// longest gap between two of its runs. stop() ends the watch and returns that
+// gap in ms.
+function watchLoop(period = 5) {
+  let last = performance.now();
+  let maxGap = 0;
+  const iv = setInterval(() => {
+    const now = performance.now();
+    maxGap = Math.max(maxGap, now - last);
+    last = now;
+  }, period);
+  return {
+    stop() {
+      clearInterval(iv);
+      return maxGap;
+    },
+  };
+}
+
+// ---- child processes ---------------------------------------------------------
+
+// Runs `node ...args` (a script and its arguments, or ['-e', code]) and
+// resolves with { code, signal, stdout, stderr, lines, ms }: lines are the
+// non-empty lines of stdout. A child still running after `timeout` ms is
+// killed and shows up as signal SIGTERM (code null).
+function runNode(args, { timeout = 15000, env, cwd } = {}) {
+  const t0 = Date.now();
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (s) => { stdout += s; });
+    child.stderr.setEncoding('utf8').on('data', (s) => { stderr += s; });
+    const timer = setTimeout(() => child.kill('SIGTERM'), timeout);
+    child.on('error', (e) => {
+      clearTimeout(timer);
+      reject(e);
+    });
+    child.on('close', (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal, stdout, stderr, lines: stdout.split('\n').filter(Boolean), ms: Date.now() - t0 });
+    });
+  });
+}
+
+// Expects a child run by runNode to have exited on its own, cleanly: status
+// 0, no signal, nothing on stderr.
+function expectCleanExit(r) {
+  expect({ code: r.code, signal: r.signal, stderr: r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
+}
+
+// ---- Workers spinning in Lua -------------------------------------------------
+
+// Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
+// `rt` and `Runtime` in scope) and posts 'go' just before Lua starts, then
+// 'returned' if the setup returns.
+function spinningWorker(setup, options = {}) {
+  const code = `
+    const { Runtime } = require(${JSON.stringify(root)});
+    const { parentPort } = require('node:worker_threads');
+    const rt = new Runtime(${JSON.stringify(options)});
+    parentPort.postMessage('go');
+    ${setup}
+    parentPort.postMessage('returned');
+  `;
+  return new Worker(code, { eval: true });
+}
+
+// Terminates the worker `delay` ms after it says 'go'; resolves with how long
+// terminate() took. Rejects if terminate() takes 8 s, if the worker fails, or
+// (unless `returns`: the setup starts Lua that spins later, from the loop) if
+// the setup returned before the terminate, i.e. Lua was not spinning.
+function terminateWhileSpinning(worker, { delay, returns = false }) {
+  return new Promise((resolve, reject) => {
+    const guard = setTimeout(() => reject(new Error('terminate() did not finish within 8 s')), 8000);
+    worker.on('error', (e) => {
+      clearTimeout(guard);
+      reject(e);
+    });
+    let asked = false;
+    worker.on('message', (m) => {
+      if (m === 'returned' && !asked && !returns) reject(new Error('the Lua code returned instead of spinning'));
+      if (m !== 'go') return;
+      setTimeout(() => {
+        asked = true;
+        const t0 = Date.now();
+        worker.terminate().then(() => {
+          clearTimeout(guard);
+          resolve(Date.now() - t0);
+        }, reject);
+      }, delay);
+    });
+  });
+}
+
+module.exports = {
+  root,
+  fixture,
+  makeRuntime,
+  makeRuntimeWithLines,
+  closeAfterTest,
+  TASK_FUNCTIONS,
+  thrownBy,
+  escapeChecks,
+  sleep,
+  turn,
+  until,
+  LATE_MS,
+  expectOnTime,
+  watchLoop,
+  runNode,
+  expectCleanExit,
+  spinningWorker,
+  terminateWhileSpinning,
+};
