@@ -21,7 +21,7 @@
 #include "task_table.hpp"
 #include "thread_anchors.hpp"
 #include "timer_queue.hpp"
-#include "yield_args.hpp"
+#include "yield_instruction.hpp"
 
 namespace lua_tasks {
 

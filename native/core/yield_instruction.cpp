@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Yield instructions: parsing coroutine.yield(instruction, value, unit) into a wait.
-#include "yield_args.hpp"
+#include "yield_instruction.hpp"
 
 #include <cctype>
 #include <cmath>

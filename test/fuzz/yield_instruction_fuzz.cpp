@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "yield_args.hpp"
+#include "yield_instruction.hpp"
 
 using lua_tasks::ParseYield;
 using lua_tasks::WaitKind;
