@@ -145,7 +145,7 @@ int l_co_yield(lua_State* L) {
   char err[256];
   // Coded errors: a task that does not catch them fails with ERR_BAD_YIELD
   // or ERR_COMMIT_FAILED (README "Errors"); pcall sees the same text as ever.
-  if (!ParseYield(L, 1, n, *s->clock(), s->yield_names(), &req, err, sizeof err)) {
+  if (!ParseYieldInstruction(L, 1, n, *s->clock(), s->yield_names(), &req, err, sizeof err)) {
     return RaiseCodedError(L, ErrorCode::kBadYield, err);
   }
   if (req.kind == WaitKind::kUntilNext && !CronDeadline(s, L, req, &req.wall_ns, err, sizeof err)) {
