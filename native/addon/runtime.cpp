@@ -12,7 +12,9 @@
 #include "js_ref.hpp"
 
 #include "cron_schedule.hpp"
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
+#include "lua_api_require.hpp"
+#include "lua_api_resolve.hpp"
 #include "lua_value.hpp"
 #include "state_codec.hpp"
 
@@ -153,7 +155,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   if (core_->host->Protected(
           [](lua_State* L) {
             auto* s = static_cast<Scheduler*>(lua_touserdata(L, 1));
-            RegisterTasksApi(L, s);
+            RegisterLuaApi(L, s);
             return 0;
           },
           sched, &error) != LUA_OK) {

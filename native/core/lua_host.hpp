@@ -174,7 +174,7 @@ class LuaHost {
 
   // The thread running Lua code now, nested coroutines included (current()
   // is the innermost thread entered from C++); null when none runs. Kept by
-  // Entry, coroutine.resume (lua_api_tasks.cpp) and coroutine.close
+  // Entry, coroutine.resume (lua_api_coroutine.cpp) and coroutine.close
   // (lua_coroutine.cpp): the allocator's large-allocation charge and an
   // interrupt's hook go to this thread.
   lua_State* running() const { return running_; }

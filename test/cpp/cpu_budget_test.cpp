@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -65,7 +65,7 @@ class BudgetTest : public ::testing::Test {
     sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
     ASSERT_EQ(host->Protected(
                   [](lua_State* L) {
-                    RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                    RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                     return 0;
                   },
                   sched.get(), &error),

@@ -8,7 +8,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -66,7 +66,7 @@ std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
   std::string error;
   EXPECT_EQ(rt->host->Protected(
                 [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                   return 0;
                 },
                 rt->sched.get(), &error),

@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
 #include "test_clocks.hpp"
 
 namespace lua_tasks {
@@ -46,7 +46,7 @@ void RegisterTasks(LuaHost* host, Scheduler* sched) {
   std::string error;
   ASSERT_EQ(host->Protected(
                 [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                   return 0;
                 },
                 sched, &error),
