@@ -8,6 +8,8 @@
 // wrappers (lua_api_coroutine.cpp) pass up to it.
 #include "lua_api_tasks.hpp"
 
+#include "lua/tasks.lua.hpp"
+
 #include <cmath>
 
 #include "scheduler.hpp"
@@ -242,29 +244,6 @@ int l_tasks_join(lua_State* L) {
   return 2;
 }
 
-// Lua glue: tasks.wait over join, require("tasks"), require("namazu.coroutine").
-constexpr const char kTasksLua[] = R"lua(
-local tasks, join, LOADED = ...
-local error = error
-
-local function joined(ok, ...)
-  if ok == true then return ... end
-  if ok == false then error((...), 0) end
-  return nil, (...)
-end
-tasks.wait = function(id)
-  return joined(join(id))
-end
-
-local namazu = {
-  current_task_id = tasks.current_id,
-  start = tasks.start,
-  resume = tasks.resume,
-}
-LOADED["tasks"] = tasks
-LOADED["namazu.coroutine"] = namazu
-)lua";
-
 const luaL_Reg kTasksFuncs[] = {
     {"sleep", l_tasks_sleep},   {"current_id", l_tasks_current_id}, {"start", l_tasks_start},
     {"resume", l_tasks_resume}, {"cancel", l_tasks_cancel},         {"status", l_tasks_status},
@@ -300,7 +279,7 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_setfield(L, -2, "state");  // in memory until a store is configured (DESIGN §8)
   const int tasks = lua_gettop(L);
 
-  if (luaL_loadbufferx(L, kTasksLua, sizeof(kTasksLua) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
+  if (luaL_loadbufferx(L, kTasksLua, sizeof(kTasksLua) - 1, kTasksLuaName, "t") != LUA_OK) lua_error(L);
   lua_pushvalue(L, tasks);
   lua_pushlightuserdata(L, scheduler);
   lua_pushcclosure(L, l_tasks_join, 1);

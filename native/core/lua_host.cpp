@@ -8,6 +8,7 @@
 #include "interrupt_watch.hpp"
 #include "lua_api_bounded.hpp"
 #include "lua_coroutine.hpp"
+#include "lua/guarded_xpcall.lua.hpp"
 #include "lua_api_pattern.hpp"
 
 namespace lua_tasks {
@@ -28,27 +29,6 @@ int l_budget_killing(lua_State* L) {
   lua_pushboolean(L, host->terminating() || (budget != nullptr && budget->killing()));
   return 1;
 }
-
-// xpcall's message handler runs where the error is raised: for the budget's
-// kill or an interrupt's stop, inside the count hook, where Lua runs no
-// hooks, so a handler that loops could not be stopped (it hung the process
-// past taskTimeout, and a Worker's terminate() for ever). While Lua is being
-// stopped, the handler is passed over and the stop goes on as it is. Every
-// runtime can be stopped (interrupt_watch.hpp), so every runtime has it.
-constexpr const char kGuardedXpcall[] = R"lua(
-local xpcall, killing, type, select, error = ...
-_G.xpcall = function(...)
-  local f, msgh = ...
-  if type(msgh) ~= "function" then  -- as xpcall says it, at the caller's line
-    local got = select("#", ...) < 2 and "no value" or type(msgh)
-    error("bad argument #2 to 'xpcall' (function expected, got " .. got .. ")", 2)
-  end
-  return xpcall(f, function(e)
-    if killing() then return e end
-    return msgh(e)
-  end, select(3, ...))
-end
-)lua";
 
 // Lua's pattern matching runs whole inside one C call, out of the count
 // hook's reach, and some patterns backtrack for minutes. So
@@ -73,6 +53,8 @@ void GuardPatterns(lua_State* L, LuaHost* host) {
   lua_pop(L, 2);
 }
 
+// Every runtime's xpcall passes its message handler over while Lua is being
+// stopped (lua/guarded_xpcall.lua says why).
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
@@ -80,7 +62,8 @@ int l_setup(lua_State* L) {
   GuardPatterns(L, args->host);
   lua_getglobal(L, "xpcall");
   if (lua_isfunction(L, -1)) {
-    if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
+    if (luaL_loadbufferx(L, kGuardedXpcallLua, sizeof(kGuardedXpcallLua) - 1, kGuardedXpcallLuaName, "t") != LUA_OK)
+      lua_error(L);
     lua_insert(L, -2);
     lua_pushcfunction(L, l_budget_killing);
     lua_getglobal(L, "type");

@@ -209,7 +209,7 @@ TEST(Bounded, LoadKeepsItsArgumentsAndEnv) {
     return load(function() i = i + 1 return parts[i] end)())"),
             "ok:5001");
   EXPECT_EQ(RunLua(host.get(), "return select(2, load(function() return {} end))"),
-            "ok:lua-tasks:13: reader function must return a string");
+            "ok:lua-tasks/text_only.lua:16: reader function must return a string");
 }
 
 TEST(Bounded, ALongLoadIsStoppedButItsStopCannotBeKept) {
