@@ -13,6 +13,7 @@
 
 #include "cron_schedule.hpp"
 #include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "lua_api_require.hpp"
 #include "lua_api_resolve.hpp"
 #include "lua/file_modules.lua.hpp"
@@ -134,6 +135,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
                                 : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
+  opts.install_apis = RegisterPatternApi;
   std::string error;
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) {

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -59,6 +60,7 @@ class BudgetTest : public ::testing::Test {
     o.time_slice_ns = slice_ns;
     o.task_timeout_ns = timeout_ns;
     o.clock = &clock;
+    o.install_apis = RegisterPatternApi;
     std::string error;
     host = LuaHost::Create(o, &error);
     ASSERT_TRUE(host) << error;

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -60,6 +61,7 @@ std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
   auto rt = std::make_unique<Runtime>();
   LuaHostOptions o;
   o.interruptible = true;
+  o.install_apis = RegisterPatternApi;
   rt->host = CreateHost(o);
   rt->host->set_interrupt_poll(&Poll::Ask, poll);
   rt->sched = std::make_unique<Scheduler>(rt->host.get(), &rt->clock, &rt->hooks);
