@@ -24,7 +24,7 @@ int l_co_has_mark(lua_State* L) {
   return 1;
 }
 
-// coroutine.resume's core (the prelude wraps it to pass API waits up):
+// coroutine.resume's core (lua/coroutine.lua wraps it to pass API waits up):
 // Lua's resume, plus what must hold for every coroutine run from Lua.
 //  - A task's coroutine (coroutine.running() inside a task hands it out)
 //    runs only under the scheduler: resumed behind its back, the task's stack

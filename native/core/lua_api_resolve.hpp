@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The "mod.fn" resolver: finds a function by a dotted path in globals and modules, requiring them if needed.
+// The "mod.fn" resolver: finds a function by a dotted path in modules, requiring them if needed.
 #pragma once
 
 #include <lua.hpp>

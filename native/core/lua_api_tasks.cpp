@@ -244,6 +244,7 @@ int l_tasks_join(lua_State* L) {
   return 2;
 }
 
+// The tasks table's C functions; tasks.wait is lua/tasks.lua's, over l_tasks_join.
 const luaL_Reg kTasksFuncs[] = {
     {"sleep", l_tasks_sleep},   {"current_id", l_tasks_current_id}, {"start", l_tasks_start},
     {"resume", l_tasks_resume}, {"cancel", l_tasks_cancel},         {"status", l_tasks_status},
