@@ -12,7 +12,11 @@
 #include "js_ref.hpp"
 
 #include "cron_schedule.hpp"
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
+#include "lua_api_require.hpp"
+#include "lua_api_resolve.hpp"
+#include "lua/file_modules.lua.hpp"
 #include "lua_value.hpp"
 #include "state_codec.hpp"
 
@@ -131,6 +135,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
                                 : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
+  opts.install_apis = RegisterPatternApi;
   std::string error;
   core_->host = LuaHost::Create(opts, &error);
   if (!core_->host) {
@@ -153,7 +158,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   if (core_->host->Protected(
           [](lua_State* L) {
             auto* s = static_cast<Scheduler*>(lua_touserdata(L, 1));
-            RegisterTasksApi(L, s);
+            RegisterLuaApi(L, s);
             return 0;
           },
           sched, &error) != LUA_OK) {
@@ -606,41 +611,6 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-namespace {
-
-// Installed by modulePaths: require falls back to files the JS finder reads
-// (PRELOAD's __index), and loadfile/dofile read only through it as well.
-constexpr const char kFileModules[] = R"lua(
-local find, read_file, load, error, PRELOAD, G, safe = ...
-setmetatable(PRELOAD, { __index = function(_, name)
-  local found = find(name)  -- { source, chunkname } or nil
-  if found == nil then return nil end
-  local f, err = load(found[1], found[2], "t")
-  if not f then error(err, 0) end
-  return f
-end })
-if safe then
-  G.loadfile = function(file, mode, env)
-    if mode ~= nil and mode ~= "t" then
-      error("binary chunks are not allowed (mode " .. tostring(mode) .. " given, only \"t\")", 2)
-    end
-    local src = read_file(file)
-    if src == nil then
-      return nil, "cannot open " .. tostring(file) .. " (only files inside modulePaths can be loaded)"
-    end
-    if env ~= nil then return load(src, "@" .. tostring(file), "t", env) end
-    return load(src, "@" .. tostring(file), "t")
-  end
-  G.dofile = function(file)
-    local f, err = G.loadfile(file)
-    if not f then error(err, 2) end
-    return f()
-  end
-end
-)lua";
-
-}  // namespace
-
 Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
@@ -648,7 +618,7 @@ Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
   const int base = lua_gettop(L);
   {
     LuaHost::HostSection section(core->host.get(), L);
-    if (luaL_loadbufferx(L, kFileModules, sizeof(kFileModules) - 1, "=lua-tasks", "t") != LUA_OK) {
+    if (luaL_loadbufferx(L, kFileModulesLua, sizeof(kFileModulesLua) - 1, kFileModulesLuaName, "t") != LUA_OK) {
       lua_settop(L, base);
       ThrowError(env, "ERR_LUA_RUNTIME", "cannot install modulePaths");
     }

@@ -11,6 +11,7 @@
 
 #include <cstring>
 
+#include "lua_host.hpp"
 #include "lua_pattern.hpp"
 
 namespace lua_tasks {
@@ -300,6 +301,14 @@ constexpr luaL_Reg kPatternFunctions[] = {
     {"gsub", l_pattern_gsub}, {nullptr, nullptr},
 };
 
+// The host's stop check, for RegisterPatternApi.
+bool PatternStopDue(void* host) {
+  return static_cast<LuaHost*>(host)->StopDue();
+}
+int PatternRaiseStop(void*, lua_State* L) {
+  return LuaHost::RaiseStop(L);
+}
+
 }  // namespace
 
 void RegisterPatternFunctions(lua_State* L, int table, const PatternStop& stop) {
@@ -308,6 +317,14 @@ void RegisterPatternFunctions(lua_State* L, int table, const PatternStop& stop) 
   *ud = stop;
   luaL_setfuncs(L, kPatternFunctions, 1);
   lua_pop(L, 1);
+}
+
+void RegisterPatternApi(lua_State* L) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, LUA_STRLIBNAME) == LUA_TTABLE) {
+    RegisterPatternFunctions(L, -1, PatternStop{PatternStopDue, PatternRaiseStop, LuaHost::From(L)});
+  }
+  lua_pop(L, 2);
 }
 
 }  // namespace lua_tasks

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: MIT
-// The Lua face of the scheduler: coroutine.yield instructions, tasks, namazu.coroutine, require.
+// The tasks table: start, resume, send, receive, cancel, status, wait, sleep, current_id; and namazu.coroutine.
 #pragma once
-
-#include <string_view>
 
 #include <lua.hpp>
 
@@ -10,18 +8,11 @@ namespace lua_tasks {
 
 class Scheduler;
 
-// Installs everything into L's globals and module tables. Raises on memory
-// errors: call in protected mode. Stack: unchanged.
+// Creates the tasks table (global `tasks`, and require("tasks")) with its
+// functions and constants, and require("namazu.coroutine"). The waits it
+// starts (sleep, wait, receive) yield from a coroutine of the user's through
+// the resume wrappers (RegisterCoroutineApi). Raises (memory): call in
+// protected mode. Stack: unchanged.
 void RegisterTasksApi(lua_State* L, Scheduler* scheduler);
-
-// Registers `name` as a module whose loader is the function on top of L's
-// stack (popped): require(name) calls it once. Raises (memory).
-void PreloadModule(lua_State* L, std::string_view name);
-
-// Registry key of the table `require` consults for loaders.
-inline constexpr const char kPreloadRegistryKey[] = "lua-tasks.preload";
-// Registry key of a table whose [1] is resolve(path) -> function | nil, which
-// finds "mod.fn" in modules, requiring them if needed.
-inline constexpr const char kResolveRegistryKey[] = "lua-tasks.resolve";
 
 }  // namespace lua_tasks

@@ -11,7 +11,7 @@ namespace lua_tasks {
 // coroutine whose pending <close> handlers run, which is where an interrupt
 // (InterruptWatch) sets its hook: hooks are per coroutine, and a handler
 // looping there would never see a hook set on the closer. (coroutine.resume
-// does the same in lua_api_tasks.cpp.) Stack: unchanged.
+// does the same in lua_api_coroutine.cpp.) Stack: unchanged.
 void ReplaceCoroutineClose(lua_State* L);
 
 }  // namespace lua_tasks

@@ -8,7 +8,7 @@
 #include "interrupt_watch.hpp"
 #include "lua_api_bounded.hpp"
 #include "lua_coroutine.hpp"
-#include "lua_api_pattern.hpp"
+#include "lua/guarded_xpcall.lua.hpp"
 
 namespace lua_tasks {
 
@@ -16,7 +16,6 @@ namespace {
 
 struct SetupArgs {
   const LuaHostOptions* options;
-  LuaHost* host;  // asked by the pattern functions: see GuardPatterns
 };
 
 // Runs in protected mode: every error here becomes a status for Create.
@@ -29,58 +28,17 @@ int l_budget_killing(lua_State* L) {
   return 1;
 }
 
-// xpcall's message handler runs where the error is raised: for the budget's
-// kill or an interrupt's stop, inside the count hook, where Lua runs no
-// hooks, so a handler that loops could not be stopped (it hung the process
-// past taskTimeout, and a Worker's terminate() for ever). While Lua is being
-// stopped, the handler is passed over and the stop goes on as it is. Every
-// runtime can be stopped (interrupt_watch.hpp), so every runtime has it.
-constexpr const char kGuardedXpcall[] = R"lua(
-local xpcall, killing, type, select, error = ...
-_G.xpcall = function(...)
-  local f, msgh = ...
-  if type(msgh) ~= "function" then  -- as xpcall says it, at the caller's line
-    local got = select("#", ...) < 2 and "no value" or type(msgh)
-    error("bad argument #2 to 'xpcall' (function expected, got " .. got .. ")", 2)
-  end
-  return xpcall(f, function(e)
-    if killing() then return e end
-    return msgh(e)
-  end, select(3, ...))
-end
-)lua";
-
-// Lua's pattern matching runs whole inside one C call, out of the count
-// hook's reach, and some patterns backtrack for minutes. So
-// string.find/match/gmatch/gsub are our matcher (same behaviour), which asks
-// LuaHost::StopDue as it goes and raises the same kill. In every runtime, as
-// the other bounded functions are: the stop check is the one place that
-// also stops Lua for reasons other than a taskTimeout.
-bool PatternStopDue(void* host) {
-  return static_cast<LuaHost*>(host)->StopDue();
-}
-int PatternRaiseStop(void*, lua_State* L) {
-  return LuaHost::RaiseStop(L);
-}
-
-// Replaces the pattern functions in the string library, if it is open (it is
-// then also the strings' metatable __index, so s:find changes too).
-void GuardPatterns(lua_State* L, LuaHost* host) {
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  if (lua_getfield(L, -1, LUA_STRLIBNAME) == LUA_TTABLE) {
-    RegisterPatternFunctions(L, -1, PatternStop{PatternStopDue, PatternRaiseStop, host});
-  }
-  lua_pop(L, 2);
-}
-
+// Every runtime's xpcall passes its message handler over while Lua is being
+// stopped (lua/guarded_xpcall.lua says why).
 int l_setup(lua_State* L) {
   auto* args = static_cast<SetupArgs*>(lua_touserdata(L, 1));
   OpenLibs(L, args->options->libs);
   ReplaceCoroutineClose(L);
-  GuardPatterns(L, args->host);
+  if (args->options->install_apis != nullptr) args->options->install_apis(L);
   lua_getglobal(L, "xpcall");
   if (lua_isfunction(L, -1)) {
-    if (luaL_loadbufferx(L, kGuardedXpcall, sizeof(kGuardedXpcall) - 1, "=lua-tasks", "t") != LUA_OK) lua_error(L);
+    if (luaL_loadbufferx(L, kGuardedXpcallLua, sizeof(kGuardedXpcallLua) - 1, kGuardedXpcallLuaName, "t") != LUA_OK)
+      lua_error(L);
     lua_insert(L, -2);
     lua_pushcfunction(L, l_budget_killing);
     lua_getglobal(L, "type");
@@ -113,7 +71,7 @@ std::unique_ptr<LuaHost> LuaHost::Create(const LuaHostOptions& options, std::str
   *static_cast<LuaHost**>(lua_getextraspace(L)) = host.get();
   lua_gc(L, LUA_GCGEN, 0, 0);  // generational GC: most task garbage dies young
 
-  SetupArgs args{&options, host.get()};
+  SetupArgs args{&options};
   lua_pushcfunction(L, l_setup);
   lua_pushlightuserdata(L, &args);
   const bool enforce = host->memory_.enforce;

@@ -30,6 +30,11 @@ struct LuaHostOptions {
   // Register with this thread's InterruptWatch, so Lua that runs too long
   // can be stopped when the embedder's poll says so (set_interrupt_poll).
   bool interruptible = false;
+  // The embedder's Lua APIs, installed in every state right after the
+  // standard libraries and before any Lua runs (the runtime's assembler
+  // passes RegisterPatternApi, lua_api_pattern.hpp). The host offers the
+  // point and knows no API. Called in protected mode; may raise (memory).
+  void (*install_apis)(lua_State* L) = nullptr;
 };
 
 class InterruptWatch;
@@ -174,7 +179,7 @@ class LuaHost {
 
   // The thread running Lua code now, nested coroutines included (current()
   // is the innermost thread entered from C++); null when none runs. Kept by
-  // Entry, coroutine.resume (lua_api_tasks.cpp) and coroutine.close
+  // Entry, coroutine.resume (lua_api_coroutine.cpp) and coroutine.close
   // (lua_coroutine.cpp): the allocator's large-allocation charge and an
   // interrupt's hook go to this thread.
   lua_State* running() const { return running_; }

@@ -21,6 +21,7 @@
 
 #include <algorithm>
 
+#include "lua/text_only.lua.hpp"
 #include "lua_api_bounded.hpp"
 
 namespace lua_tasks {
@@ -96,37 +97,9 @@ void RestrictOs(lua_State* L) {
   lua_pop(L, 1);
 }
 
-// Text-only wrappers over load/loadfile/dofile, written in Lua so that error
-// levels and multiple returns behave like the originals.
-constexpr const char kTextOnly[] = R"lua(
-local load, loadfile, select, error = ...
-local function mode_ok(mode)
-  if mode ~= nil and mode ~= "t" then
-    error("binary chunks are not allowed (mode " .. tostring(mode) .. " given, only \"t\")", 3)
-  end
-end
-local G = _G
--- An explicit env (even nil) must reach load as given: count the varargs.
-G.load = function(chunk, name, mode, ...)
-  mode_ok(mode)
-  if select("#", ...) > 0 then return load(chunk, name, "t", (...)) end
-  return load(chunk, name, "t")
-end
-if loadfile then
-  G.loadfile = function(file, mode, ...)
-    mode_ok(mode)
-    if select("#", ...) > 0 then return loadfile(file, "t", (...)) end
-    return loadfile(file, "t")
-  end
-  G.dofile = function(file)
-    local f = assert(loadfile(file, "t"))
-    return f()
-  end
-end
-)lua";
-
+// Text-only wrappers over load/loadfile/dofile (lua/text_only.lua).
 void InstallTextOnly(lua_State* L, bool keep_files) {
-  if (luaL_loadbufferx(L, kTextOnly, sizeof(kTextOnly) - 1, "=lua-tasks", "t") != LUA_OK) {
+  if (luaL_loadbufferx(L, kTextOnlyLua, sizeof(kTextOnlyLua) - 1, kTextOnlyLuaName, "t") != LUA_OK) {
     lua_error(L);
   }
   lua_getglobal(L, "load");

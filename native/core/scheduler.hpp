@@ -21,7 +21,7 @@
 #include "task_table.hpp"
 #include "thread_anchors.hpp"
 #include "timer_queue.hpp"
-#include "yield_args.hpp"
+#include "yield_instruction.hpp"
 
 namespace lua_tasks {
 
@@ -122,7 +122,7 @@ inline constexpr int kCancelledStatus = -1;
 inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
-// it yields; the yield wrappers installed in Lua (lua_api_tasks.cpp) have then
+// it yields; coroutine.yield and the tasks API (lua_api_yield.cpp, lua_api_tasks.cpp) have then
 // already recorded its instruction (Task::Pend), so the scheduler only
 // files the task: IMMEDIATE into `ready_`, timed waits into `timers_`,
 // INDEFINITELY nowhere. The embedder drives RunImmediate from the loop's
@@ -147,7 +147,7 @@ class Scheduler {
 
   // Keeps "SCHEDULER" and the unit names in the registry, so a wake pushes
   // them by index instead of hashing them, and makes the table that anchors
-  // task threads. Raises (memory): call in protected mode (RegisterTasksApi
+  // task threads. Raises (memory): call in protected mode (RegisterLuaApi
   // does).
   void CacheNames(lua_State* L);
   const YieldNames* yield_names() const { return &yield_names_; }

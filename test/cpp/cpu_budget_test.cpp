@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Tests for CpuBudget with fake clocks: deadline inheritance, charged and adaptive hooks, close's one budget.
+// Tests for CpuBudget with fake clocks: its windows alone, and deadline inheritance, hooks and close in a runtime.
 #include "cpu_budget.hpp"
 
 #include <string>
@@ -7,7 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -59,13 +60,14 @@ class BudgetTest : public ::testing::Test {
     o.time_slice_ns = slice_ns;
     o.task_timeout_ns = timeout_ns;
     o.clock = &clock;
+    o.install_apis = RegisterPatternApi;
     std::string error;
     host = LuaHost::Create(o, &error);
     ASSERT_TRUE(host) << error;
     sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
     ASSERT_EQ(host->Protected(
                   [](lua_State* L) {
-                    RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                    RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                     return 0;
                   },
                   sched.get(), &error),
@@ -418,6 +420,148 @@ TEST_F(FakeBudgetTest, TheMainThreadIsNeverResumedClosedOrStartedFromLua) {
   // The traceback handler in the main thread's slot 1 is intact.
   EXPECT_EQ(RunLua(host.get(), "error('after')"), "err:test:1: after");
   EXPECT_EQ(RunLua(host.get(), "return coroutine.status(MAIN)"), "ok:running");
+}
+
+// ---- CpuBudget alone: windows, deadlines and the stop check ----------------------
+// No Lua state and no scheduler: the window arithmetic, on a clock moved by hand.
+
+// A FakeClock that counts its readings.
+class CountingClock final : public Clock {
+ public:
+  int64_t MonoNs() const override {
+    ++reads;
+    return mono;
+  }
+  int64_t WallNs() const override { return mono; }
+  int64_t mono = 1'000 * kMs;
+  mutable int reads = 0;
+};
+
+TEST(CpuBudgetWindow, ADeadlineIsTheTimeoutLessWhatTheTaskUsedAndStopDueSeesIt) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 0, 100 * kMs);
+  const int64_t t0 = clock.mono;
+  const CpuBudget::Window outer = budget.Open(30 * kMs, true, t0);
+  EXPECT_FALSE(outer.active);
+  clock.mono = t0 + 69 * kMs;
+  EXPECT_FALSE(budget.StopDue());
+  EXPECT_FALSE(budget.killing());
+  clock.mono = t0 + 70 * kMs;  // 30 used before + 70 now: the 100 ms budget
+  EXPECT_TRUE(budget.StopDue());
+  EXPECT_TRUE(budget.killing());
+  bool killed = false;
+  EXPECT_EQ(budget.Close(outer, &killed, t0 + 75 * kMs), 75 * kMs);
+  EXPECT_TRUE(killed);
+  EXPECT_FALSE(budget.active());
+  EXPECT_FALSE(budget.killing());
+}
+
+TEST(CpuBudgetWindow, ATaskThatUsedItsWholeBudgetDiesAtOnce) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 0, 100 * kMs);
+  const CpuBudget::Window outer = budget.Open(150 * kMs, true, clock.mono);
+  clock.mono += 1;
+  EXPECT_TRUE(budget.StopDue());
+  bool killed = false;
+  budget.Close(outer, &killed, clock.mono);
+  EXPECT_TRUE(killed);
+}
+
+TEST(CpuBudgetWindow, WithoutATaskTimeoutTheStopCheckReadsNoClock) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 10 * kMs, 0);  // a timeSlice alone
+  EXPECT_TRUE(budget.enabled());
+  const CpuBudget::Window outer = budget.Open(0, true, clock.mono);
+  clock.reads = 0;
+  clock.mono += 1'000'000 * kMs;
+  for (int i = 0; i < 100; ++i) EXPECT_FALSE(budget.StopDue());
+  EXPECT_EQ(clock.reads, 0);
+  bool killed = true;
+  budget.Close(outer, &killed, clock.mono);
+  EXPECT_FALSE(killed);
+  EXPECT_FALSE(CpuBudget(&clock, 0, 0).enabled());
+}
+
+TEST(CpuBudgetWindow, OutsideAnyWindowNothingIsDue) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 0, 100 * kMs);
+  clock.mono += 1'000'000 * kMs;
+  EXPECT_FALSE(budget.StopDue());
+  EXPECT_EQ(clock.reads, 0);
+}
+
+TEST(CpuBudgetWindow, ANestedWindowKeepsTheOuterDeadlineOrItsOwnWhenThatEndsFirst) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 0, 100 * kMs);
+  const int64_t t0 = clock.mono;
+  const CpuBudget::Window none = budget.Open(0, true, t0);  // deadline t0 + 100
+  // A call from JS inside it (not a task): the outer deadline alone.
+  const CpuBudget::Window task = budget.Open(0, false, t0 + 10 * kMs);
+  clock.mono = t0 + 100 * kMs;
+  EXPECT_TRUE(budget.StopDue());
+  bool killed = false;
+  budget.Close(task, &killed, clock.mono);
+  EXPECT_TRUE(killed);
+  EXPECT_TRUE(budget.killing());  // the outer deadline's kill goes on to the entry point
+  budget.Close(none, &killed, clock.mono);
+  EXPECT_TRUE(killed);
+
+  // A task started 10 ms in that has used 95 ms of its own: its own deadline
+  // (t0 + 15) comes first, and its kill ends with it.
+  const CpuBudget::Window none2 = budget.Open(0, true, t0);
+  const CpuBudget::Window outer = budget.Open(95 * kMs, true, t0 + 10 * kMs);
+  clock.mono = t0 + 15 * kMs;
+  EXPECT_TRUE(budget.StopDue());
+  budget.Close(outer, &killed, clock.mono);
+  EXPECT_TRUE(killed);
+  EXPECT_FALSE(budget.killing());  // the outer window runs on
+  budget.Close(none2, &killed, clock.mono);
+  EXPECT_FALSE(killed);
+}
+
+TEST(CpuBudgetWindow, AWindowOpenedPastTheOuterDeadlineStartsKilling) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 0, 100 * kMs);
+  const int64_t t0 = clock.mono;
+  const CpuBudget::Window none = budget.Open(0, true, t0);
+  const CpuBudget::Window outer = budget.Open(0, true, t0 + 100 * kMs);
+  EXPECT_TRUE(budget.killing());
+  bool killed = false;
+  budget.Close(outer, &killed, t0 + 100 * kMs);
+  budget.Close(none, &killed, t0 + 100 * kMs);
+  EXPECT_TRUE(killed);
+}
+
+TEST(CpuBudgetWindow, ASharedWindowHasOneSliceAndNoDeadline) {
+  CountingClock clock;
+  CpuBudget budget(&clock, 10 * kMs, 100 * kMs);
+  const int64_t t0 = clock.mono;
+  const CpuBudget::Window none = budget.OpenShared(t0);
+  clock.mono = t0 + 1'000 * kMs;
+  EXPECT_FALSE(budget.StopDue());  // each task it runs opens its own deadline
+  const CpuBudget::Window shared = budget.Open(0, true, t0 + 5 * kMs);
+  clock.mono = t0 + 105 * kMs;
+  EXPECT_TRUE(budget.StopDue());  // the task's own 100 ms
+  bool killed = false;
+  EXPECT_EQ(budget.Close(shared, &killed, clock.mono), 100 * kMs);
+  EXPECT_TRUE(killed);
+  EXPECT_FALSE(budget.killing());
+  EXPECT_EQ(budget.Close(none, &killed, clock.mono), 105 * kMs);
+  EXPECT_FALSE(killed);
+}
+
+TEST(CpuBudgetWindow, BigStringsCapTheHookCountInProportionToTheirSize) {
+  CountingClock clock;
+  size_t big = 0;
+  CpuBudget budget(&clock, 0, 80 * kMs, &big);  // aims at 10 ms between clock reads
+  EXPECT_EQ(budget.Cap(), CpuBudget::kHookEvery);
+  big = size_t{1} << 20;  // 1 MiB at 0.1 ns a byte: about 105 us an instruction
+  EXPECT_EQ(budget.Cap(), 95);
+  big = size_t{1} << 40;
+  EXPECT_EQ(budget.Cap(), 1);
+  big = 1;
+  EXPECT_EQ(budget.Cap(), CpuBudget::kHookEvery);
+  EXPECT_EQ(CpuBudget(&clock, 10 * kMs, 0, &big).Cap(), CpuBudget::kHookEvery);  // no taskTimeout: no cap
 }
 
 }  // namespace

@@ -8,7 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "scheduler.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -60,13 +61,14 @@ std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
   auto rt = std::make_unique<Runtime>();
   LuaHostOptions o;
   o.interruptible = true;
+  o.install_apis = RegisterPatternApi;
   rt->host = CreateHost(o);
   rt->host->set_interrupt_poll(&Poll::Ask, poll);
   rt->sched = std::make_unique<Scheduler>(rt->host.get(), &rt->clock, &rt->hooks);
   std::string error;
   EXPECT_EQ(rt->host->Protected(
                 [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                   return 0;
                 },
                 rt->sched.get(), &error),

@@ -622,12 +622,13 @@ std::unique_ptr<LuaHost> MakeHost(const Clock* clock, int64_t slice_ns, int64_t 
   o.time_slice_ns = slice_ns;
   o.task_timeout_ns = timeout_ns;
   o.clock = clock;
+  o.install_apis = RegisterPatternApi;  // as the runtime's assembler does
   return CreateHost(o);
 }
 
-// Every runtime gets our pattern functions (they ask LuaHost::StopDue, the
-// one stop check, which also stops Lua for reasons other than a taskTimeout;
-// and they are no slower than Lua's own).
+// Every runtime gets our pattern functions through RegisterPatternApi (they
+// ask LuaHost::StopDue, the one stop check, which also stops Lua for reasons
+// other than a taskTimeout; and they are no slower than Lua's own).
 TEST(PatternWiring, EveryRuntimeGetsOurPatternFunctions) {
   TickingClock clock;
   const std::string count = "return debug.getinfo(string.find, 'u').nups + debug.getinfo(('').gsub, 'u').nups";
@@ -639,6 +640,14 @@ TEST(PatternWiring, EveryRuntimeGetsOurPatternFunctions) {
   EXPECT_EQ(RunLua(MakeHost(&clock, 0, 50'000'000, LibProfile::Kind::kSafe).get(),
                    "return string.find == ('').find and string.find('abc', 'b')"),
             "ok:2");
+}
+
+// The host installs no Lua API of its own: the pattern functions come from
+// whoever assembles the runtime (LuaHostOptions::install_apis).
+TEST(PatternWiring, AHostWithoutInstalledApisKeepsLuasOwn) {
+  LuaHostOptions o;
+  o.libs.kind = LibProfile::Kind::kAll;
+  EXPECT_EQ(RunLua(CreateHost(o).get(), "return debug.getinfo(string.find, 'u').nups"), "ok:0");
 }
 
 // The clock moves 1 ms a read: the matcher's checks run the budget out.

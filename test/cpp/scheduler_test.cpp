@@ -7,7 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_tasks.hpp"
+#include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 #include "test_clocks.hpp"
 
 namespace lua_tasks {
@@ -46,7 +47,7 @@ void RegisterTasks(LuaHost* host, Scheduler* sched) {
   std::string error;
   ASSERT_EQ(host->Protected(
                 [](lua_State* L) {
-                  RegisterTasksApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
                   return 0;
                 },
                 sched, &error),
@@ -58,6 +59,7 @@ class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     LuaHostOptions o;
+    o.install_apis = RegisterPatternApi;
     std::string error;
     host = LuaHost::Create(o, &error);
     ASSERT_TRUE(host) << error;
@@ -786,6 +788,7 @@ class CpuBudgetTest : public ::testing::Test {
     o.time_slice_ns = slice_ns;
     o.task_timeout_ns = timeout_ns;
     o.clock = &clock;
+    o.install_apis = RegisterPatternApi;
     std::string error;
     host = LuaHost::Create(o, &error);
     ASSERT_TRUE(host) << error;

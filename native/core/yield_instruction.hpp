@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Yield instructions: parsing coroutine.yield(instruction, value, unit) into a wait.
+// The yield instruction parser: coroutine.yield(instruction, value, unit) into the wait it asks for.
 #pragma once
 
 #include <cstddef>
@@ -58,7 +58,7 @@ inline constexpr int64_t kMaxWaitNs = int64_t{100} * 365 * 24 * 3600 * 100000000
 // writes a lowercase message naming what was given and what is accepted into
 // err (NUL-terminated) and returns false. Never raises.
 // The instruction and unit names as interned in one Lua state (short
-// strings are unique per state and never move): ParseYield matches those by
+// strings are unique per state and never move): ParseYieldInstruction matches those by
 // pointer before it compares any text.
 inline constexpr int kKindCount = 6;  // IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY, COMMIT
 inline constexpr int kUnitCount = 7;  // in Unit's order
@@ -70,7 +70,7 @@ const char* KindName(int i);  // the i-th instruction name of YieldNames::kinds
 
 // `clock` bounds UNTIL_TIME (read only for that instruction); `names` may be
 // null.
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names, WaitRequest* out,
-                char* err, size_t errlen);
+bool ParseYieldInstruction(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
+                           WaitRequest* out, char* err, size_t errlen);
 
 }  // namespace lua_tasks

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Fuzz target: ParseYield on arbitrary yield arguments must never crash or misparse.
+// Fuzz target: the yield instruction parser on arbitrary yield arguments must never crash or misparse.
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
 
-#include "yield_args.hpp"
+#include "yield_instruction.hpp"
 
-using lua_tasks::ParseYield;
+using lua_tasks::ParseYieldInstruction;
 using lua_tasks::WaitKind;
 using lua_tasks::WaitRequest;
 
@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   WaitRequest req;
   char err[256];
   const FixedClock clock;
-  const bool ok = ParseYield(L, 1, n, clock, nullptr, &req, err, sizeof err);
+  const bool ok = ParseYieldInstruction(L, 1, n, clock, nullptr, &req, err, sizeof err);
   if (ok) {
     // Invariants of an accepted instruction.
     if (req.kind == WaitKind::kFor && (req.duration_ns < 0 || req.duration_ns > lua_tasks::kMaxWaitNs + 1))

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Yield instructions: parsing coroutine.yield(instruction, value, unit) into a wait.
-#include "yield_args.hpp"
+// The yield instruction parser: coroutine.yield(instruction, value, unit) into the wait it asks for.
+#include "yield_instruction.hpp"
 
 #include <cctype>
 #include <cmath>
@@ -119,8 +119,8 @@ const char* KindName(int i) {
   return kKinds[i].name;
 }
 
-bool ParseYield(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names, WaitRequest* out,
-                char* err, size_t errlen) {
+bool ParseYieldInstruction(lua_State* L, int first, int n, const Clock& clock, const YieldNames* names,
+                           WaitRequest* out, char* err, size_t errlen) {
   *out = WaitRequest{};
   char shown[64];
   if (n == 0 || lua_isnil(L, first)) return true;  // bare yield: IMMEDIATE

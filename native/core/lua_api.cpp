@@ -1,0 +1,25 @@
+// SPDX-License-Identifier: MIT
+// The Lua API of a runtime: every family over the scheduler, installed in the order they depend on.
+#include "lua_api.hpp"
+
+#include "coded_error.hpp"
+#include "lua_api_coroutine.hpp"
+#include "lua_api_require.hpp"
+#include "lua_api_resolve.hpp"
+#include "lua_api_tasks.hpp"
+#include "lua_api_yield.hpp"
+#include "scheduler.hpp"
+
+namespace lua_tasks {
+
+void RegisterLuaApi(lua_State* L, Scheduler* scheduler) {
+  scheduler->CacheNames(L);
+  RegisterCodedError(L);
+  RegisterYieldApi(L, scheduler);      // first: the coroutine wrappers capture its coroutine.yield
+  RegisterTasksApi(L, scheduler);      // before require, which waits with tasks.sleep
+  RegisterCoroutineApi(L, scheduler);  // the sentinel its pass-through looks for is the scheduler
+  RegisterRequireApi(L);
+  RegisterResolveApi(L);  // last: it requires modules through require
+}
+
+}  // namespace lua_tasks
