@@ -51,12 +51,11 @@ afterAll(() => {
 
 test('the tarball holds every file the build and the library need, and none of the tests, benches or builds', () => {
   const files = packed.files.map((f) => f.path);
-  const needed = ['package.json', 'README.md', 'LICENSE', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib'))];
-  for (const sub of ['native/core', 'native/addon']) {
-    for (const f of fs.readdirSync(path.join(root, sub))) needed.push(`${sub}/${f}`);
-  }
+  const needed = ['package.json', 'README.md', 'LICENSE', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib')),
+    ...libFiles(path.join(root, 'native'), 'native')];
   expect(files.sort()).toEqual([...new Set(needed)].sort());
-  expect(needed).toEqual(expect.arrayContaining(['lib/index.mjs', 'lib/index.d.ts', 'lib/lua/util/async.lua']));
+  expect(needed).toEqual(expect.arrayContaining(['lib/index.mjs', 'lib/index.d.ts', 'lib/lua/util/async.lua',
+    'native/core/lua/tasks.lua', 'native/addon/lua/file_modules.lua', 'native/cmake/embed_lua.cmake']));
   expect(packed.unpackedSize).toBeLessThan(1 << 20);
 });
 
