@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Awaiting JS promises from Lua tasks: transparent await, tasks.await, errors, cancel.
 'use strict';
-const { Runtime } = require('../..');
 const { makeRuntime, sleep } = require('./helpers');
 
 let rt;

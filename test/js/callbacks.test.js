@@ -2,7 +2,6 @@
 // Lua functions handed to JS as callbacks: where their errors go, and after close().
 'use strict';
 const { EventEmitter } = require('node:events');
-const { Runtime } = require('../..');
 const { makeRuntime } = require('./helpers');
 
 let rt;

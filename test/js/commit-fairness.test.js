@@ -2,7 +2,7 @@
 // COMMIT and settled promises give the loop back: fair lock handover, continuations through the loop (issue 19, items 4 and 5).
 'use strict';
 const { Runtime } = require('../..');
-const { fixture, runNode } = require('./helpers');
+const { fixture, makeRuntime, runNode } = require('./helpers');
 
 jest.setTimeout(60000);
 
@@ -105,12 +105,11 @@ test.each([
   ['a JS function returning a resolved promise', 'for i = 1, n do resolved(i) count = i end'],
 ])('a setTimeout(0) fires while a task awaits %s 1,000,000 times', async (_, body) => {
   const N = 1000000;
-  const rt = new Runtime();
+  const rt = makeRuntime();
   rt.set('p', Promise.resolve(1));
   rt.set('resolved', (i) => Promise.resolve(i));
   rt.load(`count = 0 function loop(n) ${body} return count end`);
   await expectTimerFiresWhileLooping(rt, N);
-  await rt.close();
 });
 
 // Before, the loop never turned: the timer that cancels it never fired and

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Value conversion between JS and Lua, both ways (DESIGN §5).
 'use strict';
-const { Runtime, ConversionError } = require('../..');
+const { ConversionError } = require('../..');
 const { makeRuntime } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });

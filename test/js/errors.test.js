@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Errors through the boundary: Lua errors to JS, JS exceptions through Lua.
 'use strict';
-const { Runtime, LuaError, LuaTasksError } = require('../..');
+const { LuaError, LuaTasksError } = require('../..');
 const { fixture, makeRuntime, runNode, thrownBy } = require('./helpers');
 
 const code = (c) => expect.objectContaining({ code: c });

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Shared test helpers: a runtime per test, loop timing, child processes, and Workers spinning in Lua.
+// Shared test helpers: runtimes closed after each test, Lua fixtures and checks, loop timing, child processes, Workers spinning in Lua.
 'use strict';
 const path = require('node:path');
 const { spawn } = require('node:child_process');
@@ -13,7 +13,7 @@ const root = path.resolve(__dirname, '..', '..');
 // A file of test/js/fixtures.
 const fixture = (name) => path.join(__dirname, 'fixtures', name);
 
-// ---- runtimes ----------------------------------------------------------------
+// ---- runtimes ---------------------------------------------------------------
 
 // Runtimes to close when the current test ends. The hook is registered when a
 // test file requires this module, so it runs after every test of that file.
@@ -92,7 +92,7 @@ function escapeChecks(current, canary) {
   return { usable, attempt, refused };
 }
 
-// ---- timing ------------------------------------------------------------------
+// ---- timing -----------------------------------------------------------------
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 
@@ -134,7 +134,7 @@ function watchLoop(period = 5) {
   };
 }
 
-// ---- child processes ---------------------------------------------------------
+// ---- child processes --------------------------------------------------------
 
 // Runs `node ...args` (a script and its arguments, or ['-e', code]) and
 // resolves with { code, signal, stdout, stderr, lines, ms }: lines are the
@@ -166,7 +166,7 @@ function expectCleanExit(r) {
   expect({ code: r.code, signal: r.signal, stderr: r.stderr }).toEqual({ code: 0, signal: null, stderr: '' });
 }
 
-// ---- Workers spinning in Lua -------------------------------------------------
+// ---- Workers spinning in Lua ------------------------------------------------
 
 // Starts a Worker that makes a runtime with `options`, runs `setup` (JS, with
 // `rt` and `Runtime` in scope) and posts 'go' just before Lua starts, then

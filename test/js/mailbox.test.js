@@ -260,12 +260,9 @@ describe('tasks.receive', () => {
 });
 
 test('task.send(...) is rt.send(task.id, ...)', async () => {
-  const { Runtime } = require('../..');
-  const rt = new Runtime();
   rt.load('function echo() local a, b = tasks.receive() return a .. b end');
   const task = rt.start('echo');
   expect(task.send('x', 'y')).toBe(true);
   expect(await task.result).toBe('xy');
   expect(task.send('late')).toBe(false);
-  await rt.close();
 });

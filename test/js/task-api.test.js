@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The JS Task object and its views: task.id, task.waiting, name and meta from rt.spawn's options, task.cancel/resume, rt.task/rt.tasks snapshots.
+// The JS Task object and its views: task.id, task.waiting, name and meta from rt.spawn's options, task.cancel/resume, rt.task/rt.tasks snapshots, the exported AbortError.
 'use strict';
 const { Runtime, Task, AbortError } = require('../..');
 const { codes } = require('../../lib/errors');

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Yield instructions: what IMMEDIATE, FOR, UNTIL_TIME and tasks.sleep wait for and return, and how a bad yield fails.
 'use strict';
-const { makeRuntimeWithLines, LATE_MS } = require('./helpers');
+const { makeRuntimeWithLines, LATE_MS, expectOnTime } = require('./helpers');
 
 let rt;
 let lines;
@@ -60,8 +60,7 @@ describe('FOR', () => {
     expect(reason).toBe('SCHEDULER');
     expect(u).toBe(unitOut);
     expect(typeof elapsed).toBe('number');
-    expect(elapsed * toMs).toBeGreaterThanOrEqual(29);
-    expect(elapsed * toMs).toBeLessThan(30 + LATE_MS);
+    expectOnTime(elapsed * toMs, 30);
     expect(elapsed * toMs).toBeLessThanOrEqual(wallMs + 1);
     expect(wallMs).toBeGreaterThanOrEqual(29);
   });

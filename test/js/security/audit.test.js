@@ -389,13 +389,12 @@ describe('the stop is not taken when the thread is fine', () => {
   });
 
   test('two runtimes nested A -> JS -> B, both spinning past the watch period, finish and stay usable', () => {
-    const a = new Runtime();
+    const a = makeRuntime();
     const b = makeRuntime();
     a.set('inner', () => b.load('local t = os.clock() while os.clock() - t < 0.3 do end return 1')[0]);
     expect(a.load('local t = os.clock() while os.clock() - t < 0.3 do end return inner() + 1')).toEqual([2]);
     usable(a);
     usable(b);
-    a.closeSync();
   });
 
   test('a coroutine closed with a slow <close> handler on a healthy thread finishes normally', () => {
