@@ -3,13 +3,8 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
-#include <new>
 #include <optional>
 #include <random>
-
-#if LUA_TASKS_HAVE_MIMALLOC
-#include <mimalloc.h>
-#endif
 
 namespace lua_tasks {
 
@@ -64,33 +59,6 @@ class Scheduler::SharedSlice {
   bool open_;
   CpuBudget::Window outer_;
 };
-
-#if LUA_TASKS_HAVE_MIMALLOC
-void* Task::operator new(size_t size) {
-  void* p = mi_malloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void Task::operator delete(void* p) noexcept {
-  mi_free(p);
-}
-#endif
-
-const char* TaskStatusName(TaskStatus s) {
-  switch (s) {
-    case TaskStatus::kRunning:
-      return "running";
-    case TaskStatus::kWaiting:
-      return "waiting";
-    case TaskStatus::kDone:
-      return "done";
-    case TaskStatus::kFailed:
-      return "failed";
-    case TaskStatus::kCancelled:
-      return "cancelled";
-  }
-  return "running";
-}
 
 Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
