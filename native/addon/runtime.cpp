@@ -3,6 +3,7 @@
 #include "runtime.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -354,7 +355,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
-  int end_kind = RuntimeCore::DirectStart::kRunning;
+  std::optional<EndKind> end_kind;
   const uint64_t key = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
@@ -390,7 +391,8 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
   // key × 4 + (end kind + 1): keys count up from 1 and stay far below 2^51.
-  return Napi::Number::New(env, static_cast<double>(key * 4 + static_cast<uint64_t>(end_kind + 1)));
+  const uint64_t ended = end_kind ? static_cast<uint64_t>(*end_kind) + 1 : 0;
+  return Napi::Number::New(env, static_cast<double>(key * 4 + ended));
 }
 
 namespace {

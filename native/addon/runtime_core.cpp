@@ -435,32 +435,32 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   napi_close_handle_scope(env, scope);
 }
 
-napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace,
-                                 int* kind) {
-  *kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
-  if (status == kTimedOutStatus) {
+napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind) {
+  *kind = EndKindOf(end.kind);
+  const TaskTrace* trace = end.trace;
+  if (end.kind == TaskEnd::kTimedOut) {
     const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
     return MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
                      "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
                          std::to_string(ms) + " ms) and was killed.",
                      WhereProps(Napi::Env(env), trace));
   }
-  if (*kind == 0 && nres > 0) {
+  if (*kind == EndKind::kDone && end.nres > 0) {
     try {
-      return ToJs(this, co, -nres);
+      return ToJs(this, co, -end.nres);
     } catch (const Napi::Error& e) {
-      *kind = 1;  // the result cannot cross: the task fails with that error
+      *kind = EndKind::kFailed;  // the result cannot cross: the task fails with that error
       scheduler->MarkHostFailed(task.key);
       return e.Value();
     }
   }
-  if (*kind == 1) return LuaErrorToJs(this, co, status, trace);
+  if (*kind == EndKind::kFailed) return LuaErrorToJs(this, co, end.lua_status, trace);
   napi_value undefined;
   napi_get_undefined(env, &undefined);
   return undefined;
 }
 
-void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) {
+void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) {
   if (!notify_ || listener_ == nullptr) return;
   // Inside rt.start's own call, whose handle scope holds the values: a scope
   // of its own was a heap allocation per start.
@@ -468,8 +468,8 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
   napi_handle_scope scope = nullptr;
   if (!direct) napi_open_handle_scope(env, &scope);
   try {
-    int kind;
-    napi_value value = EndValue(task, co, status, nres, trace, &kind);
+    EndKind kind;
+    napi_value value = EndValue(task, co, end, &kind);
     if (direct) {
       napi_valuetype type;
       napi_typeof(env, value, &type);
@@ -481,7 +481,7 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
       napi_get_reference_value(env, owner_, &args[0]);
       if (args[0] != nullptr) {  // else the Runtime was collected: nobody can hear it
         napi_create_double(env, static_cast<double>(task.key), &args[1]);
-        napi_create_int32(env, kind, &args[2]);
+        napi_create_int32(env, static_cast<int32_t>(kind), &args[2]);
         args[3] = value;
         napi_get_reference_value(env, listener_, &fn);
         napi_get_undefined(env, &recv);
@@ -510,7 +510,7 @@ void RuntimeCore::OnCallbackError(napi_value error) {
     napi_value args[4];
     args[0] = owner;
     napi_create_double(env, 0, &args[1]);
-    napi_create_int32(env, kCallbackFailed, &args[2]);
+    napi_create_int32(env, static_cast<int32_t>(EndKind::kCallbackFailed), &args[2]);
     args[3] = error;
     napi_call_function(env, recv, fn, 4, args, &ignored);
     return;

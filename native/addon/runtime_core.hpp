@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <node_api.h>
@@ -11,6 +12,7 @@
 #include "lua_host.hpp"
 #include "scheduler.hpp"
 #include "state_codec.hpp"
+#include "task_codes.hpp"
 #include "uv_driver.hpp"
 
 namespace lua_tasks {
@@ -129,18 +131,17 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   }
 
   // A Lua callback called while no Lua code ran has failed with `error`: the
-  // JS listener hears it (kind 3, key 0), or, when no Runtime can hear it any
-  // more, a process warning says so. Never throws; a throwing 'taskerror'
-  // listener leaves its exception pending, for the callback's caller.
+  // JS listener hears it (EndKind::kCallbackFailed, key 0), or, when no
+  // Runtime can hear it any more, a process warning says so. Never throws; a
+  // throwing 'taskerror' listener leaves its exception pending, for the
+  // callback's caller.
   void OnCallbackError(napi_value error);
-  // The listener's kinds: 0 done, 1 failed, 2 cancelled (task ends), and this.
-  static constexpr int kCallbackFailed = 3;
 
   // SchedulerHooks
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) override;
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override;
   // The JS value a task ended with: its result, its error or undefined; and
-  // its kind (0 done, 1 failed, 2 cancelled). Throws Napi::Error.
-  napi_value EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace, int* kind);
+  // its kind as the listener hears it. Throws Napi::Error.
+  napi_value EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind);
   void OnScheduleChange() override;
   void OnCommit(Task& task) override;
 
@@ -165,7 +166,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
         : core_(core), key_(core->direct_key_), out_(core->direct_out_), kind_(core->direct_kind_) {
       core->direct_key_ = key;
       core->direct_out_ = out;
-      core->direct_kind_ = kRunning;
+      core->direct_kind_.reset();
     }
     ~DirectStart() {
       core_->direct_key_ = key_;
@@ -175,15 +176,14 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
     DirectStart(const DirectStart&) = delete;
     DirectStart& operator=(const DirectStart&) = delete;
 
-    static constexpr int kRunning = -1;
-    // The listener's kind (0 done, 1 failed, 2 cancelled), or kRunning.
-    int kind() const { return core_->direct_kind_; }
+    // How the task ended, as the listener would have heard it; none while it runs on.
+    std::optional<EndKind> kind() const { return core_->direct_kind_; }
 
    private:
     RuntimeCore* core_;
     uint64_t key_;
     napi_value out_;
-    int kind_;
+    std::optional<EndKind> kind_;
   };
 
  private:
@@ -210,7 +210,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   bool notify_ = true;       // false during teardown: no JS may run
   uint64_t direct_key_ = 0;  // see DirectStart
   napi_value direct_out_ = nullptr;
-  int direct_kind_ = DirectStart::kRunning;
+  std::optional<EndKind> direct_kind_;
   napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)

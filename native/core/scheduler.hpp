@@ -30,11 +30,9 @@ namespace lua_tasks {
 class SchedulerHooks {
  public:
   virtual ~SchedulerHooks() = default;
-  // A task ended. status: LUA_OK with `nres` results on top of co's stack; a
-  // Lua error status with the error value on top (trace given); kTimedOutStatus
-  // (trace given); or kCancelledStatus. Called for observed tasks and for
-  // every failure.
-  virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) = 0;
+  // A task ended (see TaskEnding for what co's stack holds). Called for
+  // observed tasks and for every failure (kFailed, kTimedOut).
+  virtual void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) = 0;
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
   // A task yielded COMMIT: write the state, then call FinishCommit with
@@ -43,9 +41,6 @@ class SchedulerHooks {
   // cannot be taken).
   virtual void OnCommit(Task& task) = 0;
 };
-
-inline constexpr int kCancelledStatus = -1;
-inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
 // it yields; the yield wrappers installed in Lua (lua_api_tasks.cpp) have then
@@ -270,10 +265,10 @@ class Scheduler {
   void Continue(Task* t, int nargs);
   // The last lock went: runs what it held back (see Lock).
   void Unlocked();
-  // `trace`: where a task killed after it yielded was (KillNow; its
+  // `end.trace`: where a task killed after it yielded was (KillNow; its
   // traceback on top of the main thread's stack, popped here), else nullptr:
   // EndTask reads it from the coroutine of a task that failed.
-  void EndTask(Task* t, int status, int nres, const TaskTrace* trace = nullptr);
+  void EndTask(Task* t, TaskEnding end);
   // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
   // its stack; deferred while the lock is held.
   void RunJoiner(Task* w, int nargs);
@@ -283,9 +278,9 @@ class Scheduler {
   class SharedSlice;
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
-  void KillNow(Task* t, int status = kCancelledStatus);
+  void KillNow(Task* t, TaskEnd kind = TaskEnd::kCancelled);
   static bool Preempt(void* ctx, lua_State* L);
-  void Remember(Task* t, int status, int nres);
+  void Remember(Task* t, const TaskEnding& end);
 
   LuaHost* host_;
   const Clock* clock_;

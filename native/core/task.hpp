@@ -87,4 +87,22 @@ struct TaskTrace {
   int line = 0;                     // that frame's current line, 0 with no such frame
 };
 
+// How a task ended.
+enum class TaskEnd : uint8_t {
+  kDone,       // it returned
+  kFailed,     // it raised an error
+  kCancelled,  // rt.cancel, tasks.cancel, close, or cancelled while it ran
+  kTimedOut,   // killed for its CPU budget (taskTimeout)
+};
+
+// A task's end as SchedulerHooks::OnTaskEnd hears it, with what its
+// coroutine's stack holds. Points into the scheduler's frame: valid during
+// that call.
+struct TaskEnding {
+  TaskEnd kind = TaskEnd::kDone;
+  int lua_status = LUA_OK;           // kFailed: the Lua status it failed with (LUA_ERRRUN, LUA_ERRMEM, LUA_ERRERR)
+  int nres = 0;                      // on top of the stack: kDone its results, kFailed 1 (its error value)
+  const TaskTrace* trace = nullptr;  // kFailed, kTimedOut: where it was
+};
+
 }  // namespace lua_tasks

@@ -19,12 +19,12 @@ constexpr int64_t kMs = 1'000'000;
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task&, lua_State* co, int status, int, const TaskTrace*) override {
-    if (status == LUA_OK) {
+  void OnTaskEnd(Task&, lua_State* co, const TaskEnding& end) override {
+    if (end.kind == TaskEnd::kDone) {
       ends.push_back("done");
-    } else if (status == kCancelledStatus) {
+    } else if (end.kind == TaskEnd::kCancelled) {
       ends.push_back("cancelled");
-    } else if (status == kTimedOutStatus || LuaHost::HasKilledMark(co)) {
+    } else if (end.kind == TaskEnd::kTimedOut || LuaHost::HasKilledMark(co)) {
       ends.push_back("timeout");
     } else {
       ends.push_back(std::string("failed:") + lua_tostring(co, -1));

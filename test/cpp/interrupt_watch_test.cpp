@@ -36,7 +36,7 @@ std::thread StopLater(Poll* poll) {
 
 class NoHooks final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task&, lua_State*, int, int, const TaskTrace*) override {}
+  void OnTaskEnd(Task&, lua_State*, const TaskEnding&) override {}
   void OnScheduleChange() override {}
   void OnCommit(Task&) override {}
 };

@@ -15,11 +15,11 @@ namespace {
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace*) override {
-    std::string v = status == LUA_OK ? "done" : status == kCancelledStatus ? "cancelled" : "failed";
-    if (status == kTimedOutStatus) {
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override {
+    std::string v = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kCancelled ? "cancelled" : "failed";
+    if (end.kind == TaskEnd::kTimedOut) {
       v += ":timeout";
-    } else if (status != LUA_OK && status != kCancelledStatus) {
+    } else if (end.kind == TaskEnd::kFailed) {
       v += std::string(":") + lua_tostring(co, -1);
     }
     ends.push_back(v);
