@@ -418,7 +418,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   Task* t = core->scheduler->Find(key);
-  if (t == nullptr || t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) return Napi::Boolean::New(env, false);
+  if (t == nullptr || !t->resumable()) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
@@ -504,8 +504,7 @@ Napi::Value Runtime::JS_taskState(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ReadKey(info[0], *s, &key)) return env.Undefined();
   if (const Task* t = s->Find(key)) {
-    const int wait = t->status == TaskStatus::kWaiting ? static_cast<int>(t->wait) : 0;
-    return Napi::Number::New(env, static_cast<int>(t->status) + 16 * wait);
+    return Napi::Number::New(env, static_cast<int>(t->status) + 16 * static_cast<int>(t->current_wait()));
   }
   if (const Scheduler::Finished* f = s->FindFinished(key)) {
     return Napi::Number::New(env, static_cast<int>(f->host_failed ? TaskStatus::kFailed : f->status));

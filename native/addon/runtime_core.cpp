@@ -34,11 +34,9 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_value_bool(env, argv[2], &ok);
   Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
   // A cancelled or finished task, or a late settlement: ignored.
-  if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) || t->await_token != token) {
-    return nullptr;
-  }
+  const WaitKind wait = t != nullptr ? t->SettledBy(token) : WaitKind::kNone;
+  if (wait == WaitKind::kNone) return nullptr;
   const uint64_t key = t->key;
-  const WaitKind wait = t->wait;
   // The value is converted on the current thread, not on the waiting
   // coroutine: converting allocates, a collector step may run finalizers
   // (Lua code) on the thread that allocates, and a suspended coroutine must
@@ -75,7 +73,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
         PushJsException(core.get(), L, e);
       }
       again = core->closed() ? nullptr : core->scheduler->Find(key);
-      if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
+      if (again == nullptr || again->SettledBy(token) != wait || !lua_checkstack(again->co, 2)) {
         lua_settop(L, top);
         return 0;
       }
@@ -329,7 +327,7 @@ void RuntimeCore::OnCommit(Task& task) {
     napi_get_undefined(env, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);
-    napi_create_uint32(env, ++task.await_token, &argv[4]);
+    napi_create_uint32(env, task.NewAwaitToken(), &argv[4]);
     napi_get_undefined(env, &recv);
     if (argv[0] == nullptr || napi_call_function(env, recv, fn, 5, argv, &ignored) != napi_ok) {
       ThrowPending(env, "starting a commit");

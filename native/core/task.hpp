@@ -18,6 +18,10 @@ const char* TaskStatusName(TaskStatus s);
 // One task: a coroutine and its single pending wait. The first cache line
 // holds everything a wake reads or writes, so with thousands of tasks a wake
 // costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
+//
+// The fields are the scheduler's and the core Lua API's (lua_api_*.cpp).
+// The embedder reads key and co, and otherwise goes through the methods
+// below the fields: it never writes a field.
 struct Task {
   lua_State* co = nullptr;       // kept alive by its anchor
   uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
@@ -41,7 +45,7 @@ struct Task {
   int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target, wall ns
   uint64_t join_key = 0;          // kJoin: the task waited for
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
-  uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
+  uint32_t await_token = 0;       // kPromise, kCommit: which settlement may wake it (late ones are ignored)
   // The mailbox (tasks.send / tasks.receive): a table in the registry, made
   // at the first send and unreferenced by Release, so the messages of a task
   // that ends or is cancelled go with it. A message takes slots
@@ -54,6 +58,21 @@ struct Task {
 
   bool ended() const {
     return status == TaskStatus::kDone || status == TaskStatus::kFailed || status == TaskStatus::kCancelled;
+  }
+  // The wait it is parked on; kNone unless it is waiting.
+  WaitKind current_wait() const { return status == TaskStatus::kWaiting ? wait : WaitKind::kNone; }
+  // Parked on a yield instruction that a resume by id may end.
+  bool resumable() const { return status == TaskStatus::kWaiting && IsResumable(wait); }
+
+  // Waits that the embedder settles (kPromise, kCommit) carry a token, so
+  // that a settlement arriving after the task moved on wakes nothing.
+  // NewAwaitToken makes the token of the next such wait (every earlier one
+  // is late from then on); SettledBy says which of those waits a settlement
+  // carrying `token` ends now: kPromise, kCommit, or kNone for a late one.
+  uint32_t NewAwaitToken() { return ++await_token; }
+  WaitKind SettledBy(uint32_t token) const {
+    const bool outside = wait == WaitKind::kPromise || wait == WaitKind::kCommit;
+    return outside && await_token == token ? wait : WaitKind::kNone;
   }
 
   // Records the instruction the task is yielding; the scheduler files it as
