@@ -61,7 +61,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // persist. (snapshot(): the one-shot form of the job below.)
   bool Snapshot(SnapshotBytes* out, std::string* error);
 
-  // ---- Snapshot and restore in slices (runtime.cpp's snapshot*/restore*) ----
+  // ---- Snapshot and restore in slices (runtime_persist.cpp's snapshot*/restore*) ----
   //
   // A 50 MB state takes 100-250 ms to encode or decode: done as jobs that
   // JS steps a few ms at a time, across loop turns, so the loop never stalls
