@@ -9,6 +9,7 @@
 #include "errors.hpp"
 #include "js_ref.hpp"
 #include "state_codec.hpp"
+#include "tasks_state.hpp"
 
 namespace lua_tasks {
 
@@ -110,21 +111,6 @@ void RuntimeCore::OnScheduleChange() {
 
 namespace {
 
-// Pushes tasks.state (nil without a tasks module) onto L.
-void PushState(lua_State* L) {
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_rawget(L, -2);
-  } else {
-    lua_pushnil(L);
-  }
-  lua_replace(L, -3);
-  lua_pop(L, 1);
-}
-
 // Whether Lua code is on the C stack below us: a job begun now could see
 // that code change the state after we return, with no entry to stop it. An
 // Entry is open, or a function runs on the current thread (a __gc
@@ -139,7 +125,7 @@ bool LuaRunning(LuaHost* host) {
 bool RuntimeCore::Snapshot(SnapshotBytes* out, std::string* error) {
   lua_State* L = host->current();
   LuaHost::HostSection section(host.get(), L);
-  PushState(L);
+  PushTasksState(L);
   StateEncoder encoder(L, -1, "state");
   lua_pop(L, 1);
   if (encoder.Finish() != CodecProgress::kDone) {
@@ -159,7 +145,7 @@ void RuntimeCore::BeginSnapshot() {
   lua_State* L = host->current();
   {
     LuaHost::HostSection section(host.get(), L);  // a restore in progress finishes here
-    PushState(L);
+    PushTasksState(L);
     encoder_ = std::make_unique<StateEncoder>(L, -1, "state");
     lua_pop(L, 1);
     if (LuaRunning(host.get())) encoder_->Finish();
@@ -274,14 +260,7 @@ void RuntimeCore::AdvanceRestore(const Clock* clock_or_null, int64_t budget_ns) 
     return;
   }
   decoder_->PushResult(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_pushvalue(L, top + 1);
-    lua_rawset(L, -3);
-  }
+  SetTasksState(L, top + 1);
   lua_settop(L, top);
 }
 

@@ -8,6 +8,7 @@
 
 #include "errors.hpp"
 #include "state_codec.hpp"
+#include "tasks_state.hpp"
 
 namespace lua_tasks {
 
@@ -60,14 +61,7 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
                    &failure)) {
     ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
   }
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_pushvalue(L, base + 1);
-    lua_rawset(L, -3);
-  }
+  SetTasksState(L, base + 1);
   lua_settop(L, base);
   return env.Undefined();
 }
