@@ -132,8 +132,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   std::string error;
-  core_->host = LuaHost::Create(opts, &error);
-  if (!core_->host) {
+  if (!core_->Assemble(opts, &core_->clock, core_.get(), &error)) {
     ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
                "Cannot create the Lua runtime: " + error);
   }
@@ -149,19 +148,6 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
   Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/index.js checks)
   if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
-  Scheduler* sched = core_->scheduler.get();
-  if (core_->host->Protected(
-          [](lua_State* L) {
-            auto* s = static_cast<Scheduler*>(lua_touserdata(L, 1));
-            RegisterTasksApi(L, s);
-            return 0;
-          },
-          sched, &error) != LUA_OK) {
-    core_->Close();
-    ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
-               "Cannot create the Lua runtime: " + error);
-  }
-
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
   RegisterJsRef(core_.get(), L, options.Get("trustedObjects").ToBoolean());

@@ -351,7 +351,6 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
       &poll);
   napi_create_reference(env, poll, 1, &poll_fn_);
   host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
-  scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   driver = std::make_unique<UvDriver>(loop, scheduler.get(), [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
@@ -548,11 +547,8 @@ void RuntimeCore::CloseNow(bool notify) {
   if (restore_buffer_ != nullptr && notify) napi_delete_reference(env, restore_buffer_);
   restore_buffer_ = nullptr;
   if (host) host->set_entry_hook(nullptr, nullptr);
-  if (scheduler) {
-    scheduler->CancelAll();  // runs <close> variables; observed tasks reject
-    scheduler.reset();
-  }
-  host.reset();  // lua_close runs __gc of JS references, which need env alive
+  if (scheduler) scheduler->CancelAll();  // runs <close> variables; observed tasks reject
+  Free();                                 // lua_close runs __gc of JS references, which need env alive
   if (reported_ != 0 && notify) {
     int64_t ignored;
     napi_adjust_external_memory(env, -reported_, &ignored);

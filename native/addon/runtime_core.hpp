@@ -10,6 +10,7 @@
 
 #include "clock.hpp"
 #include "lua_host.hpp"
+#include "lua_runtime.hpp"
 #include "scheduler.hpp"
 #include "state_codec.hpp"
 #include "task_codes.hpp"
@@ -20,16 +21,17 @@ namespace lua_tasks {
 // Owned by shared_ptr: the Runtime JS object holds one, and so does every JS
 // function or handle made from one of its Lua values, so the Lua state lives
 // as long as anything can still reach it (or until close()).
-// It is the scheduler's hooks: task ends go to the JS listener, schedule
-// changes re-arm the loop driver.
-class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks {
+// It is the LuaRuntime (host and scheduler, assembled by the Runtime
+// constructor) with its Node side, and the scheduler's hooks: task ends go
+// to the JS listener, schedule changes re-arm the loop driver.
+class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks, public LuaRuntime {
  public:
   explicit RuntimeCore(napi_env e) : env(e) {}
   ~RuntimeCore() override { CloseNow(false); }
   RuntimeCore(const RuntimeCore&) = delete;
   RuntimeCore& operator=(const RuntimeCore&) = delete;
 
-  // Creates the scheduler and the loop driver, registers the cleanup hook.
+  // Once assembled: creates the loop driver, registers the cleanup hook.
   // `listener(owner, key, kind, value)` hears task ends; `owner` is the JS
   // Runtime, held weakly except while tasks wait on timers, the ready queue
   // or promises (as Node holds a pending timer's callback).
@@ -146,14 +148,15 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   void OnCommit(Task& task) override;
 
   napi_env const env;
-  SystemClock clock;                     // before host: its os.time reads it, even in lua_close's finalizers
-  std::unique_ptr<LuaHost> host;         // null once closed
-  std::unique_ptr<Scheduler> scheduler;  // destroyed before host (it holds registry refs)
-  std::unique_ptr<UvDriver> driver;      // closes its handles asynchronously
-  const void* jsref_mt[3] = {};   // identities of the JsRef metatables (function, object, error) in host's state
-  napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
-  std::string scratch;             // reused buffer for JS string -> Lua conversion
-  size_t conversion_limit = 0;     // conversionLimit: bytes one conversion may produce (0 = no cap)
+  // host and scheduler (LuaRuntime) are null once closed. The clock outlives
+  // the host, whose os.time reads it even in lua_close's finalizers: every
+  // way out, ~RuntimeCore too, frees the host in CloseNow.
+  SystemClock clock;
+  std::unique_ptr<UvDriver> driver;  // closes its handles asynchronously
+  const void* jsref_mt[3] = {};      // identities of the JsRef metatables (function, object, error) in host's state
+  napi_ref settle = nullptr;         // JS function settle(key, token, ok, value) for awaited promises
+  std::string scratch;               // reused buffer for JS string -> Lua conversion
+  size_t conversion_limit = 0;       // conversionLimit: bytes one conversion may produce (0 = no cap)
 
   // RAII, around Scheduler::Start for rt.start(): if the task it starts
   // (`key`) ends before Start returns, its end kind is kept here (kind()) and
