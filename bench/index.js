@@ -9,8 +9,8 @@
 // adding a file. A missed target is printed, never hidden; a wrong result
 // (every workload checks its answer) fails the run.
 //
-// The results files are written only by a run of every workload, so the
-// README table they feed always comes from one run on one machine.
+// The results files are written only by a run of every workload, so
+// bench/results.md always comes from one run on one machine.
 'use strict';
 
 const fs = require('fs');
@@ -81,25 +81,6 @@ function markdown(report) {
   return `${out.join('\n')}\n`;
 }
 
-// The README's benchmark section is results.md itself (headings one level
-// down), between these markers; a test checks it still matches.
-const README_BEGIN = '<!-- bench:begin (written by npm run bench from bench/results.json) -->';
-const README_END = '<!-- bench:end -->';
-
-function readmeSection(report) {
-  const body = markdown(report).split('\n').slice(1).join('\n').replace(/^## /gm, '### ').trim();
-  return `${README_BEGIN}\n${body}\n${README_END}`;
-}
-
-function writeReadme(report) {
-  const file = path.join(__dirname, '..', 'README.md');
-  const text = fs.readFileSync(file, 'utf8');
-  const a = text.indexOf(README_BEGIN);
-  const b = text.indexOf(README_END);
-  if (a < 0 || b < a) throw new Error(`README.md has no ${README_BEGIN} ... ${README_END} section`);
-  fs.writeFileSync(file, text.slice(0, a) + readmeSection(report) + text.slice(b + README_END.length));
-}
-
 async function main() {
   const wanted = process.argv.slice(2).map((a) => a.toLowerCase());
   const all = workloads();
@@ -142,15 +123,14 @@ async function main() {
   if (chosen.length === all.length) {
     fs.writeFileSync(path.join(__dirname, 'results.json'), `${JSON.stringify(report, null, 2)}\n`);
     fs.writeFileSync(path.join(__dirname, 'results.md'), markdown(report));
-    writeReadme(report);
-    console.log('Wrote bench/results.md, bench/results.json and the README\'s benchmark section.');
+    console.log('Wrote bench/results.md and bench/results.json.');
   } else {
     console.log('Partial run: bench/results.md and bench/results.json left as they were.');
   }
   if (failed) process.exitCode = 1;
 }
 
-module.exports = { markdown, readmeSection, README_BEGIN, README_END };
+module.exports = { markdown };
 
 if (require.main === module) {
   main().catch((err) => {

@@ -6,8 +6,9 @@
 // mode, set by collectgarbage() after the tasks start: a generational minor
 // collection re-traverses every live coroutine, so with this many alive each
 // minor one costs as much as a full cycle. This is why a runtime switches to
-// incremental mode once 10,000 tasks are alive (README, Scheduling). Each mode
-// runs in its own child process, so neither inherits the other's heap.
+// incremental mode once 10,000 tasks are alive (docs/performance.md, "Garbage
+// collection"). Each mode runs in its own child process, so neither inherits
+// the other's heap.
 'use strict';
 
 const { nowMs, nodeChild, percentile, check, intervalGaps } = require('./harness');

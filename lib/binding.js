@@ -18,7 +18,11 @@ try {
 function awaitPromise(promise, settle, key, token) {
   // Promise.prototype.then, not promise.then: a subclass's then may call
   // back at once, before the task has begun to wait, and its answer was lost.
-  Promise.prototype.then.call(promise, (v) => settle(key, token, true, v), (e) => settle(key, token, false, e));
+  Promise.prototype.then.call(
+    promise,
+    (v) => settle(key, token, true, v),
+    (e) => settle(key, token, false, e),
+  );
 }
 
 // A failure no Runtime can hear any more (its Runtime was collected or

@@ -82,7 +82,9 @@ function parse(argv, command, passOn = false) {
       if (t.value === undefined) fail(`option ${t.rawName} needs a value`);
       // As parseArgs' strict mode: "--entry --libs" is more likely a missing value.
       if (!t.inlineValue && t.value.startsWith('-')) {
-        fail(`option ${t.rawName} needs a value, got "${t.value}" (write ${t.rawName}=${t.value} if that is the value)`);
+        fail(
+          `option ${t.rawName} needs a value, got "${t.value}" (write ${t.rawName}=${t.value} if that is the value)`,
+        );
       }
       opts[t.name] = t.value;
     } else {
@@ -157,7 +159,8 @@ async function run(argv) {
     // Compile without running: Lua's own load, with the file as chunk name.
     rt.set('__lua_tasks_source', source);
     const [main, loadError] = rt.load(
-      `local s = __lua_tasks_source __lua_tasks_source = nil return load(s, ${JSON.stringify(`@${path.basename(file)}`)}, "t")`);
+      `local s = __lua_tasks_source __lua_tasks_source = nil return load(s, ${JSON.stringify(`@${path.basename(file)}`)}, "t")`,
+    );
     if (!main) {
       process.stderr.write(`${loadError}\n`);
       process.exit(1);
@@ -183,8 +186,10 @@ async function run(argv) {
   process.once('beforeExit', () => {
     const left = rt.stats().tasks;
     if (left === 0) return;
-    process.stderr.write(`lua-tasks: ${left} task(s) still waiting with nothing left to wake them ` +
-      `(INDEFINITELY, or a promise that never settles)${opts.entry && task.status !== 'done' ? `; --entry ${opts.entry} did not start` : ''}\n`);
+    process.stderr.write(
+      `lua-tasks: ${left} task(s) still waiting with nothing left to wake them ` +
+        `(INDEFINITELY, or a promise that never settles)${opts.entry && task.status !== 'done' ? `; --entry ${opts.entry} did not start` : ''}\n`,
+    );
     process.exitCode = 1;
     rt.closeSync();
   });
@@ -194,11 +199,24 @@ async function run(argv) {
 // (2030-01-01T07:00:00-05:00); cron times have whole seconds.
 function inZone(date, tz) {
   const fmt = new Intl.DateTimeFormat('en-US', {
-    timeZone: tz, hourCycle: 'h23', year: 'numeric', month: '2-digit', day: '2-digit',
-    hour: '2-digit', minute: '2-digit', second: '2-digit',
+    timeZone: tz,
+    hourCycle: 'h23',
+    year: 'numeric',
+    month: '2-digit',
+    day: '2-digit',
+    hour: '2-digit',
+    minute: '2-digit',
+    second: '2-digit',
   });
   const p = Object.fromEntries(fmt.formatToParts(date).map(({ type, value }) => [type, value]));
-  const local = Date.UTC(Number(p.year), Number(p.month) - 1, Number(p.day), Number(p.hour), Number(p.minute), Number(p.second));
+  const local = Date.UTC(
+    Number(p.year),
+    Number(p.month) - 1,
+    Number(p.day),
+    Number(p.hour),
+    Number(p.minute),
+    Number(p.second),
+  );
   const offset = Math.round((local - date.getTime()) / 60000);
   const abs = Math.abs(offset);
   const hhmm = `${String(Math.floor(abs / 60)).padStart(2, '0')}:${String(abs % 60).padStart(2, '0')}`;

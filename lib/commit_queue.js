@@ -38,7 +38,9 @@ function withTimeout(promise, ms, describe) {
   let timer;
   const timeout = new Promise((_, reject) => {
     timer = setTimeout(() => {
-      reject(makeError('ERR_STORE_TIMEOUT', `${describe()} did not finish within ${ms} ms (the "storeTimeout" option).`));
+      reject(
+        makeError('ERR_STORE_TIMEOUT', `${describe()} did not finish within ${ms} ms (the "storeTimeout" option).`),
+      );
     }, ms);
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
@@ -99,7 +101,13 @@ class CommitQueue {
     });
     if (task) {
       // Whether its snapshot was written, for a task cancelled meanwhile.
-      this.#outcomes.set(task.key, done.then(() => true, () => false));
+      this.#outcomes.set(
+        task.key,
+        done.then(
+          () => true,
+          () => false,
+        ),
+      );
     } else {
       done.catch(() => {}); // rt.commit() hands it to its caller: never unhandled here
     }
@@ -139,8 +147,10 @@ class CommitQueue {
     this.#closed = true;
     if (this.#next) clearImmediate(this.#next);
     this.#next = null;
-    const err = makeError('ERR_RUNTIME_CLOSED',
-      `The runtime "${this.#name}" was closed before this commit's snapshot was taken: nothing was written for it.`);
+    const err = makeError(
+      'ERR_RUNTIME_CLOSED',
+      `The runtime "${this.#name}" was closed before this commit's snapshot was taken: nothing was written for it.`,
+    );
     for (const m of this.#pending.splice(0)) m.reject(err);
     this.#outcomes.clear();
     return this.#writing ? this.#writing : Promise.resolve();
@@ -169,15 +179,20 @@ class CommitQueue {
       const bytes = await this.#encode();
       const info = { seq: ++this.#seq };
       if (this.#lease && this.#lease.token !== undefined) info.token = this.#lease.token;
-      await withTimeout(Promise.resolve().then(() => this.#store.save(this.#name, bytes, info)), this.#timeout,
-        () => `The store's save("${this.#name}")`).catch((e) => {
+      await withTimeout(
+        Promise.resolve().then(() => this.#store.save(this.#name, bytes, info)),
+        this.#timeout,
+        () => `The store's save("${this.#name}")`,
+      ).catch((e) => {
         throw this.#saveFailed(e);
       });
     } catch (e) {
       error = e;
     }
     for (const m of group) {
-      if (m.task && !this.#closed) m.task.settle(m.task.key, m.task.token, error === null, error === null ? undefined : error);
+      if (m.task && !this.#closed) {
+        m.task.settle(m.task.key, m.task.token, error === null, error === null ? undefined : error);
+      }
       if (error === null) m.resolve();
       else m.reject(error);
     }
@@ -196,8 +211,10 @@ class CommitQueue {
     native.snapshotBegin();
     for (;;) {
       if (this.#closed) {
-        throw makeError('ERR_RUNTIME_CLOSED',
-          `The runtime "${this.#name}" was closed while its snapshot was being taken: nothing was written.`);
+        throw makeError(
+          'ERR_RUNTIME_CLOSED',
+          `The runtime "${this.#name}" was closed while its snapshot was being taken: nothing was written.`,
+        );
       }
       const bytes = native.snapshotStep(SLICE_MS);
       if (bytes !== undefined) return bytes;
@@ -208,20 +225,26 @@ class CommitQueue {
   #saveFailed(e) {
     const name = this.#name;
     if (e && e.code === 'ERR_STORE_TIMEOUT') {
-      return makeError('ERR_COMMIT_FAILED',
+      return makeError(
+        'ERR_COMMIT_FAILED',
         `COMMIT failed: ${e.message} The previous snapshot of "${name}" stands unless that write still lands; a later COMMIT supersedes it.`,
-        { cause: e });
+        { cause: e },
+      );
     }
     if (e && e.replaced === true) {
       // The store's own error may say all this already: its cause is the news.
       const text = reasonText(e.cause !== undefined ? e.cause : e);
-      return makeError('ERR_COMMIT_FAILED',
+      return makeError(
+        'ERR_COMMIT_FAILED',
         `COMMIT failed: the new snapshot of "${name}" is in place, but the store could not confirm it is durable: ${text}. It may not survive a crash.`,
-        { cause: e, replaced: true });
+        { cause: e, replaced: true },
+      );
     }
-    return makeError('ERR_COMMIT_FAILED',
+    return makeError(
+      'ERR_COMMIT_FAILED',
       `COMMIT failed: the store could not save the state of "${name}": ${reasonText(e)}. The previous snapshot is intact.`,
-      { cause: e });
+      { cause: e },
+    );
   }
 }
 

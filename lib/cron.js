@@ -30,13 +30,22 @@ function next(expr, options = {}) {
   const { from = new Date(), tz, count = 1 } = options;
   const fromMs = from instanceof Date ? from.getTime() : from;
   if (typeof fromMs !== 'number' || !Number.isFinite(fromMs)) {
-    throw makeError('ERR_INVALID_ARG_TYPE', `The "options.from" option must be a Date or epoch milliseconds. Received ${String(from)}.`);
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.from" option must be a Date or epoch milliseconds. Received ${String(from)}.`,
+    );
   }
   if (tz !== undefined && typeof tz !== 'string') {
-    throw makeError('ERR_INVALID_ARG_TYPE', `The "options.tz" option must be an IANA zone name. Received ${typeof tz}.`);
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.tz" option must be an IANA zone name. Received ${typeof tz}.`,
+    );
   }
   if (!Number.isInteger(count) || count < 1 || count > 10000) {
-    throw makeError('ERR_OUT_OF_RANGE', `The "options.count" option must be an integer from 1 to 10000. Received ${String(count)}.`);
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The "options.count" option must be an integer from 1 to 10000. Received ${String(count)}.`,
+    );
   }
   return binding.cronNext(expr, fromMs, tz, count).map((ms) => new Date(ms));
 }

@@ -74,8 +74,22 @@ class AbortError extends Error {
 // `name` is a data property of each prototype, not a getter: Lua reads an
 // error's name without running code of it (docs/security.md), and a getter
 // would read as nil there.
-for (const Cls of [LuaTasksError, LuaError, CronSyntaxError, ConversionError, RuntimeClosedError, TaskError, StoreError, AbortError]) {
-  Object.defineProperty(Cls.prototype, 'name', { value: Cls.name, writable: true, configurable: true, enumerable: false });
+for (const Cls of [
+  LuaTasksError,
+  LuaError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  TaskError,
+  StoreError,
+  AbortError,
+]) {
+  Object.defineProperty(Cls.prototype, 'name', {
+    value: Cls.name,
+    writable: true,
+    configurable: true,
+    enumerable: false,
+  });
 }
 
 const byCode = {
@@ -116,8 +130,11 @@ function makeError(code, message, props) {
   // failure of another class raised in Lua (ERR_COMMIT_FAILED at a task's
   // COMMIT: it has a luaStack). A line given wins: ERR_TASK_TIMEOUT brings
   // where the task was.
-  if ((Cls === LuaError || (props && props.luaStack !== undefined)) && typeof message === 'string' &&
-      !(props && props.line !== undefined)) {
+  if (
+    (Cls === LuaError || (props && props.luaStack !== undefined)) &&
+    typeof message === 'string' &&
+    !(props && props.line !== undefined)
+  ) {
     const m = locationRe.exec(message);
     if (m) {
       err.source = m[1];
@@ -127,9 +144,33 @@ function makeError(code, message, props) {
   return err;
 }
 
+// How an argument error names what it received (Node's wording).
+
+// A string as a message quotes it: JSON-escaped, cut at 40 characters.
+function quote(s) {
+  return JSON.stringify(s.length > 40 ? `${s.slice(0, 40)}...` : s);
+}
+
+// What a message says it received: 'the string "x"', 'number 5', 'an array'...
+function typeName(v) {
+  if (v === null || v === undefined) return String(v);
+  if (Array.isArray(v)) return 'an array';
+  if (typeof v === 'string') return `the string ${quote(v)}`;
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'function') return 'a function';
+  return `${typeof v} ${String(v)}`;
+}
+
+function invalidType(name, expected, value) {
+  return makeError('ERR_INVALID_ARG_TYPE', `The "${name}" argument must be ${expected}. Received ${typeName(value)}.`);
+}
+
 module.exports = {
   codes,
   makeError,
+  quote,
+  typeName,
+  invalidType,
   LuaTasksError,
   LuaError,
   CronSyntaxError,

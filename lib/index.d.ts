@@ -45,7 +45,8 @@ export interface RuntimeOptions {
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
 
 export interface TaskWaiting {
-  instruction: 'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE' | 'RECEIVE';
+  instruction:
+    'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE' | 'RECEIVE';
   /** When a timed wait ends (FOR, tasks.sleep, UNTIL_TIME, UNTIL_NEXT); a FOR's is read on the wall clock at the query. */
   until?: Date;
 }
@@ -196,7 +197,10 @@ export class Runtime extends EventEmitter {
    * A task failed, or a Lua function handed to JS as a callback failed when JS
    * called it from the loop (then the first argument is `{ id: null, callback: true }`).
    */
-  on(event: 'taskerror', listener: (task: Task | { id: string } | { id: null; callback: true }, error: Error) => void): this;
+  on(
+    event: 'taskerror',
+    listener: (task: Task | { id: string } | { id: null; callback: true }, error: Error) => void,
+  ): this;
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
@@ -278,6 +282,3 @@ export namespace cron {
   /** @throws CronSyntaxError */
   function describe(expr: string): CronDescription;
 }
-
-export const codes: Readonly<Record<string, string>>;
-export function makeError(code: string, message: string, props?: object): Error;

@@ -8,8 +8,6 @@ export const {
   Task,
   cron,
   DirectoryStore,
-  codes,
-  makeError,
   LuaTasksError,
   LuaError,
   CronSyntaxError,

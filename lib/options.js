@@ -1,16 +1,187 @@
 // SPDX-License-Identifier: MIT
-// The names of the options a runtime takes: the one list the docs are checked against.
+// The options a runtime takes: their names (the one list the docs are checked
+// against) and their checks.
 'use strict';
+
+const fs = require('node:fs');
+const v8 = require('node:v8');
+const binding = require('./binding');
+const { makeError, quote, typeName, invalidType } = require('./errors');
+const { nearest } = require('./nearest');
 
 /**
  * Every option `new Runtime()` takes. The README's Options table, the
  * constructor's JSDoc and index.d.ts's RuntimeOptions are checked against
  * this list (test/js/types.test.js), and any other key is refused.
  */
-const RUNTIME_OPTIONS = Object.freeze(['libs', 'memoryLimit', 'conversionLimit', 'print', 'keepAlive', 'trustedObjects',
-  'modules', 'modulePaths', 'timeSlice', 'taskTimeout', 'timeZone', 'mailboxLimit']);
+const RUNTIME_OPTIONS = Object.freeze([
+  'libs',
+  'memoryLimit',
+  'conversionLimit',
+  'print',
+  'keepAlive',
+  'trustedObjects',
+  'modules',
+  'modulePaths',
+  'timeSlice',
+  'taskTimeout',
+  'timeZone',
+  'mailboxLimit',
+]);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
 const OPEN_OPTIONS = Object.freeze(['name', 'store', 'storeTimeout']);
 
-module.exports = { RUNTIME_OPTIONS, OPEN_OPTIONS };
+const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
+
+// Marks the options Runtime.open hands to the constructor.
+const PERSIST = Symbol('lua-tasks.persist');
+
+function defaultPrint(line) {
+  process.stdout.write(`${line}\n`);
+}
+
+/**
+ * The conversionLimit a runtime gets: the option, else 4 x memoryLimit (a
+ * converted value is at most about as large as the state holding it), else a
+ * quarter of V8's heap limit (one value converted to JS must not exhaust the
+ * heap, and a Lua state without a limit must not take more in one go).
+ * @param {number|undefined} given
+ * @param {number|undefined} memoryLimit
+ * @returns {number}
+ */
+function conversionLimitOf(given, memoryLimit) {
+  if (given !== undefined) {
+    if (typeof given !== 'number') throw invalidType('options.conversionLimit', 'a number of bytes', given);
+    if (!Number.isSafeInteger(given) || given < 0) {
+      throw makeError(
+        'ERR_OUT_OF_RANGE',
+        `The "options.conversionLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no cap). Received ${typeName(given)}.`,
+      );
+    }
+    return given;
+  }
+  if (memoryLimit) return Math.min(4 * memoryLimit, Number.MAX_SAFE_INTEGER);
+  return Math.floor(v8.getHeapStatistics().heap_size_limit / 4);
+}
+
+function normalizeOptions(options) {
+  if (options === undefined) options = {};
+  if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
+  const out = {};
+  const { libs = 'safe', memoryLimit, print, keepAlive = true, modules, trustedObjects = false } = options;
+  for (const key of ['timeSlice', 'taskTimeout']) {
+    const v = options[key];
+    if (v === undefined) continue;
+    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 2 ** 31) {
+      throw makeError(
+        'ERR_OUT_OF_RANGE',
+        `The "options.${key}" option must be a positive number of milliseconds. Received ${typeName(v)}.`,
+      );
+    }
+    out[key] = v;
+  }
+  if (OPEN_OPTIONS.some((k) => options[k] !== undefined) && !options[PERSIST]) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      'A runtime with a store and a name is created with "await Runtime.open(options)", which restores its saved state first.',
+    );
+  }
+  for (const key of Object.keys(options)) {
+    if (RUNTIME_OPTIONS.includes(key) || OPEN_OPTIONS.includes(key)) continue;
+    // A misspelt option would otherwise be ignored without a word.
+    const near = nearest(key, [...RUNTIME_OPTIONS, ...OPEN_OPTIONS]);
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The option ${JSON.stringify(key)} is not a Runtime option${near ? `; did you mean "${near}"?` : '.'} Options: ${RUNTIME_OPTIONS.join(', ')} (and ${OPEN_OPTIONS.join(', ')} with Runtime.open).`,
+    );
+  }
+  if (options.modulePaths !== undefined) {
+    const mp = options.modulePaths;
+    if (!Array.isArray(mp) || mp.some((d) => typeof d !== 'string' || d === '')) {
+      throw invalidType('options.modulePaths', 'an array of directory paths', mp);
+    }
+    out.modulePaths = mp.map((d) => {
+      try {
+        return fs.realpathSync(d);
+      } catch (e) {
+        throw makeError(
+          'ERR_INVALID_ARG_VALUE',
+          `The "options.modulePaths" directory ${JSON.stringify(d)} does not exist (${e.code}).`,
+        );
+      }
+    });
+  }
+  if (options.timeZone !== undefined) {
+    if (typeof options.timeZone !== 'string') {
+      throw invalidType('options.timeZone', 'an IANA zone name', options.timeZone);
+    }
+    const error = binding.checkZone(options.timeZone);
+    if (error !== null) {
+      throw makeError('ERR_INVALID_ARG_VALUE', `The "options.timeZone" option is not a known zone: ${error}.`);
+    }
+    out.timeZone = options.timeZone;
+  }
+  if (options.mailboxLimit !== undefined) {
+    const v = options.mailboxLimit;
+    if (!Number.isInteger(v) || v < 1 || v > 2 ** 31) {
+      throw makeError(
+        'ERR_OUT_OF_RANGE',
+        `The "options.mailboxLimit" option must be a positive integer number of messages up to 2^31. Received ${typeName(v)}.`,
+      );
+    }
+    out.mailboxLimit = v;
+  }
+  if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
+  out.keepAlive = keepAlive;
+  if (typeof trustedObjects !== 'boolean') throw invalidType('options.trustedObjects', 'a boolean', trustedObjects);
+  out.trustedObjects = trustedObjects;
+  if (modules !== undefined) {
+    if (modules === null || typeof modules !== 'object') throw invalidType('options.modules', 'an object', modules);
+    for (const [name, mod] of Object.entries(modules)) {
+      if (mod === undefined || mod === null) {
+        throw makeError(
+          'ERR_INVALID_ARG_VALUE',
+          `The module "${name}" in "options.modules" must be Lua source or a value. Received ${typeName(mod)}.`,
+        );
+      }
+    }
+    out.modules = modules;
+  }
+  if (libs === 'safe' || libs === 'all') {
+    out.libs = libs;
+  } else if (Array.isArray(libs)) {
+    for (const name of libs) {
+      if (!LIB_NAMES.includes(name)) {
+        const what =
+          typeof name === 'string' ? `an unknown library ${quote(name)}` : `${typeName(name)}, not a library name`;
+        throw makeError(
+          'ERR_INVALID_ARG_VALUE',
+          `The "options.libs" list holds ${what}. Allowed: ${LIB_NAMES.join(', ')}.`,
+        );
+      }
+    }
+    out.libs = [...libs];
+  } else {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.libs" option must be 'safe', 'all' or an array of library names. Received ${typeName(libs)}.`,
+    );
+  }
+  if (memoryLimit !== undefined) {
+    if (typeof memoryLimit !== 'number') throw invalidType('options.memoryLimit', 'a number of bytes', memoryLimit);
+    if (!Number.isSafeInteger(memoryLimit) || memoryLimit < 0) {
+      throw makeError(
+        'ERR_OUT_OF_RANGE',
+        `The "options.memoryLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no limit). Received ${typeName(memoryLimit)}.`,
+      );
+    }
+    out.memoryLimit = memoryLimit;
+  }
+  out.conversionLimit = conversionLimitOf(options.conversionLimit, out.memoryLimit);
+  if (print !== undefined && typeof print !== 'function') throw invalidType('options.print', 'a function', print);
+  out.print = print || defaultPrint;
+  return out;
+}
+
+module.exports = { RUNTIME_OPTIONS, OPEN_OPTIONS, PERSIST, normalizeOptions };

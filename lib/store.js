@@ -42,8 +42,10 @@ const READ_CHUNK = 1 << 30;
  */
 function checkName(name) {
   if (typeof name !== 'string' || !NAME_RE.test(name) || name.includes('..')) {
-    throw makeError('ERR_INVALID_ARG_VALUE',
-      `The "options.name" option must be 1-128 characters of letters, digits, ".", "_" or "-", starting with a letter or digit. Received ${JSON.stringify(name)}.`);
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.name" option must be 1-128 characters of letters, digits, ".", "_" or "-", starting with a letter or digit. Received ${JSON.stringify(name)}.`,
+    );
   }
 }
 
@@ -55,7 +57,10 @@ function checkInfo(info) {
   }
   const { token, seq } = info;
   if (token !== undefined && !(Number.isSafeInteger(token) && token > 0)) {
-    throw makeError('ERR_INVALID_ARG_TYPE', `The save info's "token" must be a positive integer from acquire(). Received ${String(token)}.`);
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The save info's "token" must be a positive integer from acquire(). Received ${String(token)}.`,
+    );
   }
   if (seq !== undefined && !Number.isFinite(seq)) {
     throw makeError('ERR_INVALID_ARG_TYPE', `The save info's "seq" must be a finite number. Received ${String(seq)}.`);
@@ -76,11 +81,14 @@ function parseRecord(text) {
 }
 
 function lockedError(name, lockPath, record) {
-  const tail = 'The OS releases the lock when that runtime closes or its process exits: there is no lock file to delete.';
+  const tail =
+    'The OS releases the lock when that runtime closes or its process exits: there is no lock file to delete.';
   if (!record) {
-    return makeError('ERR_STORE_LOCKED',
+    return makeError(
+      'ERR_STORE_LOCKED',
       `Runtime "${name}" is already open elsewhere: ${lockPath} is locked, and its holder has not written its record yet. Close it there first (rt.close()), or open another name. ${tail}`,
-      { holder: null, path: lockPath });
+      { holder: null, path: lockPath },
+    );
   }
   const holder = { pid: record.pid, host: record.host, since: record.since, thread: record.thread };
   let where;
@@ -93,8 +101,10 @@ function lockedError(name, lockPath, record) {
   } else {
     where = `in process ${holder.pid} on host ${JSON.stringify(holder.host)} (since ${holder.since}), holding ${lockPath}. Close it there first (rt.close())`;
   }
-  return makeError('ERR_STORE_LOCKED', `Runtime "${name}" is already open ${where}, or open another name. ${tail}`,
-    { holder, path: lockPath });
+  return makeError('ERR_STORE_LOCKED', `Runtime "${name}" is already open ${where}, or open another name. ${tail}`, {
+    holder,
+    path: lockPath,
+  });
 }
 
 // Unlinks a temp file whose write failed. A failure here is not reported over
@@ -166,9 +176,11 @@ async function readWhole(fh, file) {
     const { bytesRead: more } = await fh.read(probe, 0, 1, off); // longer than it was?
     if (off === size && more === 0) return buf;
     if (attempt === LOAD_TRIES) {
-      throw makeError('ERR_STORE_CORRUPT',
+      throw makeError(
+        'ERR_STORE_CORRUPT',
         `The snapshot ${file} changed size while it was read (${LOAD_TRIES} times): something other than this store writes into it.`,
-        { path: file });
+        { path: file },
+      );
     }
   }
 }
@@ -203,7 +215,10 @@ class DirectoryStore {
   /** @param {string} dir created if missing */
   constructor(dir) {
     if (typeof dir !== 'string' || dir === '') {
-      throw makeError('ERR_INVALID_ARG_TYPE', `The store directory must be a non-empty string. Received ${typeof dir}.`);
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `The store directory must be a non-empty string. Received ${typeof dir}.`,
+      );
     }
     this.dir = path.resolve(dir);
   }
@@ -253,7 +268,13 @@ class DirectoryStore {
     const taken = binding.lockFile(lockPath, (previous) => {
       const before = parseRecord(previous);
       token = (before && Number.isSafeInteger(before.token) && before.token > 0 ? before.token : 0) + 1;
-      const record = { pid: process.pid, host: os.hostname(), thread: threadId, since: new Date().toISOString(), token };
+      const record = {
+        pid: process.pid,
+        host: os.hostname(),
+        thread: threadId,
+        since: new Date().toISOString(),
+        token,
+      };
       return `${JSON.stringify(record)}\n`;
     });
     if (!taken.ok) throw lockedError(name, lockPath, parseRecord(taken.holder));
@@ -337,7 +358,10 @@ class DirectoryStore {
   async save(name, bytes, info) {
     const file = this.file(name);
     if (!(bytes instanceof Uint8Array)) {
-      throw makeError('ERR_INVALID_ARG_TYPE', `The snapshot of "${name}" must be a Buffer or Uint8Array. Received ${typeof bytes}.`);
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `The snapshot of "${name}" must be a Buffer or Uint8Array. Received ${typeof bytes}.`,
+      );
     }
     const { token, seq } = checkInfo(info);
     await fs.mkdir(this.dir, { recursive: true });
@@ -356,9 +380,11 @@ class DirectoryStore {
       const lease = token === undefined ? undefined : this.#leases.get(name);
       if (token !== undefined && (!lease || lease.token !== token)) {
         await removeTemp(tmp);
-        throw makeError('ERR_STORE_LOCKED',
+        throw makeError(
+          'ERR_STORE_LOCKED',
           `The snapshot of "${name}" was not saved: this store no longer holds the lock of "${name}" under token ${token} (it was released). ${file} was left as it was.`,
-          { path: file });
+          { path: file },
+        );
       }
       if (lease && seq !== undefined && seq < lease.lastSeq) {
         await removeTemp(tmp);
@@ -371,9 +397,12 @@ class DirectoryStore {
         throw e;
       }
       const synced = syncDir(this.dir).catch((e) => {
-        throw Object.assign(new Error(
-          `The new snapshot of "${name}" is in place (${file}) but not confirmed durable: syncing the directory failed: ${e && e.message}. A crash now may bring back the previous snapshot.`),
-        { code: e && e.code, cause: e, replaced: true, path: file });
+        throw Object.assign(
+          new Error(
+            `The new snapshot of "${name}" is in place (${file}) but not confirmed durable: syncing the directory failed: ${e && e.message}. A crash now may bring back the previous snapshot.`,
+          ),
+          { code: e && e.code, cause: e, replaced: true, path: file },
+        );
       });
       synced.catch(() => {}); // heard by whoever awaits it; never unhandled meanwhile
       if (lease && seq !== undefined) {
@@ -382,7 +411,10 @@ class DirectoryStore {
       }
       return { synced };
     });
-    const done = step.then(() => {}, () => {});
+    const done = step.then(
+      () => {},
+      () => {},
+    );
     this.#renames.set(name, done);
     done.then(() => {
       if (this.#renames.get(name) === done) this.#renames.delete(name);
@@ -399,8 +431,10 @@ class DirectoryStore {
 function toStore(store) {
   if (typeof store === 'string') return new DirectoryStore(store);
   if (store && typeof store.load === 'function' && typeof store.save === 'function') return store;
-  throw makeError('ERR_INVALID_ARG_TYPE',
-    'The "options.store" option must be a directory path or an object with load(name) and save(name, bytes) methods.');
+  throw makeError(
+    'ERR_INVALID_ARG_TYPE',
+    'The "options.store" option must be a directory path or an object with load(name) and save(name, bytes) methods.',
+  );
 }
 
 module.exports = { DirectoryStore, toStore, checkName };

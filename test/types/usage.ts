@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
-import { Runtime, Task, LuaError, DirectoryStore, codes, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
+import { Runtime, Task, LuaError, DirectoryStore, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
 
 async function main(): Promise<void> {
   const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, conversionLimit: 4 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
@@ -56,7 +56,7 @@ async function main(): Promise<void> {
   try {
     rt.load('x');
   } catch (e) {
-    if (e instanceof LuaError) console.log(e.code, e.luaStack, e.line, e.source, codes.ERR_LUA_SYNTAX);
+    if (e instanceof LuaError) console.log(e.code, e.luaStack, e.line, e.source, e.code === 'ERR_LUA_SYNTAX');
   }
 }
 const times: Date[] = cron.next('0 0 12 ? * MON-FRI', { from: new Date(), tz: 'UTC', count: 3 });

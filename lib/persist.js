@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Runtime.open's side of persistence: take the name, load its snapshot, restore it.
+'use strict';
+
+const { toStore, checkName } = require('./store');
+const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
+const { makeError, typeName, invalidType } = require('./errors');
+
+const DEFAULT_STORE_TIMEOUT = 30000;
+
+function storeTimeoutOf(v) {
+  if (v === undefined) return DEFAULT_STORE_TIMEOUT;
+  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 2 ** 31 - 1) {
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The "options.storeTimeout" option must be a number of milliseconds from 0 (no bound) to 2147483647. Received ${typeName(v)}.`,
+    );
+  }
+  return v;
+}
+
+// Where a store keeps a name, for error messages.
+function locate(store, name) {
+  if (typeof store.locate === 'function') return String(store.locate(name));
+  if (typeof store.file === 'function') return String(store.file(name));
+  return `the store's load("${name}")`;
+}
+
+// The store's lease on `name`, bounded by the timeout. A lease granted after
+// the timeout is released at once: nobody will use it.
+async function acquireLease(store, name, timeout) {
+  const pending = Promise.resolve().then(() => store.acquire(name));
+  try {
+    return await withTimeout(pending, timeout, () => `The store's acquire("${name}")`);
+  } catch (e) {
+    if (e && e.code === 'ERR_STORE_TIMEOUT') {
+      pending.then(
+        (l) => l && l.release(),
+        () => {},
+      );
+    }
+    throw e;
+  }
+}
+
+function stripPeriod(message) {
+  return String(message).replace(/\.$/, '');
+}
+
+/**
+ * Runtime.open's first half: checks the open options, takes the store's
+ * lease on the name and loads its last snapshot. The lease is released if
+ * the load fails.
+ * @param {object} options Runtime.open's options
+ * @returns {Promise<{ rest: object, persist: { name: string, store: object, lease: object|null,
+ *   storeTimeout: number }, state: Uint8Array|null|undefined, where: string }>} rest: the runtime's
+ *   own options; persist: what the constructor takes under PERSIST; state: the snapshot, if any;
+ *   where: where the store keeps the name, for messages
+ */
+async function openStore(options) {
+  if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
+  const { name, store, storeTimeout, ...rest } = options;
+  checkName(name);
+  const st = toStore(store);
+  const timeout = storeTimeoutOf(storeTimeout);
+  const where = locate(st, name);
+  const lease = typeof st.acquire === 'function' ? await acquireLease(st, name, timeout) : null;
+  try {
+    let state;
+    try {
+      state = await withTimeout(
+        Promise.resolve().then(() => st.load(name)),
+        timeout,
+        () => `The store's load("${name}")`,
+      );
+    } catch (e) {
+      if (e && e.code === 'ERR_STORE_TIMEOUT') throw e;
+      throw makeError(
+        'ERR_COMMIT_FAILED',
+        `Cannot load the saved state of runtime "${name}" from ${where}: ${reasonText(e)}.`,
+        { cause: e },
+      );
+    }
+    if (state !== null && state !== undefined && !(state instanceof Uint8Array)) {
+      throw makeError(
+        'ERR_STORE_CORRUPT',
+        `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`,
+      );
+    }
+    return { rest, persist: { name, store: st, lease, storeTimeout: timeout }, state, where };
+  } catch (e) {
+    if (lease) await lease.release();
+    throw e;
+  }
+}
+
+// Decodes the snapshot into a new runtime's tasks.state a slice at a time, a
+// loop turn between slices.
+async function restore(native, bytes, name, where) {
+  try {
+    native.restoreBegin(bytes);
+    while (!native.restoreStep(SLICE_MS)) await nextTurn();
+  } catch (e) {
+    throw makeError(
+      e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
+      `Cannot restore the saved state of runtime "${name}" from ${where}: ${stripPeriod(e.message)}.`,
+      { cause: e },
+    );
+  }
+}
+
+module.exports = { openStore, restore };

@@ -1,0 +1,611 @@
+// SPDX-License-Identifier: MIT
+// Runtime: one Lua state on this thread's event loop, and the tasks started from JS.
+'use strict';
+
+const { EventEmitter } = require('node:events');
+const binding = require('./binding');
+const { CommitQueue, reasonText } = require('./commit_queue');
+const { makeError, typeName, invalidType, AbortError } = require('./errors');
+const { nearest } = require('./nearest');
+const { PERSIST, normalizeOptions } = require('./options');
+const { installModules } = require('./modules');
+const { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
+const { openStore, restore } = require('./persist');
+
+// The keys rt.spawn takes (any other is refused, naming the nearest).
+const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
+
+// Labels of ended spawned tasks kept for rt.task(id), as many as the native
+// side keeps outcomes of (Scheduler::kFinishedKept).
+const ENDED_LABELS_KEPT = 1024;
+
+const ID_KEY_DIGITS = 13; // a task id ends in its key in this many base-36 digits (Scheduler::kIdKeyDigits)
+const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
+
+// The native taskState code is status + 16 * wait kind; these name them.
+const { status: TASK_STATUS, wait: WAIT_KINDS } = binding.NativeRuntime.taskNames;
+
+function checkFn(fn) {
+  if (typeof fn !== 'string' && typeof fn !== 'function') {
+    throw invalidType('fn', "a global name, a 'module.fn' path or a Lua function", fn);
+  }
+}
+
+// The error a task cancelled through its AbortSignal ends with, as Node's
+// APIs reject on an abort: an AbortError whose cause is the signal's reason.
+function abortedError(id, reason, committed) {
+  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
+  if (committed === true) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+  }
+  if (committed === false) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  }
+  return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
+}
+
+function isAbortSignal(v) {
+  return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
+}
+
+/**
+ * One Lua 5.4 state on this thread's event loop. Runtimes share nothing.
+ * Close what you open: `close()` frees the state at once; the garbage
+ * collector only frees a runtime nothing can reach any more.
+ *
+ * Events: 'taskdone' (task, value) for tasks started from JS; 'taskcancel'
+ * (task, error) for tasks started from JS that were cancelled (by rt.cancel,
+ * task.cancel, their signal, tasks.cancel in Lua or close), with the error
+ * their result rejects with; 'taskerror'
+ * (task or { id }, error) for every task that fails, and ({ id: null,
+ * callback: true }, error) for a Lua function handed to JS as a callback that
+ * fails when JS calls it from the loop (no Lua caller to raise to). Such a
+ * failure, or a Lua-started task's, while no 'taskerror' listener is attached
+ * is reported with process.emitWarning, never dropped.
+ */
+class Runtime extends EventEmitter {
+  #native;
+  #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
+  #startOut = [undefined]; // see start()
+  #tasks = new Map(); // key -> Task, for tasks started from JS
+  #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
+  #closed = false;
+  #cancelReasons = new Map();
+  #aborted = new Set(); // ids being cancelled by their AbortSignal
+  #labels = new Map(); // id -> { name?, meta? } of live spawned tasks given either
+  #endedLabels = new Map(); // the same for the last ENDED_LABELS_KEPT that ended
+  #name = null;
+  #commits = null; // the CommitQueue of a runtime with a store
+  #lease = null; // the store's lease on #name, released once the last write settles
+  #closing = null; // what close() returns
+
+  /**
+   * @param {object} [options]
+   * @param {'safe'|'all'|string[]} [options.libs='safe'] which standard libraries Lua can use
+   * @param {number} [options.memoryLimit=0] bytes the Lua state may hold (0 = no limit)
+   * @param {number} [options.conversionLimit] bytes one conversion between JS and Lua may produce
+   *   (0 = no cap); default 4 x memoryLimit, or a quarter of V8's heap limit without one
+   * @param {(line: string) => void} [options.print] receives each line Lua prints (default: stdout)
+   * @param {boolean} [options.keepAlive=true] whether timed waits keep the process alive
+   * @param {Object<string, string|object>} [options.modules] modules for `require`: Lua source, or a value
+   * @param {number} [options.timeSlice] ms a task may run before it is made to yield (as IMMEDIATE)
+   * @param {number} [options.taskTimeout] CPU ms a task (or a call from JS) may use before it is killed
+   * @param {boolean} [options.trustedObjects=false] Lua reads JS object fields as JS does (getters,
+   *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
+   * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
+   * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
+   * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
+   * @throws {TypeError|RangeError} for a bad option
+   */
+  constructor(options) {
+    super();
+    const opts = normalizeOptions(options);
+    // The listener captures nothing: the native side holds it strongly and
+    // holds this Runtime only weakly while no task waits on the loop, so an
+    // idle runtime nothing references can be collected.
+    const persist = options && options[PERSIST];
+    this.#native = new binding.NativeRuntime(
+      { ...opts, hasStore: Boolean(persist) },
+      opts.print,
+      Runtime.#dispatchEnd,
+      this,
+      Runtime.#dispatchCommit,
+    );
+    this.#idPrefix = this.#native.idPrefix();
+    if (persist) {
+      this.#name = persist.name;
+      this.#lease = persist.lease;
+      this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
+    }
+    if (!opts.keepAlive) this.#native.keepAlive(false);
+    installModules(this.#native, opts);
+  }
+
+  static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
+
+  // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
+  static #dispatchCommit = (rt, _bytes, settle, key, token) => {
+    rt.#commits.request({ settle, key, token });
+  };
+
+  /**
+   * Creates a runtime with a persistent `tasks.state`, restored from the
+   * store's last snapshot for this name (a new name starts empty). The
+   * runtime owns the name until it is closed: a second open of it, here or
+   * in another process, fails with ERR_STORE_LOCKED.
+   * @param {RuntimeOptions & { name: string, store: string | Store, storeTimeout?: number }} options
+   * @returns {Promise<Runtime>}
+   * @throws ERR_STORE_LOCKED (the name is open elsewhere), ERR_STORE_CORRUPT (the
+   *   snapshot does not read), ERR_STORE_TIMEOUT (the store did not answer),
+   *   ERR_COMMIT_FAILED (the store's load failed), or a TypeError for a bad option
+   */
+  static async open(options) {
+    const { rest, persist, state, where } = await openStore(options);
+    let rt;
+    try {
+      rt = new Runtime({ ...rest, [PERSIST]: persist });
+      if (state) await restore(rt.#native, state, persist.name, where);
+      return rt;
+    } catch (e) {
+      if (rt) rt.#lease = null; // released below, once
+      if (rt) rt.closeSync();
+      if (persist.lease) await persist.lease.release();
+      throw e;
+    }
+  }
+
+  /**
+   * Saves `tasks.state` durably. The snapshot is taken now, or, if a write is
+   * in flight, when the next one begins (commits asked for meanwhile share
+   * it); no task of this runtime runs until it is written.
+   * @returns {Promise<void>}
+   * @throws ERR_COMMIT_FAILED (no store, a value that cannot persist, a failed
+   *   or timed-out write), ERR_RUNTIME_CLOSED
+   */
+  async commit() {
+    this.#check();
+    if (!this.#commits) {
+      throw makeError(
+        'ERR_COMMIT_FAILED',
+        'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).',
+      );
+    }
+    return this.#commits.request();
+  }
+
+  #idOf(key) {
+    return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
+  }
+
+  // The error a cancelled task's result rejects with, as a function that
+  // makes it: only a result someone took needs it, and making an Error (its
+  // stack) was over half of what rt.cancel cost (6.5 us a call).
+  // `committed`: for a task cancelled while its COMMIT was being written,
+  // whether that snapshot landed.
+  #cancelledError(id, committed) {
+    const reason = this.#cancelReasons.get(id);
+    this.#cancelReasons.delete(id);
+    if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
+    return () => {
+      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
+      if (committed === true) {
+        message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+      }
+      if (committed === false) {
+        message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+      }
+      const props = {};
+      if (reason !== undefined) props.reason = reason;
+      if (committed !== undefined) props.committed = committed;
+      return makeError('ERR_TASK_CANCELLED', message, props);
+    };
+  }
+
+  #onEnd(key, kind, value) {
+    if (kind === CALLBACK_FAILED) {
+      this.#reportUnowned({ id: null, callback: true }, value);
+      return;
+    }
+    const task = this.#tasks.get(key);
+    if (kind === END_CANCELLED && task) {
+      // Cancelled with its COMMIT in flight: it settles when the write does,
+      // saying whether it landed (never "cancelled" for a state written).
+      const outcome = this.#commits && this.#commits.outcomeOf(key);
+      if (outcome) {
+        this.#tasks.delete(key);
+        outcome.then((committed) => this.#ended(task, END_CANCELLED, this.#cancelledError(task.id, committed)));
+        return;
+      }
+    }
+    if (kind === END_CANCELLED) value = this.#cancelledError(task ? task.id : this.#idOf(key));
+    if (!task) {
+      if (this.#starting) {
+        this.#early.set(key, [kind, value]);
+        return;
+      }
+      if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(key) }, value);
+      return;
+    }
+    this.#tasks.delete(key);
+    this.#ended(task, kind, value);
+  }
+
+  // A task started from JS ended: settle it, keep its labels a while, tell listeners.
+  #ended(task, kind, value) {
+    // Most tasks have no labels: no lookup by their id then (W8).
+    const labels = this.#labels.size > 0 ? this.#labels.get(task.id) : undefined;
+    if (labels) {
+      this.#labels.delete(task.id);
+      this.#endedLabels.set(task.id, labels);
+      if (this.#endedLabels.size > ENDED_LABELS_KEPT) this.#endedLabels.delete(this.#endedLabels.keys().next().value);
+    }
+    if (kind === END_CANCELLED && this.listenerCount('taskcancel') > 0) {
+      // Listeners and the result get the same error.
+      const err = value();
+      value = () => err;
+      endTask(task, kind, value);
+      this.emit('taskcancel', task, err);
+      return;
+    }
+    endTask(task, kind, value);
+    if (kind === END_DONE) this.emit('taskdone', task, value);
+    else if (kind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
+  }
+
+  #reportUnowned(task, err) {
+    if (this.listenerCount('taskerror') > 0) {
+      this.emit('taskerror', task, err);
+    } else if (task.callback) {
+      process.emitWarning(`lua-tasks: a Lua callback failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+    } else {
+      process.emitWarning(`lua-tasks: task ${task.id} failed: ${err && err.message}`, { code: 'LUA_TASK_FAILED' });
+    }
+  }
+
+  #starting = 0;
+
+  #check() {
+    if (this.#closed) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
+  }
+
+  // What a Task's status and waiting getters read (lib/task.js).
+  [kTaskInfo](id) {
+    return this.#closed ? undefined : this.#snapshot(id);
+  }
+
+  // { id, status, waiting?, name?, meta? } of a live or recently ended task, else undefined.
+  #snapshot(id) {
+    const code = this.#native.taskState(id);
+    if (code === undefined) return undefined;
+    const status = TASK_STATUS[code & 15];
+    if (status !== 'waiting') return this.#labelled({ id, status });
+    const waiting = { instruction: WAIT_KINDS[code >> 4] };
+    const until = this.#native.taskUntil(id);
+    if (until !== undefined) waiting.until = new Date(until);
+    return this.#labelled({ id, status, waiting });
+  }
+
+  // The snapshot with the name and meta its task was spawned with, if any.
+  #labelled(info) {
+    if (this.#labels.size === 0 && this.#endedLabels.size === 0) return info;
+    const labels = this.#labels.get(info.id) || this.#endedLabels.get(info.id);
+    return labels ? Object.assign(info, labels) : info;
+  }
+
+  /**
+   * Runs a chunk of Lua source now.
+   * @param {string} source Lua source text (binary chunks are refused)
+   * @param {{ name?: string }} [options] name: the chunk name used in error messages
+   * @returns {Array} the chunk's return values (nil inside the array is null)
+   * @throws {LuaError} ERR_LUA_SYNTAX, ERR_LUA_RUNTIME, ERR_MEMORY_LIMIT
+   */
+  load(source, options) {
+    if (typeof source !== 'string') throw invalidType('source', 'a string of Lua source', source);
+    let name;
+    if (options !== undefined) {
+      if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
+      name = options.name;
+      if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
+    }
+    return this.#native.load(source, name);
+  }
+
+  /**
+   * Sets a Lua global. JS functions become Lua functions.
+   * @param {string} name
+   * @param {*} value
+   * @throws {ConversionError} ERR_CONVERSION for a value that cannot cross
+   */
+  set(name, value) {
+    if (typeof name !== 'string') throw invalidType('name', 'a string', name);
+    this.#native.set(name, value);
+  }
+
+  /**
+   * Reads a Lua global. Lua functions come back as JS functions.
+   * @param {string} name
+   * @returns {*}
+   */
+  get(name) {
+    if (typeof name !== 'string') throw invalidType('name', 'a string', name);
+    return this.#native.get(name);
+  }
+
+  /**
+   * Starts a task and runs it now until its first wait.
+   * @param {string|Function} fn a global name, a 'module.fn' path, or a Lua function
+   * @param {...*} args arguments; an AbortSignal as the last one cancels the task when
+   *   aborted (its result then rejects with an AbortError, code ABORT_ERR, cause the reason)
+   * @returns {Task}
+   * @throws {AbortError} if that signal is already aborted (nothing is started)
+   */
+  start(fn, ...args) {
+    this.#check();
+    checkFn(fn);
+    let signal;
+    if (args.length > 0 && isAbortSignal(args[args.length - 1])) signal = args.pop();
+    return this.#start(fn, args, signal);
+  }
+
+  /**
+   * Starts a task as start() does, its arguments given as an option: no
+   * argument is taken for an AbortSignal.
+   * @param {string|Function} fn a global name, a 'module.fn' path, or a Lua function
+   * @param {{ args?: Array, signal?: AbortSignal, name?: string, meta?: * }} [options]
+   *   args: the arguments (default []); signal: cancels the task when aborted (its
+   *   result rejects with an AbortError); name: a label, shown on the Task and in
+   *   rt.task(id) / rt.tasks(); meta: any value, kept in JS (never converted to Lua),
+   *   shown as name is
+   * @returns {Task}
+   * @throws {TypeError} for a bad option; {AbortError} if the signal is already aborted
+   */
+  spawn(fn, options) {
+    this.#check();
+    checkFn(fn);
+    if (options === undefined) options = {};
+    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+      throw invalidType('options', 'an object', options);
+    }
+    for (const key of Object.keys(options)) {
+      if (SPAWN_OPTIONS.includes(key)) continue;
+      const near = nearest(key, SPAWN_OPTIONS);
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`,
+      );
+    }
+    const { args = [], signal, name, meta } = options;
+    if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
+    if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
+    if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
+    let labels;
+    if (name !== undefined || meta !== undefined) {
+      labels = {};
+      if (name !== undefined) labels.name = name;
+      if (meta !== undefined) labels.meta = meta;
+    }
+    return this.#start(fn, [...args], signal, labels);
+  }
+
+  #start(fn, args, signal, labels) {
+    if (signal && signal.aborted) {
+      throw new AbortError('The task was not started: its AbortSignal is already aborted.', { cause: signal.reason });
+    }
+    let started;
+    // A task that ends before start returns (most short ones) does not call
+    // back into JS: native start returns key × 4 + (end kind + 1), with 0 for
+    // "still running", and puts the end value, if not undefined, in out[0].
+    // Starts nest (Lua calling JS that starts a task): the outermost one
+    // reuses an array, nested ones get their own.
+    const out = this.#starting === 0 ? this.#startOut : [undefined];
+    out[0] = undefined;
+    this.#starting++;
+    try {
+      started = this.#native.start(fn, args, out);
+    } finally {
+      this.#starting--;
+    }
+    const key = Math.floor(started / 4);
+    const task = new Task(this, this.#idOf(key), labels && labels.name, labels && labels.meta);
+    if (labels) this.#labels.set(task.id, labels);
+    let endKind = (started % 4) - 1;
+    let endValue;
+    if (endKind !== -1) {
+      endValue = endKind === END_CANCELLED ? this.#cancelledError(task.id) : out[0];
+      out[0] = undefined;
+    } else if (this.#early.size > 0) {
+      const early = this.#early.get(key);
+      if (early) [endKind, endValue] = early;
+      this.#early.delete(key);
+    }
+    if (this.#starting === 0 && this.#early.size > 0) {
+      // Tasks started from Lua that failed while this start() ran: unowned.
+      for (const [k, [kind, value]] of this.#early) {
+        if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(k) }, value);
+      }
+      this.#early.clear();
+    }
+    if (endKind !== -1) {
+      this.#ended(task, endKind, endValue);
+    } else {
+      this.#tasks.set(key, task);
+      if (signal && signal.aborted) {
+        // Aborted while the task ran its first part (by JS that it called).
+        this.#abort(task.id, signal.reason);
+      } else if (signal) {
+        const onAbort = () => this.#abort(task.id, signal.reason);
+        signal.addEventListener('abort', onAbort, { once: true });
+        task.result.then(
+          () => signal.removeEventListener('abort', onAbort),
+          () => signal.removeEventListener('abort', onAbort),
+        );
+      }
+    }
+    return task;
+  }
+
+  /**
+   * start() and await its result.
+   * @returns {Promise<*>}
+   */
+  async call(fn, ...args) {
+    return this.start(fn, ...args).result;
+  }
+
+  /**
+   * Resumes a task waiting on a yield instruction with `values` (the yield
+   * returns exactly them); runs it until its next wait before returning.
+   * @returns {boolean} true if a waiting task was resumed
+   */
+  resume(id, ...values) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    return this.#native.resume(id, values);
+  }
+
+  /**
+   * Queues a message for a task, whatever it is doing (running, waiting on
+   * anything, committing, awaiting a promise); the task takes it with
+   * tasks.receive(), which returns `values` (converted to Lua now). Unlike
+   * resume(), nothing is lost: a task waiting in tasks.receive() is woken
+   * (through the ready queue, never run inside this call).
+   * @param {string} id
+   * @param {...*} values the message: at least one value, the first not null or undefined
+   * @returns {boolean} true if queued; false for an unknown or ended task
+   * @throws {TypeError} ERR_INVALID_ARG_VALUE without a first value
+   * @throws {LuaTasksError} ERR_MAILBOX_FULL when the task holds mailboxLimit messages
+   */
+  send(id, ...values) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    if (values.length === 0 || values[0] === undefined || values[0] === null) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `A message's first value must not be null or undefined (tasks.receive() answers nil, "timeout" for a timeout). Received ${values.length === 0 ? 'no value' : typeName(values[0])}.`,
+      );
+    }
+    return this.#native.send(id, values);
+  }
+
+  /**
+   * Cancels a task: its <close> variables run and its result rejects with
+   * ERR_TASK_CANCELLED (carrying `reason`).
+   * @returns {boolean} true if a live task was cancelled
+   */
+  cancel(id, reason) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    if (reason !== undefined) this.#cancelReasons.set(id, reason);
+    const ok = this.#native.cancel(id);
+    if (!ok) this.#cancelReasons.delete(id);
+    return ok;
+  }
+
+  // Cancels a task for its AbortSignal: its result rejects with an AbortError.
+  #abort(id, reason) {
+    if (this.#closed) return;
+    this.#aborted.add(id);
+    let ok = false;
+    try {
+      ok = this.cancel(id, reason);
+    } finally {
+      if (!ok) this.#aborted.delete(id); // not cancelled: a later plain cancel must not say aborted
+    }
+  }
+
+  /** A snapshot `{ id, status, waiting?, name?, meta? }` of a live or recently ended task, or undefined. */
+  task(id) {
+    this.#check();
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    return this.#snapshot(id);
+  }
+
+  /** Snapshots of every live task, oldest first. */
+  tasks() {
+    this.#check();
+    const list = this.#native.tasks();
+    if (this.#labels.size > 0) list.forEach((info) => this.#labelled(info));
+    return list;
+  }
+
+  /** Timed waits keep the process alive (the default). */
+  ref() {
+    this.#check();
+    this.#native.keepAlive(true);
+    return this;
+  }
+
+  /** Timed waits no longer keep the process alive. */
+  unref() {
+    this.#check();
+    this.#native.keepAlive(false);
+    return this;
+  }
+
+  /** Memory figures of the Lua state in bytes, and the number of live tasks. */
+  stats() {
+    this.#check();
+    return this.#native.stats();
+  }
+
+  /**
+   * Closes the runtime. It refuses new calls at once (ERR_RUNTIME_CLOSED);
+   * COMMITs and rt.commit() calls made before it are written first (no Lua
+   * runs meanwhile); then every task is cancelled (running its <close>
+   * variables; results reject with ERR_TASK_CANCELLED), the Lua state is
+   * freed and the store's lease on the name released. Idempotent: every
+   * call returns the same promise. Afterwards every call (including calls of
+   * Lua functions obtained from this runtime) throws ERR_RUNTIME_CLOSED.
+   * @returns {Promise<void>}
+   */
+  close() {
+    if (!this.#closing) this.#closing = this.#closeDrained();
+    return this.#closing;
+  }
+
+  async #closeDrained() {
+    if (!this.#closed) {
+      this.#closed = true;
+      const commits = this.#commits;
+      if (commits && !commits.idle) {
+        this.#native.lock(); // no Lua runs while the writes finish
+        await commits.drain();
+      }
+      this.#shutdown();
+    }
+    await this.#released;
+  }
+
+  /**
+   * close() without waiting: the Lua state is freed at once. Commits whose
+   * snapshot was not taken yet reject with ERR_RUNTIME_CLOSED; a write in
+   * flight goes on, its callers and its task learn its true outcome, and the
+   * name stays owned (ERR_STORE_LOCKED for a new opener) until it settles.
+   */
+  closeSync() {
+    if (this.#closed) return;
+    this.#closed = true;
+    this.#shutdown();
+  }
+
+  #released = Promise.resolve();
+
+  #shutdown() {
+    this.#native.close(); // cancels every task: a committer in flight asks the queue for its outcome
+    if (!this.#commits) return;
+    const lease = this.#lease;
+    this.#lease = null;
+    const settled = this.#commits.close();
+    if (lease) {
+      this.#released = settled
+        .then(() => lease.release())
+        .catch((e) => {
+          process.emitWarning(`lua-tasks: could not release the store's lease on "${this.#name}": ${reasonText(e)}`, {
+            code: 'LUA_TASK_FAILED',
+          });
+        });
+    }
+  }
+}
+
+module.exports = { Runtime };

@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// Task: the JS handle of one Lua task, and how its end settles its result.
+'use strict';
+
+const END_DONE = 0;
+const END_FAILED = 1;
+const END_CANCELLED = 2;
+
+// The method a Task reads its live status through: its Runtime's
+// [kTaskInfo](id) answers a snapshot { status, waiting? }, or undefined for
+// a task it does not know (any more) or once it is closed. A symbol, so it is no
+// method of the Runtime's API.
+const kTaskInfo = Symbol('lua-tasks.taskInfo');
+
+// endTask(task, kind, value) settles a task that ended; only the Runtime
+// that started it calls it (set below, with access to Task's privates).
+let endTask;
+
+/**
+ * A Lua coroutine running as a task. `status` and `waiting` are live;
+ * `result` is a Promise made on first access, so a failed task whose result
+ * nobody took never causes an unhandled rejection.
+ */
+class Task {
+  #rt;
+  #outcome; // [kind, value] once ended
+  #promise;
+  #settle;
+
+  constructor(rt, id, name, meta) {
+    this.#rt = rt;
+    /** Opaque id, unique in the process and across restarts. */
+    this.id = id;
+    /** The label given to rt.spawn, else undefined. */
+    this.name = name;
+    /** The value given to rt.spawn (kept in JS, never converted), else undefined. */
+    this.meta = meta;
+  }
+
+  /**
+   * rt.cancel(task.id, reason).
+   * @returns {boolean} true if a live task was cancelled
+   */
+  cancel(reason) {
+    return this.#rt.cancel(this.id, reason);
+  }
+
+  /**
+   * rt.resume(task.id, ...values).
+   * @returns {boolean} true if a waiting task was resumed
+   */
+  resume(...values) {
+    return this.#rt.resume(this.id, ...values);
+  }
+
+  /**
+   * rt.send(task.id, ...values): queues a message for its tasks.receive.
+   * @returns {boolean} true if queued, false if the task has ended
+   */
+  send(...values) {
+    return this.#rt.send(this.id, ...values);
+  }
+
+  /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
+  get status() {
+    if (this.#outcome) return ['done', 'failed', 'cancelled'][this.#outcome[0]];
+    const info = this.#rt[kTaskInfo](this.id);
+    return info ? info.status : 'cancelled';
+  }
+
+  /** `{ instruction, until? }` while waiting, else undefined. */
+  get waiting() {
+    if (this.#outcome) return undefined;
+    const info = this.#rt[kTaskInfo](this.id);
+    return info && info.waiting;
+  }
+
+  /** @returns {Promise<*>} the task's first return value, or rejects with its error */
+  get result() {
+    if (!this.#promise) {
+      this.#promise = new Promise((resolve, reject) => {
+        this.#settle = [resolve, reject];
+      });
+      if (this.#outcome) this.#end(...this.#outcome);
+    }
+    return this.#promise;
+  }
+
+  // value: what it returned, its error, or (cancelled) a function making the error.
+  #end(kind, value) {
+    this.#outcome = [kind, value];
+    if (!this.#settle) return;
+    const [resolve, reject] = this.#settle;
+    this.#settle = undefined;
+    if (kind === END_DONE) resolve(value);
+    else reject(kind === END_CANCELLED ? value() : value);
+  }
+
+  static {
+    endTask = (task, kind, value) => task.#end(kind, value);
+  }
+}
+
+module.exports = { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED };
