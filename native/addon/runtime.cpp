@@ -15,6 +15,7 @@
 #include "cron_schedule.hpp"
 #include "lua_api_tasks.hpp"
 #include "lua_value.hpp"
+#include "task_codes.hpp"
 
 namespace lua_tasks {
 
@@ -51,30 +52,12 @@ LibProfile ParseLibs(const Napi::Object& options) {
   return p;
 }
 
-// The names of the codes taskState returns: JS builds task snapshots itself,
-// as an object made through Node-API cost most of rt.task's 800 ns.
-Napi::Object TaskNames(Napi::Env env) {
-  Napi::Array status = Napi::Array::New(env);
-  for (uint32_t i = 0; i <= static_cast<uint32_t>(TaskStatus::kCancelled); ++i) {
-    status.Set(i, TaskStatusName(static_cast<TaskStatus>(i)));
-  }
-  Napi::Array wait = Napi::Array::New(env);
-  wait.Set(0u, WaitKindName(WaitKind::kNone));
-  for (uint32_t i = 1; std::string_view(WaitKindName(static_cast<WaitKind>(i))) != "NONE"; ++i) {
-    wait.Set(i, WaitKindName(static_cast<WaitKind>(i)));  // names up to the last kind
-  }
-  Napi::Object names = Napi::Object::New(env);
-  names.Set("status", status);
-  names.Set("wait", wait);
-  return names;
-}
-
 }  // namespace
 
 Napi::Function Runtime::Init(Napi::Env env) {
   return DefineClass(env, "NativeRuntime",
                      {
-                         StaticValue("taskNames", TaskNames(env)),
+                         StaticValue("constants", TaskCodes(env)),
                          InstanceMethod<&Runtime::JS_load>("load"),
                          InstanceMethod<&Runtime::JS_set>("set"),
                          InstanceMethod<&Runtime::JS_get>("get"),
@@ -375,9 +358,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
                "Cannot start a task: the runtime's main thread cannot become a task (it runs the calls from JS).");
   }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
-  // key × 4 + (end kind + 1): keys count up from 1 and stay far below 2^51.
-  const uint64_t ended = end_kind ? static_cast<uint64_t>(*end_kind) + 1 : 0;
-  return Napi::Number::New(env, static_cast<double>(key * 4 + ended));
+  return Napi::Number::New(env, PackStart(key, end_kind));
 }
 
 namespace {
@@ -466,19 +447,11 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
 
 namespace {
 
-Napi::Object TaskInfo(Napi::Env env, Scheduler* s, const Task& t) {
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("id", s->IdOf(t.key));
-  o.Set("status", TaskStatusName(t.status));
-  if (t.status == TaskStatus::kWaiting) {
-    Napi::Object w = Napi::Object::New(env);
-    w.Set("instruction", WaitKindName(t.wait));
-    if (const auto until = s->WaitEndsWallNs(t)) {
-      w.Set("until", Napi::Date::New(env, static_cast<double>(*until / 1000000)));
-    }
-    o.Set("waiting", w);
-  }
-  return o;
+// When a waiting task's timed wait ends, in wall-clock ms, or undefined.
+Napi::Value UntilMs(Napi::Env env, const Scheduler& s, const Task* t) {
+  const auto until = t != nullptr ? s.WaitEndsWallNs(*t) : std::nullopt;
+  if (!until) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(*until / 1000000));
 }
 
 }  // namespace
@@ -489,10 +462,10 @@ Napi::Value Runtime::JS_taskState(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ReadKey(info[0], *s, &key)) return env.Undefined();
   if (const Task* t = s->Find(key)) {
-    return Napi::Number::New(env, static_cast<int>(t->status) + 16 * static_cast<int>(t->current_wait()));
+    return Napi::Number::New(env, PackState(t->status, t->current_wait()));
   }
   if (const Scheduler::Finished* f = s->FindFinished(key)) {
-    return Napi::Number::New(env, static_cast<int>(f->host_failed ? TaskStatus::kFailed : f->status));
+    return Napi::Number::New(env, PackState(f->host_failed ? TaskStatus::kFailed : f->status, WaitKind::kNone));
   }
   return env.Undefined();
 }
@@ -501,10 +474,7 @@ Napi::Value Runtime::JS_taskUntil(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Scheduler* s = OpenCore(env)->scheduler.get();
   uint64_t key;
-  const Task* t = ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr;
-  const auto until = t != nullptr ? s->WaitEndsWallNs(*t) : std::nullopt;
-  if (!until) return env.Undefined();
-  return Napi::Number::New(env, static_cast<double>(*until / 1000000));
+  return UntilMs(env, *s, ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr);
 }
 
 Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
@@ -516,8 +486,15 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
     if (!t.ended()) keys.push_back(t.key);  // not one still winding down (see Scheduler::Find)
   });
   std::sort(keys.begin(), keys.end());
-  Napi::Array out = Napi::Array::New(env, keys.size());
-  for (uint32_t i = 0; i < keys.size(); ++i) out.Set(i, TaskInfo(env, s, *s->Find(keys[i])));
+  // JS builds the snapshots, as it does for taskState: one builder.
+  Napi::Array out = Napi::Array::New(env, 3 * keys.size());
+  uint32_t i = 0;
+  for (const uint64_t key : keys) {
+    const Task* t = s->Find(key);
+    out.Set(i++, static_cast<double>(key));
+    out.Set(i++, PackState(t->status, t->current_wait()));
+    out.Set(i++, UntilMs(env, *s, t));
+  }
   return out;
 }
 
