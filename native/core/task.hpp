@@ -20,8 +20,8 @@ const char* TaskStatusName(TaskStatus s);
 // costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
 //
 // The fields are the scheduler's and the core Lua API's (lua_api_*.cpp).
-// The embedder reads key and co, and otherwise goes through the methods
-// below the fields: it never writes a field.
+// The embedder reads key, co and status, and otherwise goes through the
+// methods below the fields: it never writes a field.
 struct Task {
   lua_State* co = nullptr;       // kept alive by its anchor
   uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
