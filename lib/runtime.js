@@ -9,21 +9,23 @@ const { makeError, typeName, invalidType, AbortError } = require('./errors');
 const { nearest } = require('./nearest');
 const { PERSIST, normalizeOptions } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED } = require('./task');
+const { Task, endTask, kTaskInfo } = require('./task');
+const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus, stateWait } = require('./task_codes');
 const { openStore, restore } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
 
-// Labels of ended spawned tasks kept for rt.task(id), as many as the native
-// side keeps outcomes of (Scheduler::kFinishedKept).
-const ENDED_LABELS_KEPT = 1024;
-
-const ID_KEY_DIGITS = 13; // a task id ends in its key in this many base-36 digits (Scheduler::kIdKeyDigits)
-const CALLBACK_FAILED = 3; // not a task: a Lua callback JS called from the loop
-
-// The native taskState code is status + 16 * wait kind; these name them.
-const { status: TASK_STATUS, wait: WAIT_KINDS } = binding.NativeRuntime.taskNames;
+// The one builder of a task's snapshot { id, status, waiting? } (rt.task,
+// rt.tasks, a Task's getters), from the native state code (PackState) and,
+// for a waiting task, the wall-clock ms its timed wait ends (or undefined).
+function taskSnapshot(id, code, until) {
+  const status = stateStatus(code);
+  if (status !== 'waiting') return { id, status };
+  const waiting = { instruction: stateWait(code) };
+  if (until !== undefined) waiting.until = new Date(until);
+  return { id, status, waiting };
+}
 
 function checkFn(fn) {
   if (typeof fn !== 'string' && typeof fn !== 'function') {
@@ -73,7 +75,7 @@ class Runtime extends EventEmitter {
   #cancelReasons = new Map();
   #aborted = new Set(); // ids being cancelled by their AbortSignal
   #labels = new Map(); // id -> { name?, meta? } of live spawned tasks given either
-  #endedLabels = new Map(); // the same for the last ENDED_LABELS_KEPT that ended
+  #endedLabels = new Map(); // the same for the last ENDED_KEPT that ended: rt.task(id) knows as many ended tasks
   #name = null;
   #commits = null; // the CommitQueue of a runtime with a store
   #lease = null; // the store's lease on #name, released once the last write settles
@@ -202,28 +204,28 @@ class Runtime extends EventEmitter {
   }
 
   #onEnd(key, kind, value) {
-    if (kind === CALLBACK_FAILED) {
+    if (kind === END.callbackFailed) {
       this.#reportUnowned({ id: null, callback: true }, value);
       return;
     }
     const task = this.#tasks.get(key);
-    if (kind === END_CANCELLED && task) {
+    if (kind === END.cancelled && task) {
       // Cancelled with its COMMIT in flight: it settles when the write does,
       // saying whether it landed (never "cancelled" for a state written).
       const outcome = this.#commits && this.#commits.outcomeOf(key);
       if (outcome) {
         this.#tasks.delete(key);
-        outcome.then((committed) => this.#ended(task, END_CANCELLED, this.#cancelledError(task.id, committed)));
+        outcome.then((committed) => this.#ended(task, END.cancelled, this.#cancelledError(task.id, committed)));
         return;
       }
     }
-    if (kind === END_CANCELLED) value = this.#cancelledError(task ? task.id : this.#idOf(key));
+    if (kind === END.cancelled) value = this.#cancelledError(task ? task.id : this.#idOf(key));
     if (!task) {
       if (this.#starting) {
         this.#early.set(key, [kind, value]);
         return;
       }
-      if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(key) }, value);
+      if (kind === END.failed) this.#reportUnowned({ id: this.#idOf(key) }, value);
       return;
     }
     this.#tasks.delete(key);
@@ -237,9 +239,9 @@ class Runtime extends EventEmitter {
     if (labels) {
       this.#labels.delete(task.id);
       this.#endedLabels.set(task.id, labels);
-      if (this.#endedLabels.size > ENDED_LABELS_KEPT) this.#endedLabels.delete(this.#endedLabels.keys().next().value);
+      if (this.#endedLabels.size > ENDED_KEPT) this.#endedLabels.delete(this.#endedLabels.keys().next().value);
     }
-    if (kind === END_CANCELLED && this.listenerCount('taskcancel') > 0) {
+    if (kind === END.cancelled && this.listenerCount('taskcancel') > 0) {
       // Listeners and the result get the same error.
       const err = value();
       value = () => err;
@@ -248,8 +250,8 @@ class Runtime extends EventEmitter {
       return;
     }
     endTask(task, kind, value);
-    if (kind === END_DONE) this.emit('taskdone', task, value);
-    else if (kind === END_FAILED && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
+    if (kind === END.done) this.emit('taskdone', task, value);
+    else if (kind === END.failed && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
   }
 
   #reportUnowned(task, err) {
@@ -277,12 +279,8 @@ class Runtime extends EventEmitter {
   #snapshot(id) {
     const code = this.#native.taskState(id);
     if (code === undefined) return undefined;
-    const status = TASK_STATUS[code & 15];
-    if (status !== 'waiting') return this.#labelled({ id, status });
-    const waiting = { instruction: WAIT_KINDS[code >> 4] };
-    const until = this.#native.taskUntil(id);
-    if (until !== undefined) waiting.until = new Date(until);
-    return this.#labelled({ id, status, waiting });
+    const until = stateStatus(code) === 'waiting' ? this.#native.taskUntil(id) : undefined;
+    return this.#labelled(taskSnapshot(id, code, until));
   }
 
   // The snapshot with the name and meta its task was spawned with, if any.
@@ -393,8 +391,9 @@ class Runtime extends EventEmitter {
     }
     let started;
     // A task that ends before start returns (most short ones) does not call
-    // back into JS: native start returns key × 4 + (end kind + 1), with 0 for
-    // "still running", and puts the end value, if not undefined, in out[0].
+    // back into JS: native start returns its key and its end kind, or that it
+    // runs on, in one number (startKey, startEnd), and puts the end value,
+    // if not undefined, in out[0].
     // Starts nest (Lua calling JS that starts a task): the outermost one
     // reuses an array, nested ones get their own.
     const out = this.#starting === 0 ? this.#startOut : [undefined];
@@ -405,13 +404,13 @@ class Runtime extends EventEmitter {
     } finally {
       this.#starting--;
     }
-    const key = Math.floor(started / 4);
+    const key = startKey(started);
     const task = new Task(this, this.#idOf(key), labels && labels.name, labels && labels.meta);
     if (labels) this.#labels.set(task.id, labels);
-    let endKind = (started % 4) - 1;
+    let endKind = startEnd(started);
     let endValue;
     if (endKind !== -1) {
-      endValue = endKind === END_CANCELLED ? this.#cancelledError(task.id) : out[0];
+      endValue = endKind === END.cancelled ? this.#cancelledError(task.id) : out[0];
       out[0] = undefined;
     } else if (this.#early.size > 0) {
       const early = this.#early.get(key);
@@ -421,7 +420,7 @@ class Runtime extends EventEmitter {
     if (this.#starting === 0 && this.#early.size > 0) {
       // Tasks started from Lua that failed while this start() ran: unowned.
       for (const [k, [kind, value]] of this.#early) {
-        if (kind === END_FAILED) this.#reportUnowned({ id: this.#idOf(k) }, value);
+        if (kind === END.failed) this.#reportUnowned({ id: this.#idOf(k) }, value);
       }
       this.#early.clear();
     }
@@ -523,8 +522,11 @@ class Runtime extends EventEmitter {
   /** Snapshots of every live task, oldest first. */
   tasks() {
     this.#check();
-    const list = this.#native.tasks();
-    if (this.#labels.size > 0) list.forEach((info) => this.#labelled(info));
+    const rows = this.#native.tasks(); // key, state code, until: per live task, oldest first
+    const list = [];
+    for (let i = 0; i < rows.length; i += 3) {
+      list.push(this.#labelled(taskSnapshot(this.#idOf(rows[i]), rows[i + 1], rows[i + 2])));
+    }
     return list;
   }
 

@@ -2,9 +2,7 @@
 // Task: the JS handle of one Lua task, and how its end settles its result.
 'use strict';
 
-const END_DONE = 0;
-const END_FAILED = 1;
-const END_CANCELLED = 2;
+const { END, END_NAMES } = require('./task_codes');
 
 // The method a Task reads its live status through: its Runtime's
 // [kTaskInfo](id) answers a snapshot { status, waiting? }, or undefined for
@@ -63,7 +61,7 @@ class Task {
 
   /** @returns {'running'|'waiting'|'done'|'failed'|'cancelled'} */
   get status() {
-    if (this.#outcome) return ['done', 'failed', 'cancelled'][this.#outcome[0]];
+    if (this.#outcome) return END_NAMES[this.#outcome[0]];
     const info = this.#rt[kTaskInfo](this.id);
     return info ? info.status : 'cancelled';
   }
@@ -92,8 +90,8 @@ class Task {
     if (!this.#settle) return;
     const [resolve, reject] = this.#settle;
     this.#settle = undefined;
-    if (kind === END_DONE) resolve(value);
-    else reject(kind === END_CANCELLED ? value() : value);
+    if (kind === END.done) resolve(value);
+    else reject(kind === END.cancelled ? value() : value);
   }
 
   static {
@@ -101,4 +99,4 @@ class Task {
   }
 }
 
-module.exports = { Task, endTask, kTaskInfo, END_DONE, END_FAILED, END_CANCELLED };
+module.exports = { Task, endTask, kTaskInfo };

@@ -133,7 +133,7 @@ int BeginAwait(RuntimeCore* core, lua_State* L, napi_value promise) {
   napi_get_reference_value(core->env, core->settle, &settle);
   argv[1] = settle;
   napi_create_double(core->env, static_cast<double>(t->key), &argv[2]);
-  napi_create_uint32(core->env, ++t->await_token, &argv[3]);
+  napi_create_uint32(core->env, t->NewAwaitToken(), &argv[3]);
   napi_get_undefined(core->env, &recv);
   AddonData* data = AddonData::From(core->env);
   if (napi_call_function(core->env, recv, data->await_helper.Value(), 4, argv, &ignored) != napi_ok) {

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Runtime: the JS class over one Lua state (lib/index.js wraps it).
+// Runtime: the JS class over one Lua state (lib/index.js wraps it), and its task methods.
 #include "runtime.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -12,13 +13,10 @@
 #include "js_ref.hpp"
 
 #include "cron_schedule.hpp"
-#include "lua_api.hpp"
 #include "lua_api_pattern.hpp"
-#include "lua_api_require.hpp"
 #include "lua_api_resolve.hpp"
-#include "lua/file_modules.lua.hpp"
 #include "lua_value.hpp"
-#include "state_codec.hpp"
+#include "task_codes.hpp"
 
 namespace lua_tasks {
 
@@ -55,30 +53,12 @@ LibProfile ParseLibs(const Napi::Object& options) {
   return p;
 }
 
-// The names of the codes taskState returns: JS builds task snapshots itself,
-// as an object made through Node-API cost most of rt.task's 800 ns.
-Napi::Object TaskNames(Napi::Env env) {
-  Napi::Array status = Napi::Array::New(env);
-  for (uint32_t i = 0; i <= static_cast<uint32_t>(TaskStatus::kCancelled); ++i) {
-    status.Set(i, TaskStatusName(static_cast<TaskStatus>(i)));
-  }
-  Napi::Array wait = Napi::Array::New(env);
-  wait.Set(0u, WaitKindName(WaitKind::kNone));
-  for (uint32_t i = 1; std::string_view(WaitKindName(static_cast<WaitKind>(i))) != "NONE"; ++i) {
-    wait.Set(i, WaitKindName(static_cast<WaitKind>(i)));  // names up to the last kind
-  }
-  Napi::Object names = Napi::Object::New(env);
-  names.Set("status", status);
-  names.Set("wait", wait);
-  return names;
-}
-
 }  // namespace
 
 Napi::Function Runtime::Init(Napi::Env env) {
   return DefineClass(env, "NativeRuntime",
                      {
-                         StaticValue("taskNames", TaskNames(env)),
+                         StaticValue("constants", TaskCodes(env)),
                          InstanceMethod<&Runtime::JS_load>("load"),
                          InstanceMethod<&Runtime::JS_set>("set"),
                          InstanceMethod<&Runtime::JS_get>("get"),
@@ -137,8 +117,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   opts.install_apis = RegisterPatternApi;
   std::string error;
-  core_->host = LuaHost::Create(opts, &error);
-  if (!core_->host) {
+  if (!core_->Assemble(opts, &core_->clock, core_.get(), &error)) {
     ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
                "Cannot create the Lua runtime: " + error);
   }
@@ -154,19 +133,6 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
   Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/index.js checks)
   if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
-  Scheduler* sched = core_->scheduler.get();
-  if (core_->host->Protected(
-          [](lua_State* L) {
-            auto* s = static_cast<Scheduler*>(lua_touserdata(L, 1));
-            RegisterLuaApi(L, s);
-            return 0;
-          },
-          sched, &error) != LUA_OK) {
-    core_->Close();
-    ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",
-               "Cannot create the Lua runtime: " + error);
-  }
-
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
   RegisterJsRef(core_.get(), L, options.Get("trustedObjects").ToBoolean());
@@ -359,7 +325,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
-  int end_kind = RuntimeCore::DirectStart::kRunning;
+  std::optional<EndKind> end_kind;
   const uint64_t key = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
@@ -394,8 +360,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
                "Cannot start a task: the runtime's main thread cannot become a task (it runs the calls from JS).");
   }
   if (key == 0) ThrowError(env, "ERR_INVALID_ARG_VALUE", "Cannot start a task: the coroutine was already started.");
-  // key × 4 + (end kind + 1): keys count up from 1 and stay far below 2^51.
-  return Napi::Number::New(env, static_cast<double>(key * 4 + static_cast<uint64_t>(end_kind + 1)));
+  return Napi::Number::New(env, PackStart(key, end_kind));
 }
 
 namespace {
@@ -421,7 +386,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   Task* t = core->scheduler->Find(key);
-  if (t == nullptr || t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) return Napi::Boolean::New(env, false);
+  if (t == nullptr || !t->resumable()) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
@@ -484,19 +449,11 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
 
 namespace {
 
-Napi::Object TaskInfo(Napi::Env env, Scheduler* s, const Task& t) {
-  Napi::Object o = Napi::Object::New(env);
-  o.Set("id", s->IdOf(t.key));
-  o.Set("status", TaskStatusName(t.status));
-  if (t.status == TaskStatus::kWaiting) {
-    Napi::Object w = Napi::Object::New(env);
-    w.Set("instruction", WaitKindName(t.wait));
-    if (const auto until = s->WaitEndsWallNs(t)) {
-      w.Set("until", Napi::Date::New(env, static_cast<double>(*until / 1000000)));
-    }
-    o.Set("waiting", w);
-  }
-  return o;
+// When a waiting task's timed wait ends, in wall-clock ms, or undefined.
+Napi::Value UntilMs(Napi::Env env, const Scheduler& s, const Task* t) {
+  const auto until = t != nullptr ? s.WaitEndsWallNs(*t) : std::nullopt;
+  if (!until) return env.Undefined();
+  return Napi::Number::New(env, static_cast<double>(*until / 1000000));
 }
 
 }  // namespace
@@ -507,11 +464,10 @@ Napi::Value Runtime::JS_taskState(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ReadKey(info[0], *s, &key)) return env.Undefined();
   if (const Task* t = s->Find(key)) {
-    const int wait = t->status == TaskStatus::kWaiting ? static_cast<int>(t->wait) : 0;
-    return Napi::Number::New(env, static_cast<int>(t->status) + 16 * wait);
+    return Napi::Number::New(env, PackState(t->status, t->current_wait()));
   }
   if (const Scheduler::Finished* f = s->FindFinished(key)) {
-    return Napi::Number::New(env, static_cast<int>(f->host_failed ? TaskStatus::kFailed : f->status));
+    return Napi::Number::New(env, PackState(f->host_failed ? TaskStatus::kFailed : f->status, WaitKind::kNone));
   }
   return env.Undefined();
 }
@@ -520,10 +476,7 @@ Napi::Value Runtime::JS_taskUntil(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Scheduler* s = OpenCore(env)->scheduler.get();
   uint64_t key;
-  const Task* t = ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr;
-  const auto until = t != nullptr ? s->WaitEndsWallNs(*t) : std::nullopt;
-  if (!until) return env.Undefined();
-  return Napi::Number::New(env, static_cast<double>(*until / 1000000));
+  return UntilMs(env, *s, ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr);
 }
 
 Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
@@ -535,8 +488,15 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
     if (!t.ended()) keys.push_back(t.key);  // not one still winding down (see Scheduler::Find)
   });
   std::sort(keys.begin(), keys.end());
-  Napi::Array out = Napi::Array::New(env, keys.size());
-  for (uint32_t i = 0; i < keys.size(); ++i) out.Set(i, TaskInfo(env, s, *s->Find(keys[i])));
+  // JS builds the snapshots, as it does for taskState: one builder.
+  Napi::Array out = Napi::Array::New(env, 3 * keys.size());
+  uint32_t i = 0;
+  for (const uint64_t key : keys) {
+    const Task* t = s->Find(key);
+    out.Set(i++, static_cast<double>(key));
+    out.Set(i++, PackState(t->status, t->current_wait()));
+    out.Set(i++, UntilMs(env, *s, t));
+  }
   return out;
 }
 
@@ -547,209 +507,6 @@ Napi::Value Runtime::JS_idPrefix(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_keepAlive(const Napi::CallbackInfo& info) {
   if (!core_->closed() && core_->driver) core_->driver->SetKeepAlive(info[0].ToBoolean());
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_isLoaded(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  lua_State* L = core->host->current();
-  const std::string name = info[0].As<Napi::String>().Utf8Value();
-  LuaHost::HostSection section(core->host.get(), L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushlstring(L, name.data(), name.size());  // all of it: c_str() stopped at a NUL
-  const bool loaded = lua_rawget(L, -2) != LUA_TNIL;
-  lua_pop(L, 2);
-  return Napi::Boolean::New(env, loaded);
-}
-
-Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
-  const std::string name = info[0].As<Napi::String>().Utf8Value();
-  if (info[1].IsString()) {
-    const std::string source = info[1].As<Napi::String>().Utf8Value();
-    // The chunk name is a C string: a NUL in the module name is shown as \0.
-    std::string chunk(1, '=');
-    for (const char c : name) {
-      if (c == '\0') {
-        chunk += "\\0";
-      } else {
-        chunk += c;
-      }
-    }
-    int status;
-    {
-      LuaHost::Entry entry(core->host.get(), L);
-      status = core->host->Load(L, source, chunk.c_str());
-    }
-    if (status != LUA_OK) {
-      Napi::Value err(env, LuaErrorToJs(core, L, status));
-      lua_settop(L, base);
-      throw Napi::Error(env, err);
-    }
-    LuaHost::HostSection section(core->host.get(), L);
-    PreloadModule(L, name);
-  } else {
-    LuaHost::HostSection section(core->host.get(), L);
-    luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-    try {
-      const size_t before = core->MemoryUsed();
-      PushJs(core, L, info[1]);
-      core->CheckMemory(L, base, before);
-    } catch (...) {
-      lua_settop(L, base);
-      throw;
-    }
-    lua_pushlstring(L, name.data(), name.size());  // the whole name: it may hold a NUL
-    lua_insert(L, -2);
-    lua_rawset(L, -3);
-  }
-  lua_settop(L, base);
-  return env.Undefined();
-}
-
-Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  lua_State* L = core->host->current();
-  const int base = lua_gettop(L);
-  {
-    LuaHost::HostSection section(core->host.get(), L);
-    if (luaL_loadbufferx(L, kFileModulesLua, sizeof(kFileModulesLua) - 1, kFileModulesLuaName, "t") != LUA_OK) {
-      lua_settop(L, base);
-      ThrowError(env, "ERR_LUA_RUNTIME", "cannot install modulePaths");
-    }
-    PushJsRef(core, L, info[0], true);
-    PushJsRef(core, L, info[1], true);
-    lua_getglobal(L, "load");
-    lua_getglobal(L, "error");
-    lua_getfield(L, LUA_REGISTRYINDEX, kPreloadRegistryKey);
-    lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
-    lua_pushboolean(L, info[2].ToBoolean());
-  }
-  CallLua(core, L, 7, false);
-  return env.Undefined();
-}
-
-namespace {
-
-// A Buffer over the snapshot's own block, freed with it: no copy of
-// megabytes on the loop. A copy only where external buffers are refused
-// (a V8 sandbox).
-Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
-  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
-  napi_value out;
-  if (napi_create_external_buffer(
-          env, owned->size(), const_cast<char*>(owned->data()),
-          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
-          owned.get(), &out) == napi_ok) {
-    owned.release();  // the Buffer's finalizer has it now
-    return Napi::Value(env, out);
-  }
-  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
-}
-
-// A step's budget from JS milliseconds; anything else is the smallest slice.
-int64_t BudgetNs(const Napi::Value& ms) {
-  if (!ms.IsNumber()) return 0;
-  const double ns = ms.As<Napi::Number>().DoubleValue() * 1e6;
-  return ns > 0 ? static_cast<int64_t>(std::min(ns, 1e15)) : 0;
-}
-
-}  // namespace
-
-Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  SnapshotBytes bytes;
-  std::string error;
-  if (!core->Snapshot(&bytes, &error)) ThrowError(env, "ERR_COMMIT_FAILED", "commit() failed: " + error + ".");
-  return SnapshotBuffer(env, std::move(bytes));
-}
-
-Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
-  lua_State* L = core->host->current();
-  LuaHost::HostSection section(core->host.get(), L);
-  const int base = lua_gettop(L);
-  std::string error;
-  CodecFailure failure;
-  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
-                   &failure)) {
-    ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
-  }
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_pushvalue(L, base + 1);
-    lua_rawset(L, -3);
-  }
-  lua_settop(L, base);
-  return env.Undefined();
-}
-
-Napi::Value Runtime::JS_snapshotBegin(const Napi::CallbackInfo& info) {
-  RuntimeCore* core = OpenCore(info.Env());
-  core->Entered([&] {
-    core->BeginSnapshot();
-    return 0;
-  });
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_snapshotStep(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  const int64_t budget = BudgetNs(info[0]);
-  SnapshotBytes bytes;
-  if (!core->Entered([&] { return core->StepSnapshot(budget, &bytes); })) return env.Undefined();
-  return SnapshotBuffer(env, std::move(bytes));
-}
-
-Napi::Value Runtime::JS_snapshotAbort(const Napi::CallbackInfo& info) {
-  if (!core_->closed()) core_->AbortSnapshot();
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_restoreBegin(const Napi::CallbackInfo& info) {
-  RuntimeCore* core = OpenCore(info.Env());
-  core->Entered([&] {
-    core->BeginRestore(info[0]);
-    return 0;
-  });
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  const int64_t budget = BudgetNs(info[0]);
-  return Napi::Boolean::New(env, core->Entered([&] { return core->StepRestore(budget); }));
-}
-
-Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
-  if (!core_->closed()) core_->AbortRestore();
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_lock(const Napi::CallbackInfo& info) {
-  RuntimeCore* core = OpenCore(info.Env());
-  core->scheduler->Lock();
-  core->OnScheduleChange();
-  return info.Env().Undefined();
-}
-
-Napi::Value Runtime::JS_unlock(const Napi::CallbackInfo& info) {
-  if (core_->closed()) return info.Env().Undefined();
-  core_->scheduler->Unlock();
-  core_->AfterEntry();
   return info.Env().Undefined();
 }
 

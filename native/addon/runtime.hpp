@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Runtime: the JS class over one Lua state (lib/index.js wraps it).
+// Its methods live by concern: runtime.cpp (the class, Lua values and
+// tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
+// restore and the commit lock).
 #pragma once
 
 #include <memory>
@@ -22,13 +25,13 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_get(const Napi::CallbackInfo& info);          // (name) -> value
   Napi::Value JS_close(const Napi::CallbackInfo& info);        // () -> undefined
   Napi::Value JS_stats(const Napi::CallbackInfo& info);        // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
-  Napi::Value JS_start(const Napi::CallbackInfo& info);        // (fn: string path | Lua function, args[]) -> key
+  Napi::Value JS_start(const Napi::CallbackInfo& info);        // (fn: path | Lua function, args[], out) -> PackStart
   Napi::Value JS_resume(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean
   Napi::Value JS_send(const Napi::CallbackInfo& info);         // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
   Napi::Value JS_cancel(const Napi::CallbackInfo& info);       // (id) -> boolean
-  Napi::Value JS_taskState(const Napi::CallbackInfo& info);    // (id) -> status + 16 * wait kind | undefined
+  Napi::Value JS_taskState(const Napi::CallbackInfo& info);    // (id) -> PackState(status, wait) | undefined
   Napi::Value JS_taskUntil(const Napi::CallbackInfo& info);    // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
-  Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> ids of live tasks
+  Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> [key, state, until, ...] per live task
   Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)
   Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)

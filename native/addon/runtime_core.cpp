@@ -9,6 +9,7 @@
 #include "errors.hpp"
 #include "js_ref.hpp"
 #include "state_codec.hpp"
+#include "tasks_state.hpp"
 
 namespace lua_tasks {
 
@@ -34,11 +35,9 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_value_bool(env, argv[2], &ok);
   Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
   // A cancelled or finished task, or a late settlement: ignored.
-  if (t == nullptr || (t->wait != WaitKind::kPromise && t->wait != WaitKind::kCommit) || t->await_token != token) {
-    return nullptr;
-  }
+  const WaitKind wait = t != nullptr ? t->SettledBy(token) : WaitKind::kNone;
+  if (wait == WaitKind::kNone) return nullptr;
   const uint64_t key = t->key;
-  const WaitKind wait = t->wait;
   // The value is converted on the current thread, not on the waiting
   // coroutine: converting allocates, a collector step may run finalizers
   // (Lua code) on the thread that allocates, and a suspended coroutine must
@@ -75,7 +74,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
         PushJsException(core.get(), L, e);
       }
       again = core->closed() ? nullptr : core->scheduler->Find(key);
-      if (again == nullptr || again->wait != wait || again->await_token != token || !lua_checkstack(again->co, 2)) {
+      if (again == nullptr || again->SettledBy(token) != wait || !lua_checkstack(again->co, 2)) {
         lua_settop(L, top);
         return 0;
       }
@@ -112,21 +111,6 @@ void RuntimeCore::OnScheduleChange() {
 
 namespace {
 
-// Pushes tasks.state (nil without a tasks module) onto L.
-void PushState(lua_State* L) {
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_rawget(L, -2);
-  } else {
-    lua_pushnil(L);
-  }
-  lua_replace(L, -3);
-  lua_pop(L, 1);
-}
-
 // Whether Lua code is on the C stack below us: a job begun now could see
 // that code change the state after we return, with no entry to stop it. An
 // Entry is open, or a function runs on the current thread (a __gc
@@ -141,7 +125,7 @@ bool LuaRunning(LuaHost* host) {
 bool RuntimeCore::Snapshot(SnapshotBytes* out, std::string* error) {
   lua_State* L = host->current();
   LuaHost::HostSection section(host.get(), L);
-  PushState(L);
+  PushTasksState(L);
   StateEncoder encoder(L, -1, "state");
   lua_pop(L, 1);
   if (encoder.Finish() != CodecProgress::kDone) {
@@ -161,7 +145,7 @@ void RuntimeCore::BeginSnapshot() {
   lua_State* L = host->current();
   {
     LuaHost::HostSection section(host.get(), L);  // a restore in progress finishes here
-    PushState(L);
+    PushTasksState(L);
     encoder_ = std::make_unique<StateEncoder>(L, -1, "state");
     lua_pop(L, 1);
     if (LuaRunning(host.get())) encoder_->Finish();
@@ -276,14 +260,7 @@ void RuntimeCore::AdvanceRestore(const Clock* clock_or_null, int64_t budget_ns) 
     return;
   }
   decoder_->PushResult(L);
-  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
-  lua_pushliteral(L, "tasks");
-  lua_rawget(L, -2);
-  if (lua_istable(L, -1)) {
-    lua_pushliteral(L, "state");
-    lua_pushvalue(L, top + 1);
-    lua_rawset(L, -3);
-  }
+  SetTasksState(L, top + 1);
   lua_settop(L, top);
 }
 
@@ -329,7 +306,7 @@ void RuntimeCore::OnCommit(Task& task) {
     napi_get_undefined(env, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);
-    napi_create_uint32(env, ++task.await_token, &argv[4]);
+    napi_create_uint32(env, task.NewAwaitToken(), &argv[4]);
     napi_get_undefined(env, &recv);
     if (argv[0] == nullptr || napi_call_function(env, recv, fn, 5, argv, &ignored) != napi_ok) {
       ThrowPending(env, "starting a commit");
@@ -374,7 +351,6 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
       &poll);
   napi_create_reference(env, poll, 1, &poll_fn_);
   host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
-  scheduler = std::make_unique<Scheduler>(host.get(), &clock, this);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   driver = std::make_unique<UvDriver>(loop, scheduler.get(), [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
@@ -435,32 +411,32 @@ void RuntimeCore::RunFromLoop(void (*step)(Scheduler*)) {
   napi_close_handle_scope(env, scope);
 }
 
-napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace,
-                                 int* kind) {
-  *kind = status == LUA_OK ? 0 : status == kCancelledStatus ? 2 : 1;
-  if (status == kTimedOutStatus) {
+napi_value RuntimeCore::EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind) {
+  *kind = EndKindOf(end.kind);
+  const TaskTrace* trace = end.trace;
+  if (end.kind == TaskEnd::kTimedOut) {
     const int64_t ms = host->budget() != nullptr ? host->budget()->timeout_ns() / 1000000 : 0;
     return MakeError(Napi::Env(env), "ERR_TASK_TIMEOUT",
                      "Task " + scheduler->IdOf(task.key) + " exceeded its CPU budget (taskTimeout " +
                          std::to_string(ms) + " ms) and was killed.",
                      WhereProps(Napi::Env(env), trace));
   }
-  if (*kind == 0 && nres > 0) {
+  if (*kind == EndKind::kDone && end.nres > 0) {
     try {
-      return ToJs(this, co, -nres);
+      return ToJs(this, co, -end.nres);
     } catch (const Napi::Error& e) {
-      *kind = 1;  // the result cannot cross: the task fails with that error
+      *kind = EndKind::kFailed;  // the result cannot cross: the task fails with that error
       scheduler->MarkHostFailed(task.key);
       return e.Value();
     }
   }
-  if (*kind == 1) return LuaErrorToJs(this, co, status, trace);
+  if (*kind == EndKind::kFailed) return LuaErrorToJs(this, co, end.lua_status, trace);
   napi_value undefined;
   napi_get_undefined(env, &undefined);
   return undefined;
 }
 
-void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) {
+void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) {
   if (!notify_ || listener_ == nullptr) return;
   // Inside rt.start's own call, whose handle scope holds the values: a scope
   // of its own was a heap allocation per start.
@@ -468,8 +444,8 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
   napi_handle_scope scope = nullptr;
   if (!direct) napi_open_handle_scope(env, &scope);
   try {
-    int kind;
-    napi_value value = EndValue(task, co, status, nres, trace, &kind);
+    EndKind kind;
+    napi_value value = EndValue(task, co, end, &kind);
     if (direct) {
       napi_valuetype type;
       napi_typeof(env, value, &type);
@@ -481,7 +457,7 @@ void RuntimeCore::OnTaskEnd(Task& task, lua_State* co, int status, int nres, con
       napi_get_reference_value(env, owner_, &args[0]);
       if (args[0] != nullptr) {  // else the Runtime was collected: nobody can hear it
         napi_create_double(env, static_cast<double>(task.key), &args[1]);
-        napi_create_int32(env, kind, &args[2]);
+        napi_create_int32(env, static_cast<int32_t>(kind), &args[2]);
         args[3] = value;
         napi_get_reference_value(env, listener_, &fn);
         napi_get_undefined(env, &recv);
@@ -510,7 +486,7 @@ void RuntimeCore::OnCallbackError(napi_value error) {
     napi_value args[4];
     args[0] = owner;
     napi_create_double(env, 0, &args[1]);
-    napi_create_int32(env, kCallbackFailed, &args[2]);
+    napi_create_int32(env, static_cast<int32_t>(EndKind::kCallbackFailed), &args[2]);
     args[3] = error;
     napi_call_function(env, recv, fn, 4, args, &ignored);
     return;
@@ -571,11 +547,8 @@ void RuntimeCore::CloseNow(bool notify) {
   if (restore_buffer_ != nullptr && notify) napi_delete_reference(env, restore_buffer_);
   restore_buffer_ = nullptr;
   if (host) host->set_entry_hook(nullptr, nullptr);
-  if (scheduler) {
-    scheduler->CancelAll();  // runs <close> variables; observed tasks reject
-    scheduler.reset();
-  }
-  host.reset();  // lua_close runs __gc of JS references, which need env alive
+  if (scheduler) scheduler->CancelAll();  // runs <close> variables; observed tasks reject
+  Free();                                 // lua_close runs __gc of JS references, which need env alive
   if (reported_ != 0 && notify) {
     int64_t ignored;
     napi_adjust_external_memory(env, -reported_, &ignored);

@@ -3,14 +3,17 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include <node_api.h>
 
 #include "clock.hpp"
 #include "lua_host.hpp"
+#include "lua_runtime.hpp"
 #include "scheduler.hpp"
 #include "state_codec.hpp"
+#include "task_codes.hpp"
 #include "uv_driver.hpp"
 
 namespace lua_tasks {
@@ -18,16 +21,17 @@ namespace lua_tasks {
 // Owned by shared_ptr: the Runtime JS object holds one, and so does every JS
 // function or handle made from one of its Lua values, so the Lua state lives
 // as long as anything can still reach it (or until close()).
-// It is the scheduler's hooks: task ends go to the JS listener, schedule
-// changes re-arm the loop driver.
-class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks {
+// It is the LuaRuntime (host and scheduler, assembled by the Runtime
+// constructor) with its Node side, and the scheduler's hooks: task ends go
+// to the JS listener, schedule changes re-arm the loop driver.
+class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks, public LuaRuntime {
  public:
   explicit RuntimeCore(napi_env e) : env(e) {}
   ~RuntimeCore() override { CloseNow(false); }
   RuntimeCore(const RuntimeCore&) = delete;
   RuntimeCore& operator=(const RuntimeCore&) = delete;
 
-  // Creates the scheduler and the loop driver, registers the cleanup hook.
+  // Once assembled: creates the loop driver, registers the cleanup hook.
   // `listener(owner, key, kind, value)` hears task ends; `owner` is the JS
   // Runtime, held weakly except while tasks wait on timers, the ready queue
   // or promises (as Node holds a pending timer's callback).
@@ -59,7 +63,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // persist. (snapshot(): the one-shot form of the job below.)
   bool Snapshot(SnapshotBytes* out, std::string* error);
 
-  // ---- Snapshot and restore in slices (runtime.cpp's snapshot*/restore*) ----
+  // ---- Snapshot and restore in slices (runtime_persist.cpp's snapshot*/restore*) ----
   //
   // A 50 MB state takes 100-250 ms to encode or decode: done as jobs that
   // JS steps a few ms at a time, across loop turns, so the loop never stalls
@@ -129,30 +133,30 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   }
 
   // A Lua callback called while no Lua code ran has failed with `error`: the
-  // JS listener hears it (kind 3, key 0), or, when no Runtime can hear it any
-  // more, a process warning says so. Never throws; a throwing 'taskerror'
-  // listener leaves its exception pending, for the callback's caller.
+  // JS listener hears it (EndKind::kCallbackFailed, key 0), or, when no
+  // Runtime can hear it any more, a process warning says so. Never throws; a
+  // throwing 'taskerror' listener leaves its exception pending, for the
+  // callback's caller.
   void OnCallbackError(napi_value error);
-  // The listener's kinds: 0 done, 1 failed, 2 cancelled (task ends), and this.
-  static constexpr int kCallbackFailed = 3;
 
   // SchedulerHooks
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) override;
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override;
   // The JS value a task ended with: its result, its error or undefined; and
-  // its kind (0 done, 1 failed, 2 cancelled). Throws Napi::Error.
-  napi_value EndValue(const Task& task, lua_State* co, int status, int nres, const TaskTrace* trace, int* kind);
+  // its kind as the listener hears it. Throws Napi::Error.
+  napi_value EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind);
   void OnScheduleChange() override;
   void OnCommit(Task& task) override;
 
   napi_env const env;
-  SystemClock clock;                     // before host: its os.time reads it, even in lua_close's finalizers
-  std::unique_ptr<LuaHost> host;         // null once closed
-  std::unique_ptr<Scheduler> scheduler;  // destroyed before host (it holds registry refs)
-  std::unique_ptr<UvDriver> driver;      // closes its handles asynchronously
-  const void* jsref_mt[3] = {};   // identities of the JsRef metatables (function, object, error) in host's state
-  napi_ref settle = nullptr;       // JS function settle(key, token, ok, value) for awaited promises
-  std::string scratch;             // reused buffer for JS string -> Lua conversion
-  size_t conversion_limit = 0;     // conversionLimit: bytes one conversion may produce (0 = no cap)
+  // host and scheduler (LuaRuntime) are null once closed. The clock outlives
+  // the host, whose os.time reads it even in lua_close's finalizers: every
+  // way out, ~RuntimeCore too, frees the host in CloseNow.
+  SystemClock clock;
+  std::unique_ptr<UvDriver> driver;  // closes its handles asynchronously
+  const void* jsref_mt[3] = {};      // identities of the JsRef metatables (function, object, error) in host's state
+  napi_ref settle = nullptr;         // JS function settle(key, token, ok, value) for awaited promises
+  std::string scratch;               // reused buffer for JS string -> Lua conversion
+  size_t conversion_limit = 0;       // conversionLimit: bytes one conversion may produce (0 = no cap)
 
   // RAII, around Scheduler::Start for rt.start(): if the task it starts
   // (`key`) ends before Start returns, its end kind is kept here (kind()) and
@@ -165,7 +169,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
         : core_(core), key_(core->direct_key_), out_(core->direct_out_), kind_(core->direct_kind_) {
       core->direct_key_ = key;
       core->direct_out_ = out;
-      core->direct_kind_ = kRunning;
+      core->direct_kind_.reset();
     }
     ~DirectStart() {
       core_->direct_key_ = key_;
@@ -175,15 +179,14 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
     DirectStart(const DirectStart&) = delete;
     DirectStart& operator=(const DirectStart&) = delete;
 
-    static constexpr int kRunning = -1;
-    // The listener's kind (0 done, 1 failed, 2 cancelled), or kRunning.
-    int kind() const { return core_->direct_kind_; }
+    // How the task ended, as the listener would have heard it; none while it runs on.
+    std::optional<EndKind> kind() const { return core_->direct_kind_; }
 
    private:
     RuntimeCore* core_;
     uint64_t key_;
     napi_value out_;
-    int kind_;
+    std::optional<EndKind> kind_;
   };
 
  private:
@@ -210,7 +213,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   bool notify_ = true;       // false during teardown: no JS may run
   uint64_t direct_key_ = 0;  // see DirectStart
   napi_value direct_out_ = nullptr;
-  int direct_kind_ = DirectStart::kRunning;
+  std::optional<EndKind> direct_kind_;
   napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)

@@ -3,13 +3,8 @@
 #include "scheduler.hpp"
 
 #include <algorithm>
-#include <new>
 #include <optional>
 #include <random>
-
-#if LUA_TASKS_HAVE_MIMALLOC
-#include <mimalloc.h>
-#endif
 
 namespace lua_tasks {
 
@@ -64,33 +59,6 @@ class Scheduler::SharedSlice {
   bool open_;
   CpuBudget::Window outer_;
 };
-
-#if LUA_TASKS_HAVE_MIMALLOC
-void* Task::operator new(size_t size) {
-  void* p = mi_malloc(size);
-  if (p == nullptr) throw std::bad_alloc();
-  return p;
-}
-void Task::operator delete(void* p) noexcept {
-  mi_free(p);
-}
-#endif
-
-const char* TaskStatusName(TaskStatus s) {
-  switch (s) {
-    case TaskStatus::kRunning:
-      return "running";
-    case TaskStatus::kWaiting:
-      return "waiting";
-    case TaskStatus::kDone:
-      return "done";
-    case TaskStatus::kFailed:
-      return "failed";
-    case TaskStatus::kCancelled:
-      return "cancelled";
-  }
-  return "running";
-}
 
 Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
@@ -397,9 +365,9 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
   LuaHost::HostSection section(host_, from);  // allocations below never raise
   if (killed) {
     if (status == LUA_YIELD) {
-      KillNow(t, kTimedOutStatus);  // it caught the kill and yielded: it still dies
+      KillNow(t, TaskEnd::kTimedOut);  // it caught the kill and yielded: it still dies
     } else {
-      EndTask(t, kTimedOutStatus, 0);
+      EndTask(t, {TaskEnd::kTimedOut});
     }
     return false;
   }
@@ -416,7 +384,7 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
     KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
     return false;
   }
-  EndTask(t, status, status == LUA_OK ? nres : 1);
+  EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
   return false;
 }
 
@@ -808,7 +776,7 @@ void Scheduler::CancelAll() {
   ready_.clear();
 }
 
-void Scheduler::KillNow(Task* t, int status) {
+void Scheduler::KillNow(Task* t, TaskEnd kind) {
   // Host code on the stack to the end: a task-end listener that closes the
   // runtime waits for it (RuntimeCore::Close).
   LuaHost::HostSection section(host_, host_->current());
@@ -817,7 +785,7 @@ void Scheduler::KillNow(Task* t, int status) {
   // it was is read now, before closing the coroutine empties its stack.
   lua_Debug ar;
   TaskTrace trace;
-  const bool traced = status == kTimedOutStatus;
+  const bool traced = kind == TaskEnd::kTimedOut;
   if (traced) TraceOf(host_->main(), t->co, &ar, &trace);
   // Closing runs the coroutine's pending <close> variables (Lua code) on it:
   // meanwhile the task counts as running, so a cancel from there (the task's
@@ -829,29 +797,31 @@ void Scheduler::KillNow(Task* t, int status) {
     lua_resetthread(t->co);
   }
   lua_settop(t->co, 0);
-  EndTask(t, status, 0, traced ? &trace : nullptr);  // pops the traceback
+  EndTask(t, {kind, LUA_OK, 0, traced ? &trace : nullptr});  // pops the traceback
 }
 
-void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
-  t->status = status == LUA_OK             ? TaskStatus::kDone
-              : status == kCancelledStatus ? TaskStatus::kCancelled
-                                           : TaskStatus::kFailed;
-  const bool failed_in_lua = status != LUA_OK && status != kCancelledStatus && status != kTimedOutStatus;
+void Scheduler::EndTask(Task* t, TaskEnding end) {
+  t->status = end.kind == TaskEnd::kDone        ? TaskStatus::kDone
+              : end.kind == TaskEnd::kCancelled ? TaskStatus::kCancelled
+                                                : TaskStatus::kFailed;
+  const bool failed_in_lua = end.kind == TaskEnd::kFailed;
+  const bool no_values = end.kind == TaskEnd::kCancelled || end.kind == TaskEnd::kTimedOut;
+  const int nres = end.nres;
   ClearWait(t);
   // A coroutine that failed, or died of the budget's kill where it ran,
   // keeps its stack: where it was is read from it.
   lua_Debug ar;
   TaskTrace own;
-  if (trace == nullptr && (failed_in_lua || status == kTimedOutStatus)) {
+  if (end.trace == nullptr && (failed_in_lua || end.kind == TaskEnd::kTimedOut)) {
     TraceOf(host_->main(), t->co, &ar, &own);
-    trace = &own;
+    end.trace = &own;
   }
-  const bool tell = t->observed || (status != LUA_OK && status != kCancelledStatus);
+  const bool tell = t->observed || failed_in_lua || end.kind == TaskEnd::kTimedOut;
   // Remembered first: from here on Find no longer answers for this task, so
   // code run by the hook or by a woken joiner sees it through FindFinished.
-  Remember(t, status, nres);
-  if (tell) hooks_->OnTaskEnd(*t, t->co, status, nres, trace);
-  if (trace != nullptr) lua_pop(host_->main(), 1);  // its traceback, before any joiner runs
+  Remember(t, end);
+  if (tell) hooks_->OnTaskEnd(*t, t->co, end);
+  if (end.trace != nullptr) lua_pop(host_->main(), 1);  // its traceback, before any joiner runs
 
   // Wake the tasks joined on this one: (true, results...) or (false, error).
   const uint64_t key = t->key;
@@ -867,11 +837,10 @@ void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
     ClearWait(w);
     // A suspended task has room for a few values; more need its stack grown
     // (see Start). The copies cross one at a time, so co needs one slot.
-    if (status == kCancelledStatus || status == kTimedOutStatus || !lua_checkstack(w->co, 1 + nres) ||
-        !lua_checkstack(co, 1)) {
+    if (no_values || !lua_checkstack(w->co, 1 + nres) || !lua_checkstack(co, 1)) {
       lua_pushboolean(w->co, 0);
-      if (status == kCancelledStatus || status == kTimedOutStatus) {
-        lua_pushstring(w->co, status == kCancelledStatus ? "task cancelled" : "task killed: CPU budget exceeded");
+      if (no_values) {
+        lua_pushstring(w->co, end.kind == TaskEnd::kCancelled ? "task cancelled" : "task killed: CPU budget exceeded");
       } else {
         lua_pushfstring(
             w->co,
@@ -881,7 +850,7 @@ void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
       RunJoiner(w, 2);
       continue;
     }
-    lua_pushboolean(w->co, status == LUA_OK);
+    lua_pushboolean(w->co, end.kind == TaskEnd::kDone);
     const int top = lua_gettop(co);
     for (int i = top - nres + 1; i <= top; ++i) {
       lua_pushvalue(co, i);
@@ -894,8 +863,8 @@ void Scheduler::EndTask(Task* t, int status, int nres, const TaskTrace* trace) {
   // hooks in it after that, so nothing could bound them (one that loops hung
   // the process); and lua_settop would run them unprotected (one that raised
   // aborted it). Unanchored, the collector frees it.
-  const bool killed = status != LUA_OK && status != kCancelledStatus &&
-                      (status == kTimedOutStatus || LuaHost::HasKilledMark(co)) && lua_status(co) != LUA_OK;
+  const bool killed =
+      (end.kind == TaskEnd::kTimedOut || (failed_in_lua && LuaHost::HasKilledMark(co))) && lua_status(co) != LUA_OK;
   if (failed_in_lua && !killed) {
     // A failed coroutine keeps its stack; closing it runs its pending
     // <close> variables, as coroutine.close would.
@@ -916,7 +885,7 @@ void Scheduler::RunJoiner(Task* w, int nargs) {
   RunTask(w, host_->current(), nargs);
 }
 
-void Scheduler::Remember(Task* t, int status, int nres) {
+void Scheduler::Remember(Task* t, const TaskEnding& end) {
   // Stack of t->co: results (nres) or the error value on top. Most tasks end
   // with no result or one: those keep no table (one per task was a fifth of
   // the cost of spawning one).
@@ -926,7 +895,8 @@ void Scheduler::Remember(Task* t, int status, int nres) {
     finished_.Add(std::move(f));
     return;
   }
-  if (status == LUA_OK) {
+  const int nres = end.nres;
+  if (end.kind == TaskEnd::kDone) {
     f.nres = nres;
     if (nres == 1) {
       lua_pushvalue(co, -1);
@@ -937,7 +907,7 @@ void Scheduler::Remember(Task* t, int status, int nres) {
         lua_rawseti(co, -2, i);
       }
     }
-  } else if (status != kCancelledStatus && status != kTimedOutStatus) {
+  } else if (end.kind == TaskEnd::kFailed) {
     f.nres = 1;
     lua_pushvalue(co, -1);  // the error value
   }

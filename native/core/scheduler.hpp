@@ -18,6 +18,7 @@
 #include "lua_ref.hpp"
 #include "recent_results.hpp"
 #include "ring_queue.hpp"
+#include "task.hpp"
 #include "task_table.hpp"
 #include "thread_anchors.hpp"
 #include "timer_queue.hpp"
@@ -25,90 +26,13 @@
 
 namespace lua_tasks {
 
-enum class TaskStatus : uint8_t { kRunning, kWaiting, kDone, kFailed, kCancelled };
-const char* TaskStatusName(TaskStatus s);
-
-// One task: a coroutine and its single pending wait. The first cache line
-// holds everything a wake reads or writes, so with thousands of tasks a wake
-// costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
-struct Task {
-  lua_State* co = nullptr;       // kept alive by its anchor
-  uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
-  int64_t wait_start = 0;        // monotonic ns when the wait began
-  int64_t cpu_ns = 0;            // CPU time spent so far (monotonic ns while running)
-  int64_t pending_value = 0;     // of the pending instruction: see Pend (kept while a FOR waits: its duration)
-  TimerQueue::Handle timer = 0;  // the queue entry of a timed wait, 0 if none
-  uint32_t gen = 0;              // bumped at every new wait: stale queue entries never wake
-  uint32_t queued = 0;           // entries in the ready/due queues naming this Task (stale ones too)
-  TaskStatus status = TaskStatus::kRunning;
-  WaitKind wait = WaitKind::kNone;
-  Unit unit = Unit::kSeconds;  // unit of the yield's elapsed value
-  WaitKind pending_kind = WaitKind::kNone;
-  Unit pending_unit = Unit::kSeconds;
-  bool has_pending = false;     // pending_* hold the instruction of the current yield
-  bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
-  bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
-  // Cold: read only by the waits that use them.
-  uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
-  static constexpr uint32_t kNoAnchor = UINT32_MAX;
-  int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target, wall ns
-  uint64_t join_key = 0;          // kJoin: the task waited for
-  std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
-  uint32_t await_token = 0;       // kPromise: which settlement may wake it (late ones are ignored)
-  // The mailbox (tasks.send / tasks.receive): a table in the registry, made
-  // at the first send and unreferenced by Release, so the messages of a task
-  // that ends or is cancelled go with it. A message takes slots
-  // [head, head + 1 + n): its value count n, then its values (nil among
-  // them: the count, not the table's length, says where a message ends).
-  int mailbox = LUA_NOREF;
-  uint32_t mail_count = 0;    // messages queued
-  lua_Integer mail_head = 1;  // slot of the oldest message's count
-  lua_Integer mail_tail = 1;  // slot the next message starts at
-
-  bool ended() const {
-    return status == TaskStatus::kDone || status == TaskStatus::kFailed || status == TaskStatus::kCancelled;
-  }
-
-  // Records the instruction the task is yielding; the scheduler files it as
-  // the task's wait when the yield reaches it. `value`: the duration (kFor),
-  // the wall-clock target (kUntilTime, kUntilNext) or the joined key (kJoin).
-  void Pend(WaitKind kind, int64_t value = 0, Unit u = Unit::kSeconds) {
-    pending_kind = kind;
-    pending_value = value;
-    pending_unit = u;
-    has_pending = true;
-  }
-  void Pend(const WaitRequest& r) {
-    const int64_t value = r.kind == WaitKind::kFor ? r.duration_ns : r.kind == WaitKind::kJoin ? r.join_key : r.wall_ns;
-    Pend(r.kind, value, r.unit);
-  }
-
-  // With mimalloc, Tasks come from its heap of this thread: a task ending
-  // among a million others freed its Task through glibc's consolidating
-  // path, 9% of W7's wake phase.
-#if LUA_TASKS_HAVE_MIMALLOC
-  static void* operator new(size_t size);
-  static void operator delete(void* p) noexcept;
-#endif
-};
-
-// Where a task was when it failed or was killed (README "Errors": luaStack,
-// source, line). Points into the scheduler's frame: valid during OnTaskEnd.
-struct TaskTrace {
-  const char* traceback = nullptr;  // Lua's traceback of the task's coroutine
-  const char* source = nullptr;     // its innermost frame with a source line (short_src), or nullptr
-  int line = 0;                     // that frame's current line, 0 with no such frame
-};
-
 // What the embedder (the addon, or a test) supplies.
 class SchedulerHooks {
  public:
   virtual ~SchedulerHooks() = default;
-  // A task ended. status: LUA_OK with `nres` results on top of co's stack; a
-  // Lua error status with the error value on top (trace given); kTimedOutStatus
-  // (trace given); or kCancelledStatus. Called for observed tasks and for
-  // every failure.
-  virtual void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace* trace) = 0;
+  // A task ended (see TaskEnding for what co's stack holds). Called for
+  // observed tasks and for every failure (kFailed, kTimedOut).
+  virtual void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) = 0;
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
   // A task yielded COMMIT: write the state, then call FinishCommit with
@@ -117,9 +41,6 @@ class SchedulerHooks {
   // cannot be taken).
   virtual void OnCommit(Task& task) = 0;
 };
-
-inline constexpr int kCancelledStatus = -1;
-inline constexpr int kTimedOutStatus = -2;  // killed by taskTimeout
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until
 // it yields; coroutine.yield and the tasks API (lua_api_yield.cpp, lua_api_tasks.cpp) have then
@@ -344,10 +265,10 @@ class Scheduler {
   void Continue(Task* t, int nargs);
   // The last lock went: runs what it held back (see Lock).
   void Unlocked();
-  // `trace`: where a task killed after it yielded was (KillNow; its
+  // `end.trace`: where a task killed after it yielded was (KillNow; its
   // traceback on top of the main thread's stack, popped here), else nullptr:
   // EndTask reads it from the coroutine of a task that failed.
-  void EndTask(Task* t, int status, int nres, const TaskTrace* trace = nullptr);
+  void EndTask(Task* t, TaskEnding end);
   // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
   // its stack; deferred while the lock is held.
   void RunJoiner(Task* w, int nargs);
@@ -357,9 +278,9 @@ class Scheduler {
   class SharedSlice;
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
-  void KillNow(Task* t, int status = kCancelledStatus);
+  void KillNow(Task* t, TaskEnd kind = TaskEnd::kCancelled);
   static bool Preempt(void* ctx, lua_State* L);
-  void Remember(Task* t, int status, int nres);
+  void Remember(Task* t, const TaskEnding& end);
 
   LuaHost* host_;
   const Clock* clock_;

@@ -6,7 +6,7 @@
 #include <new>
 #include <utility>
 
-#include "scheduler.hpp"
+#include "task.hpp"
 
 namespace lua_tasks {
 

@@ -7,9 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api.hpp"
 #include "lua_api_pattern.hpp"
-#include "scheduler.hpp"
+#include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
 
@@ -20,12 +19,12 @@ constexpr int64_t kMs = 1'000'000;
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task&, lua_State* co, int status, int, const TaskTrace*) override {
-    if (status == LUA_OK) {
+  void OnTaskEnd(Task&, lua_State* co, const TaskEnding& end) override {
+    if (end.kind == TaskEnd::kDone) {
       ends.push_back("done");
-    } else if (status == kCancelledStatus) {
+    } else if (end.kind == TaskEnd::kCancelled) {
       ends.push_back("cancelled");
-    } else if (status == kTimedOutStatus || LuaHost::HasKilledMark(co)) {
+    } else if (end.kind == TaskEnd::kTimedOut || LuaHost::HasKilledMark(co)) {
       ends.push_back("timeout");
     } else {
       ends.push_back(std::string("failed:") + lua_tostring(co, -1));
@@ -62,17 +61,9 @@ class BudgetTest : public ::testing::Test {
     o.clock = &clock;
     o.install_apis = RegisterPatternApi;
     std::string error;
-    host = LuaHost::Create(o, &error);
-    ASSERT_TRUE(host) << error;
-    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
-    ASSERT_EQ(host->Protected(
-                  [](lua_State* L) {
-                    RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                    return 0;
-                  },
-                  sched.get(), &error),
-              LUA_OK)
-        << error;
+    ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
+    host = rt.host.get();
+    sched = rt.scheduler.get();
     lua_State* L = host->main();
     lua_pushlightuserdata(L, &clock);
     lua_pushcclosure(L, l_burn, 1);
@@ -98,15 +89,11 @@ class BudgetTest : public ::testing::Test {
     lua_pop(L, 1);
     return v;
   }
-  void TearDown() override {
-    sched.reset();
-    host.reset();
-  }
-
   ClockT clock;
   Recorder rec;
-  std::unique_ptr<LuaHost> host;
-  std::unique_ptr<Scheduler> sched;
+  LuaRuntime rt;  // after what it points to: freed first
+  LuaHost* host = nullptr;
+  Scheduler* sched = nullptr;
 };
 
 using FakeBudgetTest = BudgetTest<FakeClock>;
@@ -198,9 +185,9 @@ TEST_F(TickingBudgetTest, ATreeOfCoroutinesEachRunningAFewInstructionsStops) {
   // the clock every 64 resumes.
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define("function tree() pcall(coroutine.wrap(tree)) pcall(coroutine.wrap(tree)) end");
-  const std::string out = RunLua(host.get(), "tree() return 'survived'");
+  const std::string out = RunLua(host, "tree() return 'survived'");
   EXPECT_NE(out.find("CPU budget exceeded (taskTimeout 100 ms)"), std::string::npos) << out;
-  EXPECT_EQ(RunLua(host.get(), "return 1 + 1"), "ok:2");
+  EXPECT_EQ(RunLua(host, "return 1 + 1"), "ok:2");
 }
 
 TEST_F(FakeBudgetTest, TheWaitersOfATaskShareOneSliceWhenItEnds) {
@@ -264,7 +251,7 @@ TEST_F(TickingBudgetTest, ATaskStartedFromATaskIsPreemptedWithATimeSliceAlone) {
 TEST_F(TickingBudgetTest, CodeAfterAKilledCoroutineCannotRunOn) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define("after = 0");
-  const std::string out = RunLua(host.get(), R"(
+  const std::string out = RunLua(host, R"(
     local ok = coroutine.resume(coroutine.create(function() while true do end end))
     after = after + 1
     return "survived")");
@@ -279,7 +266,7 @@ TEST_F(FakeBudgetTest, AChargedCallRunsTheHookAtTheNextInstruction) {
   // after about 330 of them (1.6 s for a 100 ms budget).
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   const int64_t t0 = clock.mono;
-  EXPECT_EQ(RunLua(host.get(), "while true do charge(5) end"), "err:CPU budget exceeded (taskTimeout 100 ms)");
+  EXPECT_EQ(RunLua(host, "while true do charge(5) end"), "err:CPU budget exceeded (taskTimeout 100 ms)");
   EXPECT_LE(clock.mono - t0, 105 * kMs);
 }
 
@@ -290,7 +277,7 @@ TEST_F(FakeBudgetTest, SlowInstructionsShrinkTheHookCount) {
   // the deadline rather than up to a whole interval late.
   ASSERT_NO_FATAL_FAILURE(Make(0, 1000 * kMs));
   const int64_t t0 = clock.mono;
-  EXPECT_EQ(RunLua(host.get(), "while true do burn(1) end"), "err:CPU budget exceeded (taskTimeout 1000 ms)");
+  EXPECT_EQ(RunLua(host, "while true do burn(1) end"), "err:CPU budget exceeded (taskTimeout 1000 ms)");
   const int64_t took = clock.mono - t0;
   EXPECT_GE(took, 1000 * kMs);
   EXPECT_LE(took, 1100 * kMs);  // a fixed count of 1,000 killed at 1,332 ms
@@ -299,7 +286,7 @@ TEST_F(FakeBudgetTest, SlowInstructionsShrinkTheHookCount) {
 
 TEST_F(FakeBudgetTest, CheapInstructionsKeepTheFullCount) {
   ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 1000 * kMs));
-  EXPECT_EQ(RunLua(host.get(), "local s = 0 for i = 1, 1e5 do s = s + i end return s"), "ok:5000050000");
+  EXPECT_EQ(RunLua(host, "local s = 0 for i = 1, 1e5 do s = s + i end return s"), "ok:5000050000");
   EXPECT_EQ(host->budget()->hook_every(), CpuBudget::kHookEvery);
   EXPECT_EQ(lua_gethookcount(host->main()), CpuBudget::kHookEvery);
 }
@@ -307,16 +294,16 @@ TEST_F(FakeBudgetTest, CheapInstructionsKeepTheFullCount) {
 TEST_F(FakeBudgetTest, BigStringsCapTheCountWhileTheyLive) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 200 * kMs));
   EXPECT_EQ(host->budget()->Cap(), CpuBudget::kHookEvery);
-  EXPECT_EQ(RunLua(host.get(), "BIG = string.rep('x', 16 << 20) return #BIG"), "ok:16777216");
+  EXPECT_EQ(RunLua(host, "BIG = string.rep('x', 16 << 20) return #BIG"), "ok:16777216");
   // An instruction on two such strings (a compare) may take about 1.6 ms:
   // no more instructions between two clock reads than fit an eighth of the
   // budget (25 ms).
   EXPECT_GE(host->memory().big_strings, size_t{16} << 20);
   EXPECT_LE(host->budget()->Cap(), 16);
   EXPECT_GE(host->budget()->Cap(), 1);
-  EXPECT_EQ(RunLua(host.get(), "for i = 1, 100 do end return 1"), "ok:1");
+  EXPECT_EQ(RunLua(host, "for i = 1, 100 do end return 1"), "ok:1");
   EXPECT_LE(lua_gethookcount(host->main()), host->budget()->Cap());
-  EXPECT_EQ(RunLua(host.get(), "BIG = nil collectgarbage() collectgarbage() return 1"), "ok:1");
+  EXPECT_EQ(RunLua(host, "BIG = nil collectgarbage() collectgarbage() return 1"), "ok:1");
   EXPECT_EQ(host->memory().big_strings, 0u);
   EXPECT_EQ(host->budget()->Cap(), CpuBudget::kHookEvery);
 }
@@ -347,7 +334,7 @@ TEST_F(FakeBudgetTest, ALargeAllocationChargesTheRunningCoroutine) {
   Define(R"(
     function grow() local s = string.rep("y", 1 << 20) coroutine.yield() end
     co = coroutine.create(grow))");
-  EXPECT_EQ(RunLua(host.get(), "assert(coroutine.resume(co)) return 1"), "ok:1");
+  EXPECT_EQ(RunLua(host, "assert(coroutine.resume(co)) return 1"), "ok:1");
   lua_State* L = host->main();
   lua_getglobal(L, "co");
   lua_State* co = lua_tothread(L, -1);
@@ -376,7 +363,7 @@ TEST_F(TickingBudgetTest, CloseRunsEveryCloseHandlerUnderOneBudget) {
   EXPECT_EQ(sched->task_count(), 0u);
   EXPECT_EQ(rec.ends.size(), 20u);
   EXPECT_FALSE(host->budget()->active());
-  EXPECT_EQ(RunLua(host.get(), "return 'usable'"), "ok:usable");
+  EXPECT_EQ(RunLua(host, "return 'usable'"), "ok:usable");
 }
 
 TEST_F(TickingBudgetTest, CloseWithoutATaskTimeoutRunsHandlersThatEnd) {
@@ -418,8 +405,8 @@ TEST_F(FakeBudgetTest, TheMainThreadIsNeverResumedClosedOrStartedFromLua) {
             "bad argument #1 to 'start' (the runtime's main thread cannot become a task (it runs the calls from "
             "JS))|false");
   // The traceback handler in the main thread's slot 1 is intact.
-  EXPECT_EQ(RunLua(host.get(), "error('after')"), "err:test:1: after");
-  EXPECT_EQ(RunLua(host.get(), "return coroutine.status(MAIN)"), "ok:running");
+  EXPECT_EQ(RunLua(host, "error('after')"), "err:test:1: after");
+  EXPECT_EQ(RunLua(host, "return coroutine.status(MAIN)"), "ok:running");
 }
 
 // ---- CpuBudget alone: windows, deadlines and the stop check ----------------------

@@ -8,9 +8,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api.hpp"
 #include "lua_api_pattern.hpp"
-#include "scheduler.hpp"
+#include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
 
@@ -37,7 +36,7 @@ std::thread StopLater(Poll* poll) {
 
 class NoHooks final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task&, lua_State*, int, int, const TaskTrace*) override {}
+  void OnTaskEnd(Task&, lua_State*, const TaskEnding&) override {}
   void OnScheduleChange() override {}
   void OnCommit(Task&) override {}
 };
@@ -47,14 +46,9 @@ class NoHooks final : public SchedulerHooks {
 struct Runtime {
   FakeClock clock;
   NoHooks hooks;
-  std::unique_ptr<LuaHost> host;
-  std::unique_ptr<Scheduler> sched;
-  LuaHost* get() const { return host.get(); }
-  bool terminating() const { return host->terminating(); }
-  ~Runtime() {
-    sched.reset();  // before the host: the tasks API holds its address
-    host.reset();
-  }
+  LuaRuntime lua;  // after what it points to: freed first
+  LuaHost* get() const { return lua.host.get(); }
+  bool terminating() const { return lua.host->terminating(); }
 };
 
 std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
@@ -62,18 +56,9 @@ std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
   LuaHostOptions o;
   o.interruptible = true;
   o.install_apis = RegisterPatternApi;
-  rt->host = CreateHost(o);
-  rt->host->set_interrupt_poll(&Poll::Ask, poll);
-  rt->sched = std::make_unique<Scheduler>(rt->host.get(), &rt->clock, &rt->hooks);
   std::string error;
-  EXPECT_EQ(rt->host->Protected(
-                [](lua_State* L) {
-                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                  return 0;
-                },
-                rt->sched.get(), &error),
-            LUA_OK)
-      << error;
+  EXPECT_TRUE(rt->lua.Assemble(o, &rt->clock, &rt->hooks, &error)) << error;
+  rt->lua.host->set_interrupt_poll(&Poll::Ask, poll);
   return rt;
 }
 

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "scheduler.hpp"  // TaskStatus
+#include "task.hpp"  // TaskStatus
 
 namespace lua_tasks {
 namespace {

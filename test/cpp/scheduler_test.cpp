@@ -7,8 +7,8 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api.hpp"
 #include "lua_api_pattern.hpp"
+#include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 
 namespace lua_tasks {
@@ -16,11 +16,11 @@ namespace {
 
 class Recorder final : public SchedulerHooks {
  public:
-  void OnTaskEnd(Task& task, lua_State* co, int status, int nres, const TaskTrace*) override {
-    std::string v = status == LUA_OK ? "done" : status == kCancelledStatus ? "cancelled" : "failed";
-    if (status == kTimedOutStatus) {
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override {
+    std::string v = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kCancelled ? "cancelled" : "failed";
+    if (end.kind == TaskEnd::kTimedOut) {
       v += ":timeout";
-    } else if (status != LUA_OK && status != kCancelledStatus) {
+    } else if (end.kind == TaskEnd::kFailed) {
       v += std::string(":") + lua_tostring(co, -1);
     }
     ends.push_back(v);
@@ -42,39 +42,21 @@ class Recorder final : public SchedulerHooks {
 
 constexpr int64_t kMs = 1'000'000;
 
-// Gives the host's Lua code the tasks API of `sched`.
-void RegisterTasks(LuaHost* host, Scheduler* sched) {
-  std::string error;
-  ASSERT_EQ(host->Protected(
-                [](lua_State* L) {
-                  RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
-                  return 0;
-                },
-                sched, &error),
-            LUA_OK)
-      << error;
-}
-
 class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     LuaHostOptions o;
     o.install_apis = RegisterPatternApi;
     std::string error;
-    host = LuaHost::Create(o, &error);
-    ASSERT_TRUE(host) << error;
-    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
-    ASSERT_NO_FATAL_FAILURE(RegisterTasks(host.get(), sched.get()));
+    ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
+    host = rt.host.get();
+    sched = rt.scheduler.get();
     Run("log = {} function note(s) log[#log + 1] = s end");
-  }
-  void TearDown() override {
-    sched.reset();
-    host.reset();
   }
   void Run(const std::string& src) {
     lua_State* L = host->main();
     ASSERT_EQ(host->Load(L, src, "=test"), LUA_OK) << lua_tostring(L, -1);
-    LuaHost::Entry e(host.get(), L);
+    LuaHost::Entry e(host, L);
     ASSERT_EQ(host->PCall(L, 0, 0), LUA_OK) << host->last_message();
   }
   uint64_t Start(const std::string& global) {
@@ -102,8 +84,9 @@ class SchedulerTest : public ::testing::Test {
 
   FakeClock clock;
   Recorder rec;
-  std::unique_ptr<LuaHost> host;
-  std::unique_ptr<Scheduler> sched;
+  LuaRuntime rt;  // after what it points to: freed first
+  LuaHost* host = nullptr;
+  Scheduler* sched = nullptr;
 };
 
 TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
@@ -305,7 +288,7 @@ TEST_F(SchedulerTest, ATaskCoroutineIsMarkedUntilTheTaskEnds) {
   lua_State* co = lua_tothread(L, -1);
   EXPECT_TRUE(LuaHost::HasTaskMark(co));
   EXPECT_FALSE(LuaHost::HasTaskMark(L));
-  EXPECT_EQ(LuaHost::From(co), host.get());  // the mark leaves the host pointer readable
+  EXPECT_EQ(LuaHost::From(co), host);  // the mark leaves the host pointer readable
   Run(R"(ok, err = coroutine.resume(co) note(tostring(ok) .. ": " .. err))");
   EXPECT_EQ(Log(), "false: cannot resume a task's coroutine (resume the task: tasks.resume(id))");
   EXPECT_EQ(sched->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
@@ -452,7 +435,7 @@ TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   EXPECT_EQ(sched->Resume(w, L, 1), Scheduler::ResumeResult::kResumed);
   Turn(5000 * kMs);  // the sleeper's timer is due, but the lock holds it
   EXPECT_EQ(Log(), "waiting,commit");
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_FALSE(sched->locked());
   // At the unlock: the deferred start and resume, in order, then the timer
   // that came due. The committer continues in the next check phase.
@@ -471,7 +454,7 @@ TEST_F(SchedulerTest, TheCommitterContinuesAfterTheTasksReadyBeforeIt) {
   Start("committer");
   Turn(0);  // locked: the spinner waits
   EXPECT_EQ(Log(), "");
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_EQ(Log(), "");  // nothing runs inside FinishCommit but held-back work
   EXPECT_TRUE(sched->HasReady());
   Turn(0);
@@ -490,7 +473,7 @@ TEST_F(SchedulerTest, DueTimersRunAtTheUnlockBeforeALoopingCommitterLocksAgain) 
   for (int i = 0; i < 3; ++i) {
     clock.Advance(15 * kMs);  // the write takes 15 ms: the sleeper falls due meanwhile
     sched->RunTimers();       // the timer phase during the write: held back
-    ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+    ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
     sched->RunImmediate();  // the check phase: the committer continues, and commits again
   }
   EXPECT_EQ(Log(), "s1,c1,s2,c2,s3,c3");
@@ -504,7 +487,7 @@ TEST_F(SchedulerTest, TwoCommittingLoopsAlternate) {
   Start("a");
   Start("b");  // deferred by a's lock
   while (!rec.committing.empty()) {
-    ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+    ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
     Turn(0);
   }
   EXPECT_EQ(Log(), "a1,b1,a2,b2,a3,b3");
@@ -523,7 +506,7 @@ TEST_F(SchedulerTest, NoLuaRunsWhileAnotherLockRemains) {
   Start("late");
   sched->Lock();
   clock.Advance(2000 * kMs);
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_TRUE(sched->locked());
   sched->RunImmediate();
   sched->RunTimers();
@@ -539,7 +522,7 @@ TEST_F(SchedulerTest, ACommitterQueuedToContinueCanBeCancelledButNotResumed) {
            coroutine.yield("COMMIT") note("after") end)");
   sched->set_has_store(true);
   const uint64_t c = Start("committer");
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   lua_State* L = host->main();
   const int base = lua_gettop(L);
   lua_pushliteral(L, "v");
@@ -560,7 +543,7 @@ TEST_F(SchedulerTest, AStaleContinueEntryNeverWakesTheTaskThatReusesItsSlot) {
   sched->set_has_store(true);
   const uint64_t c = Start("committer");
   const Task* tc = sched->Find(c);
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   ASSERT_TRUE(sched->Cancel(c));
   const uint64_t p = Start("parked");
   ASSERT_EQ(sched->Find(p), tc);  // the parked task took over the committer's Task
@@ -666,7 +649,7 @@ TEST_F(SchedulerTest, AFailedCommitRaisesAtTheYield) {
 TEST_F(SchedulerTest, ACommitFailingAtOnceContinuesThroughTheReadyQueue) {
   Run(R"(function committer() for i = 1, 3 do local ok, err = pcall(coroutine.yield, "COMMIT") note(err) end end)");
   sched->set_has_store(true);
-  rec.sched = sched.get();
+  rec.sched = sched;
   rec.fail_at_once = "bad state";
   Start("committer");
   EXPECT_FALSE(sched->locked());
@@ -703,7 +686,7 @@ class DeliverTest : public SchedulerTest {
   void SetUp() override {
     SchedulerTest::SetUp();
     lua_State* L = host->main();
-    lua_pushlightuserdata(L, sched.get());
+    lua_pushlightuserdata(L, sched);
     lua_pushcclosure(L, AwaitForTest, 1);
     lua_setglobal(L, "await");
   }
@@ -755,7 +738,7 @@ TEST_F(DeliverTest, ASettlementWhileTheLockIsHeldRunsAtTheUnlock) {
   Start("committer");
   Settled(k, "v");
   EXPECT_EQ(Log(), "");
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_EQ(Log(), "v");
   Turn(0);
   EXPECT_EQ(Log(), "v,after");
@@ -790,20 +773,16 @@ class CpuBudgetTest : public ::testing::Test {
     o.clock = &clock;
     o.install_apis = RegisterPatternApi;
     std::string error;
-    host = LuaHost::Create(o, &error);
-    ASSERT_TRUE(host) << error;
-    sched = std::make_unique<Scheduler>(host.get(), &clock, &rec);
-    ASSERT_NO_FATAL_FAILURE(RegisterTasks(host.get(), sched.get()));
-  }
-  void TearDown() override {
-    sched.reset();
-    host.reset();
+    ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
+    host = rt.host.get();
+    sched = rt.scheduler.get();
   }
 
   TickingClock clock;
   Recorder rec;
-  std::unique_ptr<LuaHost> host;
-  std::unique_ptr<Scheduler> sched;
+  LuaRuntime rt;  // after what it points to: freed first
+  LuaHost* host = nullptr;
+  Scheduler* sched = nullptr;
 };
 
 TEST_F(CpuBudgetTest, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
@@ -906,12 +885,12 @@ TEST_F(SchedulerTest, MessagesArriveInOrderWithTheirValuesThroughTheReadyQueue) 
   Task* t = sched->Find(key);
   ASSERT_NE(t, nullptr);
   EXPECT_EQ(t->wait, WaitKind::kReceive);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"a"}), Scheduler::SendResult::kQueued);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"b", nullptr, "c"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"a"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"b", nullptr, "c"}), Scheduler::SendResult::kQueued);
   EXPECT_EQ(Log(), "");  // a send never runs the task itself
   Turn(0);
   EXPECT_EQ(Log(), "a/nil/nil#3,b/nil/c#3");
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"d", "e"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"d", "e"}), Scheduler::SendResult::kQueued);
   Turn(0);
   EXPECT_EQ(Log(), "a/nil/nil#3,b/nil/c#3,d/e/nil#3");
   EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
@@ -928,7 +907,7 @@ TEST_F(SchedulerTest, ReceiveTimesOutWithNilAndTimeoutInItsUnit) {
   EXPECT_EQ(Log(), "");
   Turn(1 * kMs);
   EXPECT_EQ(Log(), "nil timeout,nil timeout");  // receive(0) answers at once
-  SendStrings(sched.get(), host.get(), key, {"in time"});
+  SendStrings(sched, host, key, {"in time"});
   Turn(0);
   EXPECT_EQ(Log(), "nil timeout,nil timeout,in time");
   Turn(5000 * kMs);  // its cancelled timer wakes nothing
@@ -943,12 +922,12 @@ TEST_F(SchedulerTest, MessagesSentDuringACommitWaitForTheTask) {
   sched->set_has_store(true);
   const uint64_t key = Start("t");
   ASSERT_TRUE(sched->locked());
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"m1"}), Scheduler::SendResult::kQueued);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"m2"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"m1"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"m2"}), Scheduler::SendResult::kQueued);
   // Not resumable meanwhile, as before: resume keeps its semantics.
   lua_pushliteral(host->main(), "x");
   EXPECT_EQ(sched->Resume(key, host->main(), 1), Scheduler::ResumeResult::kNotResumable);
-  ASSERT_NO_FATAL_FAILURE(Written(sched.get(), &rec));
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   Turn(0);
   EXPECT_EQ(Log(), "committed,m1,m2");
 }
@@ -985,12 +964,12 @@ TEST_F(SchedulerTest, ASendToAnEndedOrCancelledTaskIsRefusedAndItsMessagesAreFre
   Run(R"(function poll() local v, why = tasks.receive(0) note(tostring(v) .. " " .. tostring(why)) end
          function waiter() coroutine.yield("INDEFINITELY") end)");
   const uint64_t w = Start("waiter");
-  SendStrings(sched.get(), host.get(), w, {"lost"});
-  SendStrings(sched.get(), host.get(), w, {"lost too"});
+  SendStrings(sched, host, w, {"lost"});
+  SendStrings(sched, host, w, {"lost too"});
   const int mailbox = sched->Find(w)->mailbox;
   ASSERT_NE(mailbox, LUA_NOREF);
   EXPECT_TRUE(sched->Cancel(w));
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), w, {"late"}), Scheduler::SendResult::kNotFound);
+  EXPECT_EQ(SendStrings(sched, host, w, {"late"}), Scheduler::SendResult::kNotFound);
   // The registry slot went back (the next ref reuses it) ...
   lua_State* L = host->main();
   lua_newtable(L);
@@ -1000,7 +979,7 @@ TEST_F(SchedulerTest, ASendToAnEndedOrCancelledTaskIsRefusedAndItsMessagesAreFre
   // ... and a task reusing the ended Task finds an empty mailbox.
   Start("poll");
   EXPECT_EQ(Log(), "nil timeout");
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), 999, {"x"}), Scheduler::SendResult::kNotFound);
+  EXPECT_EQ(SendStrings(sched, host, 999, {"x"}), Scheduler::SendResult::kNotFound);
 }
 
 TEST_F(SchedulerTest, AFullMailboxRefusesASendUntilTheTaskTakesOne) {
@@ -1009,9 +988,9 @@ TEST_F(SchedulerTest, AFullMailboxRefusesASendUntilTheTaskTakesOne) {
          function full(id) local ok, err = pcall(tasks.send, id, "z") note(tostring(ok) .. " " .. err) end)");
   const uint64_t key = Start("t");
   const int top = lua_gettop(host->main());
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"a"}), Scheduler::SendResult::kQueued);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"b"}), Scheduler::SendResult::kQueued);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"c"}), Scheduler::SendResult::kFull);
+  EXPECT_EQ(SendStrings(sched, host, key, {"a"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"b"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"c"}), Scheduler::SendResult::kFull);
   EXPECT_EQ(lua_gettop(host->main()), top);  // popped in every case
   Run("full('" + sched->IdOf(key) + "')");
   EXPECT_NE(Log().find("false tasks.send: the task's mailbox is full (2 messages, the runtime's mailboxLimit option)"),
@@ -1019,7 +998,7 @@ TEST_F(SchedulerTest, AFullMailboxRefusesASendUntilTheTaskTakesOne) {
       << Log();
   lua_pushnil(host->main());
   EXPECT_EQ(sched->Resume(key, host->main(), 1), Scheduler::ResumeResult::kResumed);
-  EXPECT_EQ(SendStrings(sched.get(), host.get(), key, {"c"}), Scheduler::SendResult::kQueued);
+  EXPECT_EQ(SendStrings(sched, host, key, {"c"}), Scheduler::SendResult::kQueued);
 }
 
 TEST_F(SchedulerTest, SendAndReceiveRefuseMisuse) {
@@ -1042,7 +1021,7 @@ TEST_F(SchedulerTest, ReceiveInsideANestedCoroutineSuspendsTheTask) {
            note(co())
          end)");
   const uint64_t key = Start("t");
-  SendStrings(sched.get(), host.get(), key, {"m"});
+  SendStrings(sched, host, key, {"m"});
   Turn(0);
   EXPECT_EQ(Log(), "inner m,back");
 }

@@ -10,7 +10,7 @@
 
 #include <gtest/gtest.h>
 
-#include "scheduler.hpp"
+#include "task.hpp"
 
 namespace lua_tasks {
 namespace {

@@ -161,7 +161,7 @@ describe('task.waiting', () => {
     expect(waiting.until.getTime()).toBeGreaterThanOrEqual(before + ms - 5);
     expect(waiting.until.getTime()).toBeLessThanOrEqual(after + ms + 50);
     expect(rt.task(task.id).waiting.until.getTime()).toBe(waiting.until.getTime());
-    // rt.tasks() makes its Dates natively (another realm under jest: no instanceof).
+    // rt.tasks() builds its snapshots as rt.task(id) does; a FOR's end is read at each query.
     expect(Math.abs(rt.tasks()[0].waiting.until.getTime() - waiting.until.getTime())).toBeLessThanOrEqual(50);
   });
 

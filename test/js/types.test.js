@@ -84,3 +84,72 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
     }
   });
 });
+
+describe('the task codes are defined once, natively (NativeRuntime.constants), and named alike everywhere', () => {
+  const fs = require('node:fs');
+  const binding = require('../../lib/binding');
+  const codes = require('../../lib/task_codes');
+  const C = binding.NativeRuntime.constants;
+  const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
+
+  // The string literals of a union in index.d.ts, found by what precedes it.
+  function union(before) {
+    const m = new RegExp(`${before}\\s*((?:\\|?\\s*'[^']*'\\s*)+);`).exec(dts);
+    expect(m).not.toBeNull();
+    return [...m[1].matchAll(/'([^']*)'/g)].map((x) => x[1]);
+  }
+
+  test("index.d.ts's TaskStatus is the binding's statuses, in order", () => {
+    expect(union('export type TaskStatus =')).toEqual(C.status);
+  });
+
+  test("index.d.ts's TaskWaiting.instruction is the binding's wait kinds a waiting task shows", () => {
+    expect(union('instruction:')).toEqual(C.wait.filter((w) => w !== 'NONE'));
+  });
+
+  test("a task's end kinds are the statuses it ends with, and a callback's failure", () => {
+    expect(C.end).toEqual(['done', 'failed', 'cancelled', 'callbackFailed']);
+    expect(C.status).toEqual(expect.arrayContaining(C.end.slice(0, 3)));
+  });
+
+  test("Lua's tasks.instruction and tasks.unit are the binding's instructions and units", () => {
+    const { Runtime } = require('../..');
+    const rt = new Runtime();
+    const [instructions, units] = rt.load(`
+      local function keys(t) local out = {} for k in pairs(t) do out[#out + 1] = k end table.sort(out) return out end
+      return keys(tasks.instruction), keys(tasks.unit)`);
+    rt.closeSync();
+    expect(instructions).toEqual([...C.instruction].sort());
+    expect(units).toEqual([...C.unit].sort());
+  });
+
+  test('lib/task_codes.js hands out the binding\'s names and numbers, and unpacks its codes', () => {
+    expect(codes.TASK_STATUS).toEqual(C.status);
+    expect(codes.WAIT_KINDS).toEqual(C.wait);
+    expect(codes.INSTRUCTIONS).toEqual(C.instruction);
+    expect(codes.UNITS).toEqual(C.unit);
+    expect(codes.END_NAMES).toEqual(C.end);
+    expect(codes.END).toEqual({ done: 0, failed: 1, cancelled: 2, callbackFailed: 3 });
+    expect(codes.ID_KEY_DIGITS).toBe(C.idKeyDigits);
+    expect(codes.ENDED_KEPT).toBe(C.finishedKept);
+    const key = 2 ** 40 + 7;
+    expect(codes.startKey(key * C.startSlots + codes.END.cancelled + 1)).toBe(key);
+    expect(codes.startEnd(key * C.startSlots + codes.END.cancelled + 1)).toBe(codes.END.cancelled);
+    expect(codes.startEnd(key * C.startSlots)).toBe(-1);
+    const waiting = C.status.indexOf('waiting') | (C.wait.indexOf('RECEIVE') << C.stateWaitShift);
+    expect([codes.stateStatus(waiting), codes.stateWait(waiting)]).toEqual(['waiting', 'RECEIVE']);
+  });
+
+  test('a task id ends in its key in idKeyDigits base-36 digits', () => {
+    const { Runtime } = require('../..');
+    const rt = new Runtime();
+    rt.load('function forever() coroutine.yield("INDEFINITELY") end');
+    const first = rt.start('forever');
+    const second = rt.start('forever');
+    const tail = (id) => id.slice(-C.idKeyDigits);
+    expect(parseInt(tail(second.id), 36) - parseInt(tail(first.id), 36)).toBe(1);
+    expect(first.id.slice(0, -C.idKeyDigits)).toBe(second.id.slice(0, -C.idKeyDigits));
+    expect(first.id.slice(0, -C.idKeyDigits)).toMatch(/-$/);
+    rt.closeSync();
+  });
+});

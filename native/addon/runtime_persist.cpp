@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: MIT
+// Runtime's persistence: snapshot and restore of tasks.state, at once or in slices, and the commit lock.
+#include "runtime.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+
+#include "errors.hpp"
+#include "state_codec.hpp"
+#include "tasks_state.hpp"
+
+namespace lua_tasks {
+
+namespace {
+
+// A Buffer over the snapshot's own block, freed with it: no copy of
+// megabytes on the loop. A copy only where external buffers are refused
+// (a V8 sandbox).
+Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
+  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
+  napi_value out;
+  if (napi_create_external_buffer(
+          env, owned->size(), const_cast<char*>(owned->data()),
+          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
+          owned.get(), &out) == napi_ok) {
+    owned.release();  // the Buffer's finalizer has it now
+    return Napi::Value(env, out);
+  }
+  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
+}
+
+// A step's budget from JS milliseconds; anything else is the smallest slice.
+int64_t BudgetNs(const Napi::Value& ms) {
+  if (!ms.IsNumber()) return 0;
+  const double ns = ms.As<Napi::Number>().DoubleValue() * 1e6;
+  return ns > 0 ? static_cast<int64_t>(std::min(ns, 1e15)) : 0;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  SnapshotBytes bytes;
+  std::string error;
+  if (!core->Snapshot(&bytes, &error)) ThrowError(env, "ERR_COMMIT_FAILED", "commit() failed: " + error + ".");
+  return SnapshotBuffer(env, std::move(bytes));
+}
+
+Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  lua_State* L = core->host->current();
+  LuaHost::HostSection section(core->host.get(), L);
+  const int base = lua_gettop(L);
+  std::string error;
+  CodecFailure failure;
+  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
+                   &failure)) {
+    ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
+  }
+  SetTasksState(L, base + 1);
+  lua_settop(L, base);
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginSnapshot();
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  SnapshotBytes bytes;
+  if (!core->Entered([&] { return core->StepSnapshot(budget, &bytes); })) return env.Undefined();
+  return SnapshotBuffer(env, std::move(bytes));
+}
+
+Napi::Value Runtime::JS_snapshotAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortSnapshot();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginRestore(info[0]);
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  return Napi::Boolean::New(env, core->Entered([&] { return core->StepRestore(budget); }));
+}
+
+Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortRestore();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_lock(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->Lock();
+  core->OnScheduleChange();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_unlock(const Napi::CallbackInfo& info) {
+  if (core_->closed()) return info.Env().Undefined();
+  core_->scheduler->Unlock();
+  core_->AfterEntry();
+  return info.Env().Undefined();
+}
+
+}  // namespace lua_tasks
