@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// cron: next times, validation and the expanded fields of a cron expression (DESIGN §9).
+// cron: next times, validation and the expanded fields of a cron expression (docs/design.md#cron).
 'use strict';
 
 const binding = require('./binding');

@@ -2,7 +2,7 @@
 // Error classes and the codes they carry: every code lua-tasks throws is here.
 'use strict';
 
-/** Every `err.code` this package produces (DESIGN §10), plus Node's argument codes. */
+/** Every `err.code` this package produces (docs/design.md#errors), plus Node's argument codes. */
 const codes = Object.freeze({
   ERR_LUA_SYNTAX: 'ERR_LUA_SYNTAX',
   ERR_LUA_RUNTIME: 'ERR_LUA_RUNTIME',

@@ -10,9 +10,9 @@ const { makeError, quote, typeName, invalidType } = require('./errors');
 const { nearest } = require('./nearest');
 
 /**
- * Every option `new Runtime()` takes. The README's Options table, the
+ * Every option `new Runtime()` takes. The Options table in docs/api.md, the
  * constructor's JSDoc and index.d.ts's RuntimeOptions are checked against
- * this list (test/js/types.test.js), and any other key is refused.
+ * this list (test/js/readme.test.js, types.test.js); any other key is refused.
  */
 const RUNTIME_OPTIONS = Object.freeze([
   'libs',

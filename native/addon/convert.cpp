@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Value conversion between JS and Lua (DESIGN §5).
+// Value conversion between JS and Lua (docs/design.md#conversion).
 //
 // Both directions walk the value graph recursively with a depth limit and a
 // memo, so shared references and cycles come out shared and cyclic:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Value conversion between JS and Lua (DESIGN §5).
+// Value conversion between JS and Lua (docs/design.md#conversion).
 #pragma once
 
 #include <cstddef>

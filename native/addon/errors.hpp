@@ -8,7 +8,7 @@
 
 namespace lua_tasks {
 
-// Builds an error of lib/errors.js for `code` (DESIGN §10), with optional
+// Builds an error of lib/errors.js for `code` (docs/design.md#errors), with optional
 // extra fields in `props`.
 Napi::Value MakeError(Napi::Env env, const char* code, const std::string& message, Napi::Object props = Napi::Object());
 

@@ -141,7 +141,7 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
       const int n = lua_gettop(L) - base;
       ValueArray results(n);
       napi_value* values = results.data();
-      ToJsValues(core, L, base + 1, n, values, false, true);  // nil inside an array is null (DESIGN §5)
+      ToJsValues(core, L, base + 1, n, values, false, true);  // nil inside an array is null (docs/design.md#conversion)
       Check(env, napi_create_array_with_length(env, n, &out), "create array");
       for (int i = 0; i < n; ++i) Check(env, napi_set_element(env, out, i, values[i]), "set element");
     } else {

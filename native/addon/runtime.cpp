@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime: the JS class over one Lua state (lib/index.js wraps it), and its task methods.
+// Runtime: the JS class over one Lua state (lib/runtime.js wraps it), and its task methods.
 #include "runtime.hpp"
 
 #include <algorithm>
@@ -96,7 +96,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.libs = ParseLibs(options);
   Napi::Value limit = options.Get("memoryLimit");
   if (limit.IsNumber()) opts.memory_limit = static_cast<size_t>(limit.As<Napi::Number>().DoubleValue());
-  // Positive ms (lib/index.js checks): at least 1 ns, since 0 means no limit.
+  // Positive ms (lib/options.js checks): at least 1 ns, since 0 means no limit.
   Napi::Value slice = options.Get("timeSlice");
   if (slice.IsNumber()) {
     opts.time_slice_ns = std::max<int64_t>(1, static_cast<int64_t>(slice.As<Napi::Number>().DoubleValue() * 1e6));
@@ -107,7 +107,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
 
   core_ = std::make_shared<RuntimeCore>(env);
-  // lib/index.js resolves the default (4 x memoryLimit, or a quarter of V8's
+  // lib/options.js resolves the default (4 x memoryLimit, or a quarter of V8's
   // heap limit); this fallback is for a caller that did not.
   Napi::Value conversion = options.Get("conversionLimit");
   core_->conversion_limit = conversion.IsNumber()
@@ -131,7 +131,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   } else {
     core_->scheduler->set_default_zone(ProcessZone());
   }
-  Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/index.js checks)
+  Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/options.js checks)
   if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
@@ -409,7 +409,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
 }
 
 // The values are converted now (the task may take them much later) and kept
-// in its mailbox; lib/index.js has checked that there is a first value and
+// in its mailbox; lib/runtime.js has checked that there is a first value and
 // that it is not null or undefined.
 Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime: the JS class over one Lua state (lib/index.js wraps it).
+// Runtime: the JS class over one Lua state (lib/runtime.js wraps it).
 // Its methods live by concern: runtime.cpp (the class, Lua values and
 // tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
 // restore and the commit lock).

@@ -355,7 +355,7 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   napi_get_uv_event_loop(env, &loop);
   driver = std::make_unique<UvDriver>(loop, scheduler.get(), [this](void (*step)(Scheduler*)) { RunFromLoop(step); });
   // The async hook, not napi_add_env_cleanup_hook: the sync one crashes
-  // Workers on exit when it touches handles (DESIGN §2).
+  // Workers on exit when it touches handles (docs/design.md#build).
   napi_add_async_cleanup_hook(env, OnCleanup, this, &cleanup_hook_);
 }
 

@@ -67,7 +67,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   //
   // A 50 MB state takes 100-250 ms to encode or decode: done as jobs that
   // JS steps a few ms at a time, across loop turns, so the loop never stalls
-  // for long (DESIGN §8).
+  // for long (docs/design.md#persistence).
   //
   // Consistency rule: while a job is unfinished, nothing else runs on the
   // state. An unfinished job sets LuaHost's entry hook, so whatever enters

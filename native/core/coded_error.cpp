@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// CodedError: a Lua error value that carries its code (DESIGN §10).
+// CodedError: a Lua error value that carries its code (docs/design.md#errors).
 #include "coded_error.hpp"
 
 namespace lua_tasks {

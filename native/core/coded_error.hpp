@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// CodedError: a Lua error value that carries its code (DESIGN §10).
+// CodedError: a Lua error value that carries its code (docs/design.md#errors).
 //
 // The runtime's own Lua API raises one where a failure has a documented code
 // of its own (a bad yield instruction, a COMMIT that cannot be made), so the

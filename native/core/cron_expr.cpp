@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Cron expressions: parsing Quartz (6/7 fields) and Vixie (5 fields) text into match sets.
 //
-// The dialect comes from the field count alone (DESIGN §9): 6 or 7 fields are
+// The dialect comes from the field count alone (docs/design.md#cron): 6 or 7 fields are
 // Quartz, 5 are Vixie, and the nicknames are Vixie lines. Each field is a
 // comma list of items; an item is a value, a range (which may wrap, as in
 // 22-2 or NOV-FEB), either with an optional /step, or one of the Quartz day

@@ -62,7 +62,7 @@ struct CronExpr {
   // Vixie: both day fields restricted (neither begins with '*'), so a day
   // matches if either does. Otherwise a day must match both.
   bool day_or = false;
-  // DST policy (DESIGN §9): true when the seconds, minutes or hours field has
+  // DST policy (docs/design.md#cron): true when the seconds, minutes or hours field has
   // a '*', a range or a step ("interval job": skips missing local times, fires
   // in both passes of a repeated hour); false for fixed-time jobs (fires once
   // at the first valid instant after a gap, once at the first occurrence in an

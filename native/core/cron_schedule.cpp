@@ -21,7 +21,7 @@
 // than the match (so `0 0 0 29 2 ?` costs one lookup per transition, not a
 // re-search).
 //
-// WHY this shape (DESIGN §9)
+// WHY this shape (docs/design.md#cron)
 // Local times are classified, not computed with lenient arithmetic: a civil
 // time inside a forward gap belongs to no span window, and a civil time in a
 // fall-back overlap belongs to two. Both DST rules then fall out of the window

@@ -28,7 +28,7 @@ const date::time_zone* ProcessZone();
 
 // The next instant strictly after `from_epoch_seconds` at which `expr`
 // matches, in epoch seconds. The zone is the expression's CRON_TZ prefix if it
-// has one, else `zone` (nullptr = UTC). DST follows DESIGN §9 (see
+// has one, else `zone` (nullptr = UTC). DST follows docs/design.md#cron (see
 // CronExpr::interval). std::nullopt means "no next time": nothing matches in
 // the expression's years or within 400 years of `from` (after which the
 // Gregorian calendar repeats), or `from` is past the year 9999.

@@ -277,7 +277,7 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   }
   lua_setfield(L, -2, "unit");
   lua_newtable(L);
-  lua_setfield(L, -2, "state");  // in memory until a store is configured (DESIGN §8)
+  lua_setfield(L, -2, "state");  // in memory until a store is configured (docs/design.md#persistence)
   const int tasks = lua_gettop(L);
 
   if (luaL_loadbufferx(L, kTasksLua, sizeof(kTasksLua) - 1, kTasksLuaName, "t") != LUA_OK) lua_error(L);

@@ -122,7 +122,7 @@ int l_co_yield(lua_State* L) {
   WaitRequest req;
   char err[256];
   // Coded errors: a task that does not catch them fails with ERR_BAD_YIELD
-  // or ERR_COMMIT_FAILED (README "Errors"); pcall sees the same text as ever.
+  // or ERR_COMMIT_FAILED (docs/api.md, Errors); pcall sees the same text as ever.
   if (!ParseYieldInstruction(L, 1, n, *s->clock(), s->yield_names(), &req, err, sizeof err)) {
     return RaiseCodedError(L, ErrorCode::kBadYield, err);
   }

@@ -19,7 +19,7 @@ namespace lua_tasks {
 // With mimalloc (LUA_TASKS_HAVE_MIMALLOC) the blocks come from a heap of the
 // runtime's own: a runtime's coroutines and tables sit together instead of
 // among every other runtime's and Node's blocks, which kept W2 steady beside
-// other runtimes (see README, Dependencies). The heap belongs to the thread
+// other runtimes (see docs/performance.md). The heap belongs to the thread
 // that made the budget, as the runtime does.
 //
 // Coroutines (their state and first stack) go to a ThreadArena instead; see

@@ -50,7 +50,7 @@ class SchedulerHooks {
 // check phase and RunTimers from its single timer. Queue entries carry the
 // task's `gen`, so an entry left behind by a resume or cancel is skipped.
 //
-// Continuations re-enter through the loop (DESIGN §8). A task woken from
+// Continuations re-enter through the loop (docs/design.md#persistence). A task woken from
 // outside the loop's phases, by a promise or a finished COMMIT, would
 // otherwise run inside the microtask that settled it, and a task that awaits
 // or commits again at once would be settled and run again there: 200,000
@@ -196,7 +196,7 @@ class Scheduler {
   // The loop turned (polled for I/O): a new chain of direct runs may begin.
   void LoopTurned() { chain_start_ = -1; }
 
-  // The commit lock (DESIGN §8): while a COMMIT is being written no other
+  // The commit lock (docs/design.md#persistence): while a COMMIT is being written no other
   // task runs. Locks nest: each committing task holds one until its write
   // settles (FinishCommit) or it is cancelled, and the embedder may hold
   // more (Lock/Unlock: rt.commit(), a write of several COMMITs at once).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// State codec: the persistent tasks.state table to bytes and back (DESIGN §8).
+// State codec: the persistent tasks.state table to bytes and back (docs/design.md#persistence).
 #pragma once
 
 #include <cstddef>

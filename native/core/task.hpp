@@ -98,7 +98,7 @@ struct Task {
 #endif
 };
 
-// Where a task was when it failed or was killed (README "Errors": luaStack,
+// Where a task was when it failed or was killed (docs/api.md, Errors: luaStack,
 // source, line). Points into the scheduler's frame: valid during OnTaskEnd.
 struct TaskTrace {
   const char* traceback = nullptr;  // Lua's traceback of the task's coroutine

@@ -32,7 +32,7 @@ enum class WaitKind : uint8_t {
   kReceive,       // tasks.receive: woken by a message (or its timeout), never by a resume
 };
 const char* WaitKindName(WaitKind kind);
-// Waits a resume by id may end (DESIGN §4.1).
+// Waits a resume by id may end (docs/design.md#yield-instructions).
 inline bool IsResumable(WaitKind k) {
   return k == WaitKind::kImmediate || k == WaitKind::kFor || k == WaitKind::kUntilTime || k == WaitKind::kUntilNext ||
          k == WaitKind::kIndefinitely;

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Value conversion between JS and Lua, both ways (DESIGN §5).
+// Value conversion between JS and Lua, both ways (docs/design.md#conversion).
 'use strict';
 const { ConversionError } = require('../..');
 const { makeRuntime } = require('./helpers');

@@ -322,7 +322,7 @@ describe('memory limit', () => {
     expect(small.load('return "ok"')).toEqual(['ok']);
   });
 
-  // DESIGN §7: an allocation past memoryLimit fails as a Lua memory error and
+  // docs/design.md#limits-and-sandbox: an allocation past memoryLimit fails as a Lua memory error and
   // the runtime stays usable. Regression: set() of a value larger than the
   // limit used to succeed and leave the state over its limit.
   test.each([

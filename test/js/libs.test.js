@@ -146,7 +146,7 @@ describe('a list profile', () => {
     });
   });
 
-  // DESIGN §7: any list of library names is a valid profile. Regression: a
+  // docs/design.md#limits-and-sandbox: any list of library names is a valid profile. Regression: a
   // list without 'coroutine' could not create a runtime (the task prelude
   // indexed the missing coroutine table); coroutine now always comes with base.
   test.each([

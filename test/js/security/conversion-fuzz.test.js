@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Conversion fuzzer: random values cross JS <-> Lua; each comes back as DESIGN §5 says, or fails cleanly.
+// Conversion fuzzer: random values cross JS <-> Lua; each comes back as docs/design.md#conversion says, or fails cleanly.
 //
 // Two generators, each a fixed number of iterations from a seeded PRNG:
 //  - JS values (nested Arrays with holes, sparse Arrays, plain objects,
@@ -63,7 +63,7 @@ function rng(seed) {
   return r;
 }
 
-// ---- The model of DESIGN §5.
+// ---- The model of docs/design.md#conversion.
 
 class Refused extends Error {
   constructor(code, why) {
@@ -700,7 +700,7 @@ function iterations() {
   return Array.from({ length: ITERATIONS }, (_, i) => i);
 }
 
-test(`JS values cross to Lua and back as DESIGN §5 says, or fail cleanly (seed ${SEED})`, async () => {
+test(`JS values cross to Lua and back as docs/design.md#conversion says, or fail cleanly (seed ${SEED})`, async () => {
   const envs = runtimes();
   const other = new Runtime();
   try {
@@ -720,7 +720,7 @@ test(`JS values cross to Lua and back as DESIGN §5 says, or fail cleanly (seed 
   }
 }, 60000);
 
-test(`Lua values cross to JS as DESIGN §5 says, or fail cleanly (seed ${SEED})`, async () => {
+test(`Lua values cross to JS as docs/design.md#conversion says, or fail cleanly (seed ${SEED})`, async () => {
   const envs = runtimes();
   try {
     envs.forEach(prepare);
