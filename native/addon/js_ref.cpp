@@ -214,7 +214,8 @@ int CallJs(lua_State* L) noexcept {
     napi_value recv = AddonData::From(env)->receiver.Value();
     napi_valuetype type = napi_undefined;
     bool promise = false;
-    const bool threw = napi_call_function(env, recv, fn, argc, argv, &out) != napi_ok;
+    // In the async context of the task's starter (task_context.hpp).
+    const bool threw = core->contexts.Call(core->scheduler->current(), recv, fn, argc, argv, &out) != napi_ok;
     if (!threw) napi_typeof(env, out, &type);
     if (type == napi_object) napi_is_promise(env, out, &promise);
     if (threw) {

@@ -549,6 +549,7 @@ void RuntimeCore::CloseNow(bool notify) {
   if (host) host->set_entry_hook(nullptr, nullptr);
   if (scheduler) scheduler->CancelAll();  // runs <close> variables; observed tasks reject
   Free();                                 // lua_close runs __gc of JS references, which need env alive
+  contexts.Clear();
   if (reported_ != 0 && notify) {
     int64_t ignored;
     napi_adjust_external_memory(env, -reported_, &ignored);

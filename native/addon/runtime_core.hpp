@@ -14,6 +14,7 @@
 #include "scheduler.hpp"
 #include "state_codec.hpp"
 #include "task_codes.hpp"
+#include "task_context.hpp"
 #include "uv_driver.hpp"
 
 namespace lua_tasks {
@@ -146,8 +147,13 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_value EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind);
   void OnScheduleChange() override;
   void OnCommit(Task& task) override;
+  uint32_t CaptureContext(bool by_lua) override { return contexts.Capture(by_lua ? host->entry_id() : 0); }
+  bool SharesContext(const Task& starter) override { return contexts.Shares(starter); }
+  void RetainContext(uint32_t context) override { contexts.Retain(context); }
+  void ReleaseContext(uint32_t context) override { contexts.Release(context); }
 
   napi_env const env;
+  TaskContexts contexts{env};  // the async context of each task's JS calls; outlives the scheduler (CloseNow)
   // host and scheduler (LuaRuntime) are null once closed. The clock outlives
   // the host, whose os.time reads it even in lua_close's finalizers: every
   // way out, ~RuntimeCore too, frees the host in CloseNow.

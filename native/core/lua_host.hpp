@@ -81,6 +81,9 @@ class LuaHost {
   // this thread, so a yield inside it is refused by Lua itself.
   lua_State* current() const { return current_; }
   int depth() const { return depth_; }
+  // The innermost Entry on the stack, by a number no other Entry of this
+  // host had (0: none). Lua code run by one entry from the host shares it.
+  uint64_t entry_id() const { return entry_; }
 
   // Loads a text chunk onto L. Returns a Lua status; on error the message is
   // on top of the stack. Binary chunks are refused. The embedder's source is
@@ -216,7 +219,8 @@ class LuaHost {
           saved_current_(host->current_),
           saved_running_(host->running_),
           saved_enforce_(host->memory_.enforce),
-          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)) {
+          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)),
+          saved_entry_(host->entry_) {
       // Before anything below: the hook's own sections restore what they change.
       if (host->entry_hook_ != nullptr) [[unlikely]]
         host->RunEntryHook();
@@ -231,6 +235,7 @@ class LuaHost {
         host->budget_->Sync(L);
       }
       ++host->depth_;
+      host->entry_ = ++host->entries_;
       // Stopped for good: Lua entered now (a task started by a loop that
       // caught the stop) stops at its first instruction, not at the next
       // watch round, so such a loop cannot outrun the stop.
@@ -244,6 +249,7 @@ class LuaHost {
       host_->in_lua_.store(saved_in_lua_, std::memory_order_relaxed);
       host_->memory_.enforce = saved_enforce_;
       --host_->depth_;
+      host_->entry_ = saved_entry_;
       if (opened_) {
         CloseWindow();
       } else if (host_->budget_ && saved_running_ != nullptr) {
@@ -262,6 +268,7 @@ class LuaHost {
     lua_State* saved_running_;
     bool saved_enforce_;
     bool saved_in_lua_;
+    uint64_t saved_entry_;
     CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
     bool opened_ = false;
   };
@@ -340,6 +347,8 @@ class LuaHost {
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
   lua_State* running_ = nullptr;  // borrowed: see running()
   int depth_ = 0;
+  uint64_t entries_ = 0;  // Entries made so far: the last one's id
+  uint64_t entry_ = 0;    // entry_id()
   int sections_ = 0;  // live HostSections
   // An Entry is open (see HostSection for why host code counts). A relaxed atomic:
   // written by the Lua thread (plain stores), read by the InterruptWatch.

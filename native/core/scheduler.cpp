@@ -80,6 +80,10 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
 
 Scheduler::~Scheduler() {
   host_->set_closing();  // the tasks functions hold this scheduler's address
+  // The contexts of tasks left running (CancelAll skips them).
+  tasks_.ForEach([this](const Task& t) {
+    if (t.context != 0) hooks_->ReleaseContext(t.context);
+  });
   if (host_->budget() != nullptr) host_->budget()->set_preempt(nullptr, nullptr);
 }
 
@@ -192,12 +196,24 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
   lua_xmove(L, co, nargs);                                          // args onto the coroutine, above its function
   lua_settop(L, fn - 1);
   const uint64_t key = t->key;
+  if (!observed && current_ != nullptr && hooks_->SharesContext(*current_)) {
+    if (current_->context == 0) current_->context = hooks_->CaptureContext(false);  // in its first run
+    t->context = current_->context;
+    if (t->context != 0) hooks_->RetainContext(t->context);
+  }
   if (locks_ > 0) {
     t->status = TaskStatus::kWaiting;  // wait kNone: not resumable by id meanwhile
+    // It first runs at an unlock, inside whatever call unlocks.
+    if (t->context == 0) t->context = hooks_->CaptureContext(!observed);
     Defer(t, nargs);
     return key;
   }
-  RunTask(t, L, nargs);
+  if (RunTask(t, L, nargs)) {
+    // It outlived its first run: it keeps the context of the call that
+    // started it (looked up again: the run's end may have run host code).
+    Task* parked = Find(key);
+    if (parked != nullptr && parked->context == 0) parked->context = hooks_->CaptureContext(!observed);
+  }
   return key;
 }
 
@@ -245,6 +261,8 @@ void Scheduler::Release(Task* t) {
   t->mailbox = LUA_NOREF;
   t->mail_count = 0;
   t->joiners.clear();
+  if (t->context != 0) hooks_->ReleaseContext(t->context);
+  t->context = 0;
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   if (!owned) return;  // released already (never expected: see Find)
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a

@@ -40,6 +40,27 @@ class SchedulerHooks {
   // meanwhile. May call FinishCommit before it returns (a snapshot that
   // cannot be taken).
   virtual void OnCommit(Task& task) = 0;
+
+  // Async context: the embedder's notion of whose work a call is (Node's
+  // AsyncLocalStorage), opaque here: a number other than 0 in
+  // Task::context, so that what a task calls on the embedder's side after
+  // any wait runs in the context it was started in. Most tasks end within
+  // their first run, which runs inside the starter's call anyway, so a task
+  // gets one only once it outlives that run: CaptureContext is called right
+  // after the first run parks (still inside the starter's call), or at once
+  // for a start a COMMIT lock defers. `by_lua`: the task was started by Lua
+  // code, not by the embedder itself; the embedder may give every such task
+  // of one LuaHost entry the same context. A task that a running task starts
+  // from Lua shares the starter's instead (captured for the starter first if
+  // it is in its first run, and given one more reference by RetainContext),
+  // unless SharesContext(starter) says no: the embedder knows when the Lua
+  // starting it is not the starter's own but code the embedder runs from a
+  // call the starter made. Each reference a task holds is given back through
+  // ReleaseContext when it ends.
+  virtual uint32_t CaptureContext(bool by_lua) { return 0; }
+  virtual bool SharesContext(const Task& starter) { return true; }
+  virtual void RetainContext(uint32_t context) {}
+  virtual void ReleaseContext(uint32_t context) {}
 };
 
 // How it works. Tasks live in `tasks_` by key. A task runs (lua_resume) until

@@ -20,8 +20,8 @@ const char* TaskStatusName(TaskStatus s);
 // costs one line fetched ahead (Scheduler::FetchAhead) rather than three.
 //
 // The fields are the scheduler's and the core Lua API's (lua_api_*.cpp).
-// The embedder reads key, co and status, and otherwise goes through the
-// methods below the fields: it never writes a field.
+// The embedder reads key, co, status and context, and otherwise goes
+// through the methods below the fields: it never writes a field.
 struct Task {
   lua_State* co = nullptr;       // kept alive by its anchor
   uint64_t key = 0;              // numeric id; the string id is prefix + base36(key)
@@ -53,6 +53,11 @@ struct Task {
   // them: the count, not the table's length, says where a message ends).
   int mailbox = LUA_NOREF;
   uint32_t mail_count = 0;    // messages queued
+  // The embedder's async context for what the task calls on its side
+  // (SchedulerHooks::CaptureContext), 0 if none; given back at Release. A
+  // number, not a pointer: it fits in padding (a Task of 8 more bytes made
+  // W8's spawn from Lua measurably slower).
+  uint32_t context = 0;
   lua_Integer mail_head = 1;  // slot of the oldest message's count
   lua_Integer mail_tail = 1;  // slot the next message starts at
 

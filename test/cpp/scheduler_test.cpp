@@ -2,6 +2,7 @@
 // Tests for Scheduler with a fake clock: waits, ordering, resume, cancel, stale timers.
 #include "scheduler.hpp"
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,13 @@ class Recorder final : public SchedulerHooks {
       sched->FinishCommit(&task, 2);
     }
   }
+  // Async contexts: numbered in capture order.
+  uint32_t CaptureContext(bool) override { return ++captured; }
+  void RetainContext(uint32_t context) override { retained.push_back(context); }
+  void ReleaseContext(uint32_t context) override { released.push_back(context); }
+  uint32_t captured = 0;
+  std::vector<uint32_t> retained;
+  std::vector<uint32_t> released;
   std::vector<uint64_t> committing;
   std::vector<std::string> ends;
   Scheduler* sched = nullptr;
@@ -99,6 +107,40 @@ TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
   EXPECT_EQ(Log(), "SCHEDULER 50.0 MILLISECONDS");
   EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
   EXPECT_EQ(sched->task_count(), 0u);
+}
+
+// SchedulerHooks' async contexts: none for a task that ends in its first
+// run; one for a task that outlives it, captured before its start returns
+// (or at once, for a start a COMMIT lock defers); tasks it starts from Lua
+// share it (captured for it first while it is in its first run); every
+// reference a task holds is given back when it ends.
+TEST_F(SchedulerTest, ContextIsCapturedOnlyForTasksThatOutliveTheirFirstRun) {
+  Run(R"(function quick() end
+         function sleeper() coroutine.yield("IMMEDIATE") end
+         function child() coroutine.yield("IMMEDIATE") end
+         function parent() tasks.start(child) coroutine.yield("IMMEDIATE") tasks.start(child) end)");
+  Start("quick");
+  EXPECT_EQ(rec.captured, 0u);
+  const uint64_t s = Start("sleeper");
+  EXPECT_EQ(rec.captured, 1u);
+  EXPECT_EQ(sched->Find(s)->context, 1u);
+  const uint64_t p = Start("parent");
+  EXPECT_EQ(rec.captured, 2u);  // the parent's, captured at its first child's start
+  EXPECT_EQ(sched->Find(p)->context, 2u);
+  EXPECT_EQ(rec.retained, std::vector<uint32_t>{2});
+  Turn(0);
+  EXPECT_EQ(rec.retained, (std::vector<uint32_t>{2, 2}));
+  Turn(0);
+  EXPECT_EQ(sched->task_count(), 0u);
+  EXPECT_EQ(rec.captured, 2u);
+  std::vector<uint32_t> released = rec.released;
+  std::sort(released.begin(), released.end());
+  EXPECT_EQ(released, (std::vector<uint32_t>{1, 2, 2, 2}));  // the sleeper; the parent and its two children
+  sched->Lock();
+  Start("quick");  // deferred: it first runs at the unlock, in whatever call unlocks
+  EXPECT_EQ(rec.captured, 3u);
+  sched->Unlock();
+  EXPECT_EQ(rec.released.back(), 3u);
 }
 
 // rt.task(id).waiting.until: a FOR wait's end read on the wall clock now,
