@@ -17,10 +17,14 @@ function worker(code, workerData) {
   );
 }
 
+// Listen for 'exit' together with the message, never once it has arrived: when
+// this thread is slow (a loaded machine), a Worker that posts and ends has both
+// delivered in one turn, 'exit' right after the message with no await between.
 const nextMessage = (w) =>
   new Promise((resolve, reject) => {
     w.once('message', resolve);
     w.once('error', reject);
+    w.once('exit', (code) => reject(new Error(`the Worker exited (code ${code}) before it posted`)));
   });
 const exited = (w) => new Promise((resolve) => w.once('exit', resolve));
 
@@ -72,9 +76,30 @@ test('errors inside a Worker keep their classes and codes', async () => {
     try { rt.load('return 1'); } catch (e) { out.closed = e.code; }
     parentPort.postMessage(out);
   `);
-  const msg = await nextMessage(w);
+  const [msg, code] = await Promise.all([nextMessage(w), exited(w)]);
   expect(msg).toEqual({ syntax: ['LuaError', 'ERR_LUA_SYNTAX', 'w.lua', 1], same: true, closed: 'ERR_RUNTIME_CLOSED' });
-  await exited(w);
+  expect(code).toBe(0);
+});
+
+// Old bug: the test above awaited the message and only then listened for
+// 'exit', so it hung whenever both came in one turn of a busy main thread.
+test('a Worker that posts and exits while the main thread is busy is seen to do both', async () => {
+  const posted = new Int32Array(new SharedArrayBuffer(4));
+  const w = worker(
+    `
+    const rt = new Runtime();
+    const v = rt.load('return 6 * 7')[0];
+    rt.closeSync();
+    parentPort.postMessage(v);
+    Atomics.store(workerData, 0, 1);
+    Atomics.notify(workerData, 0);
+  `,
+    posted,
+  );
+  const both = Promise.all([nextMessage(w), exited(w)]);
+  Atomics.wait(posted, 0, 0, 10000); // busy until the Worker has posted, then a while more
+  Atomics.wait(posted, 0, 1, 300);
+  expect(await both).toEqual([42, 0]);
 });
 
 test('a Worker that exits without closing its runtimes exits cleanly', async () => {
