@@ -74,7 +74,8 @@ class AbortError extends Error {
 // `name` is a data property of each prototype, not a getter: Lua reads an
 // error's name without running code of it (docs/security.md), and a getter
 // would read as nil there.
-for (const Cls of [
+// Every error class, once: the package exports these (lib/index.js).
+const classes = {
   LuaTasksError,
   LuaError,
   CronSyntaxError,
@@ -83,7 +84,8 @@ for (const Cls of [
   TaskError,
   StoreError,
   AbortError,
-]) {
+};
+for (const Cls of Object.values(classes)) {
   Object.defineProperty(Cls.prototype, 'name', {
     value: Cls.name,
     writable: true,
@@ -171,12 +173,6 @@ module.exports = {
   quote,
   typeName,
   invalidType,
-  LuaTasksError,
-  LuaError,
-  CronSyntaxError,
-  ConversionError,
-  RuntimeClosedError,
-  TaskError,
-  StoreError,
-  AbortError,
+  classes,
+  ...classes,
 };

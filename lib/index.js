@@ -6,31 +6,16 @@ const { Runtime } = require('./runtime');
 const { Task } = require('./task');
 const cron = require('./cron');
 const { DirectoryStore } = require('./store');
-const {
-  LuaTasksError,
-  LuaError,
-  CronSyntaxError,
-  ConversionError,
-  RuntimeClosedError,
-  TaskError,
-  StoreError,
-  AbortError,
-} = require('./errors');
+const { classes } = require('./errors');
 
-// The package's names, and only them: lib/errors.js's codes and makeError,
-// and every other file's helpers, stay internal. index.mjs and index.d.ts
-// list the same names (test/js/types.test.js).
+// The package's names, and only them: the error classes come from
+// lib/errors.js's one list; its codes and makeError, and every other file's
+// helpers, stay internal. index.mjs and index.d.ts list the same names
+// (test/js/types.test.js).
 module.exports = {
   Runtime,
   cron,
   Task,
   DirectoryStore,
-  LuaTasksError,
-  LuaError,
-  CronSyntaxError,
-  ConversionError,
-  RuntimeClosedError,
-  TaskError,
-  StoreError,
-  AbortError,
+  ...classes,
 };
