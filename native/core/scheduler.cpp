@@ -469,7 +469,9 @@ void Scheduler::Park(Task* t, int64_t now) {
 std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
   if (t.status != TaskStatus::kWaiting) return std::nullopt;
   if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) return t.wall_deadline;
-  if (t.wait != WaitKind::kFor) return std::nullopt;
+  // A receive without a timeout has no timer (pending_value is -1).
+  const bool timed = t.wait == WaitKind::kFor || (t.wait == WaitKind::kReceive && t.timer != 0);
+  if (!timed) return std::nullopt;
   // pending_value still holds the duration: only the task's next yield replaces it.
   return clock_->WallNs() + (t.wait_start + t.pending_value - clock_->MonoNs());
 }

@@ -178,7 +178,7 @@ class Scheduler {
   static constexpr size_t kIdKeyDigits = 13;  // 36^13 > 2^64
   static constexpr size_t kIdLength = kIdPrefixLength + kIdKeyDigits;
   std::string IdOf(uint64_t key) const;
-  // When a waiting task's timed wait (FOR, UNTIL_TIME, UNTIL_NEXT) ends, in
+  // When a waiting task's timed wait (FOR, UNTIL_TIME, UNTIL_NEXT, RECEIVE with a timeout) ends, in
   // wall-clock ns since the epoch, or nothing for any other wait. A FOR
   // deadline is monotonic: it is read against the wall clock now, so it moves
   // if the wall clock is set while the task waits (the wait itself does not).

@@ -219,6 +219,24 @@ describe('tasks.receive', () => {
     expect(await task.result).toBe('y');
   });
 
+  test('a receiver with a timeout shows when it ends (waiting.until), one without shows none', async () => {
+    rt.load('function t(s) if s then return tasks.receive(s, "SECONDS") end return tasks.receive() end');
+    const before = Date.now();
+    const timed = rt.start('t', 60);
+    const { instruction, until } = rt.task(timed.id).waiting;
+    expect(instruction).toBe('RECEIVE');
+    expect(until).toBeInstanceOf(Date);
+    expect(until.getTime()).toBeGreaterThanOrEqual(before + 59000);
+    expect(until.getTime()).toBeLessThanOrEqual(Date.now() + 60000 + 1);
+    expect(rt.tasks().find((t) => t.id === timed.id).waiting.until).toBeInstanceOf(Date);
+    rt.send(timed.id, 'done');
+    expect(await timed.result).toBe('done');
+    const untimed = rt.start('t');
+    expect(rt.task(untimed.id).waiting).toEqual({ instruction: 'RECEIVE' });
+    rt.send(untimed.id, 'done');
+    await untimed.result;
+  });
+
   test('returns nil, "timeout" after its timeout, in the unit given', async () => {
     rt.load(`function t()
       local t0 = os.clock()
