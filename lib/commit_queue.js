@@ -65,6 +65,7 @@ class CommitQueue {
   #writing = null; // the write in flight (a Promise), or null
   #seq = 0; // grows with every save: the store can drop one that lands late
   #next = null; // the setImmediate that starts the next write
+  #soon = false; // a microtask will start the first write
   #closed = false;
   #outcomes = new Map(); // task key -> Promise<boolean>: whether its COMMIT was written
   #keepOutcomes = false;
@@ -112,7 +113,15 @@ class CommitQueue {
       done.catch(() => {}); // rt.commit() hands it to its caller: never unhandled here
     }
     this.#pending.push(member);
-    if (this.#writing === null && this.#next === null) this.#write();
+    if (this.#writing === null && this.#next === null && !this.#soon) {
+      // One microtask later: every COMMIT asked for in this stretch of JS
+      // (rt.commit() calls, tasks run by one batch) shares the write.
+      this.#soon = true;
+      queueMicrotask(() => {
+        this.#soon = false;
+        if (this.#pending.length > 0 && !this.#closed && this.#writing === null && this.#next === null) this.#write();
+      });
+    }
     return done;
   }
 
@@ -175,19 +184,37 @@ class CommitQueue {
     const native = this.#native;
     native.lock();
     let error = null;
+    // tasks.store's writes since the last batch, taken at the instant the
+    // snapshot begins: the batch is the runtime as of one moment.
+    const writes = native.takeWrites();
     try {
+      if (writes && typeof this.#store.write !== 'function') {
+        throw makeError(
+          'ERR_COMMIT_FAILED',
+          `COMMIT failed: this store keeps only whole snapshots, so the tasks.store writes of "${this.#name}" cannot be saved (it needs write() and reader(), store interface v2).`,
+        );
+      }
       const bytes = await this.#encode();
-      const info = { seq: ++this.#seq };
-      if (this.#lease && this.#lease.token !== undefined) info.token = this.#lease.token;
-      await withTimeout(
-        Promise.resolve().then(() => this.#store.save(this.#name, bytes, info)),
-        this.#timeout,
-        () => `The store's save("${this.#name}")`,
+      const seq = ++this.#seq;
+      const token = this.#lease && this.#lease.token !== undefined ? this.#lease.token : undefined;
+      const store = this.#store;
+      const name = this.#name;
+      const write =
+        typeof store.write === 'function'
+          ? () => store.write({ name, token, seq, state: bytes, writes: writes || [] })
+          : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
+      await withTimeout(Promise.resolve().then(write), this.#timeout, () =>
+        typeof store.write === 'function' ? `The store's write("${name}")` : `The store's save("${name}")`,
       ).catch((e) => {
         throw this.#saveFailed(e);
       });
     } catch (e) {
       error = e;
+    }
+    if (writes && !this.#closed) {
+      // A failed batch's writes go into the next COMMIT's, unless set again since.
+      if (error === null) native.confirmWrites();
+      else native.putBackWrites(writes);
     }
     for (const m of group) {
       if (m.task && !this.#closed) {
