@@ -314,3 +314,30 @@ test('storeCacheBytes is checked', async () => {
     });
   }
 });
+
+test('while a write is in flight its values are read, and newer writes wait for the next batch', async () => {
+  const store = memoryV2Store();
+  const write = store.write;
+  let release;
+  const gate = new Promise((resolve) => {
+    release = resolve;
+  });
+  store.write = async (batch) => {
+    await gate;
+    return write(batch);
+  };
+  const rt = await open(store);
+  rt.load('tasks.store.set("a", 1)');
+  const first = rt.commit();
+  await new Promise((resolve) => setImmediate(resolve)); // the write has begun
+  expect(store.batches.length).toBe(0);
+  expect(rt.load('tasks.store.set("b", 2); return tasks.store.get("a"), tasks.store.keys("")')).toEqual([
+    1,
+    ['a', 'b'],
+  ]);
+  const second = rt.commit();
+  release();
+  await Promise.all([first, second]);
+  expect(store.batches.map((b) => b.writes.map((w) => w.key))).toEqual([['a'], ['b']]);
+  expect(rt.load('return tasks.store.get("a"), tasks.store.get("b")')).toEqual([1, 2]);
+});
