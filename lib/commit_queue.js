@@ -65,7 +65,6 @@ class CommitQueue {
   #writing = null; // the write in flight (a Promise), or null
   #seq = 0; // grows with every save: the store can drop one that lands late
   #next = null; // the setImmediate that starts the next write
-  #soon = false; // a microtask will start the first write
   #closed = false;
   #outcomes = new Map(); // task key -> Promise<boolean>: whether its COMMIT was written
   #keepOutcomes = false;
@@ -113,15 +112,7 @@ class CommitQueue {
       done.catch(() => {}); // rt.commit() hands it to its caller: never unhandled here
     }
     this.#pending.push(member);
-    if (this.#writing === null && this.#next === null && !this.#soon) {
-      // One microtask later: every COMMIT asked for in this stretch of JS
-      // (rt.commit() calls, tasks run by one batch) shares the write.
-      this.#soon = true;
-      queueMicrotask(() => {
-        this.#soon = false;
-        if (this.#pending.length > 0 && !this.#closed && this.#writing === null && this.#next === null) this.#write();
-      });
-    }
+    if (this.#writing === null && this.#next === null) this.#write();
     return done;
   }
 
