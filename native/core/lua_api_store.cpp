@@ -12,6 +12,7 @@
 // after it returned, with nothing that has a destructor in their frame.
 #include "lua_api_store.hpp"
 
+#include <cstdio>
 #include <string>
 #include <vector>
 

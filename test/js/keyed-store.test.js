@@ -342,3 +342,17 @@ test('while a write is in flight its values are read, and newer writes wait for 
   expect(store.batches.map((b) => b.writes.map((w) => w.key))).toEqual([['a'], ['b']]);
   expect(rt.load('return tasks.store.get("a"), tasks.store.get("b")')).toEqual([1, 2]);
 });
+
+test('a tasks.state that cannot persist fails the COMMIT and keeps the writes for the next one', async () => {
+  const store = memoryV2Store();
+  const rt = await open(store);
+  rt.load('tasks.store.set("k", 1); tasks.state.f = print');
+  await expect(rt.commit()).rejects.toMatchObject({
+    code: 'ERR_COMMIT_FAILED',
+    message: /state\.f: cannot persist a function/,
+  });
+  expect(store.writes).toBe(0);
+  rt.load('tasks.state.f = nil');
+  await rt.commit();
+  expect(store.batches[0].writes.map((w) => w.key)).toEqual(['k']);
+});
