@@ -175,19 +175,37 @@ class CommitQueue {
     const native = this.#native;
     native.lock();
     let error = null;
+    // tasks.store's writes since the last batch, taken at the instant the
+    // snapshot begins: the batch is the runtime as of one moment.
+    const writes = native.takeWrites();
     try {
+      if (writes && typeof this.#store.write !== 'function') {
+        throw makeError(
+          'ERR_COMMIT_FAILED',
+          `COMMIT failed: this store keeps only whole snapshots, so the tasks.store writes of "${this.#name}" cannot be saved (it needs write() and reader(), store interface v2).`,
+        );
+      }
       const bytes = await this.#encode();
-      const info = { seq: ++this.#seq };
-      if (this.#lease && this.#lease.token !== undefined) info.token = this.#lease.token;
-      await withTimeout(
-        Promise.resolve().then(() => this.#store.save(this.#name, bytes, info)),
-        this.#timeout,
-        () => `The store's save("${this.#name}")`,
+      const seq = ++this.#seq;
+      const token = this.#lease && this.#lease.token !== undefined ? this.#lease.token : undefined;
+      const store = this.#store;
+      const name = this.#name;
+      const write =
+        typeof store.write === 'function'
+          ? () => store.write({ name, token, seq, state: bytes, writes: writes || [] })
+          : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
+      await withTimeout(Promise.resolve().then(write), this.#timeout, () =>
+        typeof store.write === 'function' ? `The store's write("${name}")` : `The store's save("${name}")`,
       ).catch((e) => {
         throw this.#saveFailed(e);
       });
     } catch (e) {
       error = e;
+    }
+    if (writes && !this.#closed) {
+      // A failed batch's writes go into the next COMMIT's, unless set again since.
+      if (error === null) native.confirmWrites();
+      else native.putBackWrites(writes);
     }
     for (const m of group) {
       if (m.task && !this.#closed) {

@@ -147,6 +147,8 @@ export interface OpenOptions extends RuntimeOptions {
   store: string | Store;
   /** ms a store's acquire, load or save may take before it fails (ERR_STORE_TIMEOUT); 0 = no bound. @default 30000 */
   storeTimeout?: number;
+  /** Bytes of committed tasks.store values kept in memory (least recently used dropped first); 0 = none. @default 16777216 */
+  storeCacheBytes?: number;
 }
 
 export class Runtime extends EventEmitter {

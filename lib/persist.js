@@ -7,6 +7,8 @@ const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue'
 const { makeError, typeName, invalidType } = require('./errors');
 
 const DEFAULT_STORE_TIMEOUT = 30000;
+// tasks.store's cache of committed values (the storeCacheBytes option).
+const DEFAULT_STORE_CACHE_BYTES = 16 * 1024 * 1024;
 
 function storeTimeoutOf(v) {
   if (v === undefined) return DEFAULT_STORE_TIMEOUT;
@@ -17,6 +19,42 @@ function storeTimeoutOf(v) {
     );
   }
   return v;
+}
+
+function storeCacheBytesOf(v) {
+  if (v === undefined) return DEFAULT_STORE_CACHE_BYTES;
+  if (!Number.isSafeInteger(v) || v < 0) {
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The "options.storeCacheBytes" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no cache). Received ${typeName(v)}.`,
+    );
+  }
+  return v;
+}
+
+/**
+ * The store's reader of keyed values for `name` (store interface v2), or
+ * undefined for a store that keeps only whole snapshots (no reader() and
+ * write()): tasks.store then says what it needs.
+ * @param {object} store
+ * @param {string} name
+ * @returns {{ get(key: string): Buffer|null, keys(prefix: string, after: string, limit: number): string[] } | undefined}
+ */
+function readerOf(store, name) {
+  if (typeof store.reader !== 'function' || typeof store.write !== 'function') return undefined;
+  const reader = store.reader(name);
+  if (
+    reader === null ||
+    typeof reader !== 'object' ||
+    typeof reader.get !== 'function' ||
+    typeof reader.keys !== 'function'
+  ) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The store's reader("${name}") must return an object with get(key) and keys(prefix, after, limit). Received ${typeName(reader)}.`,
+    );
+  }
+  return reader;
 }
 
 // Where a store keeps a name, for error messages.
@@ -53,16 +91,18 @@ function stripPeriod(message) {
  * the load fails.
  * @param {object} options Runtime.open's options
  * @returns {Promise<{ rest: object, persist: { name: string, store: object, lease: object|null,
- *   storeTimeout: number }, state: Uint8Array|null|undefined, where: string }>} rest: the runtime's
+ *   storeTimeout: number, storeCacheBytes: number, reader: object|undefined }, state: Uint8Array|null|undefined,
+ *   where: string }>} rest: the runtime's
  *   own options; persist: what the constructor takes under PERSIST; state: the snapshot, if any;
  *   where: where the store keeps the name, for messages
  */
 async function openStore(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-  const { name, store, storeTimeout, ...rest } = options;
+  const { name, store, storeTimeout, storeCacheBytes, ...rest } = options;
   checkName(name);
   const st = toStore(store);
   const timeout = storeTimeoutOf(storeTimeout);
+  const cacheBytes = storeCacheBytesOf(storeCacheBytes);
   const where = locate(st, name);
   const lease = typeof st.acquire === 'function' ? await acquireLease(st, name, timeout) : null;
   try {
@@ -87,7 +127,13 @@ async function openStore(options) {
         `The store's load("${name}") must resolve to a Buffer or null. Received ${typeName(state)}.`,
       );
     }
-    return { rest, persist: { name, store: st, lease, storeTimeout: timeout }, state, where };
+    const reader = readerOf(st, name);
+    return {
+      rest,
+      persist: { name, store: st, lease, storeTimeout: timeout, storeCacheBytes: cacheBytes, reader },
+      state,
+      where,
+    };
   } catch (e) {
     if (lease) await lease.release();
     throw e;

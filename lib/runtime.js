@@ -107,7 +107,7 @@ class Runtime extends EventEmitter {
     // idle runtime nothing references can be collected.
     const persist = options && options[PERSIST];
     this.#native = new binding.NativeRuntime(
-      { ...opts, hasStore: Boolean(persist) },
+      { ...opts, hasStore: Boolean(persist), storeCacheBytes: persist ? persist.storeCacheBytes : undefined },
       opts.print,
       Runtime.#dispatchEnd,
       this,
@@ -118,6 +118,7 @@ class Runtime extends EventEmitter {
       this.#name = persist.name;
       this.#lease = persist.lease;
       this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
+      if (persist.reader) this.#native.setStoreReader(persist.reader);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -135,7 +136,8 @@ class Runtime extends EventEmitter {
    * store's last snapshot for this name (a new name starts empty). The
    * runtime owns the name until it is closed: a second open of it, here or
    * in another process, fails with ERR_STORE_LOCKED.
-   * @param {RuntimeOptions & { name: string, store: string | Store, storeTimeout?: number }} options
+   * @param {RuntimeOptions & { name: string, store: string | Store, storeTimeout?: number,
+   *   storeCacheBytes?: number }} options
    * @returns {Promise<Runtime>}
    * @throws ERR_STORE_LOCKED (the name is open elsewhere), ERR_STORE_CORRUPT (the
    *   snapshot does not read), ERR_STORE_TIMEOUT (the store did not answer),

@@ -84,6 +84,10 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_restoreBegin>("restoreBegin"),
                          InstanceMethod<&Runtime::JS_restoreStep>("restoreStep"),
                          InstanceMethod<&Runtime::JS_restoreAbort>("restoreAbort"),
+                         InstanceMethod<&Runtime::JS_setStoreReader>("setStoreReader"),
+                         InstanceMethod<&Runtime::JS_takeWrites>("takeWrites"),
+                         InstanceMethod<&Runtime::JS_confirmWrites>("confirmWrites"),
+                         InstanceMethod<&Runtime::JS_putBackWrites>("putBackWrites"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),
                      });
@@ -124,6 +128,8 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host->embedder = core_.get();
   core_->Attach(info[2], info[3], info[4]);
   core_->scheduler->set_has_store(options.Get("hasStore").ToBoolean());
+  Napi::Value cache = options.Get("storeCacheBytes");  // a non-negative integer (lib/options.js checks)
+  if (cache.IsNumber()) core_->keyed.set_cache_limit(static_cast<size_t>(cache.As<Napi::Number>().DoubleValue()));
   Napi::Value tz = options.Get("timeZone");
   if (tz.IsString()) {
     std::string zone_error;

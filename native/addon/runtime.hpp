@@ -2,7 +2,7 @@
 // Runtime: the JS class over one Lua state (lib/runtime.js wraps it).
 // Its methods live by concern: runtime.cpp (the class, Lua values and
 // tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
-// restore and the commit lock).
+// restore, tasks.store's batches and the commit lock).
 #pragma once
 
 #include <memory>
@@ -51,6 +51,12 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_restoreBegin(const Napi::CallbackInfo& info);   // (Uint8Array, held until the end) -> undefined
   Napi::Value JS_restoreStep(const Napi::CallbackInfo& info);    // (budgetMs) -> false while more remains | true: tasks.state set
   Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);   // () -> undefined (no-op without a restore)
+  // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
+  // with the snapshot, then confirmed durable or put back after a failure.
+  Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
+  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [{ space: 1, key, value: Buffer|null }] | null
+  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
+  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
   Napi::Value JS_lock(const Napi::CallbackInfo& info);         // () commit lock, for rt.commit()
   Napi::Value JS_unlock(const Napi::CallbackInfo& info);       // ()
 

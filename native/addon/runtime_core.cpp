@@ -9,6 +9,7 @@
 #include "errors.hpp"
 #include "js_ref.hpp"
 #include "state_codec.hpp"
+#include "store_reader.hpp"
 #include "tasks_state.hpp"
 
 namespace lua_tasks {
@@ -549,6 +550,9 @@ void RuntimeCore::CloseNow(bool notify) {
   if (host) host->set_entry_hook(nullptr, nullptr);
   if (scheduler) scheduler->CancelAll();  // runs <close> variables; observed tasks reject
   Free();                                 // lua_close runs __gc of JS references, which need env alive
+  // The only kind of reader the addon sets; during teardown its ref is not ours to delete.
+  if (!notify && keyed.reader() != nullptr) static_cast<JsStoreReader*>(keyed.reader())->Abandon();
+  keyed.set_reader(nullptr);
   contexts.Clear();
   if (reported_ != 0 && notify) {
     int64_t ignored;

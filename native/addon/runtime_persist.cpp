@@ -5,9 +5,11 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "errors.hpp"
 #include "state_codec.hpp"
+#include "store_reader.hpp"
 #include "tasks_state.hpp"
 
 namespace lua_tasks {
@@ -107,6 +109,61 @@ Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
   if (!core_->closed()) core_->AbortRestore();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (info[0].IsObject()) {
+    core->keyed.set_reader(std::make_unique<JsStoreReader>(env, info[0]));
+  } else {
+    core->keyed.set_reader(nullptr);
+  }
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_takeWrites(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (core->keyed.in_flight())
+    ThrowError(env, "ERR_COMMIT_FAILED", "A batch of tasks.store writes is in flight already.");
+  const std::vector<KeyedWrite> writes = core->keyed.Take();
+  if (writes.empty()) return env.Null();
+  Napi::Array out = Napi::Array::New(env, writes.size());
+  uint32_t i = 0;
+  for (const KeyedWrite& w : writes) {
+    Napi::Object record = Napi::Object::New(env);
+    record.Set("space", Napi::Number::New(env, 1));
+    record.Set("key", Napi::String::New(env, w.key));
+    record.Set("value",
+               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
+    out.Set(i++, record);
+  }
+  return out;
+}
+
+Napi::Value Runtime::JS_confirmWrites(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->keyed.Confirm();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
+  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
+  Napi::Array batch = info[0].As<Napi::Array>();
+  std::vector<KeyedWrite> writes;
+  writes.reserve(batch.Length());
+  for (uint32_t i = 0; i < batch.Length(); ++i) {
+    Napi::Object record = batch.Get(i).As<Napi::Object>();
+    KeyedWrite w{record.Get("key").As<Napi::String>().Utf8Value(), std::nullopt};
+    Napi::Value value = record.Get("value");
+    if (value.IsTypedArray()) {
+      auto bytes = value.As<Napi::Uint8Array>();
+      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+    }
+    writes.push_back(std::move(w));
+  }
+  core_->keyed.PutBack(std::move(writes));
   return info.Env().Undefined();
 }
 

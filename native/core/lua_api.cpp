@@ -6,18 +6,20 @@
 #include "lua_api_coroutine.hpp"
 #include "lua_api_require.hpp"
 #include "lua_api_resolve.hpp"
+#include "lua_api_store.hpp"
 #include "lua_api_tasks.hpp"
 #include "lua_api_yield.hpp"
 #include "scheduler.hpp"
 
 namespace lua_tasks {
 
-void RegisterLuaApi(lua_State* L, Scheduler* scheduler) {
+void RegisterLuaApi(lua_State* L, Scheduler* scheduler, KeyedStore* store) {
   scheduler->CacheNames(L);
   RegisterCodedError(L);
-  RegisterYieldApi(L, scheduler);      // first: the coroutine wrappers capture its coroutine.yield
-  RegisterTasksApi(L, scheduler);      // before require, which waits with tasks.sleep
-  RegisterCoroutineApi(L, scheduler);  // the sentinel its pass-through looks for is the scheduler
+  RegisterYieldApi(L, scheduler);         // first: the coroutine wrappers capture its coroutine.yield
+  RegisterTasksApi(L, scheduler);         // before require, which waits with tasks.sleep
+  RegisterStoreApi(L, scheduler, store);  // into the tasks table
+  RegisterCoroutineApi(L, scheduler);     // the sentinel its pass-through looks for is the scheduler
   RegisterRequireApi(L);
   RegisterResolveApi(L);  // last: it requires modules through require
 }

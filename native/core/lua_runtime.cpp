@@ -14,10 +14,11 @@ bool LuaRuntime::Assemble(const LuaHostOptions& options, const Clock* clock, Sch
   scheduler = std::make_unique<Scheduler>(host.get(), clock, hooks);
   if (host->Protected(
           [](lua_State* L) {
-            RegisterLuaApi(L, static_cast<Scheduler*>(lua_touserdata(L, 1)));
+            auto* self = static_cast<LuaRuntime*>(lua_touserdata(L, 1));
+            RegisterLuaApi(L, self->scheduler.get(), &self->keyed);
             return 0;
           },
-          scheduler.get(), error) != LUA_OK) {
+          this, error) != LUA_OK) {
     Free();
     return false;
   }

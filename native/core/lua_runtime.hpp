@@ -6,6 +6,7 @@
 #include <string>
 
 #include "clock.hpp"
+#include "keyed_store.hpp"
 #include "lua_host.hpp"
 #include "scheduler.hpp"
 
@@ -16,7 +17,8 @@ namespace lua_tasks {
 // The order is fixed: the host first (the state, its libraries and limits);
 // then the scheduler over it (it installs its preemption in the host's CPU
 // budget and keeps registry refs in its state); then the tasks API in the
-// state's globals (its functions hold the scheduler's address). Teardown
+// state's globals (its functions hold the scheduler's address, and
+// tasks.store's hold keyed's). Teardown
 // is the reverse: the scheduler goes before the host. An embedder adds its
 // own parts (print, JS references, an interrupt poll) after Assemble.
 class LuaRuntime {
@@ -40,6 +42,9 @@ class LuaRuntime {
     host.reset();
   }
 
+  // tasks.store's records (lua_api_store.cpp): its functions hold its
+  // address, so it outlives the host; the embedder sets its reader.
+  KeyedStore keyed;
   std::unique_ptr<LuaHost> host;         // null until assembled, and once freed
   std::unique_ptr<Scheduler> scheduler;  // freed before host (it holds registry refs)
 };
