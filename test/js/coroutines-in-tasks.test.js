@@ -2,11 +2,10 @@
 // Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntimeWithLines, closeAfterTest, sleep, turn } = require('./helpers');
+const { makeRuntime, closeAfterTest, sleep, turn } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('nested coroutines', () => {
   test('a plain coroutine.yield in a user coroutine keeps standard Lua semantics inside a task', async () => {
@@ -161,11 +160,10 @@ describe("a task's coroutine runs only under the scheduler (coroutine.running() 
     // Before the refusal, Lua resumed the waiting task's coroutine itself,
     // poke() cancelled that task from JS, and the reset freed the stack the
     // interpreter was running on (Node crashed).
-    let id;
-    rt.set('poke', () => rt.cancel(id));
+    rt.set('poke', () => rt.cancel(id)); // id is set before anything can call poke
     rt.load(`function w() leaked = coroutine.running() coroutine.yield("INDEFINITELY") poke() return "ran" end`);
     const task = rt.start('w');
-    id = task.id;
+    const id = task.id;
     expect(rt.load('return coroutine.resume(leaked)')[0]).toBe(false);
     expect(rt.cancel(id)).toBe(true);
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });

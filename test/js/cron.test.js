@@ -4,7 +4,7 @@
 const { execFileSync } = require('child_process');
 const path = require('path');
 const { Cron } = require('croner');
-const { Runtime, cron } = require('../..');
+const { cron } = require('../..');
 const { makeRuntime } = require('./helpers');
 
 const iso = (dates) => dates.map((d) => d.toISOString());

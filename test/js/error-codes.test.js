@@ -15,7 +15,6 @@ const {
   StoreError,
   AbortError,
 } = require('../..');
-const { codes } = require('../../lib/errors');
 const { makeRuntime } = require('./helpers');
 
 // What `fn` threw, or what the promise it returns rejected with.

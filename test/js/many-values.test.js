@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Thousands of values onto a task's stack: start arguments, resume values, joined results, and the stack's limit.
 'use strict';
-const { makeRuntimeWithLines, sleep } = require('./helpers');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe("many values onto a task's stack (a new thread has about 40 slots; Lua checks no room outside debug builds)", () => {
   const N = 5000;

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Resuming a waiting task: rt.resume, tasks.resume and namazu.coroutine.resume, the values they hand over, and the timers they cancel.
 'use strict';
-const { makeRuntimeWithLines, sleep, turn } = require('./helpers');
+const { makeRuntime, sleep, turn } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('INDEFINITELY and rt.resume', () => {
   test.each([[[]], [[1]], [[1, 'two', true]], [[{ a: 1 }, [1, 2]]], [[1.5, -3, 'x'.repeat(100)]]])(

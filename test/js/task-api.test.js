@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The JS Task object and its views: task.id, task.waiting, name and meta from rt.spawn's options, task.cancel/resume, rt.task/rt.tasks snapshots, the exported AbortError.
 'use strict';
-const { Runtime, Task, AbortError } = require('../..');
+const { Task, AbortError } = require('../..');
 const { codes } = require('../../lib/errors');
 
 const { makeRuntime, makeRuntimeWithLines, TASK_FUNCTIONS } = require('./helpers');

@@ -1,14 +1,13 @@
 // SPDX-License-Identifier: MIT
 // A task's life: what starts one (rt.start, rt.call, tasks.start), its status, how it ends, its results (rt.call, tasks.wait) and the taskdone/taskerror events.
 'use strict';
-const { makeRuntime, makeRuntimeWithLines, sleep, turn, until } = require('./helpers');
+const { makeRuntime, sleep, turn, until } = require('./helpers');
 
 let rt;
-let lines;
 beforeEach(() => {
-  ({ rt, lines } = makeRuntimeWithLines({
+  rt = makeRuntime({
     modules: { mod: 'return { fn = function(x) coroutine.yield() return x * 2 end }' },
-  }));
+  });
 });
 
 describe('what rt.start accepts', () => {

@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Yield instructions: what IMMEDIATE, FOR, UNTIL_TIME and tasks.sleep wait for and return, and how a bad yield fails.
 'use strict';
-const { makeRuntimeWithLines, LATE_MS, expectOnTime } = require('./helpers');
+const { makeRuntime, LATE_MS, expectOnTime } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('IMMEDIATE', () => {
   test.each([

@@ -8,7 +8,6 @@
 // Function("return 4242")() and get 4242.
 'use strict';
 const vm = require('node:vm');
-const { Runtime } = require('../../..');
 const { makeRuntime, escapeChecks, spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;

@@ -130,7 +130,7 @@ describe('What was found, item 1: escape to the host (reproductions)', () => {
     let seen;
     // eslint-disable-next-line no-new-func
     const sloppy = new Function('return this');
-    rt.set('sloppy', function probe(...args) {
+    rt.set('sloppy', function probe() {
       seen = sloppy.call(this);
       return seen === globalThis || this === globalThis;
     });

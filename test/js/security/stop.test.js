@@ -87,7 +87,6 @@ describe('process.exit() stops Workers running Lua', () => {
 describe('the check costs nothing when nothing is stuck', () => {
   test('a runtime that runs Lua in short bursts is not stopped by the watch', async () => {
     const rt = makeRuntime();
-    const add = rt.load('return function(a, b) return a + b end');
     const until = Date.now() + 400; // spans several watch periods of busy Lua
     let n = 0;
     while (Date.now() < until) {
