@@ -36,7 +36,8 @@ function run(cmd, args, cwd, timeout = 120000) {
       stdio: ['ignore', 'pipe', 'pipe'],
     });
   } catch (e) {
-    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status ?? e.signal}):\n${e.stdout || ''}\n${e.stderr || ''}`);
+    const output = `${e.stdout || ''}\n${e.stderr || ''}`;
+    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status ?? e.signal}):\n${output}`, { cause: e });
   }
 }
 

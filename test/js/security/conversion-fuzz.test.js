@@ -719,7 +719,7 @@ function judge(where, env, { expected, expectedErr, actual, err }) {
     try {
       compare(expected, actual);
     } catch (e) {
-      throw new Error(`${where}\n  ${e.message}`);
+      throw new Error(`${where}\n  ${e.message}`, { cause: e });
     }
   }
   stillUsable(env);
