@@ -57,7 +57,7 @@ afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('the tarball holds every file the build and the library need, and none of the tests, benches or builds', () => {
+test('the tarball holds every file the build, the library and its reader need, and none of the tests, benches or builds', () => {
   const files = packed.files.map((f) => f.path);
   const needed = [
     'package.json',
@@ -67,6 +67,7 @@ test('the tarball holds every file the build and the library need, and none of t
     'scripts/build.js',
     ...libFiles(path.join(root, 'lib')),
     ...libFiles(path.join(root, 'native'), 'native'),
+    ...libFiles(path.join(root, 'docs'), 'docs'), // the README links into docs/
   ];
   expect(files.sort()).toEqual([...new Set(needed)].sort());
   expect(needed).toEqual(
@@ -77,9 +78,10 @@ test('the tarball holds every file the build and the library need, and none of t
       'native/core/lua/tasks.lua',
       'native/addon/lua/file_modules.lua',
       'native/cmake/embed_lua.cmake',
+      'docs/api.md',
     ]),
   );
-  expect(packed.unpackedSize).toBeLessThan(1 << 20);
+  expect(packed.unpackedSize).toBeLessThan(1.5 * (1 << 20)); // sources and docs: about 1 MB (a build tree is over 10)
 });
 
 test(
