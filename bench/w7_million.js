@@ -22,6 +22,7 @@
 // on the bench VM, memory freed a few seconds earlier has been handed back to
 // the host, and faulting 1.2 GB of it in anew made the start 2.0-3.7 s
 // instead of 1.4-1.5 s, depending on what ran before.
+'use strict';
 
 const { nowMs, nodeChild, warmMemory, check } = require('./harness');
 
