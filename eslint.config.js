@@ -6,7 +6,9 @@ const js = require('@eslint/js');
 const globals = require('globals');
 
 module.exports = [
-  // What git ignores, and scratch output of the bench and the fuzzers.
+  // What git ignores: the builds (build/generated included), scratch output
+  // of the bench and the fuzzers. node_modules/ is ignored by default; no
+  // fixture needs to keep a layout of its own. .prettierignore lists the same.
   { ignores: ['build/', 'build-*/', 'bench/.work/', 'fuzz-corpus/'] },
   js.configs.recommended,
   {

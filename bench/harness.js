@@ -65,9 +65,7 @@ async function sample(impls) {
 
 /** Throws unless `got` equals `want` (compared as BigInt when either is one). */
 function check(what, got, want) {
-  const same = typeof got === 'bigint' || typeof want === 'bigint'
-    ? BigInt(got) === BigInt(want)
-    : got === want;
+  const same = typeof got === 'bigint' || typeof want === 'bigint' ? BigInt(got) === BigInt(want) : got === want;
   if (!same) throw new Error(`${what}: wrong result ${String(got)}, expected ${String(want)}.`);
 }
 
@@ -100,8 +98,12 @@ function intervalGaps(everyMs) {
 }
 
 function nodeChild(file, args, { nodeArgs = [], timeoutMs = 120000 } = {}) {
-  const p = spawnSync(process.execPath, [...nodeArgs, file, ...args.map(String)],
-    { encoding: 'utf8', timeout: timeoutMs, killSignal: 'SIGKILL', maxBuffer: 64 << 20 });
+  const p = spawnSync(process.execPath, [...nodeArgs, file, ...args.map(String)], {
+    encoding: 'utf8',
+    timeout: timeoutMs,
+    killSignal: 'SIGKILL',
+    maxBuffer: 64 << 20,
+  });
   const last = (p.stdout || '').trim().split('\n').pop();
   if (last && last.startsWith('{')) return JSON.parse(last);
   const why = p.error ? p.error.message : p.signal ? `signal ${p.signal}` : `exit ${p.status}`;
@@ -183,5 +185,15 @@ function machine() {
 }
 
 module.exports = {
-  nowMs, median, percentile, sample, check, nodeChild, warmMemory, intervalGaps, machine, haveLuaCli, runLuaCli,
+  nowMs,
+  median,
+  percentile,
+  sample,
+  check,
+  nodeChild,
+  warmMemory,
+  intervalGaps,
+  machine,
+  haveLuaCli,
+  runLuaCli,
 };

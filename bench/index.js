@@ -29,14 +29,15 @@ const COLUMNS = [
 ];
 
 function num(v) {
-  if (typeof v !== 'number' || !Number.isFinite(v)) return '—';  // a failed case (NaN is null in JSON)
+  if (typeof v !== 'number' || !Number.isFinite(v)) return '—'; // a failed case (NaN is null in JSON)
   if (v >= 100) return v.toFixed(0);
   if (v >= 10) return v.toFixed(1);
   return v.toFixed(2);
 }
 
 function workloads() {
-  return fs.readdirSync(__dirname)
+  return fs
+    .readdirSync(__dirname)
     .filter((f) => /^w\d+_\w+\.js$/.test(f))
     .sort((a, b) => parseInt(a.slice(1), 10) - parseInt(b.slice(1), 10))
     .map((f) => require(path.join(__dirname, f)));
@@ -50,8 +51,12 @@ function textTable(rows) {
   const body = cells(rows);
   const head = COLUMNS.map(([h]) => h);
   const width = head.map((h, i) => Math.max(h.length, ...body.map((c) => c[i].length)));
-  const right = new Set([2, 3, 5]);  // numeric columns
-  const line = (c) => c.map((s, i) => (right.has(i) ? s.padStart(width[i]) : s.padEnd(width[i]))).join('  ').trimEnd();
+  const right = new Set([2, 3, 5]); // numeric columns
+  const line = (c) =>
+    c
+      .map((s, i) => (right.has(i) ? s.padStart(width[i]) : s.padEnd(width[i])))
+      .join('  ')
+      .trimEnd();
   return [line(head), width.map((w) => '-'.repeat(w)).join('  '), ...body.map(line)].join('\n');
 }
 
@@ -104,7 +109,9 @@ async function main() {
       const rows = await w.run();
       report.workloads.push({ id: w.id, title: w.title, rows });
       console.log(textTable(rows));
-      for (const r of rows) if (r.target && !r.ok) missed.push(`${w.id} ${r.case} ${r.impl}: ${num(r.value)} ${r.unit}; ${r.target}`);
+      for (const r of rows) {
+        if (r.target && !r.ok) missed.push(`${w.id} ${r.case} ${r.impl}: ${num(r.value)} ${r.unit}; ${r.target}`);
+      }
     } catch (err) {
       failed = true;
       report.workloads.push({ id: w.id, title: w.title, error: err.message, rows: [] });

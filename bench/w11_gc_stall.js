@@ -40,7 +40,10 @@ async function child(mode) {
   check(`${mode} rounds`, rounds, ROUNDS);
   check(`${mode} tasks waiting`, rt.stats().tasks, TASKS);
   rt.closeSync();
-  require('fs').writeSync(1, `${JSON.stringify({ ms, max: Math.max(...gaps), p99: percentile(gaps, 99), n: gaps.length })}\n`);
+  require('fs').writeSync(
+    1,
+    `${JSON.stringify({ ms, max: Math.max(...gaps), p99: percentile(gaps, 99), n: gaps.length })}\n`,
+  );
   process.exit(0);
 }
 
@@ -49,10 +52,22 @@ function run() {
   const kase = `${TASKS.toLocaleString('en')} tasks waiting, one making garbage`;
   const inc = nodeChild(__filename, ['incremental'], { timeoutMs: 60000 });
   const gen = nodeChild(__filename, ['generational'], { timeoutMs: 60000 });
-  rows.push({ case: `${kase}: loop stall max`, impl: 'lua-tasks, incremental (the mode past 10,000 tasks)', value: inc.max, unit: 'ms', ratio: 1,
-    note: `setInterval(…, 1) gaps; p99 ${inc.p99.toFixed(1)} ms; ${ROUNDS} rounds took ${inc.ms.toFixed(0)} ms` });
-  rows.push({ case: `${kase}: loop stall max`, impl: 'lua-tasks, generational', value: gen.max, unit: 'ms', ratio: gen.max / inc.max,
-    note: `p99 ${gen.p99.toFixed(1)} ms; ${ROUNDS} rounds took ${gen.ms.toFixed(0)} ms` });
+  rows.push({
+    case: `${kase}: loop stall max`,
+    impl: 'lua-tasks, incremental (the mode past 10,000 tasks)',
+    value: inc.max,
+    unit: 'ms',
+    ratio: 1,
+    note: `setInterval(…, 1) gaps; p99 ${inc.p99.toFixed(1)} ms; ${ROUNDS} rounds took ${inc.ms.toFixed(0)} ms`,
+  });
+  rows.push({
+    case: `${kase}: loop stall max`,
+    impl: 'lua-tasks, generational',
+    value: gen.max,
+    unit: 'ms',
+    ratio: gen.max / inc.max,
+    note: `p99 ${gen.p99.toFixed(1)} ms; ${ROUNDS} rounds took ${gen.ms.toFixed(0)} ms`,
+  });
   return rows;
 }
 

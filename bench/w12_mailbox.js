@@ -17,8 +17,8 @@ const { EventEmitter } = require('node:events');
 const { MessageChannel } = require('node:worker_threads');
 const { nowMs, sample, check } = require('./harness');
 
-const N = 10000;        // one way, per rep
-const R = 2000;         // round trips, per rep
+const N = 10000; // one way, per rep
+const R = 2000; // round trips, per rep
 const sumTo = (n) => (n * (n + 1)) / 2;
 
 const LUA = `
@@ -77,7 +77,9 @@ async function run() {
       async once() {
         const ee = new EventEmitter();
         let s = 0;
-        ee.on('m', (v) => { s += v; });
+        ee.on('m', (v) => {
+          s += v;
+        });
         const t = nowMs();
         for (let i = 1; i <= N; i++) ee.emit('m', i);
         const ms = nowMs() - t;
@@ -95,7 +97,9 @@ async function run() {
         let s = 0;
         const t = nowMs();
         for (let i = 1; i <= R; i++) {
-          const back = new Promise((resolve) => { settle = resolve; });
+          const back = new Promise((resolve) => {
+            settle = resolve;
+          });
           rt.send(task.id, i);
           s += await back;
         }
@@ -115,7 +119,9 @@ async function run() {
         let s = 0;
         const t = nowMs();
         for (let i = 1; i <= R; i++) {
-          const p = new Promise((resolve) => { back = resolve; });
+          const p = new Promise((resolve) => {
+            back = resolve;
+          });
           port1.postMessage(i);
           s += await p;
         }
@@ -157,7 +163,10 @@ async function run() {
       EventEmitter: "'ping' listener emits 'pong', awaited",
     },
   };
-  for (const [kind, impls, n] of [['one way', oneWay, N], ['round trip', roundTrip, R]]) {
+  for (const [kind, impls, n] of [
+    ['one way', oneWay, N],
+    ['round trip', roundTrip, R],
+  ]) {
     for (const impl of impls) {
       impl.warmup = 3;
       impl.reps = 15;
@@ -183,6 +192,7 @@ async function run() {
 
 module.exports = {
   id: 'w12',
-  title: 'W12: messages to a task (rt.send -> tasks.receive), one way and round trip, beside MessageChannel and EventEmitter (sums checked)',
+  title:
+    'W12: messages to a task (rt.send -> tasks.receive), one way and round trip, beside MessageChannel and EventEmitter (sums checked)',
   run,
 };

@@ -15,9 +15,9 @@ const { Runtime } = require('..');
 const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 
 const N = 1e7;
-const SUM = 50000005000000n;  // N * (N + 1) / 2
+const SUM = 50000005000000n; // N * (N + 1) / 2
 const LOOP = `local t0 = os.clock() local s = 0 for i = 1, ${N} do s = s + i end local t1 = os.clock()`;
-const TARGET = 1.05;  // lua-tasks loop time / lua5.4 loop time (issue 2, item 9)
+const TARGET = 1.05; // lua-tasks loop time / lua5.4 loop time (issue 2, item 9)
 
 async function run() {
   const impls = [];
@@ -111,7 +111,15 @@ async function run() {
   const base = stats.get('lua-tasks').loopMs.median;
   const loopRow = (impl, label, note) => {
     const m = stats.get(impl).loopMs;
-    return { case: 'loop, os.clock in Lua', impl: label, value: m.median, min: m.min, unit: 'ms', ratio: m.median / base, note };
+    return {
+      case: 'loop, os.clock in Lua',
+      impl: label,
+      value: m.median,
+      min: m.min,
+      unit: 'ms',
+      ratio: m.median / base,
+      note,
+    };
   };
   const lt = loopRow('lua-tasks', 'lua-tasks', '');
   rows.push(lt);

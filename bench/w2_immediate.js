@@ -23,8 +23,8 @@ const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 const TASKS = 10000;
 const YIELDS = 100;
 const TOTAL = TASKS * YIELDS;
-const TARGET_NS = 250;   // ns per yield (issue 3, Benchmarks)
-const NODE_RATIO = 5;    // Node's await setImmediate at least this many times slower
+const TARGET_NS = 250; // ns per yield (issue 3, Benchmarks)
+const NODE_RATIO = 5; // Node's await setImmediate at least this many times slower
 
 const WORKER = `
 local function worker(n)
@@ -108,7 +108,7 @@ async function run() {
         const firstEnd = rt.get('first') - t;
         // The workers run in lockstep: the first one past its 100th yield opens
         // the last round, in which all 10,000 take their last yield and end.
-        return { ns: nsPerYield(ms), roundsNs: ((firstEnd * 1e6) / (TOTAL - TASKS)), lastRoundMs: ms - firstEnd };
+        return { ns: nsPerYield(ms), roundsNs: (firstEnd * 1e6) / (TOTAL - TASKS), lastRoundMs: ms - firstEnd };
       },
     });
   }
@@ -135,7 +135,11 @@ async function run() {
       const t = nowMs();
       const counts = await Promise.all(Array.from({ length: TASKS }, () => nodeWorker(YIELDS)));
       const ms = nowMs() - t;
-      check('node yields', counts.reduce((a, b) => a + b, 0), TOTAL);
+      check(
+        'node yields',
+        counts.reduce((a, b) => a + b, 0),
+        TOTAL,
+      );
       return { ns: nsPerYield(ms) };
     },
   });
@@ -146,7 +150,15 @@ async function run() {
   const base = stats.get('lua-tasks').ns.median;
   const row = (name, label, note) => {
     const m = stats.get(name).ns;
-    return { case: `${TASKS} × ${YIELDS} yields`, impl: label, value: m.median, min: m.min, unit: 'ns/yield', ratio: m.median / base, note };
+    return {
+      case: `${TASKS} × ${YIELDS} yields`,
+      impl: label,
+      value: m.median,
+      min: m.min,
+      unit: 'ns/yield',
+      ratio: m.median / base,
+      note,
+    };
   };
   const rows = [];
   const lt = row('lua-tasks', 'lua-tasks', 'wall, rt.call to result: start + 100 yields + end + join of each task');
@@ -154,21 +166,45 @@ async function run() {
   lt.ok = lt.value <= TARGET_NS;
   rows.push(lt);
   if (haveCli) {
-    const r = row('lua5.4', 'lua5.4 CLI, round-robin', 'pure-Lua scheduler, plain coroutines; os.clock (CPU) inside Lua');
+    const r = row(
+      'lua5.4',
+      'lua5.4 CLI, round-robin',
+      'pure-Lua scheduler, plain coroutines; os.clock (CPU) inside Lua',
+    );
     r.target = 'lua-tasks at least as fast (× ≥ 1)';
     r.ok = r.ratio >= 1;
     rows.push(r);
   } else {
-    rows.push({ case: `${TASKS} × ${YIELDS} yields`, impl: 'lua5.4 CLI, round-robin', value: NaN, unit: 'ns/yield',
-      target: 'lua5.4 CLI not found: not checked', ok: false });
+    rows.push({
+      case: `${TASKS} × ${YIELDS} yields`,
+      impl: 'lua5.4 CLI, round-robin',
+      value: NaN,
+      unit: 'ns/yield',
+      target: 'lua5.4 CLI not found: not checked',
+      ok: false,
+    });
   }
   const ly = stats.get('lua-tasks').roundsNs;
   const lr = stats.get('lua-tasks').lastRoundMs;
-  rows.push({ case: `${TASKS} × ${YIELDS - 1} yields`, impl: 'lua-tasks, rounds 1–99 only', value: ly.median, min: ly.min,
-    unit: 'ns/yield', ratio: ly.median / base,
-    note: `start to the first task's end; the last round (10,000 last yields, ends, joins) took ${lr.median.toFixed(0)} ms (min ${lr.min.toFixed(0)})` });
-  rows.push(row('lua-tasks timeSlice', 'lua-tasks, timeSlice: 5', 'the CPU budget hook on: a clock read per 1,000 instructions'));
-  rows.push(row('lua-tasks all limits', 'lua-tasks, every limit', 'timeSlice: 5, taskTimeout: 60000, memoryLimit: 1 GiB'));
+  rows.push({
+    case: `${TASKS} × ${YIELDS - 1} yields`,
+    impl: 'lua-tasks, rounds 1–99 only',
+    value: ly.median,
+    min: ly.min,
+    unit: 'ns/yield',
+    ratio: ly.median / base,
+    note: `start to the first task's end; the last round (10,000 last yields, ends, joins) took ${lr.median.toFixed(0)} ms (min ${lr.min.toFixed(0)})`,
+  });
+  rows.push(
+    row(
+      'lua-tasks timeSlice',
+      'lua-tasks, timeSlice: 5',
+      'the CPU budget hook on: a clock read per 1,000 instructions',
+    ),
+  );
+  rows.push(
+    row('lua-tasks all limits', 'lua-tasks, every limit', 'timeSlice: 5, taskTimeout: 60000, memoryLimit: 1 GiB'),
+  );
   const nd = row('node', 'node async/await', 'await new Promise(setImmediate) in 10,000 concurrent async functions');
   nd.target = `≥ ${NODE_RATIO}× lua-tasks`;
   nd.ok = nd.ratio >= NODE_RATIO;

@@ -15,18 +15,18 @@ const { Runtime } = require('..');
 const { nowMs, sample, check } = require('./harness');
 
 const N = 1e5;
-const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N;  // sum of add(i, 1) for i = 0..N-1
-const LUA_TO_JS_SUM = 5000150000n;             // sum of add(i, 1) for i = 1..N
+const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N; // sum of add(i, 1) for i = 0..N-1
+const LUA_TO_JS_SUM = 5000150000n; // sum of add(i, 1) for i = 1..N
 const LUA_LOOP = `local add = jsadd local s = 0 for i = 1, ${N} do s = s + add(i, 1) end return s`;
 const ADD_LUA = 'function add(a, b) return a + b end';
-const TARGETS = { 'JS → Lua': 150, 'Lua → JS': 300 };  // ns/call (issue 2, item 9)
-const PEER_RATIO = 20;                                 // peers expected this many times slower
+const TARGETS = { 'JS → Lua': 150, 'Lua → JS': 300 }; // ns/call (issue 2, item 9)
+const PEER_RATIO = 20; // peers expected this many times slower
 
 const nsPerCall = (ms) => (ms * 1e6) / N;
 
 async function run() {
-  const js = [];   // JS -> Lua implementations
-  const lj = [];   // Lua -> JS implementations
+  const js = []; // JS -> Lua implementations
+  const lj = []; // Lua -> JS implementations
   const jsadd = (a, b) => a + b;
 
   // ---- lua-tasks
@@ -142,7 +142,10 @@ async function run() {
   });
 
   const rows = [];
-  for (const [kind, impls] of [['JS → Lua', js], ['Lua → JS', lj]]) {
+  for (const [kind, impls] of [
+    ['JS → Lua', js],
+    ['Lua → JS', lj],
+  ]) {
     const stats = await sample(impls);
     const base = stats.get('lua-tasks').ns.median;
     for (const impl of impls) {

@@ -14,7 +14,7 @@
 const { nowMs, sample, check } = require('./harness');
 
 const N = 10000;
-const SUM = (N * (N + 1)) / 2;  // sum of i for i = 1..N
+const SUM = (N * (N + 1)) / 2; // sum of i for i = 1..N
 const TARGET_NS = 2000;
 
 const LUA = `
@@ -43,7 +43,10 @@ async function run() {
 
   const rt = new Runtime();
   rt.set('resolved', resolved);
-  rt.set('ps', Array.from({ length: N }, (_, i) => Promise.resolve(i + 1)));
+  rt.set(
+    'ps',
+    Array.from({ length: N }, (_, i) => Promise.resolve(i + 1)),
+  );
   rt.load(LUA);
   impls.push({
     name: 'lua-tasks',

@@ -64,7 +64,9 @@ async function wasmoonChild(tasks) {
     out.ok = counts.reduce((a, b) => a + b, 0);
   } catch (err) {
     out.ms = nowMs() - t;
-    out.error = String(err && err.message ? err.message : err).split('\n')[0].slice(0, 200);
+    out.error = String(err && err.message ? err.message : err)
+      .split('\n')[0]
+      .slice(0, 200);
   }
   process.stdout.write(`${JSON.stringify(out)}\n`);
   process.exit(0);
@@ -76,7 +78,7 @@ async function nodeWorker(n) {
   for (let i = 0; i < n; i++) {
     const t = nowMs();
     await sleep(1);
-    if (nowMs() - t >= 0.999) ok++;  // libuv's ms clock: about 1 ms, not always ≥ 1
+    if (nowMs() - t >= 0.999) ok++; // libuv's ms clock: about 1 ms, not always ≥ 1
   }
   return ok;
 }
@@ -93,7 +95,7 @@ async function run() {
     reps: 9,
     async once() {
       rt.set('first', 0);
-      rt.load('collectgarbage()');  // each run starts clean, as the lua5.4 CLI's fresh process does
+      rt.load('collectgarbage()'); // each run starts clean, as the lua5.4 CLI's fresh process does
       const t = nowMs();
       const ok = await rt.call('run', TASKS, WAITS);
       const ms = nowMs() - t;
@@ -110,7 +112,11 @@ async function run() {
       const t = nowMs();
       const counts = await Promise.all(Array.from({ length: TASKS }, () => nodeWorker(WAITS)));
       const ms = nowMs() - t;
-      check('node correct waits', counts.reduce((a, b) => a + b, 0), TASKS * WAITS);
+      check(
+        'node correct waits',
+        counts.reduce((a, b) => a + b, 0),
+        TASKS * WAITS,
+      );
       return { ms };
     },
   });
@@ -121,22 +127,45 @@ async function run() {
   const kase = `${TASKS} tasks × ${WAITS} × 1 ms`;
   const rows = [];
   const lt = stats.get('lua-tasks').ms;
-  rows.push({ case: kase, impl: 'lua-tasks', value: lt.median, min: lt.min, unit: 'ms', ratio: 1,
-    target: `≤ ${TARGET_MS} ms`, ok: lt.median <= TARGET_MS, note: 'wall, rt.call to result; every yield\'s answer checked; ideal 10 ms' });
+  rows.push({
+    case: kase,
+    impl: 'lua-tasks',
+    value: lt.median,
+    min: lt.min,
+    unit: 'ms',
+    ratio: 1,
+    target: `≤ ${TARGET_MS} ms`,
+    ok: lt.median <= TARGET_MS,
+    note: "wall, rt.call to result; every yield's answer checked; ideal 10 ms",
+  });
   const fe = stats.get('lua-tasks').firstEndMs;
-  rows.push({ case: kase, impl: 'lua-tasks, to the first end', value: fe.median, min: fe.min, unit: 'ms', ratio: fe.median / base,
-    note: 'wall, rt.call to the first worker returning (all its waits done): the ending of 10,000 tasks left out' });
+  rows.push({
+    case: kase,
+    impl: 'lua-tasks, to the first end',
+    value: fe.median,
+    min: fe.min,
+    unit: 'ms',
+    ratio: fe.median / base,
+    note: 'wall, rt.call to the first worker returning (all its waits done): the ending of 10,000 tasks left out',
+  });
 
   for (const n of [50, TASKS]) {
     let r;
     try {
       r = nodeChild(__filename, ['wasmoon', n], { timeoutMs: 20000 });
     } catch (err) {
-      r = { error: /ETIMEDOUT/.test(err.message) ? 'no answer in 20 s (hung; killed)' : err.message.split('\n')[0].slice(0, 200) };
+      r = {
+        error: /ETIMEDOUT/.test(err.message)
+          ? 'no answer in 20 s (hung; killed)'
+          : err.message.split('\n')[0].slice(0, 200),
+      };
     }
     const row = { case: `${n} tasks × ${WAITS} × 1 ms`, impl: 'wasmoon', unit: 'ms' };
     if (r.error) {
-      Object.assign(row, { value: NaN, note: r.ms === undefined ? `failed: ${r.error}` : `failed after ${r.ms.toFixed(0)} ms: ${r.error}` });
+      Object.assign(row, {
+        value: NaN,
+        note: r.ms === undefined ? `failed: ${r.error}` : `failed after ${r.ms.toFixed(0)} ms: ${r.error}`,
+      });
     } else if (r.ok !== n * WAITS) {
       Object.assign(row, { value: r.ms, note: `wrong result: ${r.ok} of ${n * WAITS} waits correct` });
     } else {
@@ -147,8 +176,15 @@ async function run() {
   }
 
   const nd = stats.get('node').ms;
-  rows.push({ case: kase, impl: 'node async/await', value: nd.median, min: nd.min, unit: 'ms', ratio: nd.median / base,
-    note: 'await timers/promises setTimeout(1), for scale' });
+  rows.push({
+    case: kase,
+    impl: 'node async/await',
+    value: nd.median,
+    min: nd.min,
+    unit: 'ms',
+    ratio: nd.median / base,
+    note: 'await timers/promises setTimeout(1), for scale',
+  });
   return rows;
 }
 
@@ -160,7 +196,9 @@ module.exports = {
 
 if (require.main === module && process.argv[2] === 'wasmoon') {
   wasmoonChild(Number(process.argv[3])).catch((err) => {
-    process.stdout.write(`${JSON.stringify({ error: String(err && err.message ? err.message : err).split('\n')[0] })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ error: String(err && err.message ? err.message : err).split('\n')[0] })}\n`,
+    );
     process.exit(0);
   });
 }

@@ -22,6 +22,7 @@
 // on the bench VM, memory freed a few seconds earlier has been handed back to
 // the host, and faulting 1.2 GB of it in anew made the start 2.0-3.7 s
 // instead of 1.4-1.5 s, depending on what ran before.
+'use strict';
 
 const { nowMs, nodeChild, warmMemory, check } = require('./harness');
 
@@ -128,7 +129,15 @@ async function nodeTimersChild(n) {
   await waitFor(() => woke === n, MAX_MS + 30000);
   late.sort();
   const at = (p) => late[Math.max(0, Math.ceil(p * n) - 1)];
-  printAndExit({ startMs, bytesPerTask: (rss1 - rss0) / n, woke, p50: at(0.5), p99: at(0.99), max: late[n - 1], min: late[0] });
+  printAndExit({
+    startMs,
+    bytesPerTask: (rss1 - rss0) / n,
+    woke,
+    p50: at(0.5),
+    p99: at(0.99),
+    max: late[n - 1],
+    min: late[0],
+  });
 }
 
 /** close() with n tasks waiting INDEFINITELY, in ms. */
@@ -154,26 +163,85 @@ async function run() {
   if (lt.min < -0.001) throw new Error(`lua-tasks: a task woke ${(-lt.min).toFixed(3)} ms early`);
   if (nd.woke !== TASKS) throw new Error(`node: ${nd.woke} of ${TASKS} sleeps woke`);
   const chunked = `in chunks of ${CHUNK}, a loop turn between`;
-  rows.push({ case: `${kase}: start all`, impl: 'lua-tasks', value: lt.startMs, unit: 'ms', ratio: 1,
-    target: `≤ ${TARGETS.startMs} ms`, ok: lt.startMs <= TARGETS.startMs, note: `tasks.start from a Lua task, ${chunked}` });
-  rows.push({ case: `${kase}: start all`, impl: 'node timers/promises', value: nd.startMs, unit: 'ms', ratio: nd.startMs / lt.startMs,
-    note: `async fn awaiting setTimeout(ms), ${chunked}` });
+  rows.push({
+    case: `${kase}: start all`,
+    impl: 'lua-tasks',
+    value: lt.startMs,
+    unit: 'ms',
+    ratio: 1,
+    target: `≤ ${TARGETS.startMs} ms`,
+    ok: lt.startMs <= TARGETS.startMs,
+    note: `tasks.start from a Lua task, ${chunked}`,
+  });
+  rows.push({
+    case: `${kase}: start all`,
+    impl: 'node timers/promises',
+    value: nd.startMs,
+    unit: 'ms',
+    ratio: nd.startMs / lt.startMs,
+    note: `async fn awaiting setTimeout(ms), ${chunked}`,
+  });
   const ltKb = lt.bytesPerTask / 1e3;
   const ndKb = nd.bytesPerTask / 1e3;
-  rows.push({ case: `${kase}: memory`, impl: 'lua-tasks', value: ltKb, unit: 'KB/task', ratio: 1,
-    target: `≤ ${TARGETS.kbPerTask} KB/task`, ok: ltKb <= TARGETS.kbPerTask, note: 'RSS after the start − before, ÷ tasks' });
-  rows.push({ case: `${kase}: memory`, impl: 'node timers/promises', value: ndKb, unit: 'KB/task', ratio: ndKb / ltKb,
-    note: 'RSS after the start − before, ÷ sleeps' });
-  rows.push({ case: `${kase}: lateness p50`, impl: 'lua-tasks', value: lt.p50, unit: 'ms', note: `elapsed returned by the yield − requested; min ${lt.min.toFixed(3)}` });
-  rows.push({ case: `${kase}: lateness p50`, impl: 'node timers/promises', value: nd.p50, unit: 'ms', note: `performance.now() around the await; min ${nd.min.toFixed(3)}` });
-  rows.push({ case: `${kase}: lateness p99`, impl: 'lua-tasks', value: lt.p99, unit: 'ms', ratio: 1,
-    target: `≤ ${TARGETS.p99Ms} ms`, ok: lt.p99 <= TARGETS.p99Ms, note: `max ${lt.max.toFixed(1)} ms` });
-  rows.push({ case: `${kase}: lateness p99`, impl: 'node timers/promises', value: nd.p99, unit: 'ms', ratio: nd.p99 / lt.p99,
-    note: `max ${nd.max.toFixed(1)} ms` });
+  rows.push({
+    case: `${kase}: memory`,
+    impl: 'lua-tasks',
+    value: ltKb,
+    unit: 'KB/task',
+    ratio: 1,
+    target: `≤ ${TARGETS.kbPerTask} KB/task`,
+    ok: ltKb <= TARGETS.kbPerTask,
+    note: 'RSS after the start − before, ÷ tasks',
+  });
+  rows.push({
+    case: `${kase}: memory`,
+    impl: 'node timers/promises',
+    value: ndKb,
+    unit: 'KB/task',
+    ratio: ndKb / ltKb,
+    note: 'RSS after the start − before, ÷ sleeps',
+  });
+  rows.push({
+    case: `${kase}: lateness p50`,
+    impl: 'lua-tasks',
+    value: lt.p50,
+    unit: 'ms',
+    note: `elapsed returned by the yield − requested; min ${lt.min.toFixed(3)}`,
+  });
+  rows.push({
+    case: `${kase}: lateness p50`,
+    impl: 'node timers/promises',
+    value: nd.p50,
+    unit: 'ms',
+    note: `performance.now() around the await; min ${nd.min.toFixed(3)}`,
+  });
+  rows.push({
+    case: `${kase}: lateness p99`,
+    impl: 'lua-tasks',
+    value: lt.p99,
+    unit: 'ms',
+    ratio: 1,
+    target: `≤ ${TARGETS.p99Ms} ms`,
+    ok: lt.p99 <= TARGETS.p99Ms,
+    note: `max ${lt.max.toFixed(1)} ms`,
+  });
+  rows.push({
+    case: `${kase}: lateness p99`,
+    impl: 'node timers/promises',
+    value: nd.p99,
+    unit: 'ms',
+    ratio: nd.p99 / lt.p99,
+    note: `max ${nd.max.toFixed(1)} ms`,
+  });
   const small = closeMs(5000);
   const big = closeMs(20000);
-  rows.push({ case: 'close() with 20,000 waiting tasks', impl: 'lua-tasks', value: big, unit: 'ms',
-    note: `5,000 tasks: ${small.toFixed(0)} ms (×${(big / small).toFixed(1)} for ×4 tasks)` });
+  rows.push({
+    case: 'close() with 20,000 waiting tasks',
+    impl: 'lua-tasks',
+    value: big,
+    unit: 'ms',
+    note: `5,000 tasks: ${small.toFixed(0)} ms (×${(big / small).toFixed(1)} for ×4 tasks)`,
+  });
   return rows;
 }
 
@@ -186,5 +254,10 @@ module.exports = {
 if (require.main === module) {
   const [mode, n] = process.argv.slice(2);
   const child = mode === 'lua-tasks' ? luaTasksChild : mode === 'node' ? nodeTimersChild : null;
-  if (child) child(Number(n)).catch((err) => { console.error(err); process.exit(1); });
+  if (child) {
+    child(Number(n)).catch((err) => {
+      console.error(err);
+      process.exit(1);
+    });
+  }
 }

@@ -40,7 +40,7 @@ async function run() {
     reps: 15,
     once() {
       const t = nowMs();
-      rt.load('collectgarbage()');  // each run starts clean, as the lua5.4 CLI's fresh process does
+      rt.load('collectgarbage()'); // each run starts clean, as the lua5.4 CLI's fresh process does
       const [c] = rt.load(FROM_LUA);
       const ms = nowMs() - t;
       check('tasks.start runs', c, N);
@@ -54,7 +54,7 @@ async function run() {
     reps: 15,
     once() {
       rt.set('count', 0);
-      rt.load('collectgarbage()');  // each run starts clean, as the lua5.4 CLI's fresh process does
+      rt.load('collectgarbage()'); // each run starts clean, as the lua5.4 CLI's fresh process does
       const t = nowMs();
       for (let i = 0; i < N; i++) rt.start('f');
       const ms = nowMs() - t;
@@ -97,7 +97,9 @@ async function run() {
     reps: 15,
     async once() {
       let c = 0;
-      const f = async () => { c++; };
+      const f = async () => {
+        c++;
+      };
       const t = nowMs();
       for (let i = 0; i < N; i++) f();
       const ms = nowMs() - t;
@@ -123,9 +125,24 @@ async function run() {
   fromJs.target = `≤ ${TARGET_NS} ns/task`;
   fromJs.ok = fromJs.value <= TARGET_NS;
   rows.push(fromJs);
-  rows.push(row('co', 'start + finish, from Lua', 'lua-tasks, a coroutine, 100,000 tasks waiting',
-    `namazu.coroutine.start(coroutine.create(f)) beside ${WAITING.toLocaleString('en')} tasks waiting INDEFINITELY`));
-  if (haveCli) rows.push(row('lua5.4', 'start + finish, from Lua', 'lua5.4 CLI', 'coroutine.resume(coroutine.create(f)), for scale; os.clock'));
+  rows.push(
+    row(
+      'co',
+      'start + finish, from Lua',
+      'lua-tasks, a coroutine, 100,000 tasks waiting',
+      `namazu.coroutine.start(coroutine.create(f)) beside ${WAITING.toLocaleString('en')} tasks waiting INDEFINITELY`,
+    ),
+  );
+  if (haveCli) {
+    rows.push(
+      row(
+        'lua5.4',
+        'start + finish, from Lua',
+        'lua5.4 CLI',
+        'coroutine.resume(coroutine.create(f)), for scale; os.clock',
+      ),
+    );
+  }
   rows.push(row('node', 'start + finish, from JS', 'node', 'a trivial async function call, for scale'));
   return rows;
 }

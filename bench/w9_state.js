@@ -29,7 +29,8 @@ const FILL = `
   return #s
 `;
 // About `mb` MB of state in 1,000-byte strings, so the size is what it says.
-const fillBytes = (kb) => `local s = {} for i = 1, ${kb} do s[i] = string.rep(string.char(65 + i % 26), 1000) end tasks.state = s`;
+const fillBytes = (kb) =>
+  `local s = {} for i = 1, ${kb} do s[i] = string.rep(string.char(65 + i % 26), 1000) end tasks.state = s`;
 
 function percentile(xs, p) {
   const s = [...xs].sort((a, b) => a - b);
@@ -87,7 +88,13 @@ async function commitLatency(dir, name, kb, n) {
 
 async function run() {
   const rows = [];
-  const native = new binding.NativeRuntime({ libs: 'safe', hasStore: true }, () => {}, () => {}, {}, () => {});
+  const native = new binding.NativeRuntime(
+    { libs: 'safe', hasStore: true },
+    () => {},
+    () => {},
+    {},
+    () => {},
+  );
   check('fill', native.load(FILL)[0], ENTRIES);
   const enc = [];
   const dec = [];
@@ -96,7 +103,13 @@ async function run() {
     let t = nowMs();
     bytes = native.snapshot();
     enc.push(nowMs() - t);
-    const other = new binding.NativeRuntime({ libs: 'safe', hasStore: true }, () => {}, () => {}, {}, () => {});
+    const other = new binding.NativeRuntime(
+      { libs: 'safe', hasStore: true },
+      () => {},
+      () => {},
+      {},
+      () => {},
+    );
     t = nowMs();
     other.restore(bytes);
     dec.push(nowMs() - t);
@@ -107,23 +120,71 @@ async function run() {
   const mb = bytes.length / 1e6;
   const encMs = median(enc.slice(2));
   const decMs = median(dec.slice(2));
-  rows.push({ case: `serialize ${ENTRIES} entries (${mb.toFixed(1)} MB)`, impl: 'lua-tasks', value: mb / (encMs / 1000), unit: 'MB/s', target: '≥ 200 MB/s', ok: mb / (encMs / 1000) >= 200, note: `${encMs.toFixed(1)} ms` });
-  rows.push({ case: `restore ${ENTRIES} entries (${mb.toFixed(1)} MB)`, impl: 'lua-tasks', value: mb / (decMs / 1000), unit: 'MB/s', target: '≥ 200 MB/s', ok: mb / (decMs / 1000) >= 200, note: `${decMs.toFixed(1)} ms` });
+  rows.push({
+    case: `serialize ${ENTRIES} entries (${mb.toFixed(1)} MB)`,
+    impl: 'lua-tasks',
+    value: mb / (encMs / 1000),
+    unit: 'MB/s',
+    target: '≥ 200 MB/s',
+    ok: mb / (encMs / 1000) >= 200,
+    note: `${encMs.toFixed(1)} ms`,
+  });
+  rows.push({
+    case: `restore ${ENTRIES} entries (${mb.toFixed(1)} MB)`,
+    impl: 'lua-tasks',
+    value: mb / (decMs / 1000),
+    unit: 'MB/s',
+    target: '≥ 200 MB/s',
+    ok: mb / (decMs / 1000) >= 200,
+    note: `${decMs.toFixed(1)} ms`,
+  });
 
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-bench-'));
   try {
-    for (const [label, kb, n] of [['1 KB', 1, 100], ['10 MB', 10000, 20]]) {
+    for (const [label, kb, n] of [
+      ['1 KB', 1, 100],
+      ['10 MB', 10000, 20],
+    ]) {
       const { lat, raw } = await commitLatency(dir, `lat${kb}`, kb, n);
-      rows.push({ case: `COMMIT latency p50, ${label} state`, impl: 'lua-tasks', value: percentile(lat, 50), unit: 'ms', note: `${n} COMMITs: temp file + fsync + rename + dir fsync, off the loop` });
-      rows.push({ case: `COMMIT latency p99, ${label} state`, impl: 'lua-tasks', value: percentile(lat, 99), unit: 'ms' });
-      rows.push({ case: `COMMIT latency p50, ${label} state`, impl: 'fs.writeFileSync + fsync', value: percentile(raw, 50), unit: 'ms', note: 'same bytes, no rename, blocks the loop' });
-      rows.push({ case: `COMMIT latency p99, ${label} state`, impl: 'fs.writeFileSync + fsync', value: percentile(raw, 99), unit: 'ms' });
+      rows.push({
+        case: `COMMIT latency p50, ${label} state`,
+        impl: 'lua-tasks',
+        value: percentile(lat, 50),
+        unit: 'ms',
+        note: `${n} COMMITs: temp file + fsync + rename + dir fsync, off the loop`,
+      });
+      rows.push({
+        case: `COMMIT latency p99, ${label} state`,
+        impl: 'lua-tasks',
+        value: percentile(lat, 99),
+        unit: 'ms',
+      });
+      rows.push({
+        case: `COMMIT latency p50, ${label} state`,
+        impl: 'fs.writeFileSync + fsync',
+        value: percentile(raw, 50),
+        unit: 'ms',
+        note: 'same bytes, no rename, blocks the loop',
+      });
+      rows.push({
+        case: `COMMIT latency p99, ${label} state`,
+        impl: 'fs.writeFileSync + fsync',
+        value: percentile(raw, 99),
+        unit: 'ms',
+      });
     }
 
     // Group commit: 100 rt.commit() at once.
     const inner = new DirectoryStore(dir);
     let saves = 0;
-    const counting = { acquire: (n) => inner.acquire(n), load: (n) => inner.load(n), save: (...a) => { saves++; return inner.save(...a); } };
+    const counting = {
+      acquire: (n) => inner.acquire(n),
+      load: (n) => inner.load(n),
+      save: (...a) => {
+        saves++;
+        return inner.save(...a);
+      },
+    };
     const rt = await Runtime.open({ name: 'group', store: counting });
     rt.load(fillBytes(1));
     const t = nowMs();
@@ -132,7 +193,13 @@ async function run() {
     await Promise.all(all);
     const wall = nowMs() - t;
     await rt.close();
-    rows.push({ case: '100 concurrent rt.commit(), 1 KB state', impl: 'lua-tasks', value: wall, unit: 'ms', note: `${saves} saves (${2 * saves} fsyncs)` });
+    rows.push({
+      case: '100 concurrent rt.commit(), 1 KB state',
+      impl: 'lua-tasks',
+      value: wall,
+      unit: 'ms',
+      note: `${saves} saves (${2 * saves} fsyncs)`,
+    });
     const t1 = nowMs();
     for (let i = 0; i < 100; i++) {
       const fd = fs.openSync(path.join(dir, 'raw'), 'w');
@@ -140,7 +207,13 @@ async function run() {
       fs.fsyncSync(fd);
       fs.closeSync(fd);
     }
-    rows.push({ case: '100 concurrent rt.commit(), 1 KB state', impl: 'fs.writeFileSync + fsync ×100', value: nowMs() - t1, unit: 'ms', note: '100 fsyncs, blocks the loop' });
+    rows.push({
+      case: '100 concurrent rt.commit(), 1 KB state',
+      impl: 'fs.writeFileSync + fsync ×100',
+      value: nowMs() - t1,
+      unit: 'ms',
+      note: '100 fsyncs, blocks the loop',
+    });
 
     // The loop's worst turn during a 50 MB COMMIT and its restore.
     const big = await Runtime.open({ name: 'big', store: dir });
@@ -150,8 +223,24 @@ async function run() {
     const [again, restoreStall, restoreWall] = await withStallProbe(() => Runtime.open({ name: 'big', store: dir }));
     check('restored 50 MB', again.load('return #tasks.state')[0], 50000);
     await again.close();
-    rows.push({ case: 'worst loop turn during a 50 MB COMMIT', impl: 'lua-tasks', value: commitStall, unit: 'ms', target: '≤ 10 ms', ok: commitStall <= 10, note: `COMMIT took ${commitWall.toFixed(0)} ms` });
-    rows.push({ case: 'worst loop turn during a 50 MB restore (Runtime.open)', impl: 'lua-tasks', value: restoreStall, unit: 'ms', target: '≤ 10 ms', ok: restoreStall <= 10, note: `open took ${restoreWall.toFixed(0)} ms` });
+    rows.push({
+      case: 'worst loop turn during a 50 MB COMMIT',
+      impl: 'lua-tasks',
+      value: commitStall,
+      unit: 'ms',
+      target: '≤ 10 ms',
+      ok: commitStall <= 10,
+      note: `COMMIT took ${commitWall.toFixed(0)} ms`,
+    });
+    rows.push({
+      case: 'worst loop turn during a 50 MB restore (Runtime.open)',
+      impl: 'lua-tasks',
+      value: restoreStall,
+      unit: 'ms',
+      target: '≤ 10 ms',
+      ok: restoreStall <= 10,
+      note: `open took ${restoreWall.toFixed(0)} ms`,
+    });
   } finally {
     fs.rmSync(dir, { recursive: true, force: true });
   }

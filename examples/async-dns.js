@@ -13,7 +13,8 @@ rt.set('lookup', (host, family, cb) => {
 });
 rt.set('report', (line) => console.log(line));
 
-rt.load(`
+rt.load(
+  `
   local async = require "util.async"
   local resolver = async.runner(function(host)
     local wait, done = async.waiter(2)
@@ -25,4 +26,6 @@ rt.load(`
     report(host .. " AAAA: " .. aaaa)
   end)
   resolver:run("localhost")
-`, { name: 'async-dns' });
+`,
+  { name: 'async-dns' },
+);

@@ -12,14 +12,20 @@ server.listen(0, '127.0.0.1', () => {
   const { port } = server.address();
   const rt = new Runtime();
   // Braces: the Timeout setTimeout returns links to every timer in the process (docs/security.md).
-  rt.set('set_timeout', (ms, cb) => { setTimeout(cb, ms); });
+  rt.set('set_timeout', (ms, cb) => {
+    setTimeout(cb, ms);
+  });
   rt.set('lookup', (host, cb) => dns.lookup(host, { family: 4 }, (err, address) => cb(err && err.code, address)));
   rt.set('http_get', (url, cb) => {
-    http.get(url, (res) => {
-      let body = '';
-      res.on('data', (c) => { body += c; });
-      res.on('end', () => cb(null, body));
-    }).on('error', (e) => cb(e.code));
+    http
+      .get(url, (res) => {
+        let body = '';
+        res.on('data', (c) => {
+          body += c;
+        });
+        res.on('end', () => cb(null, body));
+      })
+      .on('error', (e) => cb(e.code));
   });
   let pending = 2;
   rt.set('report', (style, line) => {
@@ -31,7 +37,8 @@ server.listen(0, '127.0.0.1', () => {
   });
   rt.set('PORT', port);
 
-  rt.load(`
+  rt.load(
+    `
     -- 1. Nested callbacks.
     set_timeout(20, function()
       lookup("localhost", function(err, address)
@@ -58,5 +65,7 @@ server.listen(0, '127.0.0.1', () => {
       local _, body = call(http_get, "http://" .. address .. ":" .. PORT .. "/flat")
       report("waiters", address .. " -> " .. body:gsub("/flat", "/path"))
     end):run("go")
-  `, { name: 'async-sequence' });
+  `,
+    { name: 'async-sequence' },
+  );
 });

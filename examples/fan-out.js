@@ -20,7 +20,9 @@ async function main() {
   `);
   const t0 = Date.now();
   const total = await rt.call('quote', ['apple', 'kiwi', 'banana', 'fig']);
-  console.log(`total ${total} in ${Date.now() - t0 < 400 ? 'well under' : 'over'} the 4 x 150 ms a sequential version would take`);
+  console.log(
+    `total ${total} in ${Date.now() - t0 < 400 ? 'well under' : 'over'} the 4 x 150 ms a sequential version would take`,
+  );
   await rt.close();
 }
 

@@ -9,7 +9,7 @@ const scripts = {
   'eats memory': 'local t = {} for i = 1, 1e6 do t[i] = ("x"):rep(1e6) .. i end',
   'spins forever': 'while true do pcall(function() while true do end end) end',
   'loads bytecode': 'return load(string.dump(function() return 1 end))()',
-  'behaves': 'local s = 0 for i = 1, 100 do s = s + i end return s',
+  behaves: 'local s = 0 for i = 1, 100 do s = s + i end return s',
 };
 
 async function main() {

@@ -31,11 +31,12 @@ if (!isMainThread) {
   const pending = new Map();
   let seq = 0;
   for (const w of workers) w.on('message', (m) => pending.get(m.id)(m) || pending.delete(m.id));
-  const ask = (req) => new Promise((resolve) => {
-    const id = ++seq;
-    pending.set(id, resolve);
-    workers[id % size].postMessage({ id, req });
-  });
+  const ask = (req) =>
+    new Promise((resolve) => {
+      const id = ++seq;
+      pending.set(id, resolve);
+      workers[id % size].postMessage({ id, req });
+    });
 
   const server = http.createServer(async (req, res) => {
     const n = new URL(req.url, 'http://localhost').searchParams.get('n');
@@ -46,13 +47,18 @@ if (!isMainThread) {
 
   server.listen(0, '127.0.0.1', async () => {
     const { port } = server.address();
-    const get = (n) => new Promise((resolve, reject) => {
-      http.get({ host: '127.0.0.1', port, path: `/?n=${n}` }, (res) => {
-        let body = '';
-        res.on('data', (c) => { body += c; });
-        res.on('end', () => resolve(JSON.parse(body)));
-      }).on('error', reject);
-    });
+    const get = (n) =>
+      new Promise((resolve, reject) => {
+        http
+          .get({ host: '127.0.0.1', port, path: `/?n=${n}` }, (res) => {
+            let body = '';
+            res.on('data', (c) => {
+              body += c;
+            });
+            res.on('end', () => resolve(JSON.parse(body)));
+          })
+          .on('error', reject);
+      });
     const answers = await Promise.all([1, 2, 3, 4, 5, 6].map(get));
     const workersUsed = new Set(answers.map((a) => a.served_by)).size;
     console.log(answers.map((a) => `${a.n}^2=${a.square}`).join(' '), `(${workersUsed} workers)`);

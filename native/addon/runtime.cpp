@@ -13,7 +13,6 @@
 #include "js_ref.hpp"
 
 #include "cron_schedule.hpp"
-#include "lua_api_pattern.hpp"
 #include "lua_api_resolve.hpp"
 #include "lua_value.hpp"
 #include "task_codes.hpp"
@@ -119,7 +118,6 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
                                 : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
-  opts.install_apis = RegisterPatternApi;
   std::string error;
   if (!core_->Assemble(opts, &core_->clock, core_.get(), &error)) {
     ThrowError(env, error.find("memory") != std::string::npos ? "ERR_MEMORY_LIMIT" : "ERR_LUA_RUNTIME",

@@ -25,8 +25,8 @@ void RegisterPatternFunctions(lua_State* L, int table, const PatternStop& stop);
 // Lua's own match runs whole inside one C call, out of the count hook's
 // reach, and some patterns backtrack for minutes. Every runtime gets them
 // (the stop check is also how Lua is stopped for reasons other than a
-// taskTimeout): pass it as LuaHostOptions::install_apis. Raises (memory):
-// call in protected mode. Stack: unchanged.
+// taskTimeout): LuaRuntime passes it as LuaHostOptions::install_apis.
+// Raises (memory): call in protected mode. Stack: unchanged.
 void RegisterPatternApi(lua_State* L);
 
 }  // namespace lua_tasks

@@ -13,6 +13,7 @@
 #include <cmath>
 
 #include "scheduler.hpp"
+#include "yield_instruction.hpp"
 
 namespace lua_tasks {
 
@@ -258,10 +259,11 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
   lua_newtable(L);
   lua_pushlightuserdata(L, scheduler);
   luaL_setfuncs(L, kTasksFuncs, 1);
-  lua_createtable(L, 0, 6);
-  for (const char* k : {"IMMEDIATE", "FOR", "UNTIL_TIME", "UNTIL_NEXT", "INDEFINITELY", "COMMIT"}) {
-    lua_pushstring(L, k);
-    lua_setfield(L, -2, k);
+  // The instruction and unit names are the parser's own (yield_instruction.cpp).
+  lua_createtable(L, 0, kKindCount);
+  for (int i = 0; i < kKindCount; ++i) {
+    lua_pushstring(L, KindName(i));
+    lua_setfield(L, -2, KindName(i));
   }
   lua_setfield(L, -2, "instruction");
   lua_createtable(L, 0, 2);
@@ -270,10 +272,11 @@ void RegisterTasksApi(lua_State* L, Scheduler* scheduler) {
     lua_setfield(L, -2, k);
   }
   lua_setfield(L, -2, "reason");
-  lua_createtable(L, 0, 7);
-  for (const char* k : {"NANOSECONDS", "MICROSECONDS", "MILLISECONDS", "SECONDS", "MINUTES", "HOURS", "DAYS"}) {
-    lua_pushstring(L, k);
-    lua_setfield(L, -2, k);
+  lua_createtable(L, 0, kUnitCount);
+  for (int i = 0; i < kUnitCount; ++i) {
+    const char* name = UnitName(static_cast<Unit>(i));
+    lua_pushstring(L, name);
+    lua_setfield(L, -2, name);
   }
   lua_setfield(L, -2, "unit");
   lua_newtable(L);

@@ -31,8 +31,8 @@ struct LuaHostOptions {
   // can be stopped when the embedder's poll says so (set_interrupt_poll).
   bool interruptible = false;
   // The embedder's Lua APIs, installed in every state right after the
-  // standard libraries and before any Lua runs (the runtime's assembler
-  // passes RegisterPatternApi, lua_api_pattern.hpp). The host offers the
+  // standard libraries and before any Lua runs (LuaRuntime passes
+  // RegisterPatternApi, lua_api_pattern.hpp). The host offers the
   // point and knows no API. Called in protected mode; may raise (memory).
   void (*install_apis)(lua_State* L) = nullptr;
 };

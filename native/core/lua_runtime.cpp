@@ -3,13 +3,16 @@
 #include "lua_runtime.hpp"
 
 #include "lua_api.hpp"
+#include "lua_api_pattern.hpp"
 
 namespace lua_tasks {
 
 bool LuaRuntime::Assemble(const LuaHostOptions& options, const Clock* clock, SchedulerHooks* hooks,
                           std::string* error) {
   Free();
-  host = LuaHost::Create(options, error);
+  LuaHostOptions with_apis = options;
+  with_apis.install_apis = RegisterPatternApi;  // every runtime's string functions stop when told
+  host = LuaHost::Create(with_apis, error);
   if (!host) return false;
   scheduler = std::make_unique<Scheduler>(host.get(), clock, hooks);
   if (host->Protected(

@@ -14,7 +14,8 @@ namespace lua_tasks {
 
 // The one place a runtime's Lua side is put together, for the addon
 // (RuntimeCore is a LuaRuntime with its Node side) and for the core tests.
-// The order is fixed: the host first (the state, its libraries and limits);
+// The order is fixed: the host first (the state, its libraries and limits,
+// and the pattern functions, lua_api_pattern.hpp, in its string library);
 // then the scheduler over it (it installs its preemption in the host's CPU
 // budget and keeps registry refs in its state); then the tasks API in the
 // state's globals (its functions hold the scheduler's address, and
@@ -28,8 +29,9 @@ class LuaRuntime {
   LuaRuntime(const LuaRuntime&) = delete;
   LuaRuntime& operator=(const LuaRuntime&) = delete;
 
-  // Creates the host with `options`, the scheduler with `clock` and `hooks`
-  // (both must outlive it), and registers the tasks API. On failure returns
+  // Creates the host with `options` (its install_apis is the runtime's own:
+  // RegisterPatternApi), the scheduler with `clock` and `hooks` (both must
+  // outlive it), and registers the tasks API. On failure returns
   // false with *error saying why (it names memory when memory was short)
   // and leaves both null.
   bool Assemble(const LuaHostOptions& options, const Clock* clock, SchedulerHooks* hooks, std::string* error);

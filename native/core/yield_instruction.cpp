@@ -25,6 +25,7 @@ constexpr UnitRow kUnits[] = {
     {"HOURS", Unit::kHours, int64_t{3600} * 1000000000},
     {"DAYS", Unit::kDays, int64_t{86400} * 1000000000},
 };
+static_assert(std::size(kUnits) == kUnitCount, "YieldNames::units and the tasks.unit table follow kUnits");
 constexpr const char kUnitList[] = "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS";
 
 struct KindRow {

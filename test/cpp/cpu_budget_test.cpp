@@ -7,7 +7,6 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_pattern.hpp"
 #include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -59,7 +58,6 @@ class BudgetTest : public ::testing::Test {
     o.time_slice_ns = slice_ns;
     o.task_timeout_ns = timeout_ns;
     o.clock = &clock;
-    o.install_apis = RegisterPatternApi;
     std::string error;
     ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
     host = rt.host.get();

@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_pattern.hpp"
 #include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
@@ -55,7 +54,6 @@ std::unique_ptr<Runtime> InterruptibleHost(Poll* poll) {
   auto rt = std::make_unique<Runtime>();
   LuaHostOptions o;
   o.interruptible = true;
-  o.install_apis = RegisterPatternApi;
   std::string error;
   EXPECT_TRUE(rt->lua.Assemble(o, &rt->clock, &rt->hooks, &error)) << error;
   rt->lua.host->set_interrupt_poll(&Poll::Ask, poll);

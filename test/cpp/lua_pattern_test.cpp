@@ -622,7 +622,7 @@ std::unique_ptr<LuaHost> MakeHost(const Clock* clock, int64_t slice_ns, int64_t 
   o.time_slice_ns = slice_ns;
   o.task_timeout_ns = timeout_ns;
   o.clock = clock;
-  o.install_apis = RegisterPatternApi;  // as the runtime's assembler does
+  o.install_apis = RegisterPatternApi;  // as LuaRuntime does
   return CreateHost(o);
 }
 
@@ -643,7 +643,7 @@ TEST(PatternWiring, EveryRuntimeGetsOurPatternFunctions) {
 }
 
 // The host installs no Lua API of its own: the pattern functions come from
-// whoever assembles the runtime (LuaHostOptions::install_apis).
+// whoever assembles the runtime (LuaRuntime, through LuaHostOptions::install_apis).
 TEST(PatternWiring, AHostWithoutInstalledApisKeepsLuasOwn) {
   LuaHostOptions o;
   o.libs.kind = LibProfile::Kind::kAll;

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include "lua_api_pattern.hpp"
 #include "test_clocks.hpp"
 #include "test_hosts.hpp"
 
@@ -43,7 +44,8 @@ TEST(LuaRuntimeTest, AssemblesAHostWhoseLuaHasTheTasksApiOfItsScheduler) {
 TEST(LuaRuntimeTest, AFailureToRegisterTheTasksApiLeavesNothingAndSaysWhy) {
   FakeClock clock;
   NoHooks hooks;
-  // A memory limit a host alone fits in, but not with the tasks API.
+  // A memory limit a host alone (with the pattern functions a runtime's host
+  // has) fits in, but not with the tasks API.
   size_t whole = 0;
   {
     LuaRuntime probe;
@@ -52,7 +54,8 @@ TEST(LuaRuntimeTest, AFailureToRegisterTheTasksApiLeavesNothingAndSaysWhy) {
     whole = probe.host->memory().peak;
   }
   LuaHostOptions o;
-  o.memory_limit = CreateHost(LuaHostOptions{})->memory().peak + 1024;
+  o.install_apis = RegisterPatternApi;
+  o.memory_limit = CreateHost(o)->memory().peak + 1024;
   ASSERT_LT(o.memory_limit, whole);
   ASSERT_TRUE(CreateHost(o));
   LuaRuntime rt;
@@ -61,6 +64,19 @@ TEST(LuaRuntimeTest, AFailureToRegisterTheTasksApiLeavesNothingAndSaysWhy) {
   EXPECT_NE(error.find("memory"), std::string::npos) << error;
   EXPECT_FALSE(rt.host);
   EXPECT_FALSE(rt.scheduler);
+}
+
+// The runtime installs the pattern functions itself (LuaHost::StopDue stops
+// them): its callers set no LuaHostOptions::install_apis.
+TEST(LuaRuntimeTest, ItsStringLibraryHasThePatternFunctionsWithoutBeingAsked) {
+  FakeClock clock;
+  NoHooks hooks;
+  LuaHostOptions o;
+  o.libs.kind = LibProfile::Kind::kAll;
+  LuaRuntime rt;
+  std::string error;
+  ASSERT_TRUE(rt.Assemble(o, &clock, &hooks, &error)) << error;
+  EXPECT_EQ(RunLua(rt.host.get(), "return debug.getinfo(string.find, 'u').nups"), "ok:1");
 }
 
 }  // namespace

@@ -8,7 +8,6 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_api_pattern.hpp"
 #include "lua_runtime.hpp"
 #include "test_clocks.hpp"
 
@@ -54,7 +53,6 @@ class SchedulerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     LuaHostOptions o;
-    o.install_apis = RegisterPatternApi;
     std::string error;
     ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
     host = rt.host.get();
@@ -813,7 +811,6 @@ class CpuBudgetTest : public ::testing::Test {
     o.time_slice_ns = slice_ns;
     o.task_timeout_ns = timeout_ns;
     o.clock = &clock;
-    o.install_apis = RegisterPatternApi;
     std::string error;
     ASSERT_TRUE(rt.Assemble(o, &clock, &rec, &error)) << error;
     host = rt.host.get();

@@ -50,7 +50,9 @@ test('IMMEDIATE yields and a preempted task keep the store', async () => {
 test('after tasks.await of a promise, and in the callbacks a JS function registers then', async () => {
   // The promise is made and settled outside any store.
   let settle;
-  const outside = new Promise((r) => { settle = r; });
+  const outside = new Promise((r) => {
+    settle = r;
+  });
   setTimeout(() => settle('v'), 2);
   rt.set('later', () => new Promise((r) => setTimeout(() => r(seen()), 1)));
   rt.load(`function f(p)
@@ -121,7 +123,7 @@ test('a task started from Lua by a JS-started task inherits its store, before an
   expect(await task.result).toEqual(['A', 'A']);
 });
 
-test('two concurrent tasks started under different stores never see each other\'s', async () => {
+test("two concurrent tasks started under different stores never see each other's", async () => {
   rt.load(`function f(n)
     local out = {}
     for i = 1, n do
@@ -148,10 +150,20 @@ test('tasks started by the top level of rt.load see the store of that rt.load ca
   const a = als.run('A', () => rt.load('return spawn(3)')[0]);
   const b = als.run('B', () => rt.load('return spawn(3)')[0]);
   const none = rt.load('return spawn(3)')[0];
-  expect(await rt.call('collect', [...a, ...b, ...none])).toEqual(['A', 'A', 'A', 'B', 'B', 'B', 'none', 'none', 'none']);
+  expect(await rt.call('collect', [...a, ...b, ...none])).toEqual([
+    'A',
+    'A',
+    'A',
+    'B',
+    'B',
+    'B',
+    'none',
+    'none',
+    'none',
+  ]);
 });
 
-test('a task started outside any store sees none, not the Runtime\'s creation store', async () => {
+test("a task started outside any store sees none, not the Runtime's creation store", async () => {
   rt.load(`function f()
     coroutine.yield("FOR", 1, "MILLISECONDS")
     return seen()
@@ -179,7 +191,9 @@ test('a store a JS function enters around a Lua callback holds inside it, and fo
 });
 
 test('a JS function that throws after a wait still raises its error in Lua', async () => {
-  rt.set('boom', () => { throw new TypeError(`boom in ${seen()}`); });
+  rt.set('boom', () => {
+    throw new TypeError(`boom in ${seen()}`);
+  });
   rt.load(`function f()
     coroutine.yield("FOR", 1, "MILLISECONDS")
     local ok, err = pcall(boom)
@@ -193,8 +207,12 @@ test('a context is made only for a task that outlives its first run, shared by t
   const made = new Set();
   let destroyed = 0;
   const hook = createHook({
-    init(id, type) { if (type === 'lua-tasks.task') made.add(id); },
-    destroy(id) { if (made.has(id)) destroyed++; },
+    init(id, type) {
+      if (type === 'lua-tasks.task') made.add(id);
+    },
+    destroy(id) {
+      if (made.has(id)) destroyed++;
+    },
   }).enable();
   try {
     rt.load(`function quick() return 1 end
@@ -210,13 +228,22 @@ test('a context is made only for a task that outlives its first run, shared by t
     expect(await rt.call('parent', 100)).toBe(5050);
     expect(made.size).toBe(1);
     // The top level of one rt.load: one context for all the tasks it starts.
-    const ids = als.run('L', () => rt.load(`local ids = {}
+    const ids = als.run(
+      'L',
+      () =>
+        rt.load(`local ids = {}
       for i = 1, 100 do ids[i] = tasks.start(function() coroutine.yield("IMMEDIATE") return seen() end) end
-      return ids`)[0]);
+      return ids`)[0],
+    );
     expect(made.size).toBe(2);
-    const seenByThem = await rt.call(rt.load('return function(ids) local r = {} for i, id in ipairs(ids) do r[i] = tasks.wait(id) end return r end')[0], ids);
+    const seenByThem = await rt.call(
+      rt.load(
+        'return function(ids) local r = {} for i, id in ipairs(ids) do r[i] = tasks.wait(id) end return r end',
+      )[0],
+      ids,
+    );
     expect(seenByThem).toEqual(Array(100).fill('L'));
-    await sleep(5);  // destroy hooks run from an immediate
+    await sleep(5); // destroy hooks run from an immediate
     expect(destroyed).toBe(2);
   } finally {
     hook.disable();

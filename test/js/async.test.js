@@ -24,7 +24,9 @@ test("util.async's own Lua unit tests pass inside a runtime", () => {
 
 test('sleep and next ticks run on the loop, and wait_for takes a JS Promise', async () => {
   const rt = makeRuntime();
-  rt.set('later', (ms, v, fail) => ({ p: new Promise((r, j) => setTimeout(() => (fail ? j(new Error('no')) : r(v)), ms)) }));
+  rt.set('later', (ms, v, fail) => ({
+    p: new Promise((r, j) => setTimeout(() => (fail ? j(new Error('no')) : r(v)), ms)),
+  }));
   rt.load(`
     local async = require "util.async"
     out = {}
@@ -62,7 +64,9 @@ test('a runner, next tick and schedule function may be callable tables, as in Pr
   expect(rt.get('out')).toEqual(['a', 'b']);
   // A JS object is not callable from Lua: refused at once, not at the first item.
   rt.set('obj', new Date(0));
-  expect(() => rt.load('require("util.async").runner(obj)')).toThrow(/bad argument #1 to 'runner' \(callable expected, got userdata\)/);
+  expect(() => rt.load('require("util.async").runner(obj)')).toThrow(
+    /bad argument #1 to 'runner' \(callable expected, got userdata\)/,
+  );
 });
 
 test('after wait_for(a JS Promise) the item goes on inside a task, so it can wait on the task', async () => {
@@ -83,7 +87,7 @@ test('after wait_for(a JS Promise) the item goes on inside a task, so it can wai
   expect(rt.get('out')).toEqual(['a in task: true', 'slept']);
 });
 
-test('a task cancelled while its runner\'s item sleeps on the task closes the item and leaves the runner ready', async () => {
+test("a task cancelled while its runner's item sleeps on the task closes the item and leaves the runner ready", async () => {
   const lines = [];
   const rt = makeRuntime({ print: (l) => lines.push(String(l)) });
   rt.load(`
@@ -141,7 +145,10 @@ test('a runner whose item is killed by taskTimeout, in run() or after a wait, ta
 
 test.each([
   ['examples/async-dns.js', /localhost A: 127\.0\.0\.1/],
-  ['examples/async-sequence.js', /callbacks: 127\.0\.0\.1 -> hello from \/path\nwaiters: 127\.0\.0\.1 -> hello from \/path|waiters: 127\.0\.0\.1 -> hello from \/path\ncallbacks: 127\.0\.0\.1 -> hello from \/path/],
+  [
+    'examples/async-sequence.js',
+    /callbacks: 127\.0\.0\.1 -> hello from \/path\nwaiters: 127\.0\.0\.1 -> hello from \/path|waiters: 127\.0\.0\.1 -> hello from \/path\ncallbacks: 127\.0\.0\.1 -> hello from \/path/,
+  ],
 ])('%s runs', (file, expected) => {
   const out = execFileSync(process.execPath, [file], { cwd: root, encoding: 'utf8', timeout: 20000 });
   expect(out).toMatch(expected);

@@ -18,8 +18,14 @@ test('a JS function returning a Promise suspends the task until it fulfils', asy
 });
 
 test.each([
-  ['a coroutine.wrap iterator', 'local g = coroutine.wrap(function() coroutine.yield(delay(5, 1)) coroutine.yield(delay(5, 2)) end) return g() + g()'],
-  ['a nested coroutine.resume', 'local c = coroutine.create(function() return delay(5, 3) end) local ok, v = coroutine.resume(c) return v'],
+  [
+    'a coroutine.wrap iterator',
+    'local g = coroutine.wrap(function() coroutine.yield(delay(5, 1)) coroutine.yield(delay(5, 2)) end) return g() + g()',
+  ],
+  [
+    'a nested coroutine.resume',
+    'local c = coroutine.create(function() return delay(5, 3) end) local ok, v = coroutine.resume(c) return v',
+  ],
   ['pcall', 'local ok, v = pcall(delay, 5, 3) return v'],
   ['xpcall', 'local ok, v = xpcall(delay, debug and debug.traceback or print, 5, 3) return v'],
 ])('awaiting works inside %s', async (_, body) => {
@@ -49,7 +55,16 @@ test('outside a task a returned Promise is ERR_NOT_IN_TASK, not a hang', () => {
 
 test('cancel while awaiting ends the task at once and the late settlement is ignored', async () => {
   let settled = false;
-  rt.set('slow', () => new Promise((r) => setTimeout(() => { settled = true; r(1); }, 20)));
+  rt.set(
+    'slow',
+    () =>
+      new Promise((r) =>
+        setTimeout(() => {
+          settled = true;
+          r(1);
+        }, 20),
+      ),
+  );
   rt.load('function t() slow() error("must not continue") end');
   const task = rt.start('t');
   expect(rt.resume(task.id)).toBe(false); // awaiting a promise is not resumable by id

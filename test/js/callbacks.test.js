@@ -46,7 +46,9 @@ test('with no taskerror listener the failure is a process warning, never dropped
 
 test('a JS error thrown through a callback reaches taskerror as the same object', async () => {
   const thrown = new TypeError('from JS');
-  rt.set('fail', () => { throw thrown; });
+  rt.set('fail', () => {
+    throw thrown;
+  });
   rt.set('later', (fn) => setTimeout(fn, 1));
   const heard = nextTaskError(rt);
   rt.load('later(function() fail() end)');
@@ -64,7 +66,9 @@ test('an emitter listener from Lua that raises is reported; emit returns and lat
     listen("tick", function(n) error("bad tick " .. n) end)
     listen("tick", function(n) got[#got + 1] = n end)`);
   let after = 0;
-  em.on('tick', () => { after += 1; });
+  em.on('tick', () => {
+    after += 1;
+  });
   expect(em.emit('tick', 7)).toBe(true);
   expect(errors).toHaveLength(1);
   expect(errors[0][0]).toEqual({ id: null, callback: true });
@@ -75,14 +79,18 @@ test('an emitter listener from Lua that raises is reported; emit returns and lat
 
 test('a callback that returns normally gives its first result to the JS caller', () => {
   let callback;
-  rt.set('keep', (fn) => { callback = fn; });
+  rt.set('keep', (fn) => {
+    callback = fn;
+  });
   rt.load('keep(function(a, b) return a + b, "ignored" end)');
   expect(callback(2, 3)).toBe(5);
 });
 
 test('a failing callback returns undefined to its JS caller', () => {
   let callback;
-  rt.set('keep', (fn) => { callback = fn; });
+  rt.set('keep', (fn) => {
+    callback = fn;
+  });
   rt.on('taskerror', () => {});
   rt.load('keep(function() error("x") end)');
   expect(callback()).toBeUndefined();
@@ -90,7 +98,9 @@ test('a failing callback returns undefined to its JS caller', () => {
 
 test('a callback called while Lua runs raises back into the Lua caller, where pcall sees it', () => {
   rt.set('each', (list, fn) => list.forEach((x) => fn(x)));
-  rt.on('taskerror', () => { throw new Error('must not be reported'); });
+  rt.on('taskerror', () => {
+    throw new Error('must not be reported');
+  });
   const [ok, msg] = rt.load('return pcall(each, {1, 2}, function(x) error("in each " .. x) end)');
   expect(ok).toBe(false);
   expect(String(msg)).toMatch(/in each 1$/);
@@ -105,13 +115,17 @@ test('a callback failing inside a task raises in that task', async () => {
 test('a Lua function that JS took with get() still throws to its JS caller', () => {
   rt.load('function f() error("taken") end');
   const f = rt.get('f');
-  rt.on('taskerror', () => { throw new Error('must not be reported'); });
+  rt.on('taskerror', () => {
+    throw new Error('must not be reported');
+  });
   expect(() => f()).toThrow(/taken$/);
 });
 
 test('a callback called after close() does not run and is reported; a taken function throws', async () => {
   let callback;
-  rt.set('keep', (fn) => { callback = fn; });
+  rt.set('keep', (fn) => {
+    callback = fn;
+  });
   rt.load('ran = 0 keep(function() ran = ran + 1 return 1 end) function g() return 2 end');
   const g = rt.get('g');
   expect(callback()).toBe(1);
@@ -124,7 +138,9 @@ test('a callback called after close() does not run and is reported; a taken func
 });
 
 test('a timer Lua set up that fires after close() does not end the process', async () => {
-  rt.set('later', (fn, ms) => { setTimeout(fn, ms); });
+  rt.set('later', (fn, ms) => {
+    setTimeout(fn, ms);
+  });
   rt.load('later(function() error("never runs") end, 5)');
   const warned = nextWarning();
   rt.closeSync();
@@ -134,9 +150,13 @@ test('a timer Lua set up that fires after close() does not end the process', asy
 
 test('a callback that closes its runtime and then fails is reported as a warning', async () => {
   let callback;
-  rt.set('keep', (fn) => { callback = fn; });
+  rt.set('keep', (fn) => {
+    callback = fn;
+  });
   rt.set('closeMe', () => rt.closeSync());
-  rt.on('taskerror', () => { throw new Error('the closed runtime must not emit'); });
+  rt.on('taskerror', () => {
+    throw new Error('the closed runtime must not emit');
+  });
   rt.load('keep(function() closeMe() error("after close") end)');
   const warned = nextWarning();
   expect(callback()).toBeUndefined();

@@ -74,7 +74,7 @@ test('a sleeper beside a committing loop wakes again and again, late by about on
   // Ideally about 20 wakes of 10 ms, each up to one 5 ms write late; a loaded
   // machine may do fewer, but never none.
   expect(s.wakes).toBeGreaterThanOrEqual(5);
-  expect(s.worst).toBeLessThan(20 * SAVE_MS);  // generous: about one write (plus timer granularity) expected
+  expect(s.worst).toBeLessThan(20 * SAVE_MS); // generous: about one write (plus timer granularity) expected
   await rt.close();
 });
 
@@ -86,8 +86,8 @@ async function expectTimerFiresWhileLooping(rt, n) {
     seen = rt.get('count');
   }, 0);
   expect(await rt.call('loop', n)).toBe(n);
-  expect(seen).toBeDefined();  // the timer fired before the task ended...
-  expect(seen).toBeLessThan(n);  // ...while it was still looping
+  expect(seen).toBeDefined(); // the timer fired before the task ended...
+  expect(seen).toBeLessThan(n); // ...while it was still looping
 }
 
 // Issue 19, item 5: with a store whose save resolves at once, the COMMIT loop
@@ -116,5 +116,10 @@ test.each([
 // the process hung.
 test.each(['commit', 'await'])('an endless instant %s loop is cancelled from a timer and Node exits', async (mode) => {
   const { code, signal, stdout, stderr } = await runNode([fixture('commit-endless.js'), mode], { timeout: 15000 });
-  expect({ code, signal, stdout, stderr }).toEqual({ code: 0, signal: null, stdout: 'ERR_TASK_CANCELLED\nlooped true\n', stderr: '' });
+  expect({ code, signal, stdout, stderr }).toEqual({
+    code: 0,
+    signal: null,
+    stdout: 'ERR_TASK_CANCELLED\nlooped true\n',
+    stderr: '',
+  });
 });

@@ -103,7 +103,10 @@ describe('JS -> Lua, row by row', () => {
 
   test('a plain object becomes a table with string keys', () => {
     expect(inLua({ a: 1, 2: 'two', 'with space': true }, 'v.a, v["2"], v[2], v["with space"]')).toEqual([
-      1, 'two', null, true,
+      1,
+      'two',
+      null,
+      true,
     ]);
   });
 
@@ -115,21 +118,26 @@ describe('JS -> Lua, row by row', () => {
   test('symbol keys and non-enumerable properties are not copied', () => {
     const o = { a: 1, [Symbol('s')]: 2 };
     Object.defineProperty(o, 'hidden', { value: 3, enumerable: false });
-    expect(inLua(o, 'v.a, v.hidden, (function() local n = 0 for _ in pairs(v) do n = n + 1 end return n end)()')).toEqual([
-      1, null, 1,
-    ]);
+    expect(
+      inLua(o, 'v.a, v.hidden, (function() local n = 0 for _ in pairs(v) do n = n + 1 end return n end)()'),
+    ).toEqual([1, null, 1]);
   });
 
   test('a Map becomes a table keyed by its converted keys', () => {
-    const m = new Map([['k', 'str'], [1, 'int'], [1.5, 'float'], [true, 'bool']]);
+    const m = new Map([
+      ['k', 'str'],
+      [1, 'int'],
+      [1.5, 'float'],
+      [true, 'bool'],
+    ]);
     expect(inLua(m, 'type(v), v.k, v[1], v[1.5], v[true]')).toEqual(['table', 'str', 'int', 'float', 'bool']);
   });
 
   test('a Map with an object key gives a table key', () => {
     const key = { id: 1 };
-    expect(inLua(new Map([[key, 'v']]), '(function() for k, x in pairs(v) do return type(k), k.id, x end end)()')).toEqual([
-      'table', 1, 'v',
-    ]);
+    expect(
+      inLua(new Map([[key, 'v']]), '(function() for k, x in pairs(v) do return type(k), k.id, x end end)()'),
+    ).toEqual(['table', 1, 'v']);
   });
 
   test.each([
@@ -192,7 +200,12 @@ describe('non-plain JS objects cross by reference', () => {
 
   test('an Error keeps its message, name and extra fields readable', () => {
     const e = Object.assign(new RangeError('too big'), { code: 'E_BIG' });
-    expect(inLua(e, 'v.message, v.name, v.code, tostring(v)')).toEqual(['too big', 'RangeError', 'E_BIG', 'RangeError: too big']);
+    expect(inLua(e, 'v.message, v.name, v.code, tostring(v)')).toEqual([
+      'too big',
+      'RangeError',
+      'E_BIG',
+      'RangeError: too big',
+    ]);
   });
 
   test('a referenced object passed back to a JS function is the same object', () => {
@@ -402,7 +415,9 @@ describe('bytes', () => {
 
   test('all 256 byte values cross into Lua unchanged', () => {
     rt.set('b', all);
-    expect(rt.load('local ok = #b == 256 for i = 1, 256 do ok = ok and b:byte(i) == i - 1 end return ok')).toEqual([true]);
+    expect(rt.load('local ok = #b == 256 for i = 1, 256 do ok = ok and b:byte(i) == i - 1 end return ok')).toEqual([
+      true,
+    ]);
   });
 
   test('all 256 byte values come back as a Buffer, byte for byte', () => {
@@ -458,7 +473,13 @@ describe('bytes', () => {
 
 describe('tables and objects', () => {
   test.each([
-    ['nested arrays', [[1, 2], [3, [4, 5]]]],
+    [
+      'nested arrays',
+      [
+        [1, 2],
+        [3, [4, 5]],
+      ],
+    ],
     ['an object of arrays', { a: [1, 2], b: { c: ['x'] } }],
     ['strings and booleans', { s: 'x', t: true, f: false }],
     ['integers and floats', { i: 1, f: 1.5, n: -3 }],
@@ -472,7 +493,14 @@ describe('tables and objects', () => {
   });
 
   test('a Map comes back as a plain object', () => {
-    expect(roundTrip(new Map([['a', 1], ['b', [2]]]))).toEqual({ a: 1, b: [2] });
+    expect(
+      roundTrip(
+        new Map([
+          ['a', 1],
+          ['b', [2]],
+        ]),
+      ),
+    ).toEqual({ a: 1, b: [2] });
   });
 
   test('a sparse table comes back as an object with string keys', () => {
@@ -494,9 +522,9 @@ describe('cycles and shared references', () => {
     const shared = { k: 1 };
     const arr = [shared, shared];
     const m = new Map([['x', shared]]);
-    expect(inLua({ a: shared, b: shared, arr, m }, 'v.a == v.b, v.arr[1] == v.a, v.arr[2] == v.a, v.m.x == v.a')).toEqual([
-      true, true, true, true,
-    ]);
+    expect(
+      inLua({ a: shared, b: shared, arr, m }, 'v.a == v.b, v.arr[1] == v.a, v.arr[2] == v.a, v.m.x == v.a'),
+    ).toEqual([true, true, true, true]);
   });
 
   test('a JS array shared twice and a Map cycle are preserved', () => {
@@ -577,7 +605,9 @@ describe('functions', () => {
   });
 
   test('a Lua function receives JS arguments converted, undefined as nil', () => {
-    const [f] = rt.load('return function(...) return { n = select("#", ...), t = { math.type((...)), type(select(2, ...)) } } end');
+    const [f] = rt.load(
+      'return function(...) return { n = select("#", ...), t = { math.type((...)), type(select(2, ...)) } } end',
+    );
     expect(f(1, undefined)).toEqual({ n: 2, t: ['integer', 'nil'] });
   });
 
@@ -725,7 +755,17 @@ describe('values that cannot cross', () => {
 
   test('a getter that throws deep inside an array propagates its error', () => {
     const boom = new TypeError('nested getter');
-    const v = [{ a: [{ get b() { throw boom; } }] }];
+    const v = [
+      {
+        a: [
+          {
+            get b() {
+              throw boom;
+            },
+          },
+        ],
+      },
+    ];
     expect(() => rt.set('x', v)).toThrow(boom);
     expect(rt.load('return 2')).toEqual([2]);
   });
@@ -733,23 +773,32 @@ describe('values that cannot cross', () => {
   // Before issue 18 Lua ran the getter; now a field read runs no code of the object.
   test('a getter on a referenced object is not run: the field reads nil', () => {
     const boom = new Error('field getter');
-    rt.set('o', new (class {
-      get bad() {
-        throw boom;
-      }
-    })());
+    rt.set(
+      'o',
+      new (class {
+        get bad() {
+          throw boom;
+        }
+      })(),
+    );
     expect(rt.load('local ok, v = pcall(function() return o.bad end) return ok, v')).toEqual([true, null]);
   });
 
   test('with trustedObjects, a getter that throws is a Lua error keeping the Error', () => {
     const trusted = makeRuntime({ trustedObjects: true });
     const boom = new Error('field getter');
-    trusted.set('o', new (class {
-      get bad() {
-        throw boom;
-      }
-    })());
-    expect(trusted.load('local ok, e = pcall(function() return o.bad end) return ok, e.message')).toEqual([false, 'field getter']);
+    trusted.set(
+      'o',
+      new (class {
+        get bad() {
+          throw boom;
+        }
+      })(),
+    );
+    expect(trusted.load('local ok, e = pcall(function() return o.bad end) return ok, e.message')).toEqual([
+      false,
+      'field getter',
+    ]);
     expect(() => trusted.load('return o.bad')).toThrow(boom);
   });
 });

@@ -2,11 +2,10 @@
 // Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntimeWithLines, closeAfterTest, sleep, turn } = require('./helpers');
+const { makeRuntime, closeAfterTest, sleep, turn } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('nested coroutines', () => {
   test('a plain coroutine.yield in a user coroutine keeps standard Lua semantics inside a task', async () => {
@@ -36,7 +35,8 @@ describe('nested coroutines', () => {
   });
 
   test('coroutine.wrap generators, isyieldable, running and errors behave as in plain Lua', async () => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local gen = coroutine.wrap(function() for i = 1, 3 do coroutine.yield(i * i) end end)
       local sq = { gen(), gen(), gen() }
       local inside = coroutine.wrap(function() return coroutine.isyieldable(), select(2, coroutine.running()) end)
@@ -44,7 +44,9 @@ describe('nested coroutines', () => {
       local bad = coroutine.wrap(function() error("in wrap") end)
       local ok, err = pcall(bad)
       return { sq, y, main, ok, err }
-    end`, { name: 'wrap.lua' });
+    end`,
+      { name: 'wrap.lua' },
+    );
     expect(await rt.call('t')).toEqual([[1, 4, 9], true, false, false, expect.stringMatching(/^wrap\.lua:6: in wrap/)]);
   });
 
@@ -103,8 +105,6 @@ describe('nested coroutines', () => {
     expect(await rt.call('t')).toEqual([true, 10, true, 31, 'dead', 'dead']);
   });
 
-
-
   test('a sleep inside a nested coroutine returns the scheduler reason when it wakes by itself', async () => {
     rt.load(`function t()
       local co = coroutine.create(function() return tasks.sleep(0.01) end)
@@ -116,26 +116,33 @@ describe('nested coroutines', () => {
   });
 
   test('an error after a nested sleep reaches the task with its position', async () => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local co = coroutine.wrap(function()
         tasks.sleep(0.005)
         error("after sleep")
       end)
       return { pcall(co) }
-    end`, { name: 'nest.lua' });
+    end`,
+      { name: 'nest.lua' },
+    );
     const [ok, err] = await rt.call('t');
     expect(ok).toBe(false);
     expect(err).toMatch(/^nest\.lua:4: after sleep/);
   });
 });
 
-describe('a task\'s coroutine runs only under the scheduler (coroutine.running() hands it out)', () => {
+describe("a task's coroutine runs only under the scheduler (coroutine.running() hands it out)", () => {
   test('coroutine.resume refuses it and coroutine.close raises, from anywhere; the task stays resumable by id', async () => {
     rt.load(`function w() leaked = coroutine.running() local v = coroutine.yield("INDEFINITELY") return v end`);
     const task = rt.start('w');
-    expect(rt.load('return coroutine.resume(leaked)')).toEqual([false, "cannot resume a task's coroutine (resume the task: tasks.resume(id))"]);
-    expect(() => rt.load('coroutine.close(leaked)', { name: 'closer' }))
-      .toThrow(/closer"?\]?:1: cannot close a task's coroutine \(cancel the task: tasks.cancel\(id\)\)/);
+    expect(rt.load('return coroutine.resume(leaked)')).toEqual([
+      false,
+      "cannot resume a task's coroutine (resume the task: tasks.resume(id))",
+    ]);
+    expect(() => rt.load('coroutine.close(leaked)', { name: 'closer' })).toThrow(
+      /closer"?\]?:1: cannot close a task's coroutine \(cancel the task: tasks.cancel\(id\)\)/,
+    );
     // From another task too, and its own coroutine from inside.
     rt.load(`tasks.start(function() other = {coroutine.resume(leaked)} end)
       mine = tasks.start(function() self_ok, self_err = coroutine.resume(coroutine.running()) end)`);
@@ -153,11 +160,10 @@ describe('a task\'s coroutine runs only under the scheduler (coroutine.running()
     // Before the refusal, Lua resumed the waiting task's coroutine itself,
     // poke() cancelled that task from JS, and the reset freed the stack the
     // interpreter was running on (Node crashed).
-    let id;
-    rt.set('poke', () => rt.cancel(id));
+    rt.set('poke', () => rt.cancel(id)); // id is set before anything can call poke
     rt.load(`function w() leaked = coroutine.running() coroutine.yield("INDEFINITELY") poke() return "ran" end`);
     const task = rt.start('w');
-    id = task.id;
+    const id = task.id;
     expect(rt.load('return coroutine.resume(leaked)')[0]).toBe(false);
     expect(rt.cancel(id)).toBe(true);
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
@@ -167,7 +173,13 @@ describe('a task\'s coroutine runs only under the scheduler (coroutine.running()
   test('a start deferred by a COMMIT cannot be closed or resumed before it runs', async () => {
     rt.closeSync();
     let release;
-    const store = { load: async () => null, save: () => new Promise((r) => { release = r; }) };
+    const store = {
+      load: async () => null,
+      save: () =>
+        new Promise((r) => {
+          release = r;
+        }),
+    };
     rt = closeAfterTest(await Runtime.open({ name: 'deferred', store }));
     rt.load(`co = coroutine.create(function(...) return select('#', ...) end)
       big = {} for i = 1, 5000 do big[i] = i end`);

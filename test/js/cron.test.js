@@ -4,7 +4,7 @@
 const { execFileSync } = require('child_process');
 const path = require('path');
 const { Cron } = require('croner');
-const { Runtime, cron } = require('../..');
+const { cron } = require('../..');
 const { makeRuntime } = require('./helpers');
 
 const iso = (dates) => dates.map((d) => d.toISOString());
@@ -13,8 +13,18 @@ test.each([
   ['0 0 12 ? * MON-FRI', '2026-11-21T00:00:00Z', 'UTC', ['2026-11-23T12:00:00.000Z', '2026-11-24T12:00:00.000Z']],
   ['0 15 10 L * ?', '2026-02-01T00:00:00Z', 'UTC', ['2026-02-28T10:15:00.000Z', '2026-03-31T10:15:00.000Z']],
   ['0 0 0 29 2 ?', '2097-01-01T00:00:00Z', 'UTC', ['2104-02-29T00:00:00.000Z']],
-  ['0 30 2 * * ?', '2026-03-07T12:00:00Z', 'America/New_York', ['2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z']],
-  ['0 30 1 * * ?', '2026-11-01T00:00:00Z', 'America/New_York', ['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z']],
+  [
+    '0 30 2 * * ?',
+    '2026-03-07T12:00:00Z',
+    'America/New_York',
+    ['2026-03-08T07:00:00.000Z', '2026-03-09T06:30:00.000Z'],
+  ],
+  [
+    '0 30 1 * * ?',
+    '2026-11-01T00:00:00Z',
+    'America/New_York',
+    ['2026-11-01T05:30:00.000Z', '2026-11-02T06:30:00.000Z'],
+  ],
   ['0 0 12 ? * 1', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['0 12 * * 0', '2026-11-22T12:00:00Z', 'UTC', ['2026-11-29T12:00:00.000Z']],
   ['@daily', '2026-11-22T00:00:00.500Z', 'UTC', ['2026-11-23T00:00:00.000Z']],
@@ -41,14 +51,22 @@ test.each([
 
 test('describe expands the fields', () => {
   const d = cron.describe('0 0/20 9-10 ? * MON-FRI');
-  expect(d).toMatchObject({ dialect: 'quartz', seconds: [0], minutes: [0, 20, 40], hours: [9, 10], daysOfWeek: [1, 2, 3, 4, 5] });
+  expect(d).toMatchObject({
+    dialect: 'quartz',
+    seconds: [0],
+    minutes: [0, 20, 40],
+    hours: [9, 10],
+    daysOfWeek: [1, 2, 3, 4, 5],
+  });
   expect(cron.describe('*/30 * * * *')).toMatchObject({ dialect: 'vixie', minutes: [0, 30] });
 });
 
 test('bad arguments are refused', () => {
   expect(() => cron.next(42)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
   expect(() => cron.next('* * * * *', { count: 0 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
-  expect(() => cron.next('* * * * *', { tz: 'Mars/Base' })).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }));
+  expect(() => cron.next('* * * * *', { tz: 'Mars/Base' })).toThrow(
+    expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }),
+  );
 });
 
 test('UNTIL_NEXT waits for the next instant and returns SCHEDULER, elapsed, SECONDS', async () => {
@@ -74,32 +92,58 @@ test('UNTIL_NEXT with a bad expression, zone or no next time raises at the yield
 // Issue 20: 6 fields with day numbers beside a '*' day-of-month mean
 // SUN-THU in Quartz and MON-FRI in node-cron and croner; refused everywhere.
 describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
-  const message = 'cron: day-of-week \'1-5\' at position 11 is ambiguous with day-of-month \'*\': Quartz (6-7 fields) ' +
+  const message =
+    "cron: day-of-week '1-5' at position 11 is ambiguous with day-of-month '*': Quartz (6-7 fields) " +
     'counts 1 = SUN, node-cron and croner count 1 = MON. Write "0 0 9 ? * MON-FRI" (names), or use 5 fields ("0 9 * * 1-5")';
 
   test('are refused by cron.validate, cron.next and cron.describe with ERR_CRON_SYNTAX naming both readings', () => {
     expect(cron.validate('0 0 9 * * 1-5')).toEqual({ ok: false, error: message });
     expect(() => cron.next('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
     expect(() => cron.describe('0 0 9 * * 1-5')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX', message }));
-    for (const expr of ['0 0 9 * * 2', '0 0 9 * * 1,7', '0 0 9 * * 1-5/2', '0 0 9 * * 6#3', '0 0 9 * * 5L', '0 0 9 * * 1-5 2030']) {
-      expect(cron.validate(expr)).toEqual({ ok: false, error: expect.stringContaining('node-cron and croner count 1 = MON') });
+    for (const expr of [
+      '0 0 9 * * 2',
+      '0 0 9 * * 1,7',
+      '0 0 9 * * 1-5/2',
+      '0 0 9 * * 6#3',
+      '0 0 9 * * 5L',
+      '0 0 9 * * 1-5 2030',
+    ]) {
+      expect(cron.validate(expr)).toEqual({
+        ok: false,
+        error: expect.stringContaining('node-cron and croner count 1 = MON'),
+      });
     }
   });
 
   test('are refused at an UNTIL_NEXT yield, catchably', async () => {
     const rt = makeRuntime();
     rt.load('function t(e) local ok, err = pcall(coroutine.yield, "UNTIL_NEXT", e) return tostring(err) end');
-    expect(await rt.call('t', '0 0 9 * * 1-5')).toMatch(/UNTIL_NEXT: cron: day-of-week '1-5' .* Write "0 0 9 \? \* MON-FRI"/);
+    expect(await rt.call('t', '0 0 9 * * 1-5')).toMatch(
+      /UNTIL_NEXT: cron: day-of-week '1-5' .* Write "0 0 9 \? \* MON-FRI"/,
+    );
   });
 
   test('both suggested spellings, and every unambiguous form, are accepted; the suggestions agree', () => {
-    for (const expr of ['0 0 9 * * MON-FRI', '0 0 9 ? * 1-5', '0 0 9 * * ?', '0 0 9 * * *', '0 0 9 ? * *', '0 9 * * 1-5', '0 0 9 * * */2']) {
+    for (const expr of [
+      '0 0 9 * * MON-FRI',
+      '0 0 9 ? * 1-5',
+      '0 0 9 * * ?',
+      '0 0 9 * * *',
+      '0 0 9 ? * *',
+      '0 9 * * 1-5',
+      '0 0 9 * * */2',
+    ]) {
       expect(cron.validate(expr)).toEqual({ ok: true });
     }
-    const from = new Date('2026-11-20T00:00:00Z');  // a Friday
+    const from = new Date('2026-11-20T00:00:00Z'); // a Friday
     const named = iso(cron.next('0 0 9 ? * MON-FRI', { from, tz: 'UTC', count: 5 }));
-    expect(named).toEqual(['2026-11-20T09:00:00.000Z', '2026-11-23T09:00:00.000Z', '2026-11-24T09:00:00.000Z',
-      '2026-11-25T09:00:00.000Z', '2026-11-26T09:00:00.000Z']);
+    expect(named).toEqual([
+      '2026-11-20T09:00:00.000Z',
+      '2026-11-23T09:00:00.000Z',
+      '2026-11-24T09:00:00.000Z',
+      '2026-11-25T09:00:00.000Z',
+      '2026-11-26T09:00:00.000Z',
+    ]);
     expect(iso(cron.next('0 9 * * 1-5', { from, tz: 'UTC', count: 5 }))).toEqual(named);
     expect(iso(new Cron('0 0 9 * * 1-5', { timezone: 'UTC' }).nextRuns(5, from))).toEqual(named);
   });
@@ -107,7 +151,7 @@ describe('day numbers beside a * day-of-month in 6 or 7 fields', () => {
 
 // Issue 20: cron.next defaulted to UTC, UNTIL_NEXT to the process's zone.
 // Run in a child so $TZ is the process's own from the start.
-test('cron.next and UNTIL_NEXT default to the same zone, the process\'s; a tz or CRON_TZ= wins', () => {
+test("cron.next and UNTIL_NEXT default to the same zone, the process's; a tz or CRON_TZ= wins", () => {
   const script = `
     const { Runtime, cron } = require(${JSON.stringify(path.join(__dirname, '..', '..'))});
     const from = new Date('2025-12-31T12:00:00Z');
@@ -126,9 +170,10 @@ test('cron.next and UNTIL_NEXT default to the same zone, the process\'s; a tz or
       explicit: iso(cron.next('0 0 9 ? * *', { from, tz: 'UTC' })[0]),
       prefix: iso(cron.next('CRON_TZ=Europe/Paris 0 0 9 ? * *', { from })[0]),
     }));`;
-  const run = (TZ) => JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, TZ }, encoding: 'utf8' }));
+  const run = (TZ) =>
+    JSON.parse(execFileSync(process.execPath, ['-e', script], { env: { ...process.env, TZ }, encoding: 'utf8' }));
   const tokyo = run('Asia/Tokyo');
-  expect(tokyo.fromDefault).toBe('2026-01-01T00:00:00.000Z');  // 09:00 in Tokyo; it was 09:00 UTC
+  expect(tokyo.fromDefault).toBe('2026-01-01T00:00:00.000Z'); // 09:00 in Tokyo; it was 09:00 UTC
   expect(tokyo.cronNextNow).toBe(tokyo.untilNext);
   expect(tokyo.explicit).toBe('2026-01-01T09:00:00.000Z');
   expect(tokyo.prefix).toBe('2026-01-01T08:00:00.000Z');
@@ -151,15 +196,24 @@ test('cron.next agrees with croner on random expressions across zones', () => {
   const field = (lo, hi, avoid = []) => {
     const pick = () => {
       let v;
-      do v = lo + rnd(hi - lo + 1); while (avoid.includes(v));
+      do v = lo + rnd(hi - lo + 1);
+      while (avoid.includes(v));
       return v;
     };
     switch (rnd(5)) {
-      case 0: return '*';
-      case 1: return String(pick());
-      case 2: { const a = pick(); const b = pick(); return a <= b ? `${a}-${b}` : `${b}-${a}`; }
-      case 3: return `${lo === 0 ? '*' : lo}/${1 + rnd(Math.max(1, Math.floor((hi - lo) / 2)))}`;
-      default: return [...new Set([pick(), pick(), pick()])].sort((a, b) => a - b).join(',');
+      case 0:
+        return '*';
+      case 1:
+        return String(pick());
+      case 2: {
+        const a = pick();
+        const b = pick();
+        return a <= b ? `${a}-${b}` : `${b}-${a}`;
+      }
+      case 3:
+        return `${lo === 0 ? '*' : lo}/${1 + rnd(Math.max(1, Math.floor((hi - lo) / 2)))}`;
+      default:
+        return [...new Set([pick(), pick(), pick()])].sort((a, b) => a - b).join(',');
     }
   };
   const zones = ['UTC', 'America/New_York', 'Europe/Berlin', 'Asia/Tokyo'];
@@ -172,7 +226,12 @@ test('cron.next agrees with croner on random expressions across zones', () => {
     const from = new Date(Date.UTC(2020 + rnd(10), rnd(12), 1 + rnd(28), rnd(24), rnd(60), rnd(60)));
     const ours = iso(cron.next(expr, { from, tz, count: 3 }));
     const theirs = iso(new Cron(expr, { timezone: tz, legacyMode: false }).nextRuns(3, from));
-    expect({ expr, tz, from: from.toISOString(), next: ours }).toEqual({ expr, tz, from: from.toISOString(), next: theirs });
+    expect({ expr, tz, from: from.toISOString(), next: ours }).toEqual({
+      expr,
+      tz,
+      from: from.toISOString(),
+      next: theirs,
+    });
     compared++;
   }
   expect(compared).toBe(1500);

@@ -33,9 +33,20 @@ function injected(code, syscall) {
 function gate() {
   let reached;
   let pass;
-  const atGate = new Promise((r) => { reached = r; });
-  const passed = new Promise((r) => { pass = r; });
-  return { atGate, pass, wait: () => { reached(); return passed; } };
+  const atGate = new Promise((r) => {
+    reached = r;
+  });
+  const passed = new Promise((r) => {
+    pass = r;
+  });
+  return {
+    atGate,
+    pass,
+    wait: () => {
+      reached();
+      return passed;
+    },
+  };
 }
 
 // Wraps the FileHandles the store opens: `wrap(fh, file)` may replace their methods.
@@ -57,28 +68,37 @@ const faults = {
       return realOpen(file, ...rest);
     });
   },
-  'write (after a partial write)': () => onOpen((fh, file) => {
-    if (!file.endsWith('.tmp')) return;
-    const write = fh.write.bind(fh);
-    let calls = 0;
-    fh.write = async (buf, off, len, pos) => {
-      if (calls++ > 0) throw injected('ENOSPC', 'write');
-      return write(buf, off, Math.ceil(len / 2), pos); // half of it fits
-    };
-  }),
-  'fsync of the temp file': () => onOpen((fh, file) => {
-    if (file.endsWith('.tmp')) fh.sync = async () => { throw injected('EIO', 'fsync'); };
-  }),
-  'close of the temp file': () => onOpen((fh, file) => {
-    if (!file.endsWith('.tmp')) return;
-    const close = fh.close.bind(fh);
-    fh.close = async () => {
-      await close(); // the descriptor is gone, as after a real EIO at close
-      throw injected('EIO', 'close');
-    };
-  }),
+  'write (after a partial write)': () =>
+    onOpen((fh, file) => {
+      if (!file.endsWith('.tmp')) return;
+      const write = fh.write.bind(fh);
+      let calls = 0;
+      fh.write = async (buf, off, len, pos) => {
+        if (calls++ > 0) throw injected('ENOSPC', 'write');
+        return write(buf, off, Math.ceil(len / 2), pos); // half of it fits
+      };
+    }),
+  'fsync of the temp file': () =>
+    onOpen((fh, file) => {
+      if (file.endsWith('.tmp')) {
+        fh.sync = async () => {
+          throw injected('EIO', 'fsync');
+        };
+      }
+    }),
+  'close of the temp file': () =>
+    onOpen((fh, file) => {
+      if (!file.endsWith('.tmp')) return;
+      const close = fh.close.bind(fh);
+      fh.close = async () => {
+        await close(); // the descriptor is gone, as after a real EIO at close
+        throw injected('EIO', 'close');
+      };
+    }),
   rename: () => {
-    jest.spyOn(fsp, 'rename').mockImplementation(async () => { throw injected('EIO', 'rename'); });
+    jest.spyOn(fsp, 'rename').mockImplementation(async () => {
+      throw injected('EIO', 'rename');
+    });
   },
   'open of the directory': () => {
     const realOpen = fsp.open;
@@ -87,51 +107,76 @@ const faults = {
       return realOpen(file, ...rest);
     });
   },
-  'fsync of the directory': () => onOpen((fh, file) => {
-    if (file === dir) fh.sync = async () => { throw injected('EIO', 'fsync'); };
-  }),
-  'close of the directory': () => onOpen((fh, file) => {
-    if (file !== dir) return;
-    const close = fh.close.bind(fh);
-    fh.close = async () => {
-      await close();
-      throw injected('EIO', 'close');
-    };
-  }),
+  'fsync of the directory': () =>
+    onOpen((fh, file) => {
+      if (file === dir) {
+        fh.sync = async () => {
+          throw injected('EIO', 'fsync');
+        };
+      }
+    }),
+  'close of the directory': () =>
+    onOpen((fh, file) => {
+      if (file !== dir) return;
+      const close = fh.close.bind(fh);
+      fh.close = async () => {
+        await close();
+        throw injected('EIO', 'close');
+      };
+    }),
 };
-const beforeRename = ['open of the temp file', 'write (after a partial write)', 'fsync of the temp file', 'close of the temp file', 'rename'];
+const beforeRename = [
+  'open of the temp file',
+  'write (after a partial write)',
+  'fsync of the temp file',
+  'close of the temp file',
+  'rename',
+];
 
 describe('a failed save', () => {
   const old = Buffer.from('the previous snapshot');
   const next = Buffer.alloc(300000, 7);
 
-  test.each(beforeRename)('at %s rejects with the cause, leaves no temp file and the previous snapshot intact', async (where) => {
-    const store = new DirectoryStore(dir);
-    await store.save('s', old);
-    faults[where]();
-    const err = await store.save('s', next).then(() => null, (e) => e);
-    expect(err).toBeInstanceOf(Error);
-    expect(err.message).toMatch(/injected failure/);
-    expect(err.replaced).toBeUndefined();
-    jest.restoreAllMocks();
-    expect(temps()).toEqual([]);
-    expect(snapshot('s').equals(old)).toBe(true);
-  });
-
-  test.each(Object.keys(faults).filter((w) => !beforeRename.includes(w)))(
-    'at %s says the new snapshot is in place but not confirmed durable (replaced: true)', async (where) => {
+  test.each(beforeRename)(
+    'at %s rejects with the cause, leaves no temp file and the previous snapshot intact',
+    async (where) => {
       const store = new DirectoryStore(dir);
       await store.save('s', old);
       faults[where]();
-      const err = await store.save('s', next).then(() => null, (e) => e);
+      const err = await store.save('s', next).then(
+        () => null,
+        (e) => e,
+      );
+      expect(err).toBeInstanceOf(Error);
+      expect(err.message).toMatch(/injected failure/);
+      expect(err.replaced).toBeUndefined();
+      jest.restoreAllMocks();
+      expect(temps()).toEqual([]);
+      expect(snapshot('s').equals(old)).toBe(true);
+    },
+  );
+
+  test.each(Object.keys(faults).filter((w) => !beforeRename.includes(w)))(
+    'at %s says the new snapshot is in place but not confirmed durable (replaced: true)',
+    async (where) => {
+      const store = new DirectoryStore(dir);
+      await store.save('s', old);
+      faults[where]();
+      const err = await store.save('s', next).then(
+        () => null,
+        (e) => e,
+      );
       expect(err).toMatchObject({ replaced: true, path: path.join(dir, 's.state') });
-      expect(err.message).toMatch(/^The new snapshot of "s" is in place \(.*s\.state\) but not confirmed durable: .*injected failure/);
+      expect(err.message).toMatch(
+        /^The new snapshot of "s" is in place \(.*s\.state\) but not confirmed durable: .*injected failure/,
+      );
       expect(err.cause.message).toMatch(/injected failure/);
       expect(err.code).toBe(err.cause.code);
       jest.restoreAllMocks();
       expect(temps()).toEqual([]);
       expect(snapshot('s').equals(next)).toBe(true);
-    });
+    },
+  );
 
   test('inside COMMIT says the previous snapshot is intact when it is', async () => {
     const rt = await Runtime.open({ name: 'c', store: dir });
@@ -139,7 +184,10 @@ describe('a failed save', () => {
     await rt.commit();
     faults['fsync of the temp file']();
     rt.load('tasks.state.v = 2');
-    const err = await rt.commit().then(() => null, (e) => e);
+    const err = await rt.commit().then(
+      () => null,
+      (e) => e,
+    );
     expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED', cause: { code: 'EIO' } });
     expect(err.message).toMatch(/The previous snapshot is intact\.$/);
     expect(err.replaced).toBeUndefined();
@@ -162,9 +210,14 @@ describe('a failed save', () => {
     const message = await rt.call('t');
     expect(message).toMatch(/in place, but the store could not confirm it is durable/);
     expect(message).not.toMatch(/previous snapshot is intact/);
-    const err = await rt.commit().then(() => null, (e) => e);
+    const err = await rt.commit().then(
+      () => null,
+      (e) => e,
+    );
     expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED', replaced: true });
-    expect(err.message).toMatch(/^COMMIT failed: the new snapshot of "c" is in place, but the store could not confirm it is durable: EIO/);
+    expect(err.message).toMatch(
+      /^COMMIT failed: the new snapshot of "c" is in place, but the store could not confirm it is durable: EIO/,
+    );
     jest.restoreAllMocks();
     await rt.close();
     const again = await Runtime.open({ name: 'c', store: dir });
@@ -174,7 +227,7 @@ describe('a failed save', () => {
 });
 
 describe('acquire', () => {
-  test('sweeps the temp files of that name left by dead writers, and no other name\'s', async () => {
+  test("sweeps the temp files of that name left by dead writers, and no other name's", async () => {
     const mine = ['a.state.4242.0123456789ab.tmp', 'a.state.17.3.tmp'];
     const others = [
       'b.state.4242.0123456789ab.tmp', // another name
@@ -201,13 +254,18 @@ describe('acquire', () => {
     const store = new DirectoryStore(dir);
     const lease = await store.acquire('game-1');
     for (const s of [store, new DirectoryStore(dir)]) {
-      const err = await s.acquire('game-1').then(() => null, (e) => e);
+      const err = await s.acquire('game-1').then(
+        () => null,
+        (e) => e,
+      );
       expect(err).toMatchObject({
         code: 'ERR_STORE_LOCKED',
         holder: { pid: process.pid, host: os.hostname(), thread: 0 },
         path: path.join(dir, 'game-1.lock'),
       });
-      expect(err.message).toMatch(/^Runtime "game-1" is already open in this process \(another Runtime on this thread, not yet closed; since \d{4}-\d\d-\d\dT/);
+      expect(err.message).toMatch(
+        /^Runtime "game-1" is already open in this process \(another Runtime on this thread, not yet closed; since \d{4}-\d\d-\d\dT/,
+      );
       expect(err.message).toContain(path.join(dir, 'game-1.lock'));
       expect(err.message).toMatch(/there is no lock file to delete\.$/);
     }
@@ -233,8 +291,9 @@ describe('acquire', () => {
     const lease = await store.acquire('f');
     await store.save('f', Buffer.from('one'), { token: lease.token, seq: 1 });
     await lease.release();
-    await expect(store.save('f', Buffer.from('two'), { token: lease.token, seq: 2 }))
-      .rejects.toMatchObject({ code: 'ERR_STORE_LOCKED' });
+    await expect(store.save('f', Buffer.from('two'), { token: lease.token, seq: 2 })).rejects.toMatchObject({
+      code: 'ERR_STORE_LOCKED',
+    });
     expect(snapshot('f').toString()).toBe('one');
     expect(temps()).toEqual([]);
   });
@@ -251,7 +310,9 @@ describe('acquire', () => {
     const saved = store.save('r', Buffer.from('landing'), { token: lease.token, seq: 1 });
     await g.atGate;
     let released = false;
-    const release = lease.release().then(() => { released = true; });
+    const release = lease.release().then(() => {
+      released = true;
+    });
     await expect(new DirectoryStore(dir).acquire('r')).rejects.toMatchObject({ code: 'ERR_STORE_LOCKED' });
     expect(released).toBe(false);
     g.pass();
@@ -321,9 +382,16 @@ describe('a lock held elsewhere', () => {
       const told = await said;
       token = told.token;
       expect(told.pid).toBe(child.pid);
-      const err = await new DirectoryStore(dir).acquire('p').then(() => null, (e) => e);
+      const err = await new DirectoryStore(dir).acquire('p').then(
+        () => null,
+        (e) => e,
+      );
       expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED', holder: { pid: child.pid, host: os.hostname() } });
-      expect(err.message).toMatch(new RegExp(`^Runtime "p" is already open in process ${child.pid} on host "${os.hostname()}" \\(since [^)]+\\), holding .*p\\.lock\\. Close it there first \\(rt\\.close\\(\\)\\), or open another name\\.`));
+      expect(err.message).toMatch(
+        new RegExp(
+          `^Runtime "p" is already open in process ${child.pid} on host "${os.hostname()}" \\(since [^)]+\\), holding .*p\\.lock\\. Close it there first \\(rt\\.close\\(\\)\\), or open another name\\.`,
+        ),
+      );
     } finally {
       child.kill('SIGKILL');
       await exit;
@@ -334,19 +402,23 @@ describe('a lock held elsewhere', () => {
   });
 
   function holderWorker(body) {
-    return new Worker(`
+    return new Worker(
+      `
       const { DirectoryStore, Runtime } = require(${JSON.stringify(entry)});
       const { parentPort } = require('node:worker_threads');
       const dir = ${JSON.stringify(dir)};
-      ${body}`, { eval: true });
+      ${body}`,
+      { eval: true },
+    );
   }
-  const message = (w) => new Promise((resolve, reject) => {
-    w.once('message', resolve);
-    w.once('error', reject);
-  });
+  const message = (w) =>
+    new Promise((resolve, reject) => {
+      w.once('message', resolve);
+      w.once('error', reject);
+    });
   const exited = (w) => new Promise((resolve) => w.once('exit', resolve));
 
-  test('by a Worker that exits without releasing it is free after the Worker\'s exit', async () => {
+  test("by a Worker that exits without releasing it is free after the Worker's exit", async () => {
     const w = holderWorker(`
       new DirectoryStore(dir).acquire('w').then((l) => {
         globalThis.lease = l; // a lease that is collected is released
@@ -355,7 +427,10 @@ describe('a lock held elsewhere', () => {
       });`);
     const exit = exited(w);
     expect(await message(w)).toBe(1);
-    const err = await new DirectoryStore(dir).acquire('w').then(() => null, (e) => e);
+    const err = await new DirectoryStore(dir).acquire('w').then(
+      () => null,
+      (e) => e,
+    );
     expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED', holder: { pid: process.pid, thread: w.threadId } });
     expect(err.message).toContain(`in this process (another Runtime in Worker thread ${w.threadId}, not yet closed;`);
     w.postMessage('go');
@@ -365,7 +440,7 @@ describe('a lock held elsewhere', () => {
     await lease.release();
   });
 
-  test('by a terminated Worker with an open Runtime is free after the Worker\'s exit', async () => {
+  test("by a terminated Worker with an open Runtime is free after the Worker's exit", async () => {
     const w = holderWorker(`
       Runtime.open({ name: 'wr', store: dir }).then((rt) => {
         rt.load('function w() coroutine.yield("FOR", 60) end');
@@ -398,7 +473,9 @@ describe('saves in order', () => {
       };
     });
     let olderDone = false;
-    const older = store.save('o', Buffer.from('older'), { token: lease.token, seq: 1 }).then(() => { olderDone = true; });
+    const older = store.save('o', Buffer.from('older'), { token: lease.token, seq: 1 }).then(() => {
+      olderDone = true;
+    });
     await g.atGate;
     await store.save('o', Buffer.from('newer'), { token: lease.token, seq: 2 });
     expect(olderDone).toBe(false);

@@ -5,9 +5,16 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const {
-  Runtime, cron, LuaError, TaskError, CronSyntaxError, ConversionError, RuntimeClosedError, StoreError, AbortError,
+  Runtime,
+  cron,
+  LuaError,
+  TaskError,
+  CronSyntaxError,
+  ConversionError,
+  RuntimeClosedError,
+  StoreError,
+  AbortError,
 } = require('../..');
-const { codes } = require('../../lib/errors');
 const { makeRuntime } = require('./helpers');
 
 // What `fn` threw, or what the promise it returns rejected with.
@@ -81,12 +88,15 @@ describe('each code where it is documented', () => {
 
   test('ERR_TASK_TIMEOUT: a task killed inside a C function names the Lua line that called it', async () => {
     const slow = makeRuntime({ taskTimeout: 30 });
-    slow.load(`function find()
+    slow.load(
+      `function find()
   local s = string.rep("a", 30000)
   for _ = 1, 1e9 do
     string.find(s, ".-.-.-.-b")
   end
-end`, { name: 'find.lua' });
+end`,
+      { name: 'find.lua' },
+    );
     const err = await failureOf(() => slow.call('find'));
     expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'find.lua' });
     expect([3, 4]).toContain(err.line);
@@ -95,11 +105,14 @@ end`, { name: 'find.lua' });
 
   test('ERR_TASK_TIMEOUT: a task that caught the kill in a coroutine and went on is killed where it went on', async () => {
     const slow = makeRuntime({ taskTimeout: 30 });
-    slow.load(`function swallow()
+    slow.load(
+      `function swallow()
   local spin = coroutine.wrap(function() while true do end end)
   pcall(spin)
   coroutine.yield()
-end`, { name: 'sw.lua' });
+end`,
+      { name: 'sw.lua' },
+    );
     const err = await failureOf(() => slow.call('swallow'));
     expect(err).toMatchObject({ code: 'ERR_TASK_TIMEOUT', source: 'sw.lua' });
     expect([3, 4]).toContain(err.line);
@@ -116,7 +129,9 @@ end`, { name: 'sw.lua' });
     expect([3, 4]).toContain(err.line);
     expect(err.luaStack).toMatch(/grow\.lua:[34]: in function 'grow'/);
     // A call from JS says it too, without the task's fields.
-    expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({ code: 'ERR_MEMORY_LIMIT' });
+    expect(await failureOf(() => small.load('local t = {} for i = 1, 1e7 do t[i] = i end'))).toMatchObject({
+      code: 'ERR_MEMORY_LIMIT',
+    });
   });
 
   test.each([
@@ -137,15 +152,20 @@ end`, { name: 'sw.lua' });
   });
 
   test('ERR_BAD_YIELD: pcall gets an error value that reads as the message, with its code', async () => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
   local ok, e = pcall(function() coroutine.yield("FOR", 1, "MS") end)
   return { ok = ok, type = type(e), text = tostring(e), message = e.message, code = e.code,
            joined = "failed: " .. e, other = e.other == nil, mt = getmetatable(e) }
-end`, { name: 'p.lua' });
+end`,
+      { name: 'p.lua' },
+    );
     const { ok, type, text, message, code, joined, other, mt } = await rt.call('t');
     expect(ok).toBe(false);
     expect(type).toBe('userdata');
-    expect(text).toBe('p.lua:2: unknown time unit "MS" for FOR (expected NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS)');
+    expect(text).toBe(
+      'p.lua:2: unknown time unit "MS" for FOR (expected NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS)',
+    );
     expect(message).toBe(text);
     expect(code).toBe('ERR_BAD_YIELD');
     expect(joined).toBe(`failed: ${text}`);
@@ -154,15 +174,21 @@ end`, { name: 'p.lua' });
   });
 
   test('ERR_BAD_YIELD: rethrown with error(e), it keeps its code; returned to JS, it is the LuaError', async () => {
-    rt.load(`function rethrow()
+    rt.load(
+      `function rethrow()
   local ok, e = pcall(coroutine.yield, "SOON")
   error(e)
 end
 function give()
   local ok, e = pcall(coroutine.yield, "SOON")
   return e
-end`, { name: 'r.lua' });
-    expect(await failureOf(() => rt.call('rethrow'))).toMatchObject({ code: 'ERR_BAD_YIELD', message: expect.stringMatching(/unknown yield instruction "SOON"/) });
+end`,
+      { name: 'r.lua' },
+    );
+    expect(await failureOf(() => rt.call('rethrow'))).toMatchObject({
+      code: 'ERR_BAD_YIELD',
+      message: expect.stringMatching(/unknown yield instruction "SOON"/),
+    });
     const given = await rt.call('give');
     expect(given).toBeInstanceOf(LuaError);
     expect(given.code).toBe('ERR_BAD_YIELD');
@@ -174,10 +200,19 @@ end`, { name: 'r.lua' });
   });
 
   test('ERR_CRON_SYNTAX: cron.next and cron.describe refuse a bad expression or zone', () => {
-    const err = (() => { try { cron.next('0 0 25 * * ?'); } catch (e) { return e; } return null; })();
+    const err = (() => {
+      try {
+        cron.next('0 0 25 * * ?');
+      } catch (e) {
+        return e;
+      }
+      return null;
+    })();
     expect(err).toBeInstanceOf(CronSyntaxError);
     expect(err.code).toBe('ERR_CRON_SYNTAX');
-    expect(() => cron.next('* * * * *', { tz: 'Mars/Base' })).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }));
+    expect(() => cron.next('* * * * *', { tz: 'Mars/Base' })).toThrow(
+      expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }),
+    );
     expect(() => cron.describe('* * *')).toThrow(expect.objectContaining({ code: 'ERR_CRON_SYNTAX' }));
   });
 
@@ -217,7 +252,7 @@ end`, { name: 'r.lua' });
     expect(err.luaStack).toMatch(/c\.lua:3: in function 't'/);
   });
 
-  test('ERR_COMMIT_FAILED: a task that does not catch a COMMIT the store failed fails, with the COMMIT\'s line', async () => {
+  test("ERR_COMMIT_FAILED: a task that does not catch a COMMIT the store failed fails, with the COMMIT's line", async () => {
     const cause = new Error('disk on fire');
     const stored = await Runtime.open({ name: 'fails', store: memoryStore({ save: () => Promise.reject(cause) }) });
     try {
@@ -249,7 +284,9 @@ end`, { name: 'r.lua' });
   });
 
   test('ERR_STORE_TIMEOUT: a store that does not answer within storeTimeout fails the open with a StoreError', async () => {
-    const err = await failureOf(() => Runtime.open({ name: 'x', store: memoryStore({ acquire: () => new Promise(() => {}) }), storeTimeout: 30 }));
+    const err = await failureOf(() =>
+      Runtime.open({ name: 'x', store: memoryStore({ acquire: () => new Promise(() => {}) }), storeTimeout: 30 }),
+    );
     expect(err).toBeInstanceOf(StoreError);
     expect(err.code).toBe('ERR_STORE_TIMEOUT');
   });
@@ -301,7 +338,11 @@ describe('a JS error that ends a task says where', () => {
   test('so does an error a JS function threw', async () => {
     rt.load(src, { name: 'th.lua' });
     const reason = new TypeError('bad');
-    const err = await failureOf(() => rt.call('t', () => { throw reason; }));
+    const err = await failureOf(() =>
+      rt.call('t', () => {
+        throw reason;
+      }),
+    );
     expect(err).toBe(reason);
     expect(err).toMatchObject({ source: 'th.lua', line: 3 });
   });
@@ -332,7 +373,16 @@ describe('a JS error that ends a task says where', () => {
     rt.load(src, { name: 'px.lua' });
     const trapped = [];
     const traps = {};
-    for (const trap of ['get', 'has', 'defineProperty', 'getOwnPropertyDescriptor', 'isExtensible', 'set', 'ownKeys', 'getPrototypeOf']) {
+    for (const trap of [
+      'get',
+      'has',
+      'defineProperty',
+      'getOwnPropertyDescriptor',
+      'isExtensible',
+      'set',
+      'ownKeys',
+      'getPrototypeOf',
+    ]) {
       traps[trap] = (...args) => {
         trapped.push(trap);
         return Reflect[trap](...args);
@@ -340,9 +390,11 @@ describe('a JS error that ends a task says where', () => {
     }
     const proxy = new Proxy(new Error('proxied'), traps);
     let err;
-    await rt.call('t', () => Promise.reject(proxy)).catch((e) => {
-      err = e;
-    });
+    await rt
+      .call('t', () => Promise.reject(proxy))
+      .catch((e) => {
+        err = e;
+      });
     expect(trapped).toEqual([]);
     expect(err === proxy).toBe(true);
   });

@@ -93,7 +93,9 @@ describe('runtime errors', () => {
   });
 
   test('a table error value with __tostring gives the message from it', () => {
-    const err = thrownBy(() => rt.load('error(setmetatable({ k = 1 }, { __tostring = function() return "custom" end }))'));
+    const err = thrownBy(() =>
+      rt.load('error(setmetatable({ k = 1 }, { __tostring = function() return "custom" end }))'),
+    );
     expect(err.message).toBe('custom');
     expect(err.value).toEqual({ k: 1 });
   });
@@ -106,7 +108,9 @@ describe('runtime errors', () => {
   });
 
   test('an error in a Lua function called from JS is thrown from the call', () => {
-    const [f] = rt.load('return function(x) if x < 0 then error("negative: " .. x) end return x end', { name: 'f.lua' });
+    const [f] = rt.load('return function(x) if x < 0 then error("negative: " .. x) end return x end', {
+      name: 'f.lua',
+    });
     expect(f(1)).toBe(1);
     const err = thrownBy(() => f(-1));
     expect(err.code).toBe('ERR_LUA_RUNTIME');
@@ -148,9 +152,9 @@ describe('JS exceptions thrown into Lua', () => {
     rt.set('thrower', () => {
       throw err;
     });
-    expect(rt.load('local ok, e = pcall(thrower) return ok, type(e), tostring(e), e.message, e.name, e.extra')).toEqual([
-      false, 'userdata', 'TypeError: boom', 'boom', 'TypeError', null,
-    ]);
+    expect(rt.load('local ok, e = pcall(thrower) return ok, type(e), tostring(e), e.message, e.name, e.extra')).toEqual(
+      [false, 'userdata', 'TypeError: boom', 'boom', 'TypeError', null],
+    );
     expect(rt.load('local ok, e = pcall(thrower) return e')[0]).toBe(err);
   });
 
@@ -212,7 +216,11 @@ describe('JS exceptions thrown into Lua', () => {
       throw obj;
     });
     // Only message/name/code/stack read (before issue 18, e.reason was 'plain').
-    expect(rt.load('local ok, e = pcall(t) return ok, e.reason, tostring(e)')).toEqual([false, null, '(error object is a JS object)']);
+    expect(rt.load('local ok, e = pcall(t) return ok, e.reason, tostring(e)')).toEqual([
+      false,
+      null,
+      '(error object is a JS object)',
+    ]);
     expect(thrownBy(() => rt.load('t()'))).toBe(obj);
   });
 
@@ -223,8 +231,12 @@ describe('JS exceptions thrown into Lua', () => {
     const r = await runNode([fixture('throw-value.js'), kind, how], { timeout: 20000 });
     return { status: r.code, signal: r.signal, stderr: r.stderr, out: r.code === 0 ? JSON.parse(r.stdout) : null };
   };
-  const roundTripped = { pcall: false, uncaught: { same: true, type: expect.any(String) },
-    rethrown: { same: true, type: expect.any(String) }, usable: 2 };
+  const roundTripped = {
+    pcall: false,
+    uncaught: { same: true, type: expect.any(String) },
+    rethrown: { same: true, type: expect.any(String) },
+    usable: 2,
+  };
 
   test('the child script reports an Error thrown by a function or a getter as round-tripped', async () => {
     for (const how of ['call', 'getter']) {
@@ -292,16 +304,19 @@ describe('memory limit', () => {
   test.each([
     ['a string', 'local keep = string.rep("x", 400 * 1024) return keep .. keep'],
     ['a table', 'local t = {} for i = 1, 1e7 do t[i] = i end'],
-  ])('the message for %s gives the refused allocation and what was in use then, which together pass the limit', (_, src) => {
-    const err = thrownBy(() => small.load(src));
-    expect(err.code).toBe('ERR_MEMORY_LIMIT');
-    const m = /an allocation of (\d+) bytes with (\d+) in use passes memoryLimit 1048576$/.exec(err.message);
-    expect(m).not.toBeNull();
-    const [size, used] = [Number(m[1]), Number(m[2])];
-    expect(used).toBeLessThanOrEqual(1 << 20);
-    // A growing block's old size is in `used` and goes when it moves.
-    expect(used + size).toBeGreaterThan(1 << 20);
-  });
+  ])(
+    'the message for %s gives the refused allocation and what was in use then, which together pass the limit',
+    (_, src) => {
+      const err = thrownBy(() => small.load(src));
+      expect(err.code).toBe('ERR_MEMORY_LIMIT');
+      const m = /an allocation of (\d+) bytes with (\d+) in use passes memoryLimit 1048576$/.exec(err.message);
+      expect(m).not.toBeNull();
+      const [size, used] = [Number(m[1]), Number(m[2])];
+      expect(used).toBeLessThanOrEqual(1 << 20);
+      // A growing block's old size is in `used` and goes when it moves.
+      expect(used + size).toBeGreaterThan(1 << 20);
+    },
+  );
 
   test('source text too large to parse within the limit fails with ERR_MEMORY_LIMIT', () => {
     expect(() => small.load(`return #"${'y'.repeat(1 << 21)}"`)).toThrow(code('ERR_MEMORY_LIMIT'));
@@ -309,9 +324,9 @@ describe('memory limit', () => {
   });
 
   test('Lua pcall catches a memory error and the runtime stays usable', () => {
-    expect(small.load('local ok, e = pcall(function() local t = {} for i = 1, 1e7 do t[i] = i end end) return ok, e')).toEqual([
-      false, 'not enough memory',
-    ]);
+    expect(
+      small.load('local ok, e = pcall(function() local t = {} for i = 1, 1e7 do t[i] = i end end) return ok, e'),
+    ).toEqual([false, 'not enough memory']);
     expect(small.load('return 1')).toEqual([1]);
   });
 

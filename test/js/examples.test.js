@@ -85,12 +85,18 @@ test('the CLI passes arguments and knows --help', () => {
 describe('the CLI reads a script as the lua CLI does', () => {
   const { spawnSync } = require('node:child_process');
   let dir;
-  beforeEach(() => { dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-cli-')); });
+  beforeEach(() => {
+    dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-cli-'));
+  });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
   const runCli = (bytes, ...args) => {
     const file = path.join(dir, 's.lua');
     fs.writeFileSync(file, bytes);
-    return spawnSync(process.execPath, ['lib/cli.js', 'run', file, ...args], { cwd: root, encoding: 'latin1', timeout: 30000 });
+    return spawnSync(process.execPath, ['lib/cli.js', 'run', file, ...args], {
+      cwd: root,
+      encoding: 'latin1',
+      timeout: 30000,
+    });
   };
 
   test('bytes as they are (the file was read as UTF-8: "\\xff" became 3 bytes)', () => {
@@ -99,7 +105,12 @@ describe('the CLI reads a script as the lua CLI does', () => {
   });
 
   test('a BOM and a #! first line are skipped, line numbers kept', () => {
-    const r = runCli(Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('#!/usr/bin/env lua-tasks\nprint("ok")\nerror("on line 3")\n')]));
+    const r = runCli(
+      Buffer.concat([
+        Buffer.from([0xef, 0xbb, 0xbf]),
+        Buffer.from('#!/usr/bin/env lua-tasks\nprint("ok")\nerror("on line 3")\n'),
+      ]),
+    );
     expect(r.stdout).toBe('ok\n');
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/s\.lua:3: on line 3/);
@@ -109,18 +120,24 @@ describe('the CLI reads a script as the lua CLI does', () => {
     let r = runCli('x = 5\n', '--entry', 'x');
     expect(r.status).toBe(1);
     expect(r.stderr).toMatch(/^Cannot start a task: "x" is not a Lua function/);
-    expect(r.stderr).not.toMatch(/\n\s+at /);  // no Node stack
+    expect(r.stderr).not.toMatch(/\n\s+at /); // no Node stack
     r = runCli('coroutine.yield("INDEFINITELY")\nprint("after")\n', '--entry', 'x');
     expect(r.status).toBe(1);
     expect(r.stdout).toBe('');
-    expect(r.stderr).toBe('lua-tasks: 1 task(s) still waiting with nothing left to wake them (INDEFINITELY, or a promise that never settles); --entry x did not start\n');
+    expect(r.stderr).toBe(
+      'lua-tasks: 1 task(s) still waiting with nothing left to wake them (INDEFINITELY, or a promise that never settles); --entry x did not start\n',
+    );
   });
 
-  test('every word after -- is the script\'s own, and --memory-limit takes whole bytes only', () => {
+  test("every word after -- is the script's own, and --memory-limit takes whole bytes only", () => {
     let r = runCli('print(select("#", ...), ...)\n', 'a', '--', '--entry', 'x', '--');
     expect([r.status, r.stdout]).toEqual([0, '4\ta\t--entry\tx\t--\n']);
     r = runCli('print("ran")\n', '--memory-limit', '0.5');
-    expect([r.status, r.stdout, r.stderr]).toEqual([2, '', 'lua-tasks: --memory-limit must be a whole number, got "0.5"\n']);
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      'lua-tasks: --memory-limit must be a whole number, got "0.5"\n',
+    ]);
   });
 
   test('a script larger than --memory-limit is an error, not a crash', () => {
@@ -141,19 +158,26 @@ describe('the CLI refuses what it does not know, with a suggestion', () => {
     fs.writeFileSync(script, 'print(select("#", ...), ...)\n');
   });
   afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
-  const cli = (...args) => spawnSync(process.execPath, ['lib/cli.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30000 });
+  const cli = (...args) =>
+    spawnSync(process.execPath, ['lib/cli.js', ...args], { cwd: root, encoding: 'utf8', timeout: 30000 });
 
   test('a misspelled option after the script is refused, naming the option meant, and the script does not run', () => {
     const r = cli('run', script, '--task-timout', '100');
     expect([r.status, r.stdout]).toEqual([2, '']);
-    expect(r.stderr).toBe('lua-tasks: unknown option --task-timout; did you mean --task-timeout? ' +
-      '(to pass it to the script, put it after --)\n');
+    expect(r.stderr).toBe(
+      'lua-tasks: unknown option --task-timout; did you mean --task-timeout? ' +
+        '(to pass it to the script, put it after --)\n',
+    );
     expect(cli('run', script, '--Time_Slice', '5').stderr).toMatch(/did you mean --time-slice\?/);
   });
 
   test('a misspelled or unknown option before the script is refused', () => {
     let r = cli('run', '--memory-limt', '100', script);
-    expect([r.status, r.stdout, r.stderr]).toEqual([2, '', 'lua-tasks: unknown option --memory-limt; did you mean --memory-limit?\n']);
+    expect([r.status, r.stdout, r.stderr]).toEqual([
+      2,
+      '',
+      'lua-tasks: unknown option --memory-limt; did you mean --memory-limit?\n',
+    ]);
     r = cli('run', '--verbose', script);
     expect([r.status, r.stderr]).toEqual([2, 'lua-tasks: unknown option --verbose (see lua-tasks run --help)\n']);
     r = cli('cron', '* * * * *', '--cont', '3');
@@ -188,17 +212,22 @@ describe('the CLI refuses what it does not know, with a suggestion', () => {
     r = cli('cron', '0 0 12 * * ?', ...from); // no zone: UTC instants
     expect(r.stdout).toBe('2030-06-30T12:00:00.000Z\n2030-07-01T12:00:00.000Z\n');
     const help = cli('cron', '--help').stdout;
-    expect(help).toMatch(/with --tz, as the local time in that zone\s+with its UTC offset \(2030-01-01T07:00:00-05:00\)/);
+    expect(help).toMatch(
+      /with --tz, as the local time in that zone\s+with its UTC offset \(2030-01-01T07:00:00-05:00\)/,
+    );
     // The help's own example is what the command prints.
-    expect(cli('cron', '0 0 7 1 1 ?', '--tz', 'America/New_York', '--from', '2029-12-31T00:00:00Z', '--count', '1').stdout)
-      .toBe('2030-01-01T07:00:00-05:00\n');
+    expect(
+      cli('cron', '0 0 7 1 1 ?', '--tz', 'America/New_York', '--from', '2029-12-31T00:00:00Z', '--count', '1').stdout,
+    ).toBe('2030-01-01T07:00:00-05:00\n');
   });
 
   test('--count takes exactly what cron.next takes', () => {
     const { cron } = require('../..');
     const at = { from: Date.UTC(2030, 0, 1) };
     expect(cron.next('* * * * *', { ...at, count: 10000 })).toHaveLength(10000);
-    expect(() => cron.next('* * * * *', { ...at, count: 10001 })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+    expect(() => cron.next('* * * * *', { ...at, count: 10001 })).toThrow(
+      expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }),
+    );
     let r = cli('cron', '* * * * *', '--from', '2030-01-01T00:00:00Z', '--count', '10000');
     expect([r.status, r.stdout.split('\n').length - 1]).toEqual([0, 10000]);
     r = cli('cron', '* * * * *', '--count', '10001');

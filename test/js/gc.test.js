@@ -32,10 +32,14 @@ test('a Lua function handle keeps working after its Runtime object is unreachabl
 // pattern: rt.set('log', (m) => rt.emit('log', m))) is reachable only from
 // itself, yet none of them is ever finalized and their Lua states leak (with
 // 100 runtimes per round instead of 20, RSS grows by ~900 MiB).
-test.failing('a runtime whose Lua state holds a JS closure over the runtime itself is still freed', async () => {
-  const out = await runFixture('cycle', '20', '3000');
-  expect(out.finalized).toBeGreaterThanOrEqual(out.created / 2);
-}, 120000);
+test.failing(
+  'a runtime whose Lua state holds a JS closure over the runtime itself is still freed',
+  async () => {
+    const out = await runFixture('cycle', '20', '3000');
+    expect(out.finalized).toBeGreaterThanOrEqual(out.created / 2);
+  },
+  120000,
+);
 
 test('a runtime with a pending timed task is kept alive until the task ends', async () => {
   const results = [];

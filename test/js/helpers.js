@@ -146,8 +146,12 @@ function runNode(args, { timeout = 15000, env, cwd } = {}) {
     const child = spawn(process.execPath, args, { env, cwd, stdio: ['ignore', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (s) => { stdout += s; });
-    child.stderr.setEncoding('utf8').on('data', (s) => { stderr += s; });
+    child.stdout.setEncoding('utf8').on('data', (s) => {
+      stdout += s;
+    });
+    child.stderr.setEncoding('utf8').on('data', (s) => {
+      stderr += s;
+    });
     const timer = setTimeout(() => child.kill('SIGTERM'), timeout);
     child.on('error', (e) => {
       clearTimeout(timer);

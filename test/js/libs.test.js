@@ -17,9 +17,28 @@ const keysOf = (rt, expr) =>
 
 // Lua 5.4's base library, less what 'safe' takes away (dofile, loadfile, warn).
 const SAFE_BASE = [
-  '_G', '_VERSION', 'assert', 'collectgarbage', 'error', 'getmetatable', 'ipairs', 'load', 'next', 'pairs',
-  'pcall', 'print', 'rawequal', 'rawget', 'rawlen', 'rawset', 'select', 'setmetatable', 'tonumber',
-  'tostring', 'type', 'xpcall',
+  '_G',
+  '_VERSION',
+  'assert',
+  'collectgarbage',
+  'error',
+  'getmetatable',
+  'ipairs',
+  'load',
+  'next',
+  'pairs',
+  'pcall',
+  'print',
+  'rawequal',
+  'rawget',
+  'rawlen',
+  'rawset',
+  'select',
+  'setmetatable',
+  'tonumber',
+  'tostring',
+  'type',
+  'xpcall',
 ];
 const SAFE_LIBS = ['coroutine', 'math', 'os', 'string', 'table', 'utf8'];
 // Added by lua-tasks itself: the task API, and require for options.modules.
@@ -46,7 +65,10 @@ describe("the 'safe' profile (the default)", () => {
   test('os has only time, clock, date and difftime', () => {
     expect(keysOf(rt, 'os')).toEqual(['clock', 'date', 'difftime', 'time']);
     expect(rt.load('return math.type(os.time()), type(os.clock()), type(os.date("%Y")), os.difftime(2, 1)')).toEqual([
-      'integer', 'number', 'string', 1,
+      'integer',
+      'number',
+      'string',
+      1,
     ]);
   });
 
@@ -90,7 +112,11 @@ describe("the 'all' profile", () => {
 
   test('has the full os library', () => {
     withRuntime({ libs: 'all' }, (rt) => {
-      expect(rt.load('return type(os.execute), type(os.getenv), type(os.remove)')).toEqual(['function', 'function', 'function']);
+      expect(rt.load('return type(os.execute), type(os.getenv), type(os.remove)')).toEqual([
+        'function',
+        'function',
+        'function',
+      ]);
     });
   });
 
@@ -105,7 +131,10 @@ describe('a list profile', () => {
   test('has base plus the listed libraries, and nothing else', () => {
     withRuntime({ libs: ['coroutine', 'string', 'table', 'math'] }, (rt) => {
       expect(rt.load('return type(string), type(table), type(math), type(coroutine)')).toEqual([
-        'table', 'table', 'table', 'table',
+        'table',
+        'table',
+        'table',
+        'table',
       ]);
       expect(rt.load('return io, debug, package, os, utf8')).toEqual([null, null, null, null, null]);
       expect(rt.load('return type(print), type(pcall), type(load)')).toEqual(['function', 'function', 'function']);
@@ -121,7 +150,10 @@ describe('a list profile', () => {
   test('with io has io and the file loaders', () => {
     withRuntime({ libs: ['coroutine', 'table', 'io'] }, (rt) => {
       expect(rt.load('return type(io), type(io.open), type(dofile), type(loadfile)')).toEqual([
-        'table', 'function', 'function', 'function',
+        'table',
+        'function',
+        'function',
+        'function',
       ]);
     });
   });
@@ -192,7 +224,8 @@ describe('binary chunks are refused in every profile', () => {
 
   test.each(profiles)("Lua's load refuses a binary chunk given by a reader function (%s)", (_, libs) => {
     withRuntime({ libs }, (rt) => {
-      const src = 'local s = string.dump(function() return 1 end) local done = false ' +
+      const src =
+        'local s = string.dump(function() return 1 end) local done = false ' +
         'return load(function() if done then return nil end done = true return s end)';
       expect(rt.load(src)[0]).toBeNull();
     });

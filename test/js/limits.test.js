@@ -59,13 +59,23 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
   // pushed unchecked: the state went to 16 MB under a 4 MB limit, and every
   // later call was refused because the total stayed past the limit.
   const big = () => new Array(1e6).fill('zz');
-  test('a call\'s result, a field and an awaited value are refused as Lua errors, and the runtime goes on', async () => {
+  test("a call's result, a field and an awaited value are refused as Lua errors, and the runtime goes on", async () => {
     const rt = makeRuntime({ memoryLimit: 4 << 20 });
-    class Box { constructor() { this.big = big(); } }
+    class Box {
+      constructor() {
+        this.big = big();
+      }
+    }
     rt.set('get', big);
     rt.set('box', new Box());
     let resolve;
-    rt.set('later', () => new Promise((r) => { resolve = r; }));
+    rt.set(
+      'later',
+      () =>
+        new Promise((r) => {
+          resolve = r;
+        }),
+    );
     const tooMuch = /not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 4194304/;
     expect(() => rt.load('KEEP = get()')).toThrow(tooMuch);
     const [ok, err] = rt.load('return pcall(function() return box.big end)');
@@ -80,9 +90,10 @@ describe('memoryLimit holds for values coming from JS into Lua code', () => {
     expect(rt.load('return 1 + 1')).toEqual([2]);
   });
 
-  test('a module value past the limit fails the runtime\'s creation', () => {
-    expect(() => new Runtime({ memoryLimit: 4 << 20, modules: { big: big() } }))
-      .toThrow(expect.objectContaining({ code: 'ERR_MEMORY_LIMIT' }));
+  test("a module value past the limit fails the runtime's creation", () => {
+    expect(() => new Runtime({ memoryLimit: 4 << 20, modules: { big: big() } })).toThrow(
+      expect.objectContaining({ code: 'ERR_MEMORY_LIMIT' }),
+    );
   });
 });
 
@@ -110,7 +121,9 @@ test('an xpcall message handler cannot hold a killed task past taskTimeout, and 
     end`);
   await expect(rt.call('stuck')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   expect(await rt.call('normal')).toEqual([false, 'handled x', true, 5]);
-  expect(() => rt.load('xpcall(print, 42)')).toThrow(/^\[string "xpcall\(print, 42\)"\]:1: bad argument #2 to 'xpcall' \(function expected, got number\)/);
+  expect(() => rt.load('xpcall(print, 42)')).toThrow(
+    /^\[string "xpcall\(print, 42\)"\]:1: bad argument #2 to 'xpcall' \(function expected, got number\)/,
+  );
   expect(() => rt.load('xpcall(print)')).toThrow(/bad argument #2 to 'xpcall' \(function expected, got no value\)/);
 });
 
@@ -140,8 +153,9 @@ describe('taskTimeout stops pattern matching that backtracks for minutes', () =>
   test('a call from JS is stopped the same way', () => {
     const rt = makeRuntime({ taskTimeout: 50 });
     rt.load(setup);
-    expect(() => rt.load('return string.gsub(s, p, function() end)'))
-      .toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+    expect(() => rt.load('return string.gsub(s, p, function() end)')).toThrow(
+      expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }),
+    );
     expect(rt.load('return string.gsub("a b", "%s", "_")')).toEqual(['a_b', 1]);
   });
 });

@@ -13,7 +13,7 @@ beforeEach(() => {
   rt = makeRuntime();
 });
 
-describe('the issue\'s scenario: a quest task that COMMITs after each event', () => {
+describe("the issue's scenario: a quest task that COMMITs after each event", () => {
   let dir;
   beforeEach(() => {
     dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-mailbox-'));
@@ -36,7 +36,7 @@ describe('the issue\'s scenario: a quest task that COMMITs after each event', ()
     try {
       game.load(quest);
       const task = game.start('quest');
-      const arrived = [];  // the order the server sent them in
+      const arrived = []; // the order the server sent them in
       const server = http.createServer((req, res) => {
         const m = /^\/event\/([^/]+)\/(\d+)$/.exec(req.url);
         const accepted = req.method === 'POST' && m !== null && game.send(m[1], { n: Number(m[2]) });
@@ -45,12 +45,19 @@ describe('the issue\'s scenario: a quest task that COMMITs after each event', ()
       });
       await new Promise((r) => server.listen(0, '127.0.0.1', r));
       const { port } = server.address();
-      const post = (n) => new Promise((resolve, reject) => {
-        http.request({ port, host: '127.0.0.1', method: 'POST', path: `/event/${task.id}/${n}`, agent: false }, (res) => {
-          res.resume();
-          resolve(res.statusCode);
-        }).on('error', reject).end();
-      });
+      const post = (n) =>
+        new Promise((resolve, reject) => {
+          http
+            .request(
+              { port, host: '127.0.0.1', method: 'POST', path: `/event/${task.id}/${n}`, agent: false },
+              (res) => {
+                res.resume();
+                resolve(res.statusCode);
+              },
+            )
+            .on('error', reject)
+            .end();
+        });
       const statuses = await Promise.all(Array.from({ length: 20 }, (_, n) => post(n)));
       server.close();
       expect(statuses).toEqual(Array(20).fill(202));
@@ -63,7 +70,7 @@ describe('the issue\'s scenario: a quest task that COMMITs after each event', ()
     }
     const again = await Runtime.open({ name: 'quests', store: dir });
     try {
-      expect(again.load('return #tasks.state.events')).toEqual([20]);  // each event was committed
+      expect(again.load('return #tasks.state.events')).toEqual([20]); // each event was committed
     } finally {
       await again.close();
     }
@@ -94,7 +101,13 @@ describe('rt.send', () => {
   test('queues for a running task, one awaiting a promise, and one waiting on a timer', async () => {
     let settle;
     rt.set('selfSend', (id) => rt.send(id, 'from JS while running'));
-    rt.set('later', () => new Promise((r) => { settle = r; }));
+    rt.set(
+      'later',
+      () =>
+        new Promise((r) => {
+          settle = r;
+        }),
+    );
     rt.load(`function t()
       local got = {}
       assert(selfSend(tasks.current_id()))
@@ -117,7 +130,7 @@ describe('rt.send', () => {
     const task = rt.start('t');
     const obj = { a: 1 };
     expect(rt.send(task.id, obj, null, [1, 2], 'x')).toBe(true);
-    obj.a = 2;  // after the send: the message holds a copy
+    obj.a = 2; // after the send: the message holds a copy
     expect(await task.result).toEqual({ 1: { a: 1 }, 3: [1, 2], 4: 'x', n: 4 });
   });
 
@@ -133,7 +146,7 @@ describe('rt.send', () => {
     expect(rt.send(done.id, 1)).toBe(false);
   });
 
-  test('a cancelled task\'s messages are freed', async () => {
+  test("a cancelled task's messages are freed", async () => {
     rt.load('function t() coroutine.yield("INDEFINITELY") end');
     const base = rt.stats().memoryUsed;
     const task = rt.start('t');
@@ -147,8 +160,10 @@ describe('rt.send', () => {
   });
 
   test('refuses a message without a first value, and a bad id', () => {
-    const task = rt.start(() => { });
-    expect(() => rt.send(task.id)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', name: 'TypeError' }));
+    const task = rt.start(() => {});
+    expect(() => rt.send(task.id)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', name: 'TypeError' }),
+    );
     expect(() => rt.send(task.id, null, 1)).toThrow(/first value must not be null or undefined/);
     expect(() => rt.send(task.id, undefined)).toThrow(/Received undefined/);
     expect(() => rt.send(42, 1)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
@@ -160,7 +175,7 @@ describe('rt.send', () => {
     small.load('function w() coroutine.yield("FOR", 10, "MILLISECONDS") return tasks.receive(0) end');
     const task = small.start('w');
     expect(() => small.send(task.id, 'x'.repeat(5000))).toThrow(expect.objectContaining({ code: 'ERR_CONVERSION' }));
-    expect(await task.result).toBe(undefined);  // nil, "timeout": the first value is nil
+    expect(await task.result).toBe(undefined); // nil, "timeout": the first value is nil
   });
 
   test('queued messages count against memoryLimit: a send past it throws ERR_MEMORY_LIMIT', async () => {
@@ -181,12 +196,14 @@ describe('rt.send', () => {
     small.cancel(task.id);
     await task.result.catch(() => {});
     small.load('collectgarbage()');
-    expect(small.send(small.start('t').id, mb)).toBe(true);  // freed with the task: room again
+    expect(small.send(small.start('t').id, mb)).toBe(true); // freed with the task: room again
   });
 
   test('a full mailbox throws ERR_MAILBOX_FULL until the task takes a message', async () => {
     const small = makeRuntime({ mailboxLimit: 2 });
-    small.load(`function t() coroutine.yield("INDEFINITELY") local a = tasks.receive() coroutine.yield("INDEFINITELY") return a end`);
+    small.load(
+      `function t() coroutine.yield("INDEFINITELY") local a = tasks.receive() coroutine.yield("INDEFINITELY") return a end`,
+    );
     const task = small.start('t');
     expect(small.send(task.id, 'a')).toBe(true);
     expect(small.send(task.id, 'b')).toBe(true);

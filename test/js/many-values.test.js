@@ -1,13 +1,12 @@
 // SPDX-License-Identifier: MIT
 // Thousands of values onto a task's stack: start arguments, resume values, joined results, and the stack's limit.
 'use strict';
-const { makeRuntimeWithLines, sleep } = require('./helpers');
+const { makeRuntime, sleep } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
-describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua checks no room outside debug builds)', () => {
+describe("many values onto a task's stack (a new thread has about 40 slots; Lua checks no room outside debug builds)", () => {
   const N = 5000;
   const sumTo = (n) => (n * (n + 1)) / 2;
   beforeEach(() => {
@@ -19,18 +18,24 @@ describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua
   });
 
   test('tasks.start and rt.start pass every argument', async () => {
-    expect(rt.load(`local id = tasks.start(function(...) n, s = sum(...) end, table.unpack(upto(${N}))) return n, s`)).toEqual([N, sumTo(N)]);
+    expect(
+      rt.load(`local id = tasks.start(function(...) n, s = sum(...) end, table.unpack(upto(${N}))) return n, s`),
+    ).toEqual([N, sumTo(N)]);
     const args = Array.from({ length: N }, (_, i) => i + 1);
     rt.load('function both(...) return {sum(...)} end');
     expect(await rt.start('both', ...args).result).toEqual([N, sumTo(N)]);
   });
 
   test('tasks.resume, namazu.coroutine.resume and rt.resume pass every value', async () => {
-    expect(rt.load(`local id = tasks.start(function() n, s = sumresumed() end)
-      tasks.resume(id, table.unpack(upto(${N}))) return n, s`)).toEqual([N, sumTo(N)]);
-    expect(rt.load(`local nc = require("namazu.coroutine")
+    expect(
+      rt.load(`local id = tasks.start(function() n, s = sumresumed() end)
+      tasks.resume(id, table.unpack(upto(${N}))) return n, s`),
+    ).toEqual([N, sumTo(N)]);
+    expect(
+      rt.load(`local nc = require("namazu.coroutine")
       local id = nc.start(coroutine.create(function() n, s = sumresumed() end))
-      nc.resume(id, table.unpack(upto(${N}))) return n, s`)).toEqual([N, sumTo(N)]);
+      nc.resume(id, table.unpack(upto(${N}))) return n, s`),
+    ).toEqual([N, sumTo(N)]);
     rt.load('function both() return {sumresumed()} end');
     const task = rt.start('both');
     expect(rt.resume(task.id, ...Array.from({ length: N }, (_, i) => i + 1))).toBe(true);
@@ -54,10 +59,15 @@ describe('many values onto a task\'s stack (a new thread has about 40 slots; Lua
       return select('#', hold(table.unpack(t))) end`);
     const task = rt.start('deep');
     const more = Array.from({ length: 20000 }, () => 0);
-    expect(() => rt.resume(task.id, ...more)).toThrow(expect.objectContaining({
-      code: 'ERR_LUA_RUNTIME', message: expect.stringContaining('no room for 20000 more values'),
-    }));
-    expect(() => rt.load(`tasks.resume("${task.id}", table.unpack(upto(20000)))`)).toThrow(/tasks.resume: the task's stack has no room for 20000 more values/);
+    expect(() => rt.resume(task.id, ...more)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_LUA_RUNTIME',
+        message: expect.stringContaining('no room for 20000 more values'),
+      }),
+    );
+    expect(() => rt.load(`tasks.resume("${task.id}", table.unpack(upto(20000)))`)).toThrow(
+      /tasks.resume: the task's stack has no room for 20000 more values/,
+    );
     expect(task.status).toBe('waiting');
     expect(rt.resume(task.id, 1, 2, 3)).toBe(true);
     expect(await task.result).toBe(3);

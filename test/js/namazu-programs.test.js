@@ -26,7 +26,8 @@ function parseYielded(line) {
 
 test('the yield tour prints the reason, the elapsed time and the unit of each wait', async () => {
   runtime();
-  rt.load(`
+  rt.load(
+    `
     function tour()
       print "Yielding immediately"
       reason, elapsed, units = coroutine.yield("IMMEDIATE")
@@ -45,7 +46,9 @@ test('the yield tour prints the reason, the elapsed time and the unit of each wa
       reason, elapsed, units = coroutine.yield("UNTIL_NEXT", "* * * ? * *")
       print(reason, " yielded for ", elapsed, " ", units)
     end
-  `, { name: 'tour.lua' });
+  `,
+    { name: 'tour.lua' },
+  );
   const t0 = Date.now();
   await rt.call('tour');
   const total = (Date.now() - t0) / 1000;
@@ -259,9 +262,7 @@ async function fanOut(create) {
   const response = await task.result;
   expect(response).toEqual({ code: 200 });
   expect(lines).toEqual(['index.list resources/profile-7/*']);
-  expect(rt.load('return updated')[0].sort()).toEqual(
-    [1, 2, 3, 4, 5].map((i) => `res-${i} update_resource blue`),
-  );
+  expect(rt.load('return updated')[0].sort()).toEqual([1, 2, 3, 4, 5].map((i) => `res-${i} update_resource blue`));
   expect(rt.tasks()).toEqual([]);
 }
 

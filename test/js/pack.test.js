@@ -28,15 +28,23 @@ function userEnv() {
 
 function run(cmd, args, cwd, timeout = 120000) {
   try {
-    return execFileSync(cmd, args, { cwd, env: userEnv(), encoding: 'utf8', timeout, stdio: ['ignore', 'pipe', 'pipe'] });
+    return execFileSync(cmd, args, {
+      cwd,
+      env: userEnv(),
+      encoding: 'utf8',
+      timeout,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
   } catch (e) {
-    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status ?? e.signal}):\n${e.stdout || ''}\n${e.stderr || ''}`);
+    const output = `${e.stdout || ''}\n${e.stderr || ''}`;
+    throw new Error(`${cmd} ${args.join(' ')} failed (${e.status ?? e.signal}):\n${output}`, { cause: e });
   }
 }
 
 function libFiles(dir, rel = 'lib') {
-  return fs.readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
-    (d.isDirectory() ? libFiles(path.join(dir, d.name), `${rel}/${d.name}`) : [`${rel}/${d.name}`]));
+  return fs
+    .readdirSync(dir, { withFileTypes: true })
+    .flatMap((d) => (d.isDirectory() ? libFiles(path.join(dir, d.name), `${rel}/${d.name}`) : [`${rel}/${d.name}`]));
 }
 
 let dir;
@@ -49,26 +57,54 @@ afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('the tarball holds every file the build and the library need, and none of the tests, benches or builds', () => {
+test('the tarball holds every file the build, the library and its reader need, and none of the tests, benches or builds', () => {
   const files = packed.files.map((f) => f.path);
-  const needed = ['package.json', 'README.md', 'LICENSE', 'CMakeLists.txt', 'scripts/build.js', ...libFiles(path.join(root, 'lib')),
-    ...libFiles(path.join(root, 'native'), 'native')];
+  const needed = [
+    'package.json',
+    'README.md',
+    'LICENSE',
+    'CMakeLists.txt',
+    'scripts/build.js',
+    ...libFiles(path.join(root, 'lib')),
+    ...libFiles(path.join(root, 'native'), 'native'),
+    ...libFiles(path.join(root, 'docs'), 'docs'), // the README links into docs/
+  ];
   expect(files.sort()).toEqual([...new Set(needed)].sort());
-  expect(needed).toEqual(expect.arrayContaining(['lib/index.mjs', 'lib/index.d.ts', 'lib/lua/util/async.lua',
-    'native/core/lua/tasks.lua', 'native/addon/lua/file_modules.lua', 'native/cmake/embed_lua.cmake']));
-  expect(packed.unpackedSize).toBeLessThan(1 << 20);
+  expect(needed).toEqual(
+    expect.arrayContaining([
+      'lib/index.mjs',
+      'lib/index.d.ts',
+      'lib/lua/util/async.lua',
+      'native/core/lua/tasks.lua',
+      'native/addon/lua/file_modules.lua',
+      'native/cmake/embed_lua.cmake',
+      'docs/api.md',
+    ]),
+  );
+  expect(packed.unpackedSize).toBeLessThan(1.5 * (1 << 20)); // sources and docs: about 1 MB (a build tree is over 10)
 });
 
-test('it installs into an empty project, builds, and runs tasks from CommonJS, ESM, TypeScript and the CLI', () => {
-  const app = path.join(dir, 'app');
-  fs.mkdirSync(app);
-  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }));
-  run('npm', ['install', path.join(dir, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
-    app, INSTALL_MS);
-  const installed = path.join(app, 'node_modules', 'lua-tasks');
-  expect(fs.readdirSync(path.join(installed, 'build'))).toEqual(['lua_tasks.node']);  // no CMake tree left behind
+test(
+  'it installs into an empty project, builds, and runs tasks from CommonJS, ESM, TypeScript and the CLI',
+  () => {
+    const app = path.join(dir, 'app');
+    fs.mkdirSync(app);
+    fs.writeFileSync(
+      path.join(app, 'package.json'),
+      JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }),
+    );
+    run(
+      'npm',
+      ['install', path.join(dir, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
+      app,
+      INSTALL_MS,
+    );
+    const installed = path.join(app, 'node_modules', 'lua-tasks');
+    expect(fs.readdirSync(path.join(installed, 'build'))).toEqual(['lua_tasks.node']); // no CMake tree left behind
 
-  fs.writeFileSync(path.join(app, 'smoke.cjs'), `
+    fs.writeFileSync(
+      path.join(app, 'smoke.cjs'),
+      `
     const { Runtime } = require('lua-tasks');
     (async () => {
       const rt = new Runtime();
@@ -79,32 +115,63 @@ test('it installs into an empty project, builds, and runs tasks from CommonJS, E
       const shipped = rt.load('return type(require("util.async").runner)')[0];
       await rt.close();
       console.log(JSON.stringify({ why, elapsed, unit, wall, shipped }));
-    })();`);
-  const cjs = JSON.parse(run(process.execPath, ['smoke.cjs'], app));
-  expect(cjs).toMatchObject({ why: 'SCHEDULER', unit: 'MILLISECONDS', shipped: 'function' });
-  expect(cjs.elapsed).toBeGreaterThanOrEqual(19);
-  expect(cjs.wall).toBeGreaterThanOrEqual(19);
-  expect(cjs.wall).toBeLessThan(2000);
+    })();`,
+    );
+    const cjs = JSON.parse(run(process.execPath, ['smoke.cjs'], app));
+    expect(cjs).toMatchObject({ why: 'SCHEDULER', unit: 'MILLISECONDS', shipped: 'function' });
+    expect(cjs.elapsed).toBeGreaterThanOrEqual(19);
+    expect(cjs.wall).toBeGreaterThanOrEqual(19);
+    expect(cjs.wall).toBeLessThan(2000);
 
-  fs.writeFileSync(path.join(app, 'smoke.mjs'), `
+    fs.writeFileSync(
+      path.join(app, 'smoke.mjs'),
+      `
     import { Runtime, cron } from 'lua-tasks';
     const rt = new Runtime();
     rt.load('function t() tasks.sleep(0.01) return "slept" end');
     const v = await rt.call('t');
     rt.closeSync();
     const next = cron.next('0 0 12 * * ?', { from: new Date(Date.UTC(2030, 0, 1)), tz: 'UTC' });
-    console.log(JSON.stringify({ v, next }));`);
-  expect(JSON.parse(run(process.execPath, ['smoke.mjs'], app))).toEqual({ v: 'slept', next: ['2030-01-01T12:00:00.000Z'] });
+    console.log(JSON.stringify({ v, next }));`,
+    );
+    expect(JSON.parse(run(process.execPath, ['smoke.mjs'], app))).toEqual({
+      v: 'slept',
+      next: ['2030-01-01T12:00:00.000Z'],
+    });
 
-  fs.writeFileSync(path.join(app, 'check.ts'), `
+    fs.writeFileSync(
+      path.join(app, 'check.ts'),
+      `
     import { Runtime, cron } from 'lua-tasks';
     const rt: Runtime = new Runtime({ libs: 'safe' });
     const next: Date[] = cron.next('*/5 * * * *', { count: 2 });
-    console.log(rt, next);`);
-  run(process.execPath, [require.resolve('typescript/bin/tsc'), '--noEmit', '--strict', '--module', 'commonjs',
-    '--moduleResolution', 'node', '--typeRoots', path.join(root, 'node_modules', '@types'), '--types', 'node', 'check.ts'], app);
+    console.log(rt, next);`,
+    );
+    run(
+      process.execPath,
+      [
+        require.resolve('typescript/bin/tsc'),
+        '--noEmit',
+        '--strict',
+        '--module',
+        'commonjs',
+        '--moduleResolution',
+        'node',
+        '--typeRoots',
+        path.join(root, 'node_modules', '@types'),
+        '--types',
+        'node',
+        'check.ts',
+      ],
+      app,
+    );
 
-  const cli = run(path.join(app, 'node_modules', '.bin', 'lua-tasks'), ['cron', '0 0 12 * * ?', '--count', '2', '--tz', 'UTC',
-    '--from', '2030-01-01T00:00:00Z'], app);
-  expect(cli.trim().split('\n')).toEqual(['2030-01-01T12:00:00+00:00', '2030-01-02T12:00:00+00:00']);
-}, INSTALL_MS + 60000);
+    const cli = run(
+      path.join(app, 'node_modules', '.bin', 'lua-tasks'),
+      ['cron', '0 0 12 * * ?', '--count', '2', '--tz', 'UTC', '--from', '2030-01-01T00:00:00Z'],
+      app,
+    );
+    expect(cli.trim().split('\n')).toEqual(['2030-01-01T12:00:00+00:00', '2030-01-02T12:00:00+00:00']);
+  },
+  INSTALL_MS + 60000,
+);

@@ -15,7 +15,10 @@ test('bench/results.md is bench/results.json as npm run bench writes it', () => 
 });
 
 test('the results come from a run of every workload', () => {
-  const ids = fs.readdirSync(path.join(root, 'bench')).filter((f) => /^w\d+_\w+\.js$/.test(f)).map((f) => f.split('_')[0]);
+  const ids = fs
+    .readdirSync(path.join(root, 'bench'))
+    .filter((f) => /^w\d+_\w+\.js$/.test(f))
+    .map((f) => f.split('_')[0]);
   expect(report.workloads.map((w) => w.id).sort()).toEqual(ids.sort());
 });
 
@@ -77,7 +80,9 @@ describe('the code blocks run as written', () => {
   });
 
   test('the tour prints what its comments promise', () => {
-    expect(run(block("rt.start('profile', 7)")).stdout).toBe("{ instruction: 'PROMISE' }\nAda, orders are down, 30 ms\n");
+    expect(run(block("rt.start('profile', 7)")).stdout).toBe(
+      "{ instruction: 'PROMISE' }\nAda, orders are down, 30 ms\n",
+    );
     expect(run(block('http.createServer')).stdout).toBe('order-7: approved, gift-wrapped\n');
     expect(run(block('Runtime.open')).stdout).toBe('run 1: visit 1\nrun 2: visit 2\n');
     expect(run(block('memoryLimit')).stdout).toMatch(/ERR_MEMORY_LIMIT\nERR_TASK_TIMEOUT\n$/);
@@ -147,7 +152,11 @@ describe('the links of the README and docs/ resolve', () => {
     const seen = new Map();
     const out = new Set();
     for (const [, text] of read(file).matchAll(/^#{1,6} (.+)$/gm)) {
-      const slug = text.trim().toLowerCase().replace(/[^\p{L}\p{N}\s_-]/gu, '').replace(/\s/g, '-');
+      const slug = text
+        .trim()
+        .toLowerCase()
+        .replace(/[^\p{L}\p{N}\s_-]/gu, '')
+        .replace(/\s/g, '-');
       const n = seen.get(slug) || 0;
       seen.set(slug, n + 1);
       out.add(n === 0 ? slug : `${slug}-${n}`);
@@ -155,12 +164,20 @@ describe('the links of the README and docs/ resolve', () => {
     return out;
   }
 
-  const files = ['README.md', ...fs.readdirSync(path.join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const files = [
+    'README.md',
+    ...fs
+      .readdirSync(path.join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
 
   test.each(files)('%s', (file) => {
     const broken = [];
     // Markdown links outside code spans: [text](target).
-    const text = read(file).replace(/```[\s\S]*?```/g, '').replace(/`[^`\n]*`/g, '');
+    const text = read(file)
+      .replace(/```[\s\S]*?```/g, '')
+      .replace(/`[^`\n]*`/g, '');
     for (const [, target] of text.matchAll(/\]\(([^)\s]+)\)/g)) {
       if (/^[a-z]+:/.test(target)) continue; // http:, mailto:
       const [rel, anchor] = target.split('#');
@@ -173,8 +190,18 @@ describe('the links of the README and docs/ resolve', () => {
 
   test('docs/design.md has the sections the code cites', () => {
     const have = anchors('docs/design.md');
-    for (const a of ['build', 'layers', 'life-of-a-task', 'yield-instructions', 'scheduling', 'conversion',
-      'limits-and-sandbox', 'persistence', 'cron', 'errors']) {
+    for (const a of [
+      'build',
+      'layers',
+      'life-of-a-task',
+      'yield-instructions',
+      'scheduling',
+      'conversion',
+      'limits-and-sandbox',
+      'persistence',
+      'cron',
+      'errors',
+    ]) {
       expect(have).toContain(a);
     }
   });

@@ -25,7 +25,8 @@ describe('close() from code the runtime is running waits until that work returns
     expect(heard.every((v) => v === 1)).toBe(true);
     expect(results[0]).toEqual({ status: 'fulfilled', value: 1 });
     expect(results[1].status === 'fulfilled' ? results[1].value : results[1].reason.code).toBe(
-      heard.length === 2 ? 1 : 'ERR_TASK_CANCELLED');
+      heard.length === 2 ? 1 : 'ERR_TASK_CANCELLED',
+    );
   });
 
   test('from a taskerror listener while an immediate batch runs', async () => {
@@ -51,7 +52,13 @@ describe('close() from code the runtime is running waits until that work returns
         function w() local x <close> = setmetatable({}, {__close = function() print("closed") end}) tasks.sleep(5) end`);
       const task = rt.start('w');
       const f = rt.get('f');
-      const arg = { get x() { rt.close(); if (throws) throw new Error('boom'); return 1; } };
+      const arg = {
+        get x() {
+          rt.close();
+          if (throws) throw new Error('boom');
+          return 1;
+        },
+      };
       expect(() => f(arg)).toThrow(throws ? 'boom' : 'This Lua runtime is closed.');
       // The close happened: the waiting task's <close> ran and its result settled.
       await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
@@ -65,7 +72,13 @@ describe('close() from code the runtime is running waits until that work returns
       rt.load('function f(x) return type(x) end function w() return coroutine.yield("INDEFINITELY") end');
       const waiting = rt.start('w');
       const f = rt.get('f');
-      const evil = { a: 1, get b() { rt.closeSync(); return { c: 'x'.repeat(100) }; } };
+      const evil = {
+        a: 1,
+        get b() {
+          rt.closeSync();
+          return { c: 'x'.repeat(100) };
+        },
+      };
       const run = {
         set: () => rt.set('x', evil),
         start: () => rt.start('f', evil),
@@ -127,10 +140,16 @@ test('__gc finalizers that start tasks while a start makes room for its anchor k
   expect(rt.tasks().every((t) => t.status === 'waiting')).toBe(true);
 });
 
-test('a __gc finalizer cancelling a task while its promise\'s value converts', async () => {
+test("a __gc finalizer cancelling a task while its promise's value converts", async () => {
   const rt = makeRuntime({ libs: 'all' });
   let resolve;
-  rt.set('p', () => new Promise((r) => { resolve = r; }));
+  rt.set(
+    'p',
+    () =>
+      new Promise((r) => {
+        resolve = r;
+      }),
+  );
   rt.load(`function f()
     ME = tasks.current_id()
     for i = 1, 200 do
@@ -140,12 +159,18 @@ test('a __gc finalizer cancelling a task while its promise\'s value converts', a
     return type(v)
   end`);
   const task = rt.start('f');
-  const outcome = task.result.then((v) => ['done', v], (e) => ['failed', e.code]);
+  const outcome = task.result.then(
+    (v) => ['done', v],
+    (e) => ['failed', e.code],
+  );
   await sleep(5);
   resolve(Array.from({ length: 20000 }, (_, i) => ({ a: i, b: `x${i}` })));
   const [how, what] = await outcome;
   // Whether the collector ran during the conversion decides which; both are whole outcomes.
-  expect([['done', 'table'], ['failed', 'ERR_TASK_CANCELLED']]).toContainEqual([how, what]);
+  expect([
+    ['done', 'table'],
+    ['failed', 'ERR_TASK_CANCELLED'],
+  ]).toContainEqual([how, what]);
   expect(rt.stats().tasks).toBe(0);
 });
 
@@ -169,18 +194,28 @@ test('a coroutine the CPU budget killed is never closed later (its <close> handl
   for (const fn of ['viawrap', 'viaclose', 'saving']) {
     await expect(rt.call(fn)).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   }
-  expect(rt.load('return coroutine.close(saved)')).toEqual([false, 'killed: CPU budget exceeded (its <close> handlers are not run)']);
+  expect(rt.load('return coroutine.close(saved)')).toEqual([
+    false,
+    'killed: CPU budget exceeded (its <close> handlers are not run)',
+  ]);
   expect(rt.get('ran')).toBe(0);
   // Coroutines made afterwards close as usual.
-  expect(rt.load('local c = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() ran = 10 end}) coroutine.yield() end) coroutine.resume(c) return coroutine.close(c), ran')).toEqual([true, 10]);
+  expect(
+    rt.load(
+      'local c = coroutine.create(function() local x <close> = setmetatable({}, {__close = function() ran = 10 end}) coroutine.yield() end) coroutine.resume(c) return coroutine.close(c), ran',
+    ),
+  ).toEqual([true, 10]);
 });
 
-test('libs \'safe\' refuses a metatable with __gc: no CPU budget could stop a finalizer that loops', async () => {
+test("libs 'safe' refuses a metatable with __gc: no CPU budget could stop a finalizer that loops", async () => {
   const rt = makeRuntime({ taskTimeout: 30 });
-  expect(() => rt.load('setmetatable({}, {__gc = function() while true do end end}) collectgarbage()'))
-    .toThrow(/setmetatable: __gc finalizers are not available with libs 'safe'/);
+  expect(() => rt.load('setmetatable({}, {__gc = function() while true do end end}) collectgarbage()')).toThrow(
+    /setmetatable: __gc finalizers are not available with libs 'safe'/,
+  );
   expect(rt.load('local t = setmetatable({}, {__index = {a = 1}}) return t.a')).toEqual([1]);
-  expect(() => rt.load('setmetatable(setmetatable({}, {__metatable = false}), {})')).toThrow(/cannot change a protected metatable/);
+  expect(() => rt.load('setmetatable(setmetatable({}, {__metatable = false}), {})')).toThrow(
+    /cannot change a protected metatable/,
+  );
 });
 
 test('a Promise subclass whose then calls back at once still wakes the task', async () => {

@@ -1,30 +1,30 @@
 // SPDX-License-Identifier: MIT
 // Resuming a waiting task: rt.resume, tasks.resume and namazu.coroutine.resume, the values they hand over, and the timers they cancel.
 'use strict';
-const { makeRuntimeWithLines, sleep, turn } = require('./helpers');
+const { makeRuntime, sleep, turn } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('INDEFINITELY and rt.resume', () => {
-  test.each([
-    [[]],
-    [[1]],
-    [[1, 'two', true]],
-    [[{ a: 1 }, [1, 2]]],
-    [[1.5, -3, 'x'.repeat(100)]],
-  ])('resume with %j makes the yield return exactly those values', async (values) => {
-    rt.load('function t() local v = table.pack(coroutine.yield("INDEFINITELY")) return { n = v.n, v = { table.unpack(v, 1, v.n) } } end');
-    const task = rt.start('t');
-    expect(rt.resume(task.id, ...values)).toBe(true);
-    const out = await task.result;
-    expect(out.n).toBe(values.length);
-    expect(values.length === 0 ? [] : out.v).toEqual(values);
-  });
+  test.each([[[]], [[1]], [[1, 'two', true]], [[{ a: 1 }, [1, 2]]], [[1.5, -3, 'x'.repeat(100)]]])(
+    'resume with %j makes the yield return exactly those values',
+    async (values) => {
+      rt.load(
+        'function t() local v = table.pack(coroutine.yield("INDEFINITELY")) return { n = v.n, v = { table.unpack(v, 1, v.n) } } end',
+      );
+      const task = rt.start('t');
+      expect(rt.resume(task.id, ...values)).toBe(true);
+      const out = await task.result;
+      expect(out.n).toBe(values.length);
+      expect(values.length === 0 ? [] : out.v).toEqual(values);
+    },
+  );
 
   test('resume passes nil in the middle of the values through', async () => {
-    rt.load('function t() local a, b, c = coroutine.yield("INDEFINITELY") return select("#", coroutine.yield("INDEFINITELY")) .. tostring(a) .. tostring(b) .. tostring(c) end');
+    rt.load(
+      'function t() local a, b, c = coroutine.yield("INDEFINITELY") return select("#", coroutine.yield("INDEFINITELY")) .. tostring(a) .. tostring(b) .. tostring(c) end',
+    );
     const task = rt.start('t');
     rt.resume(task.id, 1, undefined, 3);
     rt.resume(task.id, null, null);
@@ -32,7 +32,9 @@ describe('INDEFINITELY and rt.resume', () => {
   });
 
   test('resume runs the task up to its next wait before returning', () => {
-    rt.load('log = "" function t() coroutine.yield("INDEFINITELY") log = log .. "a" coroutine.yield("INDEFINITELY") log = log .. "b" end');
+    rt.load(
+      'log = "" function t() coroutine.yield("INDEFINITELY") log = log .. "a" coroutine.yield("INDEFINITELY") log = log .. "b" end',
+    );
     const task = rt.start('t');
     expect(rt.resume(task.id)).toBe(true);
     expect(rt.get('log')).toBe('a');
@@ -56,7 +58,9 @@ describe('INDEFINITELY and rt.resume', () => {
 
   test('resume answers false for the task that is running', async () => {
     const answers = [];
-    rt.set('tryResume', (id) => { answers.push(rt.resume(id, 'x')); });
+    rt.set('tryResume', (id) => {
+      answers.push(rt.resume(id, 'x'));
+    });
     rt.load('function t() tryResume(tasks.current_id()) coroutine.yield() return "ok" end');
     expect(await rt.call('t')).toBe('ok');
     expect(answers).toEqual([false]);
@@ -189,7 +193,10 @@ describe('namazu.coroutine.resume', () => {
     ['a number', '7'],
     ['a finished task', 'tasks.start(function() end)'],
   ])('resume of %s returns nil and never throws', (_, arg) => {
-    expect(rt.load(`return require("namazu.coroutine").resume(${arg})`)).toEqual([null, 'no such task (unknown or finished)']);
+    expect(rt.load(`return require("namazu.coroutine").resume(${arg})`)).toEqual([
+      null,
+      'no such task (unknown or finished)',
+    ]);
   });
 
   test('resume wakes an INDEFINITELY task with the values given', async () => {

@@ -33,8 +33,18 @@ describe('constructor options', () => {
     ['print as a string', { print: 'console.log' }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['print as null', { print: null }, TypeError, 'ERR_INVALID_ARG_TYPE'],
     ['a module given as null', { modules: { m: null } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
-    ['a module named as a built-in one (it was silently ignored)', { modules: { tasks: 'return 1' } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
-    ['a module named as a standard library the profile opens', { modules: { string: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
+    [
+      'a module named as a built-in one (it was silently ignored)',
+      { modules: { tasks: 'return 1' } },
+      TypeError,
+      'ERR_INVALID_ARG_VALUE',
+    ],
+    [
+      'a module named as a standard library the profile opens',
+      { modules: { string: {} } },
+      TypeError,
+      'ERR_INVALID_ARG_VALUE',
+    ],
     ['a module named _G', { libs: ['string'], modules: { _G: {} } }, TypeError, 'ERR_INVALID_ARG_VALUE'],
   ])('refuses %s', (_, options, Cls, errCode) => {
     let err;
@@ -50,9 +60,15 @@ describe('constructor options', () => {
   // Regression (issue 20): it said 'holds an unknown library the string "bogus"'.
   test('names an unknown library in the libs list plainly, and a non-string as what it is', () => {
     const allowed = 'Allowed: base, coroutine, string, table, math, utf8, os, io, debug, package.';
-    expect(() => new Runtime({ libs: ['bogus'] })).toThrow(`The "options.libs" list holds an unknown library "bogus". ${allowed}`);
-    expect(() => new Runtime({ libs: [1] })).toThrow(`The "options.libs" list holds number 1, not a library name. ${allowed}`);
-    expect(() => new Runtime({ libs: [undefined] })).toThrow(`The "options.libs" list holds undefined, not a library name. ${allowed}`);
+    expect(() => new Runtime({ libs: ['bogus'] })).toThrow(
+      `The "options.libs" list holds an unknown library "bogus". ${allowed}`,
+    );
+    expect(() => new Runtime({ libs: [1] })).toThrow(
+      `The "options.libs" list holds number 1, not a library name. ${allowed}`,
+    );
+    expect(() => new Runtime({ libs: [undefined] })).toThrow(
+      `The "options.libs" list holds undefined, not a library name. ${allowed}`,
+    );
   });
 
   test('accepts a module named as a standard library the profile leaves out (require does not answer it)', () => {
@@ -190,7 +206,9 @@ describe('set and get', () => {
   });
 
   test('set and get are raw: a metatable on _G runs no Lua code', () => {
-    rt.load('hits = 0 setmetatable(_G, { __index = function() hits = hits + 1 end, __newindex = function() hits = hits + 1 end })');
+    rt.load(
+      'hits = 0 setmetatable(_G, { __index = function() hits = hits + 1 end, __newindex = function() hits = hits + 1 end })',
+    );
     rt.set('fresh', 1);
     expect(rt.get('absent')).toBeUndefined();
     expect(rt.load('return rawget(_G, "fresh"), hits')).toEqual([1, 0]);
@@ -266,15 +284,27 @@ describe('close', () => {
     // lua_close runs every pending __gc after the scheduler and the JS side
     // are gone: most calls below used to touch freed memory or crash there.
     const calls = [
-      'tasks.current_id()', 'tasks.start(function() end)', 'tasks.status("x")', 'tasks.resume("x")',
-      'tasks.cancel("x")', 'tasks.wait("x")', 'tasks.sleep(1)', 'coroutine.yield()', 'mark()',
-      'print("from a finalizer")', 'tostring(obj)', 'local _ = obj.a', 'tasks.await(obj)',
+      'tasks.current_id()',
+      'tasks.start(function() end)',
+      'tasks.status("x")',
+      'tasks.resume("x")',
+      'tasks.cancel("x")',
+      'tasks.wait("x")',
+      'tasks.sleep(1)',
+      'coroutine.yield()',
+      'mark()',
+      'print("from a finalizer")',
+      'tostring(obj)',
+      'local _ = obj.a',
+      'tasks.await(obj)',
     ];
     let marked = 0;
     const printed = [];
     for (const call of calls) {
-      const r = new Runtime({ libs: 'all', print: (s) => printed.push(s) });  // 'safe' refuses __gc
-      r.set('mark', () => { marked += 1; });
+      const r = new Runtime({ libs: 'all', print: (s) => printed.push(s) }); // 'safe' refuses __gc
+      r.set('mark', () => {
+        marked += 1;
+      });
       r.set('obj', { a: 1 });
       r.load(`
         local function try() local ok, err = pcall(function() ${call} end) return ok, err end
@@ -307,7 +337,9 @@ describe('close', () => {
     const lines = fs.readFileSync(file, 'utf8').split('\n');
     fs.unlinkSync(file);
     expect(lines).toHaveLength(2);
-    for (const line of lines) expect(line).toMatch(/^the runtime is closed: .*cannot use the tasks functions or JS values$/);
+    for (const line of lines) {
+      expect(line).toMatch(/^the runtime is closed: .*cannot use the tasks functions or JS values$/);
+    }
   });
 
   test('closing one runtime leaves the others working', () => {
@@ -363,8 +395,11 @@ describe('print option', () => {
     ['no arguments as an empty line', 'print()', ['']],
     ['several arguments joined by tabs', 'print("a", "b", "c")', ['a\tb\tc']],
     ['nil and booleans by name', 'print(nil, true, false)', ['nil\ttrue\tfalse']],
-    ['integers and floats as Lua writes them', 'print(1, 2.0, -0.0, 1e100, math.maxinteger)',
-      ['1\t2.0\t-0.0\t1e+100\t9223372036854775807']],
+    [
+      'integers and floats as Lua writes them',
+      'print(1, 2.0, -0.0, 1e100, math.maxinteger)',
+      ['1\t2.0\t-0.0\t1e+100\t9223372036854775807'],
+    ],
     ['one line per call', 'print(1) print(2)', ['1', '2']],
     ['__tostring results', 'print(setmetatable({}, { __tostring = function() return "custom" end }))', ['custom']],
     ['embedded zero bytes', 'print("a\\0b")', ['a\u0000b']],
@@ -400,12 +435,14 @@ describe('print option', () => {
 describe('stats', () => {
   test('reports memory figures and the task count', () => {
     const s = rt.stats();
-    expect(s).toEqual(expect.objectContaining({
-      memoryUsed: expect.any(Number),
-      memoryPeak: expect.any(Number),
-      memoryLimit: 0,
-      tasks: 0,
-    }));
+    expect(s).toEqual(
+      expect.objectContaining({
+        memoryUsed: expect.any(Number),
+        memoryPeak: expect.any(Number),
+        memoryLimit: 0,
+        tasks: 0,
+      }),
+    );
     expect(s.memoryUsed).toBeGreaterThan(0);
     expect(s.memoryPeak).toBeGreaterThanOrEqual(s.memoryUsed);
   });

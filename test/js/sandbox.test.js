@@ -17,15 +17,46 @@ function attempt(src) {
 }
 
 test('the global allow list is exactly what docs/design.md#limits-and-sandbox names', () => {
-  const [keys] = rt.load(`local t = {} for k in pairs(_G) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")`);
+  const [keys] = rt.load(
+    `local t = {} for k in pairs(_G) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")`,
+  );
   expect(keys.split(' ')).toEqual([
-    '_G', '_VERSION', 'assert', 'collectgarbage', 'coroutine', 'dofile', 'error', 'getmetatable', 'ipairs',
-    'load', 'loadfile', 'math', 'next', 'os', 'pairs', 'pcall', 'print', 'rawequal', 'rawget', 'rawlen',
-    'rawset', 'require', 'select', 'setmetatable', 'string', 'table', 'tasks', 'tonumber', 'tostring', 'type',
-    'utf8', 'xpcall',
+    '_G',
+    '_VERSION',
+    'assert',
+    'collectgarbage',
+    'coroutine',
+    'dofile',
+    'error',
+    'getmetatable',
+    'ipairs',
+    'load',
+    'loadfile',
+    'math',
+    'next',
+    'os',
+    'pairs',
+    'pcall',
+    'print',
+    'rawequal',
+    'rawget',
+    'rawlen',
+    'rawset',
+    'require',
+    'select',
+    'setmetatable',
+    'string',
+    'table',
+    'tasks',
+    'tonumber',
+    'tostring',
+    'type',
+    'utf8',
+    'xpcall',
   ]);
-  expect(rt.load('local t = {} for k in pairs(os) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")'))
-    .toEqual(['clock date difftime time']);
+  expect(
+    rt.load('local t = {} for k in pairs(os) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")'),
+  ).toEqual(['clock date difftime time']);
 });
 
 test.each([
@@ -51,10 +82,17 @@ test('requiring a C module or an unknown module fails clearly', () => {
 
 test('binary chunks are refused: string.dump output and mode "b"', () => {
   expect(attempt('assert(load(string.dump(function() return 1 end)))')).toEqual([
-    false, expect.stringMatching(/attempt to load a binary chunk/),
+    false,
+    expect.stringMatching(/attempt to load a binary chunk/),
   ]);
-  expect(attempt('load("return 1", "x", "b")')).toEqual([false, expect.stringMatching(/binary chunks are not allowed/)]);
-  expect(attempt('loadfile("greet.lua", "b")')).toEqual([false, expect.stringMatching(/binary chunks are not allowed/)]);
+  expect(attempt('load("return 1", "x", "b")')).toEqual([
+    false,
+    expect.stringMatching(/binary chunks are not allowed/),
+  ]);
+  expect(attempt('loadfile("greet.lua", "b")')).toEqual([
+    false,
+    expect.stringMatching(/binary chunks are not allowed/),
+  ]);
 });
 
 test('modules load from modulePaths as text, and dofile/loadfile cannot leave them', () => {
@@ -75,7 +113,9 @@ test('without modulePaths there is no dofile or loadfile at all', () => {
 
 test("changing one runtime's string metatable or _G does not reach another", () => {
   const other = makeRuntime();
-  rt.load('getmetatable("").__index = { upper = function() return "pwned" end } _G.print = nil setmetatable(_G, { __index = function() return "x" end })');
+  rt.load(
+    'getmetatable("").__index = { upper = function() return "pwned" end } _G.print = nil setmetatable(_G, { __index = function() return "x" end })',
+  );
   expect(other.load('return ("a"):upper(), type(print), undefined_global')).toEqual(['A', 'function', null]);
 });
 
@@ -107,7 +147,9 @@ test('a module name is dot-separated parts, none empty ("a." found <dir>/a/.lua)
   const r = new Runtime({ modulePaths: [dir] });
   expect(r.load('return require "a.b"')).toEqual(['a.b']);
   for (const name of ['a.', '.a', 'a..b', 'a.b.']) {
-    expect(() => r.load(`return require "${name}"`)).toThrow(`module '${name}' not found (modules come from the Runtime's modules and modulePaths options)`);
+    expect(() => r.load(`return require "${name}"`)).toThrow(
+      `module '${name}' not found (modules come from the Runtime's modules and modulePaths options)`,
+    );
   }
   r.closeSync();
   fs.rmSync(dir, { recursive: true, force: true });
@@ -137,7 +179,9 @@ describe('a module whose top level waits', () => {
 
   test('a require outside a task meanwhile fails clearly; a cancelled load lets the next require load it again', async () => {
     const task = rt.start('use', 'slow');
-    expect(() => rt.load('return require "slow"')).toThrow(/module 'slow' is loading in task .* \(its top level waits\); require it from a task to wait for it/);
+    expect(() => rt.load('return require "slow"')).toThrow(
+      /module 'slow' is loading in task .* \(its top level waits\); require it from a task to wait for it/,
+    );
     rt.cancel(task.id);
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
     expect(await rt.call('use', 'slow')).toEqual({ n: 1 });
@@ -145,10 +189,12 @@ describe('a module whose top level waits', () => {
   });
 
   test('a require loop across two tasks is an error, not a wait for ever', async () => {
-    const r = makeRuntime({ modules: {
-      a: 'tasks.sleep(0.01) require "b" return "a"',
-      b: 'tasks.sleep(0.01) require "a" return "b"',
-    } });
+    const r = makeRuntime({
+      modules: {
+        a: 'tasks.sleep(0.01) require "b" return "a"',
+        b: 'tasks.sleep(0.01) require "a" return "b"',
+      },
+    });
     r.load('function use(m) return require(m) end');
     const results = await Promise.allSettled([r.call('use', 'a'), r.call('use', 'b')]);
     for (const res of results) {
@@ -159,6 +205,8 @@ describe('a module whose top level waits', () => {
   });
 
   test('requiring itself while it loads is a clear error, not a stack overflow', async () => {
-    await expect(rt.call('use', 'loop')).rejects.toThrow(/module 'loop' requires itself while it loads \(a require loop\)/);
+    await expect(rt.call('use', 'loop')).rejects.toThrow(
+      /module 'loop' requires itself while it loads \(a require loop\)/,
+    );
   });
 });

@@ -16,7 +16,13 @@ afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
 // A NativeRuntime as lib/runtime.js makes one, with no-op listeners.
 function native() {
-  return new binding.NativeRuntime({ libs: 'safe', hasStore: true }, () => {}, () => {}, {}, () => {});
+  return new binding.NativeRuntime(
+    { libs: 'safe', hasStore: true },
+    () => {},
+    () => {},
+    {},
+    () => {},
+  );
 }
 
 // Enough pairs that a slice of 0 ms leaves most of the work (a clock read
@@ -85,7 +91,7 @@ describe('the checksum', () => {
     b.closeSync();
   });
 
-  test('restore() and restoreStep() refuse damaged bytes with the codec\'s reason', () => {
+  test("restore() and restoreStep() refuse damaged bytes with the codec's reason", () => {
     const a = native();
     a.load('tasks.state = { a = { 1, 2, 3 }, b = "text" }');
     const good = a.snapshot();
@@ -97,7 +103,9 @@ describe('the checksum', () => {
     for (const bad of [truncated, flipped, Buffer.from('nope')]) {
       expect(() => rt.restore(bad)).toThrow(expect.objectContaining({ code: 'ERR_STORE_CORRUPT' }));
       rt.restoreBegin(bad);
-      expect(() => { while (!rt.restoreStep(1)); }).toThrow(expect.objectContaining({ code: 'ERR_STORE_CORRUPT' }));
+      expect(() => {
+        while (!rt.restoreStep(1));
+      }).toThrow(expect.objectContaining({ code: 'ERR_STORE_CORRUPT' }));
     }
     expect(() => rt.restore(flipped)).toThrow('corrupt state snapshot: checksum mismatch');
     expect(() => rt.restore(Buffer.from('nope'))).toThrow('not a lua-tasks state snapshot (bad magic)');
@@ -130,17 +138,21 @@ describe('slices', () => {
   test('one job of each kind at a time; a failed step ends its job', () => {
     const rt = native();
     expect(() => rt.snapshotStep(1)).toThrow(expect.objectContaining({ code: 'ERR_COMMIT_FAILED' }));
-    rt.snapshotAbort();  // none: a no-op
+    rt.snapshotAbort(); // none: a no-op
     rt.load(BIG);
     rt.snapshotBegin();
     expect(() => rt.snapshotBegin()).toThrow(expect.objectContaining({ code: 'ERR_COMMIT_FAILED' }));
     rt.snapshotAbort();
-    rt.snapshotBegin();  // again, after the abort
+    rt.snapshotBegin(); // again, after the abort
     finishSnapshot(rt);
     rt.load('tasks.state = { players = { {}, { onHit = function() end } } }');
     rt.snapshotBegin();
-    expect(() => finishSnapshot(rt)).toThrow(expect.objectContaining({
-      code: 'ERR_COMMIT_FAILED', message: 'COMMIT failed: state.players[2].onHit: cannot persist a function.' }));
+    expect(() => finishSnapshot(rt)).toThrow(
+      expect.objectContaining({
+        code: 'ERR_COMMIT_FAILED',
+        message: 'COMMIT failed: state.players[2].onHit: cannot persist a function.',
+      }),
+    );
     expect(() => rt.snapshotStep(1)).toThrow(/No snapshot is in progress/);
     rt.close();
   });
@@ -152,7 +164,7 @@ describe('slices', () => {
     expect(a.snapshotStep(0)).toBeUndefined();
     a.close();
     expect(() => a.snapshotStep(1)).toThrow(expect.objectContaining({ code: 'ERR_RUNTIME_CLOSED' }));
-    a.snapshotAbort();  // closed: a no-op
+    a.snapshotAbort(); // closed: a no-op
 
     const src = native();
     src.load(BIG);
@@ -169,15 +181,17 @@ describe('slices', () => {
   test('a restore whose buffer is detached between slices is refused', () => {
     const src = native();
     src.load(BIG);
-    const bytes = new Uint8Array(src.snapshot());  // an ArrayBuffer of its own, transferable
+    const bytes = new Uint8Array(src.snapshot()); // an ArrayBuffer of its own, transferable
     src.close();
     const rt = native();
     rt.restoreBegin(bytes);
     expect(rt.restoreStep(0)).toBe(false);
     structuredClone(bytes.buffer, { transfer: [bytes.buffer] });
     expect(bytes.byteLength).toBe(0);
-    expect(() => rt.restoreStep(1)).toThrow(expect.objectContaining({ code: 'ERR_STORE_CORRUPT', message: expect.stringMatching(/detached/) }));
-    expect(rt.load('return type(tasks.state), next(tasks.state)')).toEqual(['table', null]);  // as it was
+    expect(() => rt.restoreStep(1)).toThrow(
+      expect.objectContaining({ code: 'ERR_STORE_CORRUPT', message: expect.stringMatching(/detached/) }),
+    );
+    expect(rt.load('return type(tasks.state), next(tasks.state)')).toEqual(['table', null]); // as it was
     rt.close();
   });
 });
@@ -197,10 +211,14 @@ describe('the consistency rule', () => {
         local guard <close> = setmetatable({}, { __close = function() tasks.state.x = 2 end })
         coroutine.yield("INDEFINITELY")
       end`);
-    const id = (started) => rt.idPrefix() + Math.floor(started / 4).toString(36).padStart(13, '0');
+    const id = (started) =>
+      rt.idPrefix() +
+      Math.floor(started / 4)
+        .toString(36)
+        .padStart(13, '0');
     const ids = { waiter: id(rt.start('waiter', [])), guarded: id(rt.start('guarded', [])) };
     rt.snapshotBegin();
-    expect(rt.snapshotStep(0)).toBeUndefined();  // in progress
+    expect(rt.snapshotStep(0)).toBeUndefined(); // in progress
     return { rt, ids };
   }
 
@@ -215,7 +233,7 @@ describe('the consistency rule', () => {
     enter(rt, ids);
     expect(rt.load('return tasks.state.x')).toEqual([2]);
     const bytes = rt.snapshotStep(0);
-    expect(bytes).toBeInstanceOf(Buffer);  // finished by the entry: no work left
+    expect(bytes).toBeInstanceOf(Buffer); // finished by the entry: no work left
     expect(restoredX(bytes)).toBe(1);
     rt.close();
   });
@@ -236,7 +254,13 @@ describe('the consistency rule', () => {
     const rt = native();
     rt.load(BIG);
     let resolve;
-    rt.set('later', () => new Promise((r) => { resolve = r; }));
+    rt.set(
+      'later',
+      () =>
+        new Promise((r) => {
+          resolve = r;
+        }),
+    );
     rt.load('function w() tasks.state.x = tasks.await(later()) end');
     rt.start('w', []);
     rt.snapshotBegin();
@@ -252,7 +276,7 @@ describe('the consistency rule', () => {
     const rt = native();
     rt.load(BIG);
     rt.set('begin', () => rt.snapshotBegin());
-    rt.load('begin() tasks.state.x = 2');  // Lua goes on after begin(), entering nothing
+    rt.load('begin() tasks.state.x = 2'); // Lua goes on after begin(), entering nothing
     expect(restoredX(finishSnapshot(rt))).toBe(1);
     rt.close();
   });
@@ -272,7 +296,12 @@ describe('the consistency rule', () => {
 
   test('rt.commit() saves the state as of the call, not a change made while it encodes', async () => {
     const saved = [];
-    const store = { load: async () => null, save: async (name, bytes) => { saved.push(Buffer.from(bytes)); } };
+    const store = {
+      load: async () => null,
+      save: async (name, bytes) => {
+        saved.push(Buffer.from(bytes));
+      },
+    };
     const rt = await Runtime.open({ name: 'c', store });
     rt.load(BIG);
     const commit = rt.commit();
@@ -294,7 +323,9 @@ test('a 50 MB state commits and restores while the loop keeps turning', async ()
     function c() coroutine.yield("COMMIT") return #tasks.state end`);
   const during = async (p) => {
     let ticks = 0;
-    const t = setInterval(() => { ticks++; }, 1);
+    const t = setInterval(() => {
+      ticks++;
+    }, 1);
     const value = await p;
     clearInterval(t);
     return { value, ticks };

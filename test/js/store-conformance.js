@@ -26,10 +26,14 @@ const CHILD = path.join(__dirname, 'fixtures', 'store-child.js');
 /** Starts the child fixture in `mode`; resolves with it once it printed its first line. */
 function startChild(adapter, ctx, name, mode) {
   const { module, spec } = adapter.child(ctx);
-  const p = spawn(process.execPath, [CHILD, mode, name, module, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [CHILD, mode, name, module, JSON.stringify(spec)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   const lines = [];
   let err = '';
-  p.stderr.on('data', (d) => { err += d; });
+  p.stderr.on('data', (d) => {
+    err += d;
+  });
   let buffered = '';
   const first = new Promise((resolve, reject) => {
     p.stdout.on('data', (d) => {
@@ -67,9 +71,11 @@ function describeStore(adapter) {
       await a.commit();
       await a.close();
       const b = await open('whole');
-      expect(b.load(`local s = tasks.state
+      expect(
+        b.load(`local s = tasks.state
         return s.players[2].name, math.type(s.players[2].score), math.type(s.f), rawequal(s.shared, s.players[1]),
-          rawequal(s.cycle, s), #s.bytes`)).toEqual(['bob', 'integer', 'float', true, true, 2]);
+          rawequal(s.cycle, s), #s.bytes`),
+      ).toEqual(['bob', 'integer', 'float', true, true, 2]);
       await b.close();
     });
 
@@ -96,7 +102,10 @@ function describeStore(adapter) {
         a.load(`function save(v) tasks.state.v = v coroutine.yield("COMMIT") return "after" end`);
         const t = a.start('save', 42);
         await a.close();
-        const err = await t.result.then(() => null, (e) => e);
+        const err = await t.result.then(
+          () => null,
+          (e) => e,
+        );
         // Either it went on after its COMMIT (done), or close() cancelled it
         // after the write: then the error says the snapshot was written.
         if (err) expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', committed: true });
@@ -110,7 +119,10 @@ function describeStore(adapter) {
         a.load(`function save() tasks.state.v = 7 coroutine.yield("COMMIT") end`);
         const t = a.start('save');
         a.closeSync();
-        const err = await t.result.then(() => null, (e) => e);
+        const err = await t.result.then(
+          () => null,
+          (e) => e,
+        );
         expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED' });
         expect(typeof err.committed).toBe('boolean');
         // Once the outcome is known the name is free again, and the state
@@ -137,7 +149,10 @@ function describeStore(adapter) {
     describe('one owner per name', () => {
       test('a second open in this process fails with ERR_STORE_LOCKED naming the holder, and works after close()', async () => {
         const a = await open('owned');
-        const err = await open('owned').then(() => null, (e) => e);
+        const err = await open('owned').then(
+          () => null,
+          (e) => e,
+        );
         expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED' });
         expect(err.message).toMatch(/owned/);
         expect(err.message).toMatch(/this process/);
@@ -156,7 +171,10 @@ function describeStore(adapter) {
       test('a name held by another process fails with its pid; SIGKILL frees it', async () => {
         const child = await startChild(adapter, ctx, 'held', 'hold');
         try {
-          const err = await open('held').then(() => null, (e) => e);
+          const err = await open('held').then(
+            () => null,
+            (e) => e,
+          );
           expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED', holder: { pid: child.p.pid } });
           expect(err.message).toContain(String(child.p.pid));
         } finally {
@@ -172,7 +190,9 @@ function describeStore(adapter) {
         a.load('tasks.state.v = 1');
         await a.commit();
         await a.close();
-        await adapter.corrupt(ctx, 'bad-open', (b) => Buffer.concat([b.subarray(0, b.length - 1), Buffer.from([b[b.length - 1] ^ 1])]));
+        await adapter.corrupt(ctx, 'bad-open', (b) =>
+          Buffer.concat([b.subarray(0, b.length - 1), Buffer.from([b[b.length - 1] ^ 1])]),
+        );
         await expect(open('bad-open')).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT' });
         await expect(open('bad-open')).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT' }); // not ERR_STORE_LOCKED
       });
@@ -196,7 +216,10 @@ function describeStore(adapter) {
           c[bit >> 3] ^= 1 << (bit & 7);
           return c;
         });
-        const err = await open('bits').then((rt) => rt.close().then(() => null), (e) => e);
+        const err = await open('bits').then(
+          (rt) => rt.close().then(() => null),
+          (e) => e,
+        );
         if (!err || err.code !== 'ERR_STORE_CORRUPT' || !err.message.includes('"bits"')) {
           throw new Error(`bit ${bit} flipped: ${err ? `${err.code}: ${err.message}` : 'loaded without an error'}`);
         }
@@ -214,7 +237,10 @@ function describeStore(adapter) {
         const b = await Runtime.open({ name: 'hang', store: hung, storeTimeout: 100 });
         b.load(`function t() tasks.state.v = 2 local ok, e = pcall(coroutine.yield, "COMMIT") return ok, e.code end`);
         expect(await b.call('t')).toBe(false);
-        await expect(b.commit()).rejects.toMatchObject({ code: 'ERR_COMMIT_FAILED', cause: { code: 'ERR_STORE_TIMEOUT' } });
+        await expect(b.commit()).rejects.toMatchObject({
+          code: 'ERR_COMMIT_FAILED',
+          cause: { code: 'ERR_STORE_TIMEOUT' },
+        });
         expect(b.load('return tasks.state.v')).toEqual([2]);
         await b.close();
       });
@@ -222,8 +248,9 @@ function describeStore(adapter) {
       test('a load that never settles fails the open with ERR_STORE_TIMEOUT and frees the name', async () => {
         const inner = await storeObject(adapter.store(ctx));
         const hung = { ...bind(inner), load: () => new Promise(() => {}) };
-        await expect(Runtime.open({ name: 'hang-load', store: hung, storeTimeout: 100 }))
-          .rejects.toMatchObject({ code: 'ERR_STORE_TIMEOUT' });
+        await expect(Runtime.open({ name: 'hang-load', store: hung, storeTimeout: 100 })).rejects.toMatchObject({
+          code: 'ERR_STORE_TIMEOUT',
+        });
         const b = await open('hang-load');
         await b.close();
       });
@@ -232,7 +259,13 @@ function describeStore(adapter) {
     test('100 concurrent rt.commit() calls share a few writes (group commit), each acknowledged', async () => {
       const inner = await storeObject(adapter.store(ctx));
       let saves = 0;
-      const counting = { ...bind(inner), save: (...args) => { saves++; return inner.save(...args); } };
+      const counting = {
+        ...bind(inner),
+        save: (...args) => {
+          saves++;
+          return inner.save(...args);
+        },
+      };
       const a = await Runtime.open({ name: 'group', store: counting });
       const all = [];
       for (let i = 1; i <= 100; i++) {
@@ -256,7 +289,10 @@ function describeStore(adapter) {
         let err;
         try {
           a.load('tasks.state.v = 2');
-          err = await a.commit().then(() => null, (e) => e);
+          err = await a.commit().then(
+            () => null,
+            (e) => e,
+          );
         } finally {
           await undo();
         }

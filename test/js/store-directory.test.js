@@ -17,13 +17,17 @@ function failAt(label, code, target) {
       const err = () => Object.assign(new Error(`${code}: injected at ${label}`), { code });
       const restores = [];
       if (target === 'rename') {
-        const spy = jest.spyOn(fsp, 'rename').mockImplementation(async () => { throw err(); });
+        const spy = jest.spyOn(fsp, 'rename').mockImplementation(async () => {
+          throw err();
+        });
         restores.push(() => spy.mockRestore());
       } else if (target === 'open-tmp' || target === 'open-dir') {
         const real = fsp.open;
         const spy = jest.spyOn(fsp, 'open').mockImplementation(async (p, ...rest) => {
           const isTmp = String(p).endsWith('.tmp');
-          if ((target === 'open-tmp' && isTmp) || (target === 'open-dir' && !isTmp && !String(p).endsWith('.state'))) throw err();
+          if ((target === 'open-tmp' && isTmp) || (target === 'open-dir' && !isTmp && !String(p).endsWith('.state'))) {
+            throw err();
+          }
           return real.call(fsp, p, ...rest);
         });
         restores.push(() => spy.mockRestore());
@@ -35,9 +39,15 @@ function failAt(label, code, target) {
           const fh = await real.call(fsp, p, ...rest);
           if (!String(p).endsWith('.tmp')) return fh;
           const method = fh[target].bind(fh);
-          fh[target] = target === 'close'
-            ? () => method().then(() => { throw err(); }) // closed for real: no fd leak
-            : async () => { throw err(); };
+          fh[target] =
+            target === 'close'
+              ? () =>
+                  method().then(() => {
+                    throw err();
+                  }) // closed for real: no fd leak
+              : async () => {
+                  throw err();
+                };
           return fh;
         });
         restores.push(() => spy.mockRestore());

@@ -87,43 +87,53 @@ describe('8 Workers with 1,000 tasks each, terminated at random moments', () => 
     return { exit, terminated, seen };
   }
 
-  test('no crash, every Worker exits, and a fresh Worker and the main thread still work', seeded(1, async (rng) => {
-    for (let round = 0; round < 3; round++) {
-      const workers = Array.from({ length: 8 }, (_, i) => spawn(rng, i % 4));
-      const codes = await Promise.all(workers.map((w) => w.terminated));
-      const exits = await Promise.all(workers.map((w) => w.exit));
-      // terminate() resolves with the exit code: 1 for a Worker it stopped,
-      // 0 for one stopped before its script began (Node's own behaviour).
-      expect(codes).toEqual(exits);
-      workers.forEach((w, i) => {
-        expect(w.seen.errors).toEqual([]);
-        expect([0, 1]).toContain(exits[i]);
-        // One that got far enough to report had all its tasks, and was stopped.
-        if (w.seen.messages.length > 0) {
-          expect(w.seen.messages).toEqual([1000]);
-          expect(exits[i]).toBe(1);
-        }
-      });
-    }
+  test(
+    'no crash, every Worker exits, and a fresh Worker and the main thread still work',
+    seeded(1, async (rng) => {
+      for (let round = 0; round < 3; round++) {
+        const workers = Array.from({ length: 8 }, (_, i) => spawn(rng, i % 4));
+        const codes = await Promise.all(workers.map((w) => w.terminated));
+        const exits = await Promise.all(workers.map((w) => w.exit));
+        // terminate() resolves with the exit code: 1 for a Worker it stopped,
+        // 0 for one stopped before its script began (Node's own behaviour).
+        expect(codes).toEqual(exits);
+        workers.forEach((w, i) => {
+          expect(w.seen.errors).toEqual([]);
+          expect([0, 1]).toContain(exits[i]);
+          // One that got far enough to report had all its tasks, and was stopped.
+          if (w.seen.messages.length > 0) {
+            expect(w.seen.messages).toEqual([1000]);
+            expect(exits[i]).toBe(1);
+          }
+        });
+      }
 
-    const fresh = new Worker(`
+      const fresh = new Worker(
+        `
       const { Runtime } = require(${JSON.stringify(entry)});
       const { parentPort } = require('node:worker_threads');
       const rt = new Runtime();
       rt.set('twice', (x) => x * 2);
       rt.load('function f(n) coroutine.yield("FOR", 2, "MILLISECONDS") coroutine.yield() return twice(n) end');
       rt.call('f', 21).then((v) => { parentPort.postMessage(v); rt.closeSync(); });
-    `, { eval: true });
-    const [msg, code] = await Promise.all([
-      new Promise((resolve, reject) => { fresh.once('message', resolve); fresh.once('error', reject); }),
-      new Promise((resolve) => fresh.once('exit', resolve)),
-    ]);
-    expect([msg, code]).toEqual([42, 0]);
+    `,
+        { eval: true },
+      );
+      const [msg, code] = await Promise.all([
+        new Promise((resolve, reject) => {
+          fresh.once('message', resolve);
+          fresh.once('error', reject);
+        }),
+        new Promise((resolve) => fresh.once('exit', resolve)),
+      ]);
+      expect([msg, code]).toEqual([42, 0]);
 
-    const rt = makeRuntime();
-    rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return "main ok" end');
-    expect(await rt.call('f')).toBe('main ok');
-  }), 120000);
+      const rt = makeRuntime();
+      rt.load('function f() coroutine.yield("FOR", 1, "MILLISECONDS") return "main ok" end');
+      expect(await rt.call('f')).toBe('main ok');
+    }),
+    120000,
+  );
 });
 
 describe('100,000 tasks under random operations', () => {
@@ -194,152 +204,180 @@ describe('100,000 tasks under random operations', () => {
     end`;
   const STEPS = 'iiiffwwwsaaprennccdRC';
 
-  test('every result settles exactly once, as its plan and the operations say, and no task is left', seeded(2, async (rng) => {
-    const rt = new Runtime({ print: () => {} });
-    const records = new Map(); // key -> record
-    const byId = new Map(); // task id -> record
-    const live = []; // keys of JS-started tasks not yet settled
-    const liveAt = new Map(); // key -> its index in live
-    const closedCount = new Map();
-    let settledCount = 0;
+  test(
+    'every result settles exactly once, as its plan and the operations say, and no task is left',
+    seeded(2, async (rng) => {
+      const rt = new Runtime({ print: () => {} });
+      const records = new Map(); // key -> record
+      const byId = new Map(); // task id -> record
+      const live = []; // keys of JS-started tasks not yet settled
+      const liveAt = new Map(); // key -> its index in live
+      const closedCount = new Map();
+      let settledCount = 0;
 
-    const settleSoon = [
-      (f) => queueMicrotask(f),
-      (f) => setImmediate(f),
-      (f) => setTimeout(f, (rng() * 3) | 0),
-    ];
-    rt.set('later', (ok, key) => new Promise((resolve, reject) => {
-      settleSoon[(rng() * settleSoon.length) | 0](() => {
-        if (ok) resolve(key);
-        else reject(Object.assign(new Error(`rejected ${key}`), { key }));
+      const settleSoon = [(f) => queueMicrotask(f), (f) => setImmediate(f), (f) => setTimeout(f, (rng() * 3) | 0)];
+      rt.set(
+        'later',
+        (ok, key) =>
+          new Promise((resolve, reject) => {
+            settleSoon[(rng() * settleSoon.length) | 0](() => {
+              if (ok) resolve(key);
+              else reject(Object.assign(new Error(`rejected ${key}`), { key }));
+            });
+          }),
+      );
+      // (A block body: returning the Map would convert it into Lua on every call.)
+      rt.set('closed', (key) => {
+        closedCount.set(key, (closedCount.get(key) || 0) + 1);
       });
-    }));
-    // (A block body: returning the Map would convert it into Lua on every call.)
-    rt.set('closed', (key) => {
-      closedCount.set(key, (closedCount.get(key) || 0) + 1);
-    });
-    // Only waiting tasks: a cancel of a running one (on the C stack below the
-    // caller) is deferred to its next yield, and is lost if it returns first.
-    rt.set('pick', (me) => {
-      for (let tries = 0; tries < 4 && live.length > 0; tries++) {
-        const r = records.get(live[(rng() * live.length) | 0]);
-        if (r.task.id === me) continue;
-        const snap = rt.task(r.task.id);
-        if (snap && snap.status === 'waiting') return r.task.id;
-      }
-      return undefined;
-    });
-    rt.set('cancelled_by_lua', (id) => { byId.get(id).cancelled = 'lua'; });
-    rt.load(LUA, { name: 'stress.lua' });
-
-    function start(key) {
-      let plan = '';
-      for (let n = (rng() * 5) | 0; n > 0; n--) plan += STEPS[(rng() * STEPS.length) | 0];
-      const ac = rng() < 0.05 ? new AbortController() : null;
-      const args = ac ? [key, plan, ac.signal] : [key, plan];
-      const r = { key, plan, ac, cancelled: null, settled: 0, outcome: null, task: null };
-      records.set(key, r);
-      r.task = rt.start('job', ...args);
-      byId.set(r.task.id, r);
-      liveAt.set(key, live.length);
-      live.push(key);
-      r.task.result.then(
-        (v) => { r.settled++; r.outcome = ['done', v]; },
-        (e) => { r.settled++; r.outcome = ['error', e]; },
-      ).then(() => {
-        settledCount++;
-        const i = liveAt.get(key);
-        const last = live.pop();
-        if (last !== key) {
-          live[i] = last;
-          liveAt.set(last, i);
+      // Only waiting tasks: a cancel of a running one (on the C stack below the
+      // caller) is deferred to its next yield, and is lost if it returns first.
+      rt.set('pick', (me) => {
+        for (let tries = 0; tries < 4 && live.length > 0; tries++) {
+          const r = records.get(live[(rng() * live.length) | 0]);
+          if (r.task.id === me) continue;
+          const snap = rt.task(r.task.id);
+          if (snap && snap.status === 'waiting') return r.task.id;
         }
-        liveAt.delete(key);
+        return undefined;
       });
-    }
+      rt.set('cancelled_by_lua', (id) => {
+        byId.get(id).cancelled = 'lua';
+      });
+      rt.load(LUA, { name: 'stress.lua' });
 
-    const resumable = new Set(['IMMEDIATE', 'FOR', 'UNTIL_TIME', 'INDEFINITELY']);
-    function operate() {
-      const r = records.get(live[(rng() * live.length) | 0]);
-      const snap = rt.task(r.task.id);
-      const waiting = Boolean(snap) && snap.status === 'waiting';
-      const x = rng();
-      if (x < 0.75) {
-        // Resume applies exactly to a task waiting on a yield instruction.
-        const expected = waiting && resumable.has(snap.waiting.instruction);
-        expect(rt.resume(r.task.id, 'from js', r.key)).toBe(expected);
-      } else if (x < 0.92 || !r.ac) {
-        const ok = rt.cancel(r.task.id, `random ${r.key}`);
-        expect(ok).toBe(waiting);
-        if (ok) r.cancelled = 'js';
-      } else {
-        r.ac.abort(`aborted ${r.key}`);
-        if (waiting) r.cancelled = 'abort';
+      function start(key) {
+        let plan = '';
+        for (let n = (rng() * 5) | 0; n > 0; n--) plan += STEPS[(rng() * STEPS.length) | 0];
+        const ac = rng() < 0.05 ? new AbortController() : null;
+        const args = ac ? [key, plan, ac.signal] : [key, plan];
+        const r = { key, plan, ac, cancelled: null, settled: 0, outcome: null, task: null };
+        records.set(key, r);
+        r.task = rt.start('job', ...args);
+        byId.set(r.task.id, r);
+        liveAt.set(key, live.length);
+        live.push(key);
+        r.task.result
+          .then(
+            (v) => {
+              r.settled++;
+              r.outcome = ['done', v];
+            },
+            (e) => {
+              r.settled++;
+              r.outcome = ['error', e];
+            },
+          )
+          .then(() => {
+            settledCount++;
+            const i = liveAt.get(key);
+            const last = live.pop();
+            if (last !== key) {
+              live[i] = last;
+              liveAt.set(last, i);
+            }
+            liveAt.delete(key);
+          });
       }
-    }
 
-    let next = 0;
-    while (next < TOTAL) {
-      for (let k = 0; k < 400 && next < TOTAL && live.length < LIVE; k++) start(next++);
-      for (let k = 0; k < 150 && live.length > 0; k++) operate();
-      await turn();
-    }
-    // Drain: what still waits INDEFINITELY is resumed; everything else ends by itself.
-    for (let rounds = 0; live.length > 0; rounds++) {
-      if (rounds > 20000) {
-        throw new Error(`tasks never settled: ${JSON.stringify(live.slice(0, 5).map((k) => rt.task(records.get(k).task.id)))}`);
+      const resumable = new Set(['IMMEDIATE', 'FOR', 'UNTIL_TIME', 'INDEFINITELY']);
+      function operate() {
+        const r = records.get(live[(rng() * live.length) | 0]);
+        const snap = rt.task(r.task.id);
+        const waiting = Boolean(snap) && snap.status === 'waiting';
+        const x = rng();
+        if (x < 0.75) {
+          // Resume applies exactly to a task waiting on a yield instruction.
+          const expected = waiting && resumable.has(snap.waiting.instruction);
+          expect(rt.resume(r.task.id, 'from js', r.key)).toBe(expected);
+        } else if (x < 0.92 || !r.ac) {
+          const ok = rt.cancel(r.task.id, `random ${r.key}`);
+          expect(ok).toBe(waiting);
+          if (ok) r.cancelled = 'js';
+        } else {
+          r.ac.abort(`aborted ${r.key}`);
+          if (waiting) r.cancelled = 'abort';
+        }
       }
-      for (const key of [...live]) {
-        const snap = rt.task(records.get(key).task.id);
-        if (snap && snap.waiting && snap.waiting.instruction === 'INDEFINITELY') rt.resume(snap.id);
-      }
-      await (rounds % 10 === 9 ? sleep(1) : turn());
-    }
-    for (let i = 0; i < 5; i++) await turn(); // late settlements would show now
-    // A child whose parent was cancelled while joining it outlives the
-    // parent by its sleep (up to 2 ms): let those end before counting.
-    for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await sleep(2);
 
-    expect(settledCount).toBe(TOTAL);
-    const tally = { done: 0, failed: 0, cancelled: 0 };
-    const wrong = [];
-    for (const r of records.values()) {
-      const [kind, value] = r.outcome;
-      const firstFailure = r.plan.search(/[re]/);
-      let ok;
-      if (r.cancelled) {
-        const reason = { js: `random ${r.key}`, abort: `aborted ${r.key}`, lua: undefined }[r.cancelled];
-        ok = kind === 'error' && (r.cancelled === 'abort'
-          ? value.code === 'ABORT_ERR' && value.cause === reason
-          : value.code === 'ERR_TASK_CANCELLED' && value.reason === reason);
-        tally.cancelled++;
-      } else if (kind === 'error' && (value.code === 'ERR_TASK_CANCELLED' || value.code === 'ABORT_ERR')) {
-        ok = false; // cancelled, but nobody cancelled it
-      } else if (firstFailure >= 0) {
-        ok = kind === 'error' && (r.plan[firstFailure] === 'r'
-          ? value instanceof Error && value.key === r.key
-          : value.code === 'ERR_LUA_RUNTIME' && value.message.includes(`planned failure ${r.key}`));
-        tally.failed++;
-      } else {
-        ok = kind === 'done' && value === `done ${r.key}`;
-        tally.done++;
+      let next = 0;
+      while (next < TOTAL) {
+        for (let k = 0; k < 400 && next < TOTAL && live.length < LIVE; k++) start(next++);
+        for (let k = 0; k < 150 && live.length > 0; k++) operate();
+        await turn();
       }
-      if (!ok || r.settled !== 1 || closedCount.get(r.key) !== 1) {
-        wrong.push({ key: r.key, plan: r.plan, cancelled: r.cancelled, settled: r.settled, closed: closedCount.get(r.key), kind, value: String(value && (value.code || value.message || value)) });
+      // Drain: what still waits INDEFINITELY is resumed; everything else ends by itself.
+      for (let rounds = 0; live.length > 0; rounds++) {
+        if (rounds > 20000) {
+          throw new Error(
+            `tasks never settled: ${JSON.stringify(live.slice(0, 5).map((k) => rt.task(records.get(k).task.id)))}`,
+          );
+        }
+        for (const key of [...live]) {
+          const snap = rt.task(records.get(key).task.id);
+          if (snap && snap.waiting && snap.waiting.instruction === 'INDEFINITELY') rt.resume(snap.id);
+        }
+        await (rounds % 10 === 9 ? sleep(1) : turn());
       }
-    }
-    expect(wrong.slice(0, 5)).toEqual([]);
-    // Every kind of ending happened many times.
-    expect(tally.done).toBeGreaterThan(TOTAL / 10);
-    expect(tally.failed).toBeGreaterThan(TOTAL / 20);
-    expect(tally.cancelled).toBeGreaterThan(TOTAL / 100);
-    const children = rt.get('children');
-    expect(children.ended).toBe(children.started);
-    expect(children.started).toBeGreaterThan(TOTAL / 10);
-    expect(rt.stats().tasks).toBe(0);
-    expect(rt.tasks()).toEqual([]);
-    await rt.close();
-  }), 120000);
+      for (let i = 0; i < 5; i++) await turn(); // late settlements would show now
+      // A child whose parent was cancelled while joining it outlives the
+      // parent by its sleep (up to 2 ms): let those end before counting.
+      for (let i = 0; i < 100 && rt.stats().tasks > 0; i++) await sleep(2);
+
+      expect(settledCount).toBe(TOTAL);
+      const tally = { done: 0, failed: 0, cancelled: 0 };
+      const wrong = [];
+      for (const r of records.values()) {
+        const [kind, value] = r.outcome;
+        const firstFailure = r.plan.search(/[re]/);
+        let ok;
+        if (r.cancelled) {
+          const reason = { js: `random ${r.key}`, abort: `aborted ${r.key}`, lua: undefined }[r.cancelled];
+          ok =
+            kind === 'error' &&
+            (r.cancelled === 'abort'
+              ? value.code === 'ABORT_ERR' && value.cause === reason
+              : value.code === 'ERR_TASK_CANCELLED' && value.reason === reason);
+          tally.cancelled++;
+        } else if (kind === 'error' && (value.code === 'ERR_TASK_CANCELLED' || value.code === 'ABORT_ERR')) {
+          ok = false; // cancelled, but nobody cancelled it
+        } else if (firstFailure >= 0) {
+          ok =
+            kind === 'error' &&
+            (r.plan[firstFailure] === 'r'
+              ? value instanceof Error && value.key === r.key
+              : value.code === 'ERR_LUA_RUNTIME' && value.message.includes(`planned failure ${r.key}`));
+          tally.failed++;
+        } else {
+          ok = kind === 'done' && value === `done ${r.key}`;
+          tally.done++;
+        }
+        if (!ok || r.settled !== 1 || closedCount.get(r.key) !== 1) {
+          wrong.push({
+            key: r.key,
+            plan: r.plan,
+            cancelled: r.cancelled,
+            settled: r.settled,
+            closed: closedCount.get(r.key),
+            kind,
+            value: String(value && (value.code || value.message || value)),
+          });
+        }
+      }
+      expect(wrong.slice(0, 5)).toEqual([]);
+      // Every kind of ending happened many times.
+      expect(tally.done).toBeGreaterThan(TOTAL / 10);
+      expect(tally.failed).toBeGreaterThan(TOTAL / 20);
+      expect(tally.cancelled).toBeGreaterThan(TOTAL / 100);
+      const children = rt.get('children');
+      expect(children.ended).toBe(children.started);
+      expect(children.started).toBeGreaterThan(TOTAL / 10);
+      expect(rt.stats().tasks).toBe(0);
+      expect(rt.tasks()).toEqual([]);
+      await rt.close();
+    }),
+    120000,
+  );
 });
 
 test('a runtime dropped without close() with thousands of INDEFINITELY tasks is collected', async () => {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The JS Task object and its views: task.id, task.waiting, name and meta from rt.spawn's options, task.cancel/resume, rt.task/rt.tasks snapshots, the exported AbortError.
 'use strict';
-const { Runtime, Task, AbortError } = require('../..');
+const { Task, AbortError } = require('../..');
 const { codes } = require('../../lib/errors');
 
 const { makeRuntime, makeRuntimeWithLines, TASK_FUNCTIONS } = require('./helpers');
@@ -98,15 +98,21 @@ describe('rt.spawn(fn, options)', () => {
     ['options.signal', 'an AbortSignal', { signal: {} }, /"options\.signal" argument must be an AbortSignal/],
     ['options.name', 'a string', { name: 7 }, /"options\.name" argument must be a string\. Received number 7/],
   ])('refuses a bad %s (%s) with ERR_INVALID_ARG_TYPE', (_, __, options, message) => {
-    expect(() => rt.spawn('forever', options)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringMatching(message) }));
+    expect(() => rt.spawn('forever', options)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringMatching(message) }),
+    );
     expect(rt.tasks()).toEqual([]);
   });
 
   test('refuses an unknown option naming the nearest one', () => {
-    expect(() => rt.spawn('forever', { sigal: AbortSignal.abort() })).toThrow(expect.objectContaining({
-      code: 'ERR_INVALID_ARG_VALUE',
-      message: expect.stringContaining('The option "sigal" is not a spawn option; did you mean "signal"? Options: args, signal, name, meta.'),
-    }));
+    expect(() => rt.spawn('forever', { sigal: AbortSignal.abort() })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_ARG_VALUE',
+        message: expect.stringContaining(
+          'The option "sigal" is not a spawn option; did you mean "signal"? Options: args, signal, name, meta.',
+        ),
+      }),
+    );
     expect(() => rt.spawn('forever', { zzzzzz: 1 })).toThrow(/The option "zzzzzz" is not a spawn option\. Options:/);
     expect(rt.tasks()).toEqual([]);
   });
@@ -187,9 +193,11 @@ describe('task.id', () => {
     expect(rt.resume(ids[1])).toBe(false);
   });
 
-  test('is the id Lua sees, 41 characters, and a runtime\'s ids sort in start order', () => {
+  test("is the id Lua sees, 41 characters, and a runtime's ids sort in start order", () => {
     const seen = [];
-    rt.set('peek', (id) => { seen.push(id); });
+    rt.set('peek', (id) => {
+      seen.push(id);
+    });
     rt.load('function t() peek(tasks.current_id()) coroutine.yield("INDEFINITELY") end');
     const tasks = [];
     for (let i = 0; i < 40; i++) tasks.push(rt.start('t'));
@@ -199,7 +207,7 @@ describe('task.id', () => {
     const [fromLua] = rt.load('return tasks.start(t)');
     expect(fromLua).toBe(seen[40]);
     expect(rt.resume(fromLua)).toBe(true);
-    expect(rt.resume(`${fromLua.slice(0, 28)}${fromLua.slice(28).replace(/^0+/, '')}`)).toBe(false);  // not the canonical form
+    expect(rt.resume(`${fromLua.slice(0, 28)}${fromLua.slice(28).replace(/^0+/, '')}`)).toBe(false); // not the canonical form
     const other = makeRuntime();
     expect(other.start('tostring').id.slice(0, 28)).not.toBe(tasks[0].id.slice(0, 28));
   });
@@ -216,7 +224,11 @@ describe('rt.task and rt.tasks', () => {
       { id: b.id, status: 'waiting', waiting: { instruction: 'FOR', until: expect.anything() } },
       { id: c.id, status: 'waiting', waiting: { instruction: 'INDEFINITELY' } },
     ]);
-    expect(rt.task(b.id)).toEqual({ id: b.id, status: 'waiting', waiting: { instruction: 'FOR', until: expect.anything() } });
+    expect(rt.task(b.id)).toEqual({
+      id: b.id,
+      status: 'waiting',
+      waiting: { instruction: 'FOR', until: expect.anything() },
+    });
     const snapshot = rt.task(a.id);
     rt.resume(a.id);
     await a.result;
@@ -228,7 +240,10 @@ describe('rt.task and rt.tasks', () => {
     expect(rt.tasks()).toEqual([]);
   });
 
-  test.each([['an unknown id', 'no-such-task'], ['an empty id', '']])('rt.task answers undefined for %s', (_, id) => {
+  test.each([
+    ['an unknown id', 'no-such-task'],
+    ['an empty id', ''],
+  ])('rt.task answers undefined for %s', (_, id) => {
     expect(rt.task(id)).toBeUndefined();
   });
 
@@ -236,7 +251,17 @@ describe('rt.task and rt.tasks', () => {
     rt.load('function park() coroutine.yield("INDEFINITELY") end');
     const { id } = rt.start('park');
     const last = id[id.length - 1];
-    for (const other of [`${id}0`, `${id}${id}`, id.slice(0, -1), id.slice(0, -1) + (last === '0' ? '1' : '0'), id.toUpperCase(), `${id.slice(0, -1)}é`, `${id}é`, `${id}😀`, `${id}\u0800`]) {
+    for (const other of [
+      `${id}0`,
+      `${id}${id}`,
+      id.slice(0, -1),
+      id.slice(0, -1) + (last === '0' ? '1' : '0'),
+      id.toUpperCase(),
+      `${id.slice(0, -1)}é`,
+      `${id}é`,
+      `${id}😀`,
+      `${id}\u0800`,
+    ]) {
       expect(rt.task(other)).toBeUndefined();
       expect(rt.resume(other)).toBe(false);
       expect(rt.cancel(other)).toBe(false);
@@ -252,7 +277,7 @@ describe('rt.task and rt.tasks', () => {
   });
 });
 
-test('AbortError is exported and shaped as Node\'s', () => {
+test("AbortError is exported and shaped as Node's", () => {
   const err = new AbortError('x', { cause: 'why' });
   expect(err).toBeInstanceOf(Error);
   expect(err.name).toBe('AbortError');

@@ -28,12 +28,17 @@ test('a result taken after the cancel rejects with the reason, the same error ea
   await turn();
   const err = await task.result.catch((e) => e);
   expect(err).toBeInstanceOf(Error);
-  expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: 'later', message: `Task ${task.id} was cancelled: later` });
+  expect(err).toMatchObject({
+    code: 'ERR_TASK_CANCELLED',
+    reason: 'later',
+    message: `Task ${task.id} was cancelled: later`,
+  });
   expect(await task.result.catch((e) => e)).toBe(err);
 });
 
 describe('cancel runs the <close> variables of coroutines a task waits inside', () => {
-  const CLOSER = 'local function closer(name) return setmetatable({}, { __close = function(_, e) print(name .. " closed " .. tostring(e)) end }) end';
+  const CLOSER =
+    'local function closer(name) return setmetatable({}, { __close = function(_, e) print(name .. " closed " .. tostring(e)) end }) end';
 
   test('coroutine.wrap and coroutine.resume, nested two deep, innermost first', async () => {
     rt.load(`${CLOSER}
@@ -113,9 +118,11 @@ describe('cancel during every kind of wait', () => {
     ['a sleep inside coroutine.wrap', 'coroutine.wrap(function() tasks.sleep(60) end)()'],
     ['a JS promise', 'never()'],
   ];
-  test.each(waits)('cancel during %s runs <close> variables and rejects with ERR_TASK_CANCELLED and the reason', async (kind, wait) => {
-    rt.set('never', () => new Promise(() => {}));
-    rt.load(`function t()
+  test.each(waits)(
+    'cancel during %s runs <close> variables and rejects with ERR_TASK_CANCELLED and the reason',
+    async (kind, wait) => {
+      rt.set('never', () => new Promise(() => {}));
+      rt.load(`function t()
       local outer <close> = setmetatable({}, { __close = function() print("closed outer") end })
       do
         local inner <close> = setmetatable({}, { __close = function() print("closed inner") end })
@@ -123,19 +130,20 @@ describe('cancel during every kind of wait', () => {
       end
       print("not reached")
     end`);
-    const task = rt.start('t');
-    expect(task.status).toBe('waiting');
-    expect(rt.cancel(task.id, `stop ${kind}`)).toBe(true);
-    expect(lines).toEqual(['closed inner', 'closed outer']);
-    expect(task.status).toBe('cancelled');
-    const err = await task.result.catch((e) => e);
-    expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: `stop ${kind}` });
-    expect(err.message).toContain(task.id);
-    expect(err.message).toContain(`stop ${kind}`);
-    expect(rt.cancel(task.id)).toBe(false);
-    await sleep(5);
-    expect(lines).toEqual(['closed inner', 'closed outer']);
-  });
+      const task = rt.start('t');
+      expect(task.status).toBe('waiting');
+      expect(rt.cancel(task.id, `stop ${kind}`)).toBe(true);
+      expect(lines).toEqual(['closed inner', 'closed outer']);
+      expect(task.status).toBe('cancelled');
+      const err = await task.result.catch((e) => e);
+      expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', reason: `stop ${kind}` });
+      expect(err.message).toContain(task.id);
+      expect(err.message).toContain(`stop ${kind}`);
+      expect(rt.cancel(task.id)).toBe(false);
+      await sleep(5);
+      expect(lines).toEqual(['closed inner', 'closed outer']);
+    },
+  );
 
   test('cancel without a reason says so and carries no reason', async () => {
     rt.load('function t() coroutine.yield("INDEFINITELY") end');
@@ -147,7 +155,10 @@ describe('cancel during every kind of wait', () => {
     expect(err.reason).toBeUndefined();
   });
 
-  test.each([['an unknown id', 'nope'], ['an empty id', '']])('cancel answers false for %s', (_, id) => {
+  test.each([
+    ['an unknown id', 'nope'],
+    ['an empty id', ''],
+  ])('cancel answers false for %s', (_, id) => {
     expect(rt.cancel(id, 'why')).toBe(false);
   });
 
@@ -201,7 +212,9 @@ describe('AbortSignal', () => {
     rt.load('ran = false function t() ran = true coroutine.yield("INDEFINITELY") end');
     const ac = new AbortController();
     ac.abort('too late');
-    expect(() => rt.start('t', ac.signal)).toThrow(expect.objectContaining({ name: 'AbortError', code: 'ABORT_ERR', cause: 'too late' }));
+    expect(() => rt.start('t', ac.signal)).toThrow(
+      expect.objectContaining({ name: 'AbortError', code: 'ABORT_ERR', cause: 'too late' }),
+    );
     expect(rt.get('ran')).toBe(false);
     expect(rt.tasks()).toEqual([]);
   });
@@ -214,7 +227,12 @@ describe('AbortSignal', () => {
     const ac = new AbortController();
     const task = rt.start('t', 'x', 'y', ac.signal);
     setTimeout(() => ac.abort('stop now'), 10);
-    await expect(task.result).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'stop now', message: expect.stringContaining('stop now') });
+    await expect(task.result).rejects.toMatchObject({
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+      cause: 'stop now',
+      message: expect.stringContaining('stop now'),
+    });
     expect(lines).toEqual(['closed xy']);
     expect(task.status).toBe('cancelled');
   });
@@ -222,7 +240,10 @@ describe('AbortSignal', () => {
   test('AbortSignal.timeout cancels a call that waits too long', async () => {
     rt.load('function t() coroutine.yield("INDEFINITELY") end');
     const t0 = Date.now();
-    await expect(rt.call('t', AbortSignal.timeout(20))).rejects.toMatchObject({ code: 'ABORT_ERR', cause: expect.objectContaining({ name: 'TimeoutError' }) });
+    await expect(rt.call('t', AbortSignal.timeout(20))).rejects.toMatchObject({
+      code: 'ABORT_ERR',
+      cause: expect.objectContaining({ name: 'TimeoutError' }),
+    });
     expect(Date.now() - t0).toBeGreaterThanOrEqual(15);
   });
 
@@ -262,7 +283,11 @@ describe('AbortSignal', () => {
   });
 
   test('an already aborted signal: rt.call rejects with an AbortError', async () => {
-    await expect(rt.call('forever', AbortSignal.abort('nope'))).rejects.toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'nope' });
+    await expect(rt.call('forever', AbortSignal.abort('nope'))).rejects.toMatchObject({
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+      cause: 'nope',
+    });
   });
 
   test('aborted during the run: the result rejects with an AbortError and <close> variables run', async () => {
@@ -271,7 +296,12 @@ describe('AbortSignal', () => {
     setTimeout(() => ac.abort('stop now'), 5);
     const err = await task.result.catch((e) => e);
     expect(err).toBeInstanceOf(AbortError);
-    expect(err).toMatchObject({ name: 'AbortError', code: 'ABORT_ERR', cause: 'stop now', message: expect.stringContaining('stop now') });
+    expect(err).toMatchObject({
+      name: 'AbortError',
+      code: 'ABORT_ERR',
+      cause: 'stop now',
+      message: expect.stringContaining('stop now'),
+    });
     expect(lines).toEqual(['closed g']);
     expect(task.status).toBe('cancelled');
   });
@@ -296,7 +326,13 @@ describe('AbortSignal', () => {
 
   test('aborted while its COMMIT is being written: an AbortError saying whether the snapshot landed', async () => {
     let land;
-    const store = { load: async () => null, save: () => new Promise((r) => { land = r; }) };
+    const store = {
+      load: async () => null,
+      save: () =>
+        new Promise((r) => {
+          land = r;
+        }),
+    };
     const prt = await Runtime.open({ name: 'abort-commit', store });
     try {
       prt.load('function c() tasks.state.x = 1 coroutine.yield("COMMIT") coroutine.yield("INDEFINITELY") end');
@@ -336,7 +372,10 @@ describe("the 'taskcancel' event", () => {
     const b = rt.spawn('forever', { name: 'b' });
     rt.cancel(a.id, 'one');
     b.cancel('two');
-    expect(seen.map(([t, e]) => [t, e.code, e.reason])).toEqual([[a, 'ERR_TASK_CANCELLED', 'one'], [b, 'ERR_TASK_CANCELLED', 'two']]);
+    expect(seen.map(([t, e]) => [t, e.code, e.reason])).toEqual([
+      [a, 'ERR_TASK_CANCELLED', 'one'],
+      [b, 'ERR_TASK_CANCELLED', 'two'],
+    ]);
     expect(await a.result.catch((e) => e)).toBe(seen[0][1]);
     expect(seen[1][0].name).toBe('b');
   });

@@ -1,20 +1,33 @@
 // SPDX-License-Identifier: MIT
 // A task's life: what starts one (rt.start, rt.call, tasks.start), its status, how it ends, its results (rt.call, tasks.wait) and the taskdone/taskerror events.
 'use strict';
-const { makeRuntime, makeRuntimeWithLines, sleep, turn, until } = require('./helpers');
+const { makeRuntime, sleep, turn, until } = require('./helpers');
 
 let rt;
-let lines;
 beforeEach(() => {
-  ({ rt, lines } = makeRuntimeWithLines({ modules: { mod: 'return { fn = function(x) coroutine.yield() return x * 2 end }' } }));
+  rt = makeRuntime({
+    modules: { mod: 'return { fn = function(x) coroutine.yield() return x * 2 end }' },
+  });
 });
 
 describe('what rt.start accepts', () => {
   test.each([
     ['a global name', () => rt.load('function double(x) coroutine.yield() return x * 2 end'), () => 'double'],
-    ['a dotted path into a global table', () => rt.load('tbl = { fn = function(x) coroutine.yield() return x * 2 end }'), () => 'tbl.fn'],
-    ['a deeper dotted path into nested global tables', () => rt.load('a = { b = { c = function(x) coroutine.yield() return x * 2 end } }'), () => 'a.b.c'],
-    ['a module.fn path of a module from the modules option (already required)', () => rt.load('require "mod"'), () => 'mod.fn'],
+    [
+      'a dotted path into a global table',
+      () => rt.load('tbl = { fn = function(x) coroutine.yield() return x * 2 end }'),
+      () => 'tbl.fn',
+    ],
+    [
+      'a deeper dotted path into nested global tables',
+      () => rt.load('a = { b = { c = function(x) coroutine.yield() return x * 2 end } }'),
+      () => 'a.b.c',
+    ],
+    [
+      'a module.fn path of a module from the modules option (already required)',
+      () => rt.load('require "mod"'),
+      () => 'mod.fn',
+    ],
     ['a Lua function', () => {}, () => rt.load('return function(x) coroutine.yield() return x * 2 end')[0]],
   ])('starts a task from %s', async (_, setup, target) => {
     setup();
@@ -49,13 +62,17 @@ describe('what rt.start accepts', () => {
     ['a path ending with a dot (it named print)', 'print.', /"print\." is not a Lua function/],
     ['an empty part', 'math..max', /"math\.\.max" is not a Lua function/],
   ])('refuses %s with ERR_INVALID_ARG_VALUE', (_, name, message) => {
-    expect(() => rt.start(name)).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringMatching(message) }));
+    expect(() => rt.start(name)).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringMatching(message) }),
+    );
     expect(rt.tasks()).toEqual([]);
   });
 
   test('a module.fn path whose module fails to load gives the module\'s error, not "not a Lua function"', () => {
     const r = makeRuntime({ modules: { bad: 'error("broken module")' } });
-    expect(() => r.start('bad.fn')).toThrow(expect.objectContaining({ code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^bad:1: broken module/) }));
+    expect(() => r.start('bad.fn')).toThrow(
+      expect.objectContaining({ code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^bad:1: broken module/) }),
+    );
     expect(r.tasks()).toEqual([]);
   });
 
@@ -105,8 +122,16 @@ describe('tasks.start', () => {
   test.each([
     ['a number', 'tasks.start(42)', /bad argument #1 to 'start' \(function or coroutine expected, got number\)/],
     ['nothing', 'tasks.start()', /bad argument #1 to 'start' \(function or coroutine expected, got no value\)/],
-    ['a coroutine already started', 'local co = coroutine.create(function() coroutine.yield() end) coroutine.resume(co) tasks.start(co)', /coroutine already started, running or a task/],
-    ['a dead coroutine', 'local co = coroutine.create(function() end) coroutine.resume(co) tasks.start(co)', /coroutine already started, running or a task/],
+    [
+      'a coroutine already started',
+      'local co = coroutine.create(function() coroutine.yield() end) coroutine.resume(co) tasks.start(co)',
+      /coroutine already started, running or a task/,
+    ],
+    [
+      'a dead coroutine',
+      'local co = coroutine.create(function() end) coroutine.resume(co) tasks.start(co)',
+      /coroutine already started, running or a task/,
+    ],
     ['the running task itself', 'tasks.start(coroutine.running())', /coroutine already started, running or a task/],
   ])('refuses %s with a catchable error', async (_, code, pattern) => {
     rt.load(`function t() return { pcall(function() ${code} end) } end`);
@@ -157,9 +182,10 @@ describe('tasks.start', () => {
 
 describe('namazu.coroutine', () => {
   test('is one module whether required or not, with current_task_id, start and resume', () => {
-    expect(rt.load(`local n = require "namazu.coroutine"
-      return n == require("namazu.coroutine"), type(n.current_task_id), type(n.start), type(n.resume)`))
-      .toEqual([true, 'function', 'function', 'function']);
+    expect(
+      rt.load(`local n = require "namazu.coroutine"
+      return n == require("namazu.coroutine"), type(n.current_task_id), type(n.start), type(n.resume)`),
+    ).toEqual([true, 'function', 'function', 'function']);
   });
 
   // Regression: the same refusal of fresh coroutines as tasks.start(co).
@@ -186,7 +212,10 @@ describe('namazu.coroutine', () => {
 
 describe('tasks.current_id', () => {
   test('is nil outside a task, for tasks and namazu.coroutine alike', () => {
-    expect(rt.load('return tasks.current_id() == nil, require("namazu.coroutine").current_task_id() == nil')).toEqual([true, true]);
+    expect(rt.load('return tasks.current_id() == nil, require("namazu.coroutine").current_task_id() == nil')).toEqual([
+      true,
+      true,
+    ]);
   });
 
   test('is the id of the running task, also inside a nested coroutine', async () => {
@@ -212,8 +241,12 @@ describe('tasks.current_id', () => {
 describe('task.status', () => {
   test('is running while the task runs, waiting while it waits, then done', async () => {
     const seen = [];
-    rt.set('peek', (id) => { seen.push(rt.task(id).status); });
-    rt.load('function t() peek(tasks.current_id()) coroutine.yield("FOR", 5, "MILLISECONDS") peek(tasks.current_id()) return "ok" end');
+    rt.set('peek', (id) => {
+      seen.push(rt.task(id).status);
+    });
+    rt.load(
+      'function t() peek(tasks.current_id()) coroutine.yield("FOR", 5, "MILLISECONDS") peek(tasks.current_id()) return "ok" end',
+    );
     const task = rt.start('t');
     expect(task.status).toBe('waiting');
     expect(await task.result).toBe('ok');
@@ -226,7 +259,10 @@ describe('task.status', () => {
     rt.load('function t() coroutine.yield() error("broken") end');
     const task = rt.start('t');
     expect(task.status).toBe('waiting');
-    await expect(task.result).rejects.toMatchObject({ code: 'ERR_LUA_RUNTIME', message: expect.stringContaining('broken') });
+    await expect(task.result).rejects.toMatchObject({
+      code: 'ERR_LUA_RUNTIME',
+      message: expect.stringContaining('broken'),
+    });
     expect(task.status).toBe('failed');
   });
 
@@ -239,7 +275,6 @@ describe('task.status', () => {
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
   });
 
-
   test('is done at once for a task that never yields', async () => {
     rt.load('function t(a, b) return a + b end');
     const task = rt.start('t', 1, 2);
@@ -251,7 +286,10 @@ describe('task.status', () => {
     rt.load('function t() error("early") end');
     const task = rt.start('t');
     expect(task.status).toBe('failed');
-    await expect(task.result).rejects.toMatchObject({ code: 'ERR_LUA_RUNTIME', message: expect.stringContaining('early') });
+    await expect(task.result).rejects.toMatchObject({
+      code: 'ERR_LUA_RUNTIME',
+      message: expect.stringContaining('early'),
+    });
   });
 });
 
@@ -264,8 +302,9 @@ describe('tasks.status', () => {
       f = tasks.start(function() error("x") end)
       c = tasks.start(function() coroutine.yield("INDEFINITELY") end)
     `);
-    expect(rt.load('return tasks.status(w), tasks.status(d), tasks.status(f), tasks.status(c), tasks.status("nope")'))
-      .toEqual(['waiting', 'done', 'failed', 'waiting', null]);
+    expect(
+      rt.load('return tasks.status(w), tasks.status(d), tasks.status(f), tasks.status(c), tasks.status("nope")'),
+    ).toEqual(['waiting', 'done', 'failed', 'waiting', null]);
     expect(rt.load('return tasks.cancel(c)')).toEqual([true]);
     expect(rt.load('return tasks.status(c)')).toEqual(['cancelled']);
     expect(rt.load('return tasks.cancel(c)')).toEqual([null, 'no such task (unknown or finished)']);
@@ -275,18 +314,19 @@ describe('tasks.status', () => {
 
 // Regression: rt.task(id) said 'done' (what Lua saw) while the task said
 // 'failed' and its result rejected.
-test.each([['inside rt.start', ''], ['later', 'coroutine.yield()']])(
-  'a task whose result cannot cross to JS ends failed (ERR_CONVERSION) for every JS view, %s',
-  async (_, wait) => {
-    const fn = rt.load(`return function() ${wait} return {[print] = 1} end`)[0];
-    const task = rt.start(fn);
-    const err = await task.result.catch((e) => e);
-    expect(err.code).toBe('ERR_CONVERSION');
-    expect(task.status).toBe('failed');
-    expect(rt.task(task.id).status).toBe('failed');
-    // Lua still sees it done, with its result.
-    expect(rt.load(`return tasks.status("${task.id}")`)).toEqual(['done']);
-  });
+test.each([
+  ['inside rt.start', ''],
+  ['later', 'coroutine.yield()'],
+])('a task whose result cannot cross to JS ends failed (ERR_CONVERSION) for every JS view, %s', async (_, wait) => {
+  const fn = rt.load(`return function() ${wait} return {[print] = 1} end`)[0];
+  const task = rt.start(fn);
+  const err = await task.result.catch((e) => e);
+  expect(err.code).toBe('ERR_CONVERSION');
+  expect(task.status).toBe('failed');
+  expect(rt.task(task.id).status).toBe('failed');
+  // Lua still sees it done, with its result.
+  expect(rt.load(`return tasks.status("${task.id}")`)).toEqual(['done']);
+});
 
 describe('rt.call', () => {
   test('resolves with the first return value', async () => {
@@ -296,7 +336,11 @@ describe('rt.call', () => {
 
   test('rejects with the task error as a LuaError', async () => {
     rt.load('function t() coroutine.yield() error("bad thing") end', { name: 'call.lua' });
-    await expect(rt.call('t')).rejects.toMatchObject({ name: 'LuaError', code: 'ERR_LUA_RUNTIME', message: expect.stringMatching(/^call\.lua:1: bad thing/) });
+    await expect(rt.call('t')).rejects.toMatchObject({
+      name: 'LuaError',
+      code: 'ERR_LUA_RUNTIME',
+      message: expect.stringMatching(/^call\.lua:1: bad thing/),
+    });
   });
 
   test('throws synchronously-started errors through the promise, not out of call', async () => {
@@ -346,10 +390,13 @@ describe('tasks.wait', () => {
     ['already finished', 'error("boom")'],
   ])('re-raises the error of a task %s', async (_, body) => {
     rt.on('taskerror', () => {});
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local id = tasks.start(function() ${body} end)
       return { pcall(tasks.wait, id) }
-    end`, { name: 'w.lua' });
+    end`,
+      { name: 'w.lua' },
+    );
     const [ok, err] = await rt.call('t');
     expect(ok).toBe(false);
     expect(err).toMatch(/^w\.lua:2: boom/);
@@ -403,7 +450,7 @@ describe('tasks.wait', () => {
     expect(await rt.call('t')).toEqual(['va', 'vb']);
   });
 
-  test('a joiner woken by a task\'s end sees it ended: cancel does nothing, a second wait answers at once', async () => {
+  test("a joiner woken by a task's end sees it ended: cancel does nothing, a second wait answers at once", async () => {
     rt.load(`
       function b() coroutine.yield() return 7 end
       function a(bid) local v = tasks.wait(bid) said = tasks.cancel(bid) seen = tasks.status(bid)
@@ -431,14 +478,21 @@ describe("the 'taskdone' and 'taskerror' events", () => {
     const b = rt.start('now', 'at once');
     await a.result;
     await sleep(5);
-    expect(done).toEqual([[b.id, 'at once'], [a.id, 'later']]);
+    expect(done).toEqual([
+      [b.id, 'at once'],
+      [a.id, 'later'],
+    ]);
   });
 
   test('inside its taskdone listener a task reads as ended: cancel says false, rt.task says done, rt.tasks leaves it out', async () => {
     rt.load('function b() coroutine.yield() return 7 end');
     const seen = [];
     rt.on('taskdone', (task) => {
-      seen.push(rt.cancel(task.id), rt.task(task.id).status, rt.tasks().map((t) => t.id));
+      seen.push(
+        rt.cancel(task.id),
+        rt.task(task.id).status,
+        rt.tasks().map((t) => t.id),
+      );
     });
     const b = rt.start('b');
     expect(await b.result).toBe(7);

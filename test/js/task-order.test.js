@@ -53,7 +53,9 @@ test('tasks that yield IMMEDIATE repeatedly run round by round, FIFO within each
 
 test('a setImmediate chain from JS runs between IMMEDIATE batches', async () => {
   const log = [];
-  rt.set('mark', (s) => { log.push(s); });
+  rt.set('mark', (s) => {
+    log.push(s);
+  });
   rt.load('function t(i) for round = 1, 5 do coroutine.yield() mark("lua" .. round) end end');
   let running = true;
   const tick = () => {
@@ -75,7 +77,9 @@ test('a setImmediate chain from JS runs between IMMEDIATE batches', async () => 
 });
 
 test('a task spinning on IMMEDIATE does not starve I/O or timers', async () => {
-  rt.load('stop = false spins = 0 function t() while not stop do coroutine.yield() spins = spins + 1 end return spins end');
+  rt.load(
+    'stop = false spins = 0 function t() while not stop do coroutine.yield() spins = spins + 1 end return spins end',
+  );
   const task = rt.start('t');
   const t0 = Date.now();
   await fs.promises.readFile(__filename);

@@ -13,23 +13,37 @@ test('index.d.ts covers the API: a usage file compiles with tsc --noEmit --stric
 
 test("ESM: import { Runtime } from 'lua-tasks' works", () => {
   const url = require('node:url').pathToFileURL(path.join(root, 'lib', 'index.mjs')).href;
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e',
-    `import { Runtime, LuaError } from ${JSON.stringify(url)};
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import { Runtime, LuaError } from ${JSON.stringify(url)};
      const rt = new Runtime();
      console.log(rt.load('return 6 * 7')[0], typeof LuaError);
-     rt.closeSync();`], { encoding: 'utf8' });
+     rt.closeSync();`,
+    ],
+    { encoding: 'utf8' },
+  );
   expect(out.trim()).toBe('42 function');
 });
 
 test('ESM: every name the CommonJS module exports is a named export, and the same value', () => {
   const url = require('node:url').pathToFileURL(path.join(root, 'lib', 'index.mjs')).href;
   const cjs = require(path.join(root, 'lib', 'index.js'));
-  const out = execFileSync(process.execPath, ['--input-type=module', '-e',
-    `import * as esm from ${JSON.stringify(url)};
+  const out = execFileSync(
+    process.execPath,
+    [
+      '--input-type=module',
+      '-e',
+      `import * as esm from ${JSON.stringify(url)};
      import { createRequire } from 'node:module';
      const cjs = createRequire(${JSON.stringify(path.join(root, 'package.json'))})('./lib/index.js');
      const missing = Object.keys(cjs).filter((k) => esm[k] !== cjs[k]);
-     console.log(JSON.stringify({ missing, cron: typeof esm.cron.next }));`], { encoding: 'utf8' });
+     console.log(JSON.stringify({ missing, cron: typeof esm.cron.next }));`,
+    ],
+    { encoding: 'utf8' },
+  );
   expect(JSON.parse(out)).toEqual({ missing: [], cron: 'function' });
   expect(Object.keys(cjs)).toEqual(expect.arrayContaining(['Runtime', 'cron', 'DirectoryStore']));
 });
@@ -37,8 +51,20 @@ test('ESM: every name the CommonJS module exports is a named export, and the sam
 test('the package exports its public names, each declared in index.d.ts, and no internals', () => {
   const fs = require('node:fs');
   const names = Object.keys(require(path.join(root, 'lib', 'index.js')));
-  expect(names.sort()).toEqual(['AbortError', 'ConversionError', 'CronSyntaxError', 'DirectoryStore', 'LuaError',
-    'LuaTasksError', 'Runtime', 'RuntimeClosedError', 'StoreError', 'Task', 'TaskError', 'cron']);
+  expect(names.sort()).toEqual([
+    'AbortError',
+    'ConversionError',
+    'CronSyntaxError',
+    'DirectoryStore',
+    'LuaError',
+    'LuaTasksError',
+    'Runtime',
+    'RuntimeClosedError',
+    'StoreError',
+    'Task',
+    'TaskError',
+    'cron',
+  ]);
   const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
   const declared = [...dts.matchAll(/^export (?:class|namespace|const|function) (\w+)/gm)].map((m) => m[1]);
   expect(declared.sort()).toEqual(names);
@@ -69,9 +95,12 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
 
   test('the validator refuses any other key, naming the nearest option', () => {
     const { Runtime } = require('../..');
-    expect(() => new Runtime({ timeslice: 5 })).toThrow(expect.objectContaining({
-      code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('did you mean "timeSlice"'),
-    }));
+    expect(() => new Runtime({ timeslice: 5 })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_INVALID_ARG_VALUE',
+        message: expect.stringContaining('did you mean "timeSlice"'),
+      }),
+    );
     expect(() => new Runtime({ bogusOption: 1 })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
     for (const key of RUNTIME_OPTIONS) {
       let err;
@@ -123,7 +152,7 @@ describe('the task codes are defined once, natively (NativeRuntime.constants), a
     expect(units).toEqual([...C.unit].sort());
   });
 
-  test('lib/task_codes.js hands out the binding\'s names and numbers, and unpacks its codes', () => {
+  test("lib/task_codes.js hands out the binding's names and numbers, and unpacks its codes", () => {
     expect(codes.TASK_STATUS).toEqual(C.status);
     expect(codes.WAIT_KINDS).toEqual(C.wait);
     expect(codes.INSTRUCTIONS).toEqual(C.instruction);

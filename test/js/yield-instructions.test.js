@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: MIT
 // Yield instructions: what IMMEDIATE, FOR, UNTIL_TIME and tasks.sleep wait for and return, and how a bad yield fails.
 'use strict';
-const { makeRuntimeWithLines, LATE_MS, expectOnTime } = require('./helpers');
+const { makeRuntime, LATE_MS, expectOnTime } = require('./helpers');
 
 let rt;
-let lines;
-beforeEach(() => ({ rt, lines } = makeRuntimeWithLines()));
+beforeEach(() => (rt = makeRuntime()));
 
 describe('IMMEDIATE', () => {
   test.each([
@@ -170,7 +169,9 @@ describe('UNTIL_TIME', () => {
     ['os.time()', ''],
     ['(os.time() - 60) * 1000', ', "MILLISECONDS"'],
   ])('UNTIL_TIME %s%s (the past) resumes on the next turn', async (at, unit) => {
-    rt.load(`n = 0 function t() n = n + 1 local r, e = coroutine.yield("UNTIL_TIME", ${at}${unit}) n = n + 1 return { r, e } end`);
+    rt.load(
+      `n = 0 function t() n = n + 1 local r, e = coroutine.yield("UNTIL_TIME", ${at}${unit}) n = n + 1 return { r, e } end`,
+    );
     const task = rt.start('t');
     expect(rt.get('n')).toBe(1);
     expect(task.waiting.instruction).toBe('UNTIL_TIME');
@@ -223,13 +224,16 @@ describe('bad yields raise at the yield', () => {
   const codeOf = (args) => (args === '"COMMIT"' ? 'ERR_COMMIT_FAILED' : 'ERR_BAD_YIELD');
 
   test.each(rows)('coroutine.yield(%s) raises, catchable by pcall, with the caller line', async (args, patterns) => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local ok, err = pcall(function()
         coroutine.yield(${args})
       end)
       local r = coroutine.yield("FOR", 1, "MILLISECONDS")
       return { ok, tostring(err), err.message, err.code, r }
-    end`, { name: 'bad.lua' });
+    end`,
+      { name: 'bad.lua' },
+    );
     const [ok, text, message, code, r] = await rt.call('t');
     expect(ok).toBe(false);
     expect(text).toMatch(/^bad\.lua:3: /);
@@ -239,19 +243,28 @@ describe('bad yields raise at the yield', () => {
     expect(r).toBe('SCHEDULER'); // the task goes on normally after catching it
   });
 
-  test.each(rows)('coroutine.yield(%s) uncaught fails the task with its code at the caller line', async (args, patterns) => {
-    rt.load(`function t()\n  coroutine.yield(${args})\nend`, { name: 'uncaught.lua' });
-    const err = await rt.call('t').catch((e) => e);
-    expect(err).toMatchObject({ code: codeOf(args), line: 2, source: 'uncaught.lua' });
-    expect(err.luaStack).toMatch(/uncaught\.lua:2:/);
-    expect(err.message).toMatch(/^uncaught\.lua:2: /);
-    for (const p of patterns) expect(err.message).toMatch(p);
-  });
+  test.each(rows)(
+    'coroutine.yield(%s) uncaught fails the task with its code at the caller line',
+    async (args, patterns) => {
+      rt.load(`function t()\n  coroutine.yield(${args})\nend`, { name: 'uncaught.lua' });
+      const err = await rt.call('t').catch((e) => e);
+      expect(err).toMatchObject({ code: codeOf(args), line: 2, source: 'uncaught.lua' });
+      expect(err.luaStack).toMatch(/uncaught\.lua:2:/);
+      expect(err.message).toMatch(/^uncaught\.lua:2: /);
+      for (const p of patterns) expect(err.message).toMatch(p);
+    },
+  );
 
   // Regression (issue 20): Lua said "attempt to yield from outside a coroutine".
   test.each([
     ['at the top level of rt.load', (src) => rt.load(src)],
-    ['in a Lua function JS calls', (src) => { rt.load(`function f() ${src} end`); rt.get('f')(); }],
+    [
+      'in a Lua function JS calls',
+      (src) => {
+        rt.load(`function f() ${src} end`);
+        rt.get('f')();
+      },
+    ],
   ])('a yield instruction %s says it needs a task and how to start one', (_, run) => {
     for (const [src, call] of [
       ['coroutine.yield("FOR", 1)', 'coroutine.yield("FOR")'],
@@ -265,22 +278,30 @@ describe('bad yields raise at the yield', () => {
         err = e;
       }
       expect(err).toBeDefined();
-      expect(err.message).toContain(`${call}: not inside a task (yield instructions need one: start it with rt.start(fn) or tasks.start(fn))`);
+      expect(err.message).toContain(
+        `${call}: not inside a task (yield instructions need one: start it with rt.start(fn) or tasks.start(fn))`,
+      );
     }
   });
 
-  test('a plain yield outside any coroutine that names no instruction keeps Lua\'s message', () => {
+  test("a plain yield outside any coroutine that names no instruction keeps Lua's message", () => {
     expect(() => rt.load('coroutine.yield(42)')).toThrow(/attempt to yield from outside a coroutine/);
   });
 
   test('a bad yield raises at the yield with the caller line, catchable by pcall', async () => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local ok, err = pcall(coroutine.yield, "FOR", 5, "FORTNIGHTS")
       return tostring(err)
-    end`, { name: 'bad.lua' });
+    end`,
+      { name: 'bad.lua' },
+    );
     expect(await rt.call('t')).toMatch(/unknown time unit "FORTNIGHTS" for FOR \(expected NANOSECONDS.*DAYS\)/);
     rt.load('function u() coroutine.yield("SOON") end', { name: 'u.lua' });
-    await expect(rt.call('u')).rejects.toMatchObject({ code: 'ERR_BAD_YIELD', message: expect.stringMatching(/^u\.lua:1: unknown yield instruction "SOON"/) });
+    await expect(rt.call('u')).rejects.toMatchObject({
+      code: 'ERR_BAD_YIELD',
+      message: expect.stringMatching(/^u\.lua:1: unknown yield instruction "SOON"/),
+    });
   });
 
   test('tasks.sleep outside a task is an error, not a hang', () => {
@@ -295,12 +316,15 @@ describe('bad yields raise at the yield', () => {
     ['"soon"', /number expected, got string/],
     ['', /number expected, got no value/],
   ])('tasks.sleep(%s) raises a catchable error naming the argument', async (arg, pattern) => {
-    rt.load(`function t()
+    rt.load(
+      `function t()
       local ok, err = pcall(function()
         tasks.sleep(${arg})
       end)
       return { ok, err }
-    end`, { name: 'sleep.lua' });
+    end`,
+      { name: 'sleep.lua' },
+    );
     const [ok, err] = await rt.call('t');
     expect(ok).toBe(false);
     expect(err).toMatch(/^sleep\.lua:3: bad argument #1 to 'sleep'/);

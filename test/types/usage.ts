@@ -3,7 +3,13 @@
 import { Runtime, Task, LuaError, DirectoryStore, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
 
 async function main(): Promise<void> {
-  const rt = new Runtime({ libs: 'safe', memoryLimit: 1 << 20, conversionLimit: 4 << 20, print: (line: string) => console.log(line), timeSlice: 5 });
+  const rt = new Runtime({
+    libs: 'safe',
+    memoryLimit: 1 << 20,
+    conversionLimit: 4 << 20,
+    print: (line: string) => console.log(line),
+    timeSlice: 5,
+  });
   const values: unknown[] = rt.load('return 1, 2', { name: 'chunk' });
   rt.set('add', (a: number, b: number) => a + b);
   const g: unknown = rt.get('add');
@@ -15,7 +21,13 @@ async function main(): Promise<void> {
   const n: number = await rt.call<number>('fn');
   const typed: Task<string> = rt.start<string>('fn');
   const text: string = await typed.result;
-  const zoned = new Runtime({ timeZone: 'Europe/Paris', modulePaths: ['/tmp'], taskTimeout: 100, keepAlive: false, trustedObjects: false });
+  const zoned = new Runtime({
+    timeZone: 'Europe/Paris',
+    modulePaths: ['/tmp'],
+    taskTimeout: 100,
+    keepAlive: false,
+    trustedObjects: false,
+  });
   zoned.closeSync();
   console.log(n, text);
   const opened = await Runtime.open({ name: 'n', store: '/tmp/x', storeTimeout: 1000 });
@@ -30,7 +42,12 @@ async function main(): Promise<void> {
   rt.on('taskerror', (t, err: Error) => console.log(t.id, err.message));
   rt.on('taskdone', (t, value) => console.log(t.id, value));
   const ac = new AbortController();
-  const spawned: Task<number, { owner: string }> = rt.spawn<number, { owner: string }>('fn', { args: [1, 'two'], signal: ac.signal, name: 'job', meta: { owner: 'me' } });
+  const spawned: Task<number, { owner: string }> = rt.spawn<number, { owner: string }>('fn', {
+    args: [1, 'two'],
+    signal: ac.signal,
+    name: 'job',
+    meta: { owner: 'me' },
+  });
   const owner: string | undefined = spawned.meta?.owner;
   const label: string | undefined = spawned.name;
   const sum: number = await spawned.result;
@@ -46,7 +63,16 @@ async function main(): Promise<void> {
   });
   rt.ref().unref();
   const s = rt.stats();
-  console.log(s.memoryUsed + s.memoryPeak + s.memoryLimit + s.conversionLimit + s.tasks + s.preemptions, values, g, status, result, r2, resumed, cancelled);
+  console.log(
+    s.memoryUsed + s.memoryPeak + s.memoryLimit + s.conversionLimit + s.tasks + s.preemptions,
+    values,
+    g,
+    status,
+    result,
+    r2,
+    resumed,
+    cancelled,
+  );
   await rt.commit();
   await rt.close();
   rt.closeSync();

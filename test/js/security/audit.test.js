@@ -8,13 +8,13 @@
 // Function("return 4242")() and get 4242.
 'use strict';
 const vm = require('node:vm');
-const { Runtime } = require('../../..');
 const { makeRuntime, escapeChecks, spinningWorker, terminateWhileSpinning } = require('../helpers');
 const LIMITS = { memoryLimit: 64 * 1024 * 1024, taskTimeout: 1000, timeSlice: 10 };
 const CANARY = 4242;
 
 // S(...) in Lua: its arguments as one string, each by tostring (nil reads "nil").
-const S = 'function S(...) local t = {} for i = 1, select("#", ...) do t[i] = tostring((select(i, ...))) end return table.concat(t, ",") end';
+const S =
+  'function S(...) local t = {} for i = 1, select("#", ...) do t[i] = tostring((select(i, ...))) end return table.concat(t, ",") end';
 
 let rt;
 beforeEach(() => {
@@ -76,21 +76,32 @@ describe('the boundary, with the values an embedder hands over', () => {
     const d = new Date(0);
     rt.set('d', d);
     rt.set('same', (x) => x === d);
-    expect(rt.load('return S(d.getTime, d.toISOString, d.constructor, same(d), type(d))')).toEqual(['nil,nil,nil,true,userdata']);
+    expect(rt.load('return S(d.getTime, d.toISOString, d.constructor, same(d), type(d))')).toEqual([
+      'nil,nil,nil,true,userdata',
+    ]);
     expect(rt.load('return tostring(d)')[0]).toMatch(/^JS object: /);
     usable();
   });
 
   test('a Map is copied: its functions are callable only and its methods are not there', () => {
-    rt.set('m', new Map([['f', (x) => x + 1], ['n', 1]]));
+    rt.set(
+      'm',
+      new Map([
+        ['f', (x) => x + 1],
+        ['n', 1],
+      ]),
+    );
     expect(rt.load('return S(m.f(1), m.n, m.get, m.set, type(m))')).toEqual(['2,1,nil,nil,table']);
     refused(`return m.f.constructor("return ${CANARY}")()`, /attempt to index a function value/);
   });
 
   test('JSON.parse handed over: a __proto__ key is plain data and the result is a copy', () => {
     rt.set('parse', JSON.parse);
-    expect(rt.load('local t = parse(\'{"__proto__": {"x": 1}, "constructor": 5}\') return type(t), t.__proto__.x, t.constructor'))
-      .toEqual(['table', 1, 5]);
+    expect(
+      rt.load(
+        'local t = parse(\'{"__proto__": {"x": 1}, "constructor": 5}\') return type(t), t.__proto__.x, t.constructor',
+      ),
+    ).toEqual(['table', 1, 5]);
     expect({}.x).toBeUndefined();
     usable();
   });
@@ -128,10 +139,10 @@ describe('the boundary, with the values an embedder hands over', () => {
       e.fn = Function;
       throw e;
     });
-    expect(rt.load(`local ok, e = pcall(fail)
-      return S(e.message, e.code, e.name, type(e.stack), e.secret, e.fn, e.cause, e.constructor)`)).toEqual([
-      'bad input,E_BAD,Error,string,nil,nil,nil,nil',
-    ]);
+    expect(
+      rt.load(`local ok, e = pcall(fail)
+      return S(e.message, e.code, e.name, type(e.stack), e.secret, e.fn, e.cause, e.constructor)`),
+    ).toEqual(['bad input,E_BAD,Error,string,nil,nil,nil,nil']);
     refused(`local ok, e = pcall(fail) return e.fn("return ${CANARY}")()`);
   });
 
@@ -154,15 +165,18 @@ describe('the boundary, with the values an embedder hands over', () => {
       throw e;
     });
     rt.set('id', (x) => x);
-    expect(rt.load('local ok, e = pcall(fail) local e2 = id(e) return S(type(e2), e2.message, e2.secret, e2 == e)'))
-      .toEqual(['userdata,x,nil,false']);
+    expect(
+      rt.load('local ok, e = pcall(fail) local e2 = id(e) return S(type(e2), e2.message, e2.secret, e2 == e)'),
+    ).toEqual(['userdata,x,nil,false']);
     usable();
   });
 
   test('a sloppy function returning this gives Lua an empty table, not globalThis', () => {
     // eslint-disable-next-line no-new-func
     rt.set('self', new Function('return this'));
-    expect(rt.load('local g = self() return S(type(g), next(g), g.process, g.Function)')).toEqual(['table,nil,nil,nil']);
+    expect(rt.load('local g = self() return S(type(g), next(g), g.process, g.Function)')).toEqual([
+      'table,nil,nil,nil',
+    ]);
     usable();
   });
 
@@ -185,20 +199,30 @@ describe('the boundary, with the values an embedder hands over', () => {
     obj.leak = function leak() {
       return this === obj ? 'object' : this === globalThis ? 'global' : 'other';
     };
-    rt.set('obj', new (class { constructor() { this.leak = obj.leak; } })());
+    rt.set(
+      'obj',
+      new (class {
+        constructor() {
+          this.leak = obj.leak;
+        }
+      })(),
+    );
     expect(rt.load('return obj.leak()')).toEqual(['other']);
   });
 
   test('a forEach-style callback receives the array as a table copy, never the JS array', () => {
     rt.set('each', (a, fn) => a.forEach(fn));
-    expect(rt.load('local r each({ 7 }, function(v, i, arr) r = type(arr) .. ":" .. tostring(arr.map) end) return r'))
-      .toEqual(['table:nil']);
+    expect(
+      rt.load('local r each({ 7 }, function(v, i, arr) r = type(arr) .. ":" .. tostring(arr.map) end) return r'),
+    ).toEqual(['table:nil']);
     usable();
   });
 
   test('a Lua valueOf run by JS coercion gets no arguments and no this', () => {
     rt.set('double', (x) => x * 2);
-    expect(rt.load('local n return double({ valueOf = function(...) n = select("#", ...) return 4 end }), n')).toEqual([8, 0]);
+    expect(rt.load('local n return double({ valueOf = function(...) n = select("#", ...) return 4 end }), n')).toEqual([
+      8, 0,
+    ]);
     usable();
   });
 
@@ -223,8 +247,10 @@ describe('the boundary, with the values an embedder hands over', () => {
     const { Console } = require('node:console');
     const { PassThrough } = require('node:stream');
     rt.set('console', new Console(new PassThrough()));
-    expect(rt.load(`return S(type(console.log), type(console._stdout), console._stdout.write, console._stdout.constructor,
-      console.constructor)`)).toEqual(['function,userdata,nil,nil,nil']);
+    expect(
+      rt.load(`return S(type(console.log), type(console._stdout), console._stdout.write, console._stdout.constructor,
+      console.constructor)`),
+    ).toEqual(['function,userdata,nil,nil,nil']);
     refused(`return console.log.constructor("return ${CANARY}")()`, /attempt to index a function value/);
   });
 
@@ -251,7 +277,7 @@ const LOOPING_CLOSE = 'setmetatable({}, {__close = function() while true do end 
 
 const unstoppableBefore = [
   [
-    'coroutine.close running a <close> handler that loops (it ran on the closed coroutine, out of the hook\'s reach)',
+    "coroutine.close running a <close> handler that loops (it ran on the closed coroutine, out of the hook's reach)",
     `rt.load('local c = coroutine.create(function() local x <close> = ${LOOPING_CLOSE} coroutine.yield() end) coroutine.resume(c) coroutine.close(c)');`,
   ],
   [
@@ -262,7 +288,7 @@ const unstoppableBefore = [
     'a loop of pcall(jsFunction): once the thread stops, each call fails at once and Lua spends its time in host code',
     "rt.set('f', (x) => x * 2); rt.load('while true do pcall(f, 1) end');",
   ],
-  ['a loop of pcall(print)', "rt.load('while true do pcall(print, \"x\") end');"],
+  ['a loop of pcall(print)', 'rt.load(\'while true do pcall(print, "x") end\');'],
   [
     'a loop of tostring(error value), which never raises',
     "rt.set('fail', () => { throw new Error('e'); }); rt.load('local ok, e = pcall(fail) while true do local s = tostring(e) end');",
@@ -278,7 +304,10 @@ const unstoppableBefore = [
 ];
 
 const stoppableAlready = [
-  ['a __concat metamethod that loops', "rt.load('local t = setmetatable({}, {__concat = function() while true do end end}) return t .. t');"],
+  [
+    'a __concat metamethod that loops',
+    "rt.load('local t = setmetatable({}, {__concat = function() while true do end end}) return t .. t');",
+  ],
   ['a load() reader function that loops', "rt.load('load(function() while true do end end)');"],
   [
     'coroutine.wrap inside pcall inside xpcall with a looping handler',
@@ -286,7 +315,7 @@ const stoppableAlready = [
   ],
   [
     'a util.async runner spinning',
-    "rt.load('local async = require(\"util.async\") local r = async.runner(function() while true do end end) r:run(1)');",
+    'rt.load(\'local async = require("util.async") local r = async.runner(function() while true do end end) r:run(1)\');',
   ],
   [
     'a forEach callback from an embedder function that loops',
@@ -317,9 +346,8 @@ describe('worker.terminate() stops Lua in other corners', () => {
 
   test('Workers spinning in Lua, started and terminated one after another, all stop', async () => {
     for (let i = 0; i < 6; i++) {
-      const setup = i % 2 === 0
-        ? "rt.load('while true do end');"
-        : "rt.set('f', () => 1); rt.load('while true do pcall(f) end');";
+      const setup =
+        i % 2 === 0 ? "rt.load('while true do end');" : "rt.set('f', () => 1); rt.load('while true do pcall(f) end');";
       const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
       expect(ms).toBeLessThan(3000);
     }
@@ -399,14 +427,19 @@ describe('the stop is not taken when the thread is fine', () => {
 
   test('a coroutine closed with a slow <close> handler on a healthy thread finishes normally', () => {
     const r = makeRuntime();
-    expect(r.load(`local done = false
+    expect(
+      r.load(`local done = false
       local c = coroutine.create(function()
         local x <close> = setmetatable({}, {__close = function() local t = os.clock() while os.clock() - t < 0.3 do end done = true end})
         coroutine.yield()
       end)
       coroutine.resume(c)
-      return coroutine.close(c), done`)).toEqual([true, true]);
-    expect(r.load('return pcall(coroutine.close, coroutine.running())')).toEqual([false, expect.stringMatching(/cannot close the runtime's main thread/)]);
+      return coroutine.close(c), done`),
+    ).toEqual([true, true]);
+    expect(r.load('return pcall(coroutine.close, coroutine.running())')).toEqual([
+      false,
+      expect.stringMatching(/cannot close the runtime's main thread/),
+    ]);
     usable(r);
   });
 });

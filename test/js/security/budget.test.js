@@ -106,7 +106,7 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('a fork bomb started through a JS callback stops at the Lua caller\'s deadline', async () => {
+  test("a fork bomb started through a JS callback stops at the Lua caller's deadline", async () => {
     make();
     // (Returning the promise would make each caller wait for it, in a later
     // window of its own: then nothing is synchronous any more.)
@@ -141,7 +141,7 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('a task started from JS inside a Lua-called JS function inherits the caller\'s deadline', async () => {
+  test("a task started from JS inside a Lua-called JS function inherits the caller's deadline", async () => {
     make();
     let inner;
     rt.set('startSpinner', () => {
@@ -204,22 +204,39 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
 
   // [name, runtime options, Lua body, what else is expected]: see expectKilled.
   const STOPPED_AT_THE_DEADLINE = [
-    ['a fork bomb through coroutine.wrap starters stops', {}, 'bomb()', {
-      setup: () => rt.load(`function bomb()
+    [
+      'a fork bomb through coroutine.wrap starters stops',
+      {},
+      'bomb()',
+      {
+        setup: () =>
+          rt.load(`function bomb()
         pcall(coroutine.wrap(function() tasks.start(bomb) end))
         pcall(coroutine.wrap(function() tasks.start(bomb) end))
         while true do end
       end`),
-    }],
-    ['a tree of util.async runners, each running two more, stops at the deadline', {}, 'grow()', {
-      setup: () => rt.load(`local async = require "util.async"
+      },
+    ],
+    [
+      'a tree of util.async runners, each running two more, stops at the deadline',
+      {},
+      'grow()',
+      {
+        setup: () =>
+          rt.load(`local async = require "util.async"
         function grow()
           async.runner(function() grow() grow() while true do end end, { error = function() end }):run(1)
         end`),
-    }],
-    ['a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction', {}, `
+      },
+    ],
+    [
+      'a kill swallowed inside a coroutine.wrap iterator reaches the caller at its next instruction',
+      {},
+      `
       pcall(function() for _ in coroutine.wrap(function() while true do end end) do end end)
-      after = true`, { setup: () => rt.load('after = false'), globals: { after: false } }],
+      after = true`,
+      { setup: () => rt.load('after = false'), globals: { after: false } },
+    ],
   ];
   test.each(STOPPED_AT_THE_DEADLINE)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 });
@@ -227,31 +244,111 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
 describe('long C calls are bounded: each stops within the budget', () => {
   // [name, runtime options, Lua body, what else is expected]: see expectKilled.
   const LONG_C_CALLS = [
-    ['a loop of 8 MB string.rep calls is killed within the budget', MEM_256, 'while true do local s = string.rep("x", 8 << 20) end'],
+    [
+      'a loop of 8 MB string.rep calls is killed within the budget',
+      MEM_256,
+      'while true do local s = string.rep("x", 8 << 20) end',
+    ],
     ['table.move({}, 1, 2^40, 2) is killed (it looped 2^40 times)', {}, 'table.move({}, 1, 2^40, 2)'],
-    ['table.insert at 1 on a table whose __len says 2^40 is killed', {}, 'table.insert(setmetatable({}, {__len = function() return 2^40 end}), 1, "x")'],
-    ['table.remove(t, 1) on a table whose __len says 2^40 is killed', {}, 'table.remove(setmetatable({}, {__len = function() return 2^40 end}), 1)'],
-    ['table.sort of 4,000 references to one 16 MB string is killed (it ran 90 s)', MEM_256, 'local s = string.rep("x", 16 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)'],
-    ['table.sort with a C function as comparator (no instruction runs) is killed', {}, 'local t = {} for i = 1, 3e6 do t[i] = i % 7 end while true do table.sort(t, rawequal) end'],
-    ['table.concat over 2^40 values produced by a C __index is killed', { memoryLimit: 512 << 20 }, 'table.concat(setmetatable({}, {__index = tostring}), "", 1, 2^40)', { code: TIMEOUT_OR_MEMORY }],
-    ['table.unpack through a 2,000-table __index chain is killed (about 16 s before)', {}, `local t = {} local c = t
+    [
+      'table.insert at 1 on a table whose __len says 2^40 is killed',
+      {},
+      'table.insert(setmetatable({}, {__len = function() return 2^40 end}), 1, "x")',
+    ],
+    [
+      'table.remove(t, 1) on a table whose __len says 2^40 is killed',
+      {},
+      'table.remove(setmetatable({}, {__len = function() return 2^40 end}), 1)',
+    ],
+    [
+      'table.sort of 4,000 references to one 16 MB string is killed (it ran 90 s)',
+      MEM_256,
+      'local s = string.rep("x", 16 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)',
+    ],
+    [
+      'table.sort with a C function as comparator (no instruction runs) is killed',
+      {},
+      'local t = {} for i = 1, 3e6 do t[i] = i % 7 end while true do table.sort(t, rawequal) end',
+    ],
+    [
+      'table.concat over 2^40 values produced by a C __index is killed',
+      { memoryLimit: 512 << 20 },
+      'table.concat(setmetatable({}, {__index = tostring}), "", 1, 2^40)',
+      { code: TIMEOUT_OR_MEMORY },
+    ],
+    [
+      'table.unpack through a 2,000-table __index chain is killed (about 16 s before)',
+      {},
+      `local t = {} local c = t
       for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end
-      table.unpack(t, 1, 999000)`],
-    ['string.format("%q") of a 16 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("\\0", 16 << 20) while true do local q = string.format("%q", s) end'],
-    ['string.pack("c2000000000", "") is refused by memoryLimit or killed, at once', { memoryLimit: 64 << 20 }, 'return string.pack("c2000000000", "")', { code: TIMEOUT_OR_MEMORY }],
-    ['string.unpack of a 32-million-option format is killed', MEM_256, 'string.unpack(string.rep("xx", 1 << 24), string.rep("\\0", 1 << 25))'],
-    ['utf8.len of a 24 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("\\u{20AC}", 8 << 20) while true do utf8.len(s) end'],
-    ['utf8.offset(s, 2^40) on a 32 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("a", 32 << 20) while true do utf8.offset(s, 2^40) end'],
+      table.unpack(t, 1, 999000)`,
+    ],
+    [
+      'string.format("%q") of a 16 MB string, in a loop, is killed',
+      MEM_256,
+      'local s = string.rep("\\0", 16 << 20) while true do local q = string.format("%q", s) end',
+    ],
+    [
+      'string.pack("c2000000000", "") is refused by memoryLimit or killed, at once',
+      { memoryLimit: 64 << 20 },
+      'return string.pack("c2000000000", "")',
+      { code: TIMEOUT_OR_MEMORY },
+    ],
+    [
+      'string.unpack of a 32-million-option format is killed',
+      MEM_256,
+      'string.unpack(string.rep("xx", 1 << 24), string.rep("\\0", 1 << 25))',
+    ],
+    [
+      'utf8.len of a 24 MB string, in a loop, is killed',
+      MEM_256,
+      'local s = string.rep("\\u{20AC}", 8 << 20) while true do utf8.len(s) end',
+    ],
+    [
+      'utf8.offset(s, 2^40) on a 32 MB string, in a loop, is killed',
+      MEM_256,
+      'local s = string.rep("a", 32 << 20) while true do utf8.offset(s, 2^40) end',
+    ],
     ['os.date with a format of four million conversions is killed', MEM_256, 'os.date(string.rep("%c", 4 << 20), 0)'],
-    ['load of a 24 MB chunk is stopped, and load\'s nil, err cannot keep the stop', { memoryLimit: 512 << 20 }, 'local f, err = load(string.rep("a = 1 ", 4 << 20)) caught = err', { setup: () => rt.load('caught = nil'), globals: { caught: undefined } }],
+    [
+      "load of a 24 MB chunk is stopped, and load's nil, err cannot keep the stop",
+      { memoryLimit: 512 << 20 },
+      'local f, err = load(string.rep("a = 1 ", 4 << 20)) caught = err',
+      { setup: () => rt.load('caught = nil'), globals: { caught: undefined } },
+    ],
     ['load with a C function reader that never ends (load(os.time)) is stopped', MEM_256, 'load(os.time)'],
     ['load with a Lua reader that never ends is stopped', MEM_256, 'load(function() return "a = 1 " end)'],
-    ['tonumber(s, 10) of a 64 MB string, in a loop, is killed', MEM_256, 'local s = string.rep("1", 64 << 20) while true do tonumber(s, 10) end'],
-    ['collectgarbage() in a loop over a large heap is killed within the budget', MEM_256, 'local keep = {} for i = 1, 2e5 do keep[i] = {i} end while true do collectgarbage() end'],
-    ['select("#", table.unpack(t)) of a million values, in a loop, is killed', MEM_256, 'local t = {} for i = 1, 999000 do t[i] = i end while true do local n = select("#", table.unpack(t)) end'],
-    ['string.gsub with a function replacement that loops is killed', {}, 'string.gsub("abc", "%w", function() while true do end end)'],
-    ['string.gsub calling a C function for each of 16 million matches is killed', MEM_256, 'string.gsub(string.rep("x", 16 << 20), ".", string.upper)'],
-    ['a long C call in a call from JS (not a task) is stopped the same way', {}, 'table.move({}, 1, 2^40, 2)', { via: 'call' }],
+    [
+      'tonumber(s, 10) of a 64 MB string, in a loop, is killed',
+      MEM_256,
+      'local s = string.rep("1", 64 << 20) while true do tonumber(s, 10) end',
+    ],
+    [
+      'collectgarbage() in a loop over a large heap is killed within the budget',
+      MEM_256,
+      'local keep = {} for i = 1, 2e5 do keep[i] = {i} end while true do collectgarbage() end',
+    ],
+    [
+      'select("#", table.unpack(t)) of a million values, in a loop, is killed',
+      MEM_256,
+      'local t = {} for i = 1, 999000 do t[i] = i end while true do local n = select("#", table.unpack(t)) end',
+    ],
+    [
+      'string.gsub with a function replacement that loops is killed',
+      {},
+      'string.gsub("abc", "%w", function() while true do end end)',
+    ],
+    [
+      'string.gsub calling a C function for each of 16 million matches is killed',
+      MEM_256,
+      'string.gsub(string.rep("x", 16 << 20), ".", string.upper)',
+    ],
+    [
+      'a long C call in a call from JS (not a task) is stopped the same way',
+      {},
+      'table.move({}, 1, 2^40, 2)',
+      { via: 'call' },
+    ],
   ];
   test.each(LONG_C_CALLS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 
@@ -271,24 +368,53 @@ describe('expensive single instructions are charged: the kill lands within about
   // so that the cap holds for strings no Lua allocation announced).
   // [name, runtime options, Lua body, what else is expected]: see expectKilled.
   const EXPENSIVE_INSTRUCTIONS = [
-    ['a loop of a == b on two distinct equal 16 MB strings', MEM_256, 'while true do local _ = A == B end', {
-      within: 300,
-      setup: () => {
-        rt.set('A', 'x'.repeat(16 << 20));
-        rt.set('B', 'x'.repeat(16 << 20));
+    [
+      'a loop of a == b on two distinct equal 16 MB strings',
+      MEM_256,
+      'while true do local _ = A == B end',
+      {
+        within: 300,
+        setup: () => {
+          rt.set('A', 'x'.repeat(16 << 20));
+          rt.set('B', 'x'.repeat(16 << 20));
+        },
       },
-    }],
-    ['a loop of s < s on one 16 MB string (a full strcoll each time)', MEM_256, 'while true do local _ = S < S end', { within: 300, setup: () => rt.set('S', 'x'.repeat(16 << 20)) }],
-    ['a loop concatenating two 8 MB strings', MEM_256, 'while true do local c = A .. A end', { within: 300, setup: () => rt.set('A', 'x'.repeat(8 << 20)) }],
-    ['a loop of lookups through a 1,990-table __index chain', {}, 'while true do local _ = T.x end', { within: 300, setup: () => rt.load('T = {} local c = T for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end') }],
-    ['the same compare loop in a call from JS', MEM_256, 'while true do local _ = A == B end', {
-      via: 'call',
-      within: 300,
-      setup: () => {
-        rt.set('A', 'x'.repeat(16 << 20));
-        rt.set('B', 'x'.repeat(16 << 20));
+    ],
+    [
+      'a loop of s < s on one 16 MB string (a full strcoll each time)',
+      MEM_256,
+      'while true do local _ = S < S end',
+      { within: 300, setup: () => rt.set('S', 'x'.repeat(16 << 20)) },
+    ],
+    [
+      'a loop concatenating two 8 MB strings',
+      MEM_256,
+      'while true do local c = A .. A end',
+      { within: 300, setup: () => rt.set('A', 'x'.repeat(8 << 20)) },
+    ],
+    [
+      'a loop of lookups through a 1,990-table __index chain',
+      {},
+      'while true do local _ = T.x end',
+      {
+        within: 300,
+        setup: () =>
+          rt.load('T = {} local c = T for i = 1, 1990 do local n = {} setmetatable(c, {__index = n}) c = n end'),
       },
-    }],
+    ],
+    [
+      'the same compare loop in a call from JS',
+      MEM_256,
+      'while true do local _ = A == B end',
+      {
+        via: 'call',
+        within: 300,
+        setup: () => {
+          rt.set('A', 'x'.repeat(16 << 20));
+          rt.set('B', 'x'.repeat(16 << 20));
+        },
+      },
+    ],
   ];
   test.each(EXPENSIVE_INSTRUCTIONS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 });
@@ -296,19 +422,41 @@ describe('expensive single instructions are charged: the kill lands within about
 describe('kills cannot be kept: pcall, error handlers and <close>', () => {
   // [name, runtime options, Lua body, what else is expected]: see expectKilled.
   const KEPT_KILLS = [
-    ['pcall catching the kill in a loop cannot keep the task alive', {}, 'while true do pcall(function() while true do end end) end'],
-    ['xpcall with a handler that loops cannot hold the kill', {}, 'xpcall(function() while true do end end, function() while true do end end)'],
-    ['a <close> handler that loops does not run after the kill of its task', {}, `local x <close> = setmetatable({}, {__close = function() while true do end end})
-      while true do end`],
-    ['a <close> handler run by the kill unwinding through pcall is killed at its first instruction', {}, `pcall(function()
+    [
+      'pcall catching the kill in a loop cannot keep the task alive',
+      {},
+      'while true do pcall(function() while true do end end) end',
+    ],
+    [
+      'xpcall with a handler that loops cannot hold the kill',
+      {},
+      'xpcall(function() while true do end end, function() while true do end end)',
+    ],
+    [
+      'a <close> handler that loops does not run after the kill of its task',
+      {},
+      `local x <close> = setmetatable({}, {__close = function() while true do end end})
+      while true do end`,
+    ],
+    [
+      'a <close> handler run by the kill unwinding through pcall is killed at its first instruction',
+      {},
+      `pcall(function()
       local x <close> = setmetatable({}, {__close = function() closed = closed + 1 while true do end end})
       while true do end
-    end)`, { setup: () => rt.load('closed = 0'), globals: { closed: 0 } }],
-    ['coroutine.close of a killed coroutine does not run its handlers', {}, `local co = coroutine.create(function()
+    end)`,
+      { setup: () => rt.load('closed = 0'), globals: { closed: 0 } },
+    ],
+    [
+      'coroutine.close of a killed coroutine does not run its handlers',
+      {},
+      `local co = coroutine.create(function()
         local x <close> = setmetatable({}, {__close = function() ran = true while true do end end})
         while true do end
       end)
-      coroutine.resume(co)`, { setup: () => rt.load('ran = false'), globals: { ran: false } }],
+      coroutine.resume(co)`,
+      { setup: () => rt.load('ran = false'), globals: { ran: false } },
+    ],
   ];
   test.each(KEPT_KILLS)('%s', (_, options, body, expected = {}) => expectKilled(options, body, expected));
 
@@ -404,13 +552,19 @@ describe('the main thread is never a task', () => {
   }
 
   test('coroutine.resume(MAIN) from a task is refused', async () => {
-    expect(await hijack('return {coroutine.resume(MAIN)}')).toEqual([false, expect.stringMatching(/cannot resume the runtime's main thread/)]);
+    expect(await hijack('return {coroutine.resume(MAIN)}')).toEqual([
+      false,
+      expect.stringMatching(/cannot resume the runtime's main thread/),
+    ]);
     expectErrorsIntact();
     await expectUsable();
   });
 
   test('coroutine.close(MAIN) from a task is refused', async () => {
-    expect(await hijack('return {pcall(coroutine.close, MAIN)}')).toEqual([false, expect.stringMatching(/cannot close the runtime's main thread/)]);
+    expect(await hijack('return {pcall(coroutine.close, MAIN)}')).toEqual([
+      false,
+      expect.stringMatching(/cannot close the runtime's main thread/),
+    ]);
     expectErrorsIntact();
     await expectUsable();
   });
@@ -422,15 +576,23 @@ describe('the main thread is never a task', () => {
   });
 
   test('tasks.start(MAIN) and namazu.coroutine.start(MAIN) are refused', async () => {
-    expect(await hijack('return {pcall(tasks.start, MAIN)}')).toEqual([false, expect.stringMatching(/main thread cannot become a task/)]);
-    expect(rt.load('return pcall(require("namazu.coroutine").start, MAIN)')).toEqual([false, expect.stringMatching(/main thread cannot become a task/)]);
+    expect(await hijack('return {pcall(tasks.start, MAIN)}')).toEqual([
+      false,
+      expect.stringMatching(/main thread cannot become a task/),
+    ]);
+    expect(rt.load('return pcall(require("namazu.coroutine").start, MAIN)')).toEqual([
+      false,
+      expect.stringMatching(/main thread cannot become a task/),
+    ]);
     expectErrorsIntact();
     await expectUsable();
   });
 
   test('coroutine.resume(MAIN) through coroutine.wrap, and from a call from JS, is refused too', async () => {
-    expect(await hijack('return {coroutine.wrap(function() return coroutine.resume(MAIN) end)()}'))
-      .toEqual([false, expect.stringMatching(/main thread/)]);
+    expect(await hijack('return {coroutine.wrap(function() return coroutine.resume(MAIN) end)()}')).toEqual([
+      false,
+      expect.stringMatching(/main thread/),
+    ]);
     expect(rt.load('return coroutine.resume(MAIN)')).toEqual([false, expect.stringMatching(/main thread/)]);
     expectErrorsIntact();
     await expectUsable();
@@ -447,7 +609,7 @@ describe('the main thread is never a task', () => {
     expect(await rt.call(fn)).toEqual([false, true, 'running', true, false]);
   });
 
-  test('a task\'s own coroutine stays refused to coroutine.resume and close', async () => {
+  test("a task's own coroutine stays refused to coroutine.resume and close", async () => {
     make();
     rt.load('function sleeper() CO = coroutine.running() coroutine.yield("INDEFINITELY") end');
     rt.start('sleeper');

@@ -29,9 +29,9 @@ const { Runtime } = require('../../..');
 const SEED = Number(process.env.LUA_TASKS_FUZZ_SEED || 0x5eed);
 const ITERATIONS = Number(process.env.LUA_TASKS_FUZZ_ITERATIONS || 250);
 const ONLY = process.env.LUA_TASKS_FUZZ_ONLY === undefined ? -1 : Number(process.env.LUA_TASKS_FUZZ_ONLY);
-const MAX_DEPTH = 200;  // kMaxConvertDepth
-const MEMO_STRING = 256;  // kMemoStringBytes: Lua strings this long convert once
-const MEMO_BUFFER = 1024;  // JS Buffers this large convert once
+const MAX_DEPTH = 200; // kMaxConvertDepth
+const MEMO_STRING = 256; // kMemoStringBytes: Lua strings this long convert once
+const MEMO_BUFFER = 1024; // JS Buffers this large convert once
 const MiB = 1 << 20;
 const INT64_MIN = -(2n ** 63n);
 const INT64_MAX = 2n ** 63n - 1n;
@@ -56,7 +56,7 @@ function rng(seed) {
   };
   const r = {
     float: next,
-    int: (n) => Math.floor(next() * n),  // 0..n-1
+    int: (n) => Math.floor(next() * n), // 0..n-1
     chance: (p) => next() < p,
     pick: (list) => list[Math.floor(next() * list.length)],
   };
@@ -75,12 +75,12 @@ class Refused extends Error {
 const NIL = { t: 'nil' };
 const luaInt = (v) => ({ t: 'int', v: BigInt(v) });
 const luaFloat = (v) => ({ t: 'float', v });
-const luaStr = (b) => ({ t: 'str', b });  // one Lua string object
+const luaStr = (b) => ({ t: 'str', b }); // one Lua string object
 
 class LuaTable {
   constructor() {
     this.t = 'table';
-    this.keys = new Map();  // canonical key -> [key model, value model]
+    this.keys = new Map(); // canonical key -> [key model, value model]
   }
   set(k, v) {
     if (v === NIL) this.keys.delete(canon(k));
@@ -95,7 +95,7 @@ function canon(k) {
     case 'int':
       return `i${k.v}`;
     case 'float':
-      return Number.isInteger(k.v) ? `i${BigInt(k.v)}` : `f${k.v}`;  // Lua normalizes 2.0 to 2
+      return Number.isInteger(k.v) ? `i${BigInt(k.v)}` : `f${k.v}`; // Lua normalizes 2.0 to 2
     case 'bool':
       return `b${k.v}`;
     case 'str':
@@ -126,7 +126,7 @@ function toLua(v, ctx, depth = 0) {
       if (v < INT64_MIN || v > INT64_MAX) throw new Refused('ERR_OUT_OF_RANGE', 'BigInt outside int64');
       return luaInt(v);
     case 'string':
-      return luaStr(Buffer.from(v, 'utf8'));  // lone surrogates become U+FFFD
+      return luaStr(Buffer.from(v, 'utf8')); // lone surrogates become U+FFFD
     case 'symbol':
       throw new Refused('ERR_CONVERSION', 'symbol');
     case 'function':
@@ -229,7 +229,12 @@ function toJs(m, ctx, depth = 0) {
   const out = {};
   ctx.out.set(m, out);
   for (const [k, e] of entries) {
-    Object.defineProperty(out, keyString(k), { value: toJs(e, ctx, depth + 1), enumerable: true, writable: true, configurable: true });
+    Object.defineProperty(out, keyString(k), {
+      value: toJs(e, ctx, depth + 1),
+      enumerable: true,
+      writable: true,
+      configurable: true,
+    });
   }
   return out;
 }
@@ -302,32 +307,73 @@ function show(v) {
 
 // ---- JS value generator.
 
-const WORDS = ['', 'a', 'key', 'é', '€', '😀', 'naïve', '日本語', '__proto__', 'constructor', '0', '1', '2', '-1', '1.5', 'true', 'length'];
+const WORDS = [
+  '',
+  'a',
+  'key',
+  'é',
+  '€',
+  '😀',
+  'naïve',
+  '日本語',
+  '__proto__',
+  'constructor',
+  '0',
+  '1',
+  '2',
+  '-1',
+  '1.5',
+  'true',
+  'length',
+];
 
 function genScalar(r, ctx) {
   switch (r.int(24)) {
-    case 0: return undefined;
-    case 1: return null;
-    case 2: return r.chance(0.5);
-    case 3: return r.int(2000) - 1000;
-    case 4: return r.pick([2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 2 ** 60, -(2 ** 63), 2 ** 63, 2 ** 64, 1e300, 5e-324]);
-    case 5: return r.pick([-0, NaN, Infinity, -Infinity, 0.1, -2.5]);
-    case 6: return (r.float() - 0.5) * 10 ** r.int(30);
-    case 7: return r.pick([0n, 7n, -7n, 2n ** 53n, INT64_MAX, INT64_MIN, r.chance(0.1) ? 2n ** 63n : 1n]);
-    case 8: case 9: return r.pick(WORDS);
-    case 10: return genString(r, r.int(40));
-    case 11: return genString(r, MEMO_STRING + r.int(2000));
-    case 12: return r.chance(0.2) ? `${'x'.repeat(r.int(300))}\ud800${'y'.repeat(r.int(3))}` : `lone \udc00 surrogate`;
-    case 13: return genBytes(r, r.int(64));
-    case 14: return genBytes(r, MEMO_BUFFER + r.int(4000));
-    case 15: return new Uint8Array(genBytes(r, r.int(32))).buffer;
-    case 16: return r.chance(0.05) ? Symbol('s') : 1;
-    case 17: return ctx.jsFn;
-    case 18: return r.pick([new Date(0), new Float64Array([1.5, -0]), new Set([1]), new (class Point {})(), new Error('e')]);
-    case 19: return r.chance(0.5) ? ctx.luaFn : r.chance(0.1) ? ctx.foreignFn : ctx.luaFn;
-    case 20: return r.chance(0.03) ? 'h'.repeat((1 + r.int(4)) * MiB) : 'short';
-    case 21: return r.chance(0.03) ? Buffer.alloc((1 + r.int(4)) * MiB, 0xff) : Buffer.from('ok');
-    default: return r.int(100);
+    case 0:
+      return undefined;
+    case 1:
+      return null;
+    case 2:
+      return r.chance(0.5);
+    case 3:
+      return r.int(2000) - 1000;
+    case 4:
+      return r.pick([2 ** 53 - 1, -(2 ** 53 - 1), 2 ** 53, 2 ** 60, -(2 ** 63), 2 ** 63, 2 ** 64, 1e300, 5e-324]);
+    case 5:
+      return r.pick([-0, NaN, Infinity, -Infinity, 0.1, -2.5]);
+    case 6:
+      return (r.float() - 0.5) * 10 ** r.int(30);
+    case 7:
+      return r.pick([0n, 7n, -7n, 2n ** 53n, INT64_MAX, INT64_MIN, r.chance(0.1) ? 2n ** 63n : 1n]);
+    case 8:
+    case 9:
+      return r.pick(WORDS);
+    case 10:
+      return genString(r, r.int(40));
+    case 11:
+      return genString(r, MEMO_STRING + r.int(2000));
+    case 12:
+      return r.chance(0.2) ? `${'x'.repeat(r.int(300))}\ud800${'y'.repeat(r.int(3))}` : `lone \udc00 surrogate`;
+    case 13:
+      return genBytes(r, r.int(64));
+    case 14:
+      return genBytes(r, MEMO_BUFFER + r.int(4000));
+    case 15:
+      return new Uint8Array(genBytes(r, r.int(32))).buffer;
+    case 16:
+      return r.chance(0.05) ? Symbol('s') : 1;
+    case 17:
+      return ctx.jsFn;
+    case 18:
+      return r.pick([new Date(0), new Float64Array([1.5, -0]), new Set([1]), new (class Point {})(), new Error('e')]);
+    case 19:
+      return r.chance(0.5) ? ctx.luaFn : r.chance(0.1) ? ctx.foreignFn : ctx.luaFn;
+    case 20:
+      return r.chance(0.03) ? 'h'.repeat((1 + r.int(4)) * MiB) : 'short';
+    case 21:
+      return r.chance(0.03) ? Buffer.alloc((1 + r.int(4)) * MiB, 0xff) : Buffer.from('ok');
+    default:
+      return r.int(100);
   }
 }
 
@@ -347,26 +393,33 @@ function genBytes(r, n) {
 
 function genValue(r, ctx, depth, ancestors) {
   if (--ctx.budget <= 0 || depth > 4 || r.chance(0.35)) return genScalar(r, ctx);
-  if (ctx.pool.length && r.chance(0.12)) return r.pick(ctx.pool);  // shared reference
-  if (ancestors.length && r.chance(0.04)) return r.pick(ancestors);  // cycle
+  if (ctx.pool.length && r.chance(0.12)) return r.pick(ctx.pool); // shared reference
+  if (ancestors.length && r.chance(0.04)) return r.pick(ancestors); // cycle
   const size = r.chance(0.1) ? r.int(200) : r.int(6);
   let v;
   switch (r.int(6)) {
-    case 0: case 1: {
+    case 0:
+    case 1: {
       v = [];
       for (let i = 0; i < size; i++) v.push(genValue(r, ctx, depth + 1, [...ancestors, v]));
-      if (r.chance(0.2)) v.length += r.int(100);  // trailing holes
-      if (r.chance(0.1)) v[v.length + r.int(1000)] = genScalar(r, ctx);  // a gap
-      if (r.chance(0.05)) v[r.chance(0.5) ? 1e8 : 2 ** 32 - 2] = 'far';  // sparse
+      if (r.chance(0.2)) v.length += r.int(100); // trailing holes
+      if (r.chance(0.1)) v[v.length + r.int(1000)] = genScalar(r, ctx); // a gap
+      if (r.chance(0.05)) v[r.chance(0.5) ? 1e8 : 2 ** 32 - 2] = 'far'; // sparse
       if (r.chance(0.1)) delete v[r.int(v.length + 1)];
-      if (r.chance(0.1)) v.named = 1;  // not an element
+      if (r.chance(0.1)) v.named = 1; // not an element
       break;
     }
-    case 2: case 3: {
+    case 2:
+    case 3: {
       v = r.chance(0.1) ? Object.create(null) : {};
       for (let i = 0; i < size; i++) {
         const k = r.chance(0.5) ? r.pick(WORDS) : genString(r, 1 + r.int(8));
-        Object.defineProperty(v, k, { value: genValue(r, ctx, depth + 1, [...ancestors, v]), enumerable: true, writable: true, configurable: true });
+        Object.defineProperty(v, k, {
+          value: genValue(r, ctx, depth + 1, [...ancestors, v]),
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        });
       }
       if (r.chance(0.1)) v[Symbol('skipped')] = 1;
       break;
@@ -378,10 +431,12 @@ function genValue(r, ctx, depth, ancestors) {
       for (let i = 0; i < size; i++) {
         let k;
         if (family === 0) k = `k${i}`;
-        else if (family === 1) k = i + 1;  // 1..n: back as an Array
+        else if (family === 1) {
+          k = i + 1;
+        } // 1..n: back as an Array
         else if (family === 2) k = i + 0.5;
         else if (family === 3) k = r.chance(0.5) ? BigInt(i) * 2n ** 40n : i === 0;
-        else k = r.chance(0.9) ? [i] : NaN;  // a table key: cannot come back to JS
+        else k = r.chance(0.9) ? [i] : NaN; // a table key: cannot come back to JS
         v.set(k, genValue(r, ctx, depth + 1, [...ancestors, v]));
       }
       break;
@@ -429,8 +484,8 @@ class LuaBuilder {
   constructor(r) {
     this.r = r;
     this.lines = ['local T, S = {}, {}'];
-    this.tables = [];  // models, index + 1 is T's key
-    this.strings = [];  // long shared strings
+    this.tables = []; // models, index + 1 is T's key
+    this.strings = []; // long shared strings
   }
   table() {
     const t = new LuaTable();
@@ -442,16 +497,43 @@ class LuaBuilder {
   scalar() {
     const r = this.r;
     switch (r.int(12)) {
-      case 0: return this.bool();
-      case 1: { const m = luaInt(r.pick([0n, 1n, -1n, 2n ** 53n - 1n, 2n ** 53n, -(2n ** 53n), INT64_MAX, INT64_MIN, BigInt(r.int(1e6))])); return [m, luaNumber(m)]; }
-      case 2: { const m = luaFloat(r.pick([-0, NaN, Infinity, -Infinity, 0.5, 1e300, 2 ** 53, 3, -1e-300])); return [m, luaNumber(m)]; }
-      case 3: case 4: { const b = genBytes(r, r.int(50)); return [luaStr(b), luaString(b)]; }
-      case 5: { const b = Buffer.from(genString(r, r.int(30)), 'utf8'); return [luaStr(b), luaString(b)]; }
-      case 6: return this.longString();
-      case 7: return [{ t: 'luafn' }, 'function() return 1 end'];
-      case 8: return [{ t: 'co' }, 'coroutine.create(print)'];
-      case 9: if (this.strings.length) { const i = r.int(this.strings.length); return [this.strings[i], `S[${i + 1}]`]; } return this.longString();
-      default: { const m = luaInt(r.int(1000)); return [m, luaNumber(m)]; }
+      case 0:
+        return this.bool();
+      case 1: {
+        const m = luaInt(
+          r.pick([0n, 1n, -1n, 2n ** 53n - 1n, 2n ** 53n, -(2n ** 53n), INT64_MAX, INT64_MIN, BigInt(r.int(1e6))]),
+        );
+        return [m, luaNumber(m)];
+      }
+      case 2: {
+        const m = luaFloat(r.pick([-0, NaN, Infinity, -Infinity, 0.5, 1e300, 2 ** 53, 3, -1e-300]));
+        return [m, luaNumber(m)];
+      }
+      case 3:
+      case 4: {
+        const b = genBytes(r, r.int(50));
+        return [luaStr(b), luaString(b)];
+      }
+      case 5: {
+        const b = Buffer.from(genString(r, r.int(30)), 'utf8');
+        return [luaStr(b), luaString(b)];
+      }
+      case 6:
+        return this.longString();
+      case 7:
+        return [{ t: 'luafn' }, 'function() return 1 end'];
+      case 8:
+        return [{ t: 'co' }, 'coroutine.create(print)'];
+      case 9:
+        if (this.strings.length) {
+          const i = r.int(this.strings.length);
+          return [this.strings[i], `S[${i + 1}]`];
+        }
+        return this.longString();
+      default: {
+        const m = luaInt(r.int(1000));
+        return [m, luaNumber(m)];
+      }
     }
   }
   bool() {
@@ -475,12 +557,39 @@ class LuaBuilder {
       let k;
       let code;
       switch (r.int(7)) {
-        case 0: case 1: { const b = Buffer.from(r.chance(0.5) ? r.pick(WORDS) : genString(r, 1 + r.int(6)), 'utf8'); k = luaStr(b); code = luaString(b); break; }
-        case 2: { const b = genBytes(r, 1 + r.int(6)); k = luaStr(b); code = luaString(b); break; }
-        case 3: k = luaInt(r.chance(0.7) ? r.int(10) + 1 : r.pick([INT64_MAX, -5n, 0n, 2n ** 53n])); code = luaNumber(k); break;
-        case 4: k = luaFloat(r.pick([0.5, -2.25, 1e100, Infinity, -Infinity])); code = luaNumber(k); break;
-        case 5: [k, code] = this.bool(); break;
-        default: if (this.tables.length && r.chance(0.1)) { k = r.pick(this.tables); code = k.ref; break; } k = luaInt(t.keys.size + 1); code = luaNumber(k); break;
+        case 0:
+        case 1: {
+          const b = Buffer.from(r.chance(0.5) ? r.pick(WORDS) : genString(r, 1 + r.int(6)), 'utf8');
+          k = luaStr(b);
+          code = luaString(b);
+          break;
+        }
+        case 2: {
+          const b = genBytes(r, 1 + r.int(6));
+          k = luaStr(b);
+          code = luaString(b);
+          break;
+        }
+        case 3:
+          k = luaInt(r.chance(0.7) ? r.int(10) + 1 : r.pick([INT64_MAX, -5n, 0n, 2n ** 53n]));
+          code = luaNumber(k);
+          break;
+        case 4:
+          k = luaFloat(r.pick([0.5, -2.25, 1e100, Infinity, -Infinity]));
+          code = luaNumber(k);
+          break;
+        case 5:
+          [k, code] = this.bool();
+          break;
+        default:
+          if (this.tables.length && r.chance(0.1)) {
+            k = r.pick(this.tables);
+            code = k.ref;
+            break;
+          }
+          k = luaInt(t.keys.size + 1);
+          code = luaNumber(k);
+          break;
       }
       // No two keys of one table may stringify alike in JS (which one wins would be lua_next's order).
       const js = k.t === 'table' ? canon(k) : keyString(k);
@@ -501,7 +610,7 @@ class LuaBuilder {
       let vc;
       if (depth < 4 && r.chance(0.3)) {
         if (this.tables.length && r.chance(0.25)) {
-          v = r.pick(this.tables);  // shared, or a cycle
+          v = r.pick(this.tables); // shared, or a cycle
         } else {
           v = this.table();
           this.fill(v, depth + 1);
@@ -569,7 +678,12 @@ function allowed(err, env, expectedErr) {
   if (!err || typeof err.code !== 'string') return false;
   if (expectedErr && err.code === expectedErr.code) return true;
   // A limited runtime may refuse anything for its size.
-  if (env.limited && (err.code === 'ERR_MEMORY_LIMIT' || (err.code === 'ERR_CONVERSION' && /conversionLimit/.test(err.message)))) return true;
+  if (
+    env.limited &&
+    (err.code === 'ERR_MEMORY_LIMIT' || (err.code === 'ERR_CONVERSION' && /conversionLimit/.test(err.message)))
+  ) {
+    return true;
+  }
   return false;
 }
 
@@ -579,7 +693,9 @@ function stillUsable(env) {
   const [a, b] = rt.load('local t = {} for i = 1, 10 do t[i] = i end return #t, 1 + 1');
   if (a !== 10 || b !== 2) throw new Error('the runtime no longer runs code');
   const { memoryUsed, memoryLimit } = rt.stats();
-  if (memoryLimit && memoryUsed > memoryLimit) throw new Error(`the state holds ${memoryUsed} bytes past memoryLimit ${memoryLimit}`);
+  if (memoryLimit && memoryUsed > memoryLimit) {
+    throw new Error(`the state holds ${memoryUsed} bytes past memoryLimit ${memoryLimit}`);
+  }
 }
 
 function label(kind, i) {
@@ -593,7 +709,9 @@ function label(kind, i) {
 function judge(where, env, { expected, expectedErr, actual, err }) {
   if (err) {
     if (!allowed(err, env, expectedErr)) {
-      throw new Error(`${where}\n  failed with ${err.code} ${err.message}\n  expected ${expectedErr ? expectedErr.message : show(expected)}`);
+      throw new Error(
+        `${where}\n  failed with ${err.code} ${err.message}\n  expected ${expectedErr ? expectedErr.message : show(expected)}`,
+      );
     }
   } else if (expectedErr) {
     throw new Error(`${where}\n  crossed (${show(actual)}) but ${expectedErr.message} was expected`);
@@ -601,7 +719,7 @@ function judge(where, env, { expected, expectedErr, actual, err }) {
     try {
       compare(expected, actual);
     } catch (e) {
-      throw new Error(`${where}\n  ${e.message}`);
+      throw new Error(`${where}\n  ${e.message}`, { cause: e });
     }
   }
   stillUsable(env);
@@ -611,7 +729,7 @@ function judge(where, env, { expected, expectedErr, actual, err }) {
 async function oneJs(i, envs, foreignFn) {
   const r = rng(SEED * 1000003 + i);
   const env = r.pick(envs);
-  const ctx = { pool: [], jsFn: () => 1, luaFn: env.luaFn, foreignFn, budget: 1500 };  // values at most
+  const ctx = { pool: [], jsFn: () => 1, luaFn: env.luaFn, foreignFn, budget: 1500 }; // values at most
   const value = r.chance(0.06) ? deepChain(r, MAX_DEPTH - 3 + r.int(6)) : genValue(r, ctx, 0, []);
   const model = { memo: new Map(), luaFns: new Map([[env.luaFn, { t: 'luafn' }]]) };
   let expected;
@@ -646,7 +764,12 @@ async function oneJs(i, envs, foreignFn) {
   } catch (e) {
     err = e;
   }
-  return judge(`${label('JS value', i)}, ${env.name}, route ${route}: ${show(value)}`, env, { expected, expectedErr, actual, err });
+  return judge(`${label('JS value', i)}, ${env.name}, route ${route}: ${show(value)}`, env, {
+    expected,
+    expectedErr,
+    actual,
+    err,
+  });
 }
 
 async function oneLua(i, envs) {
@@ -690,9 +813,16 @@ async function oneLua(i, envs) {
     err = e;
   }
   // (Building the value may pass memoryLimit in Lua itself: a LuaError.)
-  return judge(`${label('Lua value', i)}, ${env.name}, route ${route}:\n${code.length > 2000 ? `${code.slice(0, 2000)}...` : code}`, env, {
-    expected, expectedErr, actual, err,
-  });
+  return judge(
+    `${label('Lua value', i)}, ${env.name}, route ${route}:\n${code.length > 2000 ? `${code.slice(0, 2000)}...` : code}`,
+    env,
+    {
+      expected,
+      expectedErr,
+      actual,
+      err,
+    },
+  );
 }
 
 function iterations() {
@@ -738,13 +868,20 @@ test(`Lua values cross to JS as docs/design.md#conversion says, or fail cleanly 
 
 // The model itself, on values whose outcome is known: a broken model would
 // let the fuzzer pass anything.
-test('the fuzzer\'s model predicts known conversions', () => {
+test("the fuzzer's model predicts known conversions", () => {
   const ctx = () => ({ memo: new Map(), luaFns: new Map() });
   const rt = (v) => toJs(toLua(v, ctx()), { out: new Map() });
   expect(rt([1, 2, 3])).toEqual([1, 2, 3]);
   expect(rt([1, null, 3])).toEqual({ 1: 1, 3: 3 });
   expect(rt([])).toEqual({});
-  expect(rt(new Map([[1, 'a'], [2, 'b']]))).toEqual(['a', 'b']);
+  expect(
+    rt(
+      new Map([
+        [1, 'a'],
+        [2, 'b'],
+      ]),
+    ),
+  ).toEqual(['a', 'b']);
   expect(rt(2 ** 53)).toBe(2n ** 53n);
   expect(Object.is(rt(-0), -0)).toBe(true);
   expect(rt('\ud800')).toBe('\ufffd');
@@ -754,5 +891,13 @@ test('the fuzzer\'s model predicts known conversions', () => {
   const out = rt([shared, shared]);
   expect(out[0]).toBe(out[1]);
   expect(() => compare({ a: 1 }, { a: 2 })).toThrow(/differs/);
-  expect(() => compare([{}, {}], (() => { const o = {}; return [o, o]; })())).toThrow(/sharing/);
+  expect(() =>
+    compare(
+      [{}, {}],
+      (() => {
+        const o = {};
+        return [o, o];
+      })(),
+    ),
+  ).toThrow(/sharing/);
 });

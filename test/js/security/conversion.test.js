@@ -100,7 +100,9 @@ describe('Lua -> JS: shared values convert once', () => {
 
   test('a long invalid UTF-8 string shared 2,000 times becomes one Buffer', () => {
     const rt = runtime();
-    rt.load('function bytes() local s = string.rep("\\xff", 16 * 1024 * 1024) local t = {} for i = 1, 2000 do t[i] = s end return t end');
+    rt.load(
+      'function bytes() local s = string.rep("\\xff", 16 * 1024 * 1024) local t = {} for i = 1, 2000 do t[i] = s end return t end',
+    );
     const t = rt.load('return bytes()')[0];
     expect(Buffer.isBuffer(t[0])).toBe(true);
     expect(t[0].length).toBe(16 * MiB);
@@ -207,7 +209,9 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
       local text = "[" .. string.rep('{"a":[1,2,3]},', 2 * 1024 * 1024) .. "0]"
       return pcall(parse, text)`);
     expect(ok).toBe(false);
-    expect(err).toMatch(/^not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 67108864/);
+    expect(err).toMatch(
+      /^not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 67108864/,
+    );
     expect(rt.stats().memoryPeak).toBeLessThan(80 * MiB);
     expect(Date.now() - started).toBeLessThan(8000);
     usable(rt);
@@ -215,7 +219,12 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
 
   test('rt.set of an Array too large for the limit is refused before it passes the limit, and freed', () => {
     const rt = runtime({ memoryLimit: 8 * MiB });
-    const err = thrownBy(() => rt.set('a', Array.from({ length: 1e6 }, (_, i) => i + 0.5)));
+    const err = thrownBy(() =>
+      rt.set(
+        'a',
+        Array.from({ length: 1e6 }, (_, i) => i + 0.5),
+      ),
+    );
     expect(err.code).toBe('ERR_MEMORY_LIMIT');
     expect(err.message).toMatch(/past memoryLimit 8388608/);
     expect(err.message).toMatch(/raise the memoryLimit option/);
@@ -332,7 +341,9 @@ describe('JS -> Lua: the memory limit holds while the value is built', () => {
     rt.load('function waiter() local ok, e = pcall(later) return {ok, e} end');
     const [ok, err] = await rt.call('waiter');
     expect(ok).toBe(false);
-    expect(err).toMatch(/^not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 4194304/);
+    expect(err).toMatch(
+      /^not enough memory: the JS value would take the Lua state to \d+ bytes, past memoryLimit 4194304/,
+    );
     usable(rt);
   });
 
@@ -382,7 +393,11 @@ describe('JS -> Lua: sparse Arrays cost what they hold', () => {
     const started = Date.now();
     rt.set('a', a);
     expect(Date.now() - started).toBeLessThan(1000);
-    expect(rt.load('local n = 0 for _ in pairs(a) do n = n + 1 end return n, a[1], a[1e8]')).toEqual([2, 'first', 'last']);
+    expect(rt.load('local n = 0 for _ in pairs(a) do n = n + 1 end return n, a[1], a[1e8]')).toEqual([
+      2,
+      'first',
+      'last',
+    ]);
     expect(rt.stats().memoryPeak).toBeLessThan(2 * MiB);
     usable(rt);
   });
@@ -407,8 +422,9 @@ describe('JS -> Lua: sparse Arrays cost what they hold', () => {
     a[50000] = 'mid';
     for (let i = 99990; i < 100000; i++) a[i] = i;
     rt.set('a', a);
-    expect(rt.load('local n = 0 for _ in pairs(a) do n = n + 1 end return n, a[1], a[100], a[50001], a[100000]'))
-      .toEqual([111, 0, 99, 'mid', 99999]);
+    expect(
+      rt.load('local n = 0 for _ in pairs(a) do n = n + 1 end return n, a[1], a[100], a[50001], a[100000]'),
+    ).toEqual([111, 0, 99, 'mid', 99999]);
     usable(rt);
   });
 
@@ -429,7 +445,7 @@ describe('JS -> Lua: sparse Arrays cost what they hold', () => {
 });
 
 describe('the conversionLimit option', () => {
-  test('defaults to 4 x memoryLimit, else a quarter of V8\'s heap limit', () => {
+  test("defaults to 4 x memoryLimit, else a quarter of V8's heap limit", () => {
     const heap = require('node:v8').getHeapStatistics().heap_size_limit;
     expect(runtime({ memoryLimit: 8 * MiB }).stats().conversionLimit).toBe(32 * MiB);
     expect(runtime({}).stats().conversionLimit).toBe(Math.floor(heap / 4));

@@ -7,11 +7,14 @@ const { root, makeRuntime, runNode, spinningWorker, terminateWhileSpinning } = r
 
 const spinners = [
   ['a call from JS looping', "rt.load('while true do end');"],
-  ['a call from JS looping with a pcall around each step', "rt.load('while true do pcall(function() while true do end end) end');"],
+  [
+    'a call from JS looping with a pcall around each step',
+    "rt.load('while true do pcall(function() while true do end end) end');",
+  ],
   ['a task started from JS', "rt.load('function spin() while true do end end'); rt.start('spin');"],
   [
     'a task woken by a timer',
-    "rt.load('function spin() coroutine.yield(\"FOR\", 1, \"MILLISECONDS\") while true do end end'); rt.start('spin');",
+    'rt.load(\'function spin() coroutine.yield("FOR", 1, "MILLISECONDS") while true do end end\'); rt.start(\'spin\');',
     {},
     true, // rt.start returns; the task spins from the timer
   ],
@@ -21,18 +24,22 @@ const spinners = [
     'a coroutine that swallows the stop and resumes another',
     "rt.load('while true do coroutine.resume(coroutine.create(function() while true do end end)) end');",
   ],
-  ['a deep recursion of pcalls', "rt.load('local function f(n) if n > 0 then pcall(f, n - 1) end while true do end end f(50)');"],
   [
-    'an error handler that loops',
-    "rt.load('xpcall(function() error(\"x\") end, function() while true do end end)');",
+    'a deep recursion of pcalls',
+    "rt.load('local function f(n) if n > 0 then pcall(f, n - 1) end while true do end end f(50)');",
   ],
-  [
-    'a string.gsub callback that loops',
-    "rt.load('string.gsub(\"abc\", \".\", function() while true do end end)');",
-  ],
+  ['an error handler that loops', 'rt.load(\'xpcall(function() error("x") end, function() while true do end end)\');'],
+  ['a string.gsub callback that loops', 'rt.load(\'string.gsub("abc", ".", function() while true do end end)\');'],
   ['a table.sort comparator that loops', "rt.load('table.sort({3, 2, 1}, function() while true do end end)');"],
-  ['a __index metamethod that loops', "rt.load('local t = setmetatable({}, {__index = function() while true do end end}) return t.x');"],
-  ['a call from JS in a runtime with a timeSlice (calls are not preempted)', "rt.load('while true do end');", { timeSlice: 5 }],
+  [
+    'a __index metamethod that loops',
+    "rt.load('local t = setmetatable({}, {__index = function() while true do end end}) return t.x');",
+  ],
+  [
+    'a call from JS in a runtime with a timeSlice (calls are not preempted)',
+    "rt.load('while true do end');",
+    { timeSlice: 5 },
+  ],
   [
     'a task whose <close> handler loops when the worker ends',
     "rt.load('function spin() local x <close> = setmetatable({}, {__close = function() while true do end end}) coroutine.yield(\"INDEFINITELY\") end'); rt.start('spin'); rt.load('while true do end');",
@@ -80,7 +87,6 @@ describe('process.exit() stops Workers running Lua', () => {
 describe('the check costs nothing when nothing is stuck', () => {
   test('a runtime that runs Lua in short bursts is not stopped by the watch', async () => {
     const rt = makeRuntime();
-    const add = rt.load('return function(a, b) return a + b end');
     const until = Date.now() + 400; // spans several watch periods of busy Lua
     let n = 0;
     while (Date.now() < until) {
