@@ -33,8 +33,9 @@ function memoryV2Store() {
         store.failWrites--;
         throw new Error('disk on fire');
       }
-      if (owners.get(batch.name) !== batch.token)
-        {throw Object.assign(new Error('fenced'), { code: 'ERR_STORE_LOCKED' });}
+      if (owners.get(batch.name) !== batch.token) {
+        throw Object.assign(new Error('fenced'), { code: 'ERR_STORE_LOCKED' });
+      }
       await null; // all or nothing: applied in one go below
       if (batch.state) snapshots.set(batch.name, Buffer.from(batch.state));
       if (!kv.has(batch.name)) kv.set(batch.name, new Map());
