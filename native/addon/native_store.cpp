@@ -19,6 +19,10 @@ struct NativeStore::Handles {
   uv_async_t async;
   NativeStore* owner;  // null once closing
   int open = 3;
+  // The environment's cleanup hook, whose argument is this struct: it lives
+  // as long as the handles, and is removed once they are closed, so a
+  // Worker's loop does not end under them and the hook never outlives them.
+  napi_async_cleanup_hook_handle hook = nullptr;
 };
 
 namespace {
@@ -153,7 +157,7 @@ NativeStore::NativeStore(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Nati
   handles_ = h.release();
   async_context_ = std::make_unique<Napi::AsyncContext>(env, "lua-tasks:store");
   // The async hook, as RuntimeCore's: the sync one must not close handles.
-  napi_add_async_cleanup_hook(env, &NativeStore::OnCleanup, this, &cleanup_hook_);
+  napi_add_async_cleanup_hook(env, &NativeStore::OnCleanup, raw, &raw->hook);
 }
 
 NativeStore::~NativeStore() {
@@ -161,8 +165,10 @@ NativeStore::~NativeStore() {
 }
 
 void NativeStore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
-  auto* self = static_cast<NativeStore*>(arg);
-  self->cleanup_hook_ = handle;
+  auto* h = static_cast<Handles*>(arg);
+  h->hook = handle;
+  NativeStore* self = h->owner;
+  if (self == nullptr) return;  // closing already: the last close callback removes the hook
   // The environment is going: its async context is not destroyed from here
   // (as RuntimeCore's), only forgotten.
   static_cast<void>(self->async_context_.release());
@@ -391,27 +397,14 @@ void NativeStore::Shutdown(bool notify) {
     Unref();
   }
   async_context_.reset();
-  napi_async_cleanup_hook_handle hook = std::exchange(cleanup_hook_, nullptr);
   Handles* h = std::exchange(handles_, nullptr);
-  if (h == nullptr) {
-    if (hook != nullptr) napi_remove_async_cleanup_hook(hook);
-    return;
-  }
+  if (h == nullptr) return;
   h->owner = nullptr;
-  // The hook is removed only once libuv has closed the handles, so a
-  // Worker's loop does not end under them.
-  struct Closing {
-    Handles* h;
-    napi_async_cleanup_hook_handle hook;
-  };
-  auto* closing = new Closing{h, hook};  // NOLINT: freed by the last close callback
-  h->check.data = h->idle.data = h->async.data = closing;
   auto on_close = [](uv_handle_t* handle) {
-    auto* c = static_cast<Closing*>(handle->data);
-    if (--c->h->open > 0) return;
-    std::unique_ptr<Closing> owned(c);
-    std::unique_ptr<Handles> handles(c->h);
-    if (c->hook != nullptr) napi_remove_async_cleanup_hook(c->hook);
+    auto* hs = static_cast<Handles*>(handle->data);
+    if (--hs->open > 0) return;
+    std::unique_ptr<Handles> owned(hs);
+    if (hs->hook != nullptr) napi_remove_async_cleanup_hook(hs->hook);
   };
   uv_close(reinterpret_cast<uv_handle_t*>(&h->check), on_close);
   uv_close(reinterpret_cast<uv_handle_t*>(&h->idle), on_close);

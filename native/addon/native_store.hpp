@@ -78,7 +78,6 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   StoreWriter::Stats stats_at_close_;
   Handles* handles_ = nullptr;  // owned by libuv from Shutdown until its close callbacks ran
   std::unique_ptr<Napi::AsyncContext> async_context_;
-  napi_async_cleanup_hook_handle cleanup_hook_ = nullptr;
   bool closed_ = false;
   bool referenced_ = false;  // this object is kept from the GC while jobs are in flight
 };
