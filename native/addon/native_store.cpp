@@ -66,9 +66,7 @@ Napi::Value StoreErrorValue(Napi::Env env, StoreFailure failure, int sqlite_code
     code = uv_err_name(-sys_errno);
     props.Set("errno", -sys_errno);
   }
-  Napi::Value e = MakeError(env, "ERR_STORE_CORRUPT", message, props);
-  e.As<Napi::Object>().Set("code", code);  // an OS or SQLite code: not one of ours
-  return e;
+  return MakeError(env, code.c_str(), message, props);
 }
 
 [[noreturn]] void ThrowStoreError(Napi::Env env, const StoreError& e, const std::string& path) {
