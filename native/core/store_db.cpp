@@ -156,15 +156,14 @@ StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
 
 void StoreDb::Fail(int rc, const std::string& what) {
   sqlite3* db = db_.get();
-  const int sys = db != nullptr ? sqlite3_system_errno(db) : 0;
   const char* msg = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
   const StoreFailure failure = IsCorruption(rc) ? StoreFailure::kCorrupt : StoreFailure::kIo;
-  throw StoreError(failure, rc,
-                   (rc & 0xff) == SQLITE_IOERR || (rc & 0xff) == SQLITE_FULL || (rc & 0xff) == SQLITE_CANTOPEN ||
-                           (rc & 0xff) == SQLITE_READONLY
-                       ? sys
-                       : 0,
-                   "The store database " + path_ + " failed to " + what + ": " + msg);
+  // The OS's errno says more than SQLite's code where the OS failed.
+  const int primary = rc & 0xff;
+  const bool os_failed =
+      primary == SQLITE_IOERR || primary == SQLITE_FULL || primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY;
+  const int sys = os_failed && db != nullptr ? sqlite3_system_errno(db) : 0;
+  throw StoreError(failure, rc, sys, "The store database " + path_ + " failed to " + what + ": " + msg);
 }
 
 void StoreDb::Exec(const char* sql) {
