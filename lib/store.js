@@ -241,7 +241,7 @@ class DirectoryStore {
     }
     if (!this.#native) {
       fsSync.mkdirSync(this.dir, { recursive: true });
-      this.#native = new binding.NativeStore(path.join(this.dir, DB_FILE));
+      this.#native = new binding.NativeStore(this.dir);
     }
     return this.#native;
   }

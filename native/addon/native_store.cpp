@@ -119,7 +119,7 @@ Napi::Function NativeStore::Init(Napi::Env env) {
 
 NativeStore::NativeStore(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeStore>(info), env_(info.Env()) {
   Napi::Env env = info.Env();
-  path_ = StringArg(info, 0, "The database path");
+  path_ = StringArg(info, 0, "The store directory") + "/" + kStoreDbFile;
   auto h = std::make_unique<Handles>();
   h->owner = this;
   Handles* raw = h.get();

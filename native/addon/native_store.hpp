@@ -16,7 +16,7 @@
 
 namespace lua_tasks {
 
-// new NativeStore(dbPath)
+// new NativeStore(dir)                           the directory's <dir>/lua-tasks.sqlite (the directory exists)
 //   write({ name, token, seq, state, writes }) -> Promise<void>
 //       the batches written in one loop turn go to the writer together, from
 //       a uv_check handle, and so land in one transaction

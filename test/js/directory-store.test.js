@@ -330,7 +330,7 @@ describe('batches', () => {
     await store.close();
     await store.close();
     await expect(store.load('c')).rejects.toMatchObject({ code: 'ERR_INVALID_STATE', message: expect.stringMatching(/closed/) });
-    const native = new (require('../../lib/binding').NativeStore)(path.join(dir, 'lua-tasks.sqlite'));
+    const native = new (require('../../lib/binding').NativeStore)(dir);
     native.close();
     native.close();
     expect(() => native.get('c', 'k')).toThrow(/cannot be called after close\(\)/);
