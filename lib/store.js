@@ -114,9 +114,10 @@ function lockedError(name, lockPath, record) {
 /**
  * @typedef {object} StoreLease
  * @property {number} token grows with every acquire of the name (it is kept in
- *   the lock file, so it grows across restarts too); pass it to save()
- * @property {() => Promise<void>} release gives the name up: a rename of it in
- *   progress lands first, later saves under this token are refused. Idempotent.
+ *   the lock file, so it grows across restarts too, and recorded in the
+ *   database, which fences every batch by it); pass it to write() and save()
+ * @property {() => Promise<void>} release gives the name up: its writes in
+ *   flight land first, later ones under this token are refused. Idempotent.
  *   Keep the lease referenced while you own the name: one that nothing
  *   references is released when it is collected (the GC is a backstop).
  */
