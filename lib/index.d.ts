@@ -104,7 +104,7 @@ export interface SaveInfo {
 export interface StoreLease {
   /** Grows with every acquire of the name, across restarts: the fencing token passed to save(). */
   readonly token: number;
-  /** Gives the name up; a rename in progress lands first, later saves under this token are refused. Idempotent. */
+  /** Gives the name up; writes in flight land first, later saves under this token are refused. Idempotent. */
   release(): void | Promise<void>;
 }
 
@@ -122,21 +122,51 @@ export interface Store {
   locate?(name: string): string;
 }
 
+/** A batch of `DirectoryStore.write`: everything one COMMIT makes durable, all or nothing. */
+export interface StoreBatch {
+  name: string;
+  /** The lease's token: the batch is refused (ERR_STORE_LOCKED) unless it is the owner's. */
+  token?: number;
+  /** Grows with every batch under one lease: an older one arriving late is dropped as superseded. */
+  seq?: number;
+  /** The tasks.state snapshot, when it changed. */
+  state?: Uint8Array;
+  /** Keyed writes (space 1: tasks.store); `value: null` deletes the key. */
+  writes?: { space?: 1; key: string; value: Uint8Array | null }[];
+}
+
+/** Synchronous keyed reads of one name's values; they see what was committed. */
+export interface StoreReader {
+  /** The value's bytes (a codec snapshot), or null. Throws ERR_STORE_CORRUPT for a value whose checksum fails. */
+  get(key: string): Buffer | null;
+  /** Keys starting with `prefix`, after `after`, at most `limit`, in bytewise order. */
+  keys(prefix?: string, after?: string, limit?: number): string[];
+}
+
 /**
- * The embedded store: one durable `<name>.state` file per runtime in a
- * directory, and one owner per name (an OS lock on `<name>.lock`).
+ * The embedded store: every runtime's state of a directory in one SQLite
+ * database (`<dir>/lua-tasks.sqlite`), and one owner per name (an OS lock on
+ * `<name>.lock`). The batches written in one loop turn through one store
+ * object share one transaction and one fsync.
  */
 export class DirectoryStore implements Store {
   constructor(dir: string);
   readonly dir: string;
-  /** Takes the name (ERR_STORE_LOCKED with `holder` and `path` if it is open elsewhere) and sweeps its stale temp files. */
+  /** Takes the name (ERR_STORE_LOCKED with `holder` and `path` if it is open elsewhere) and migrates a `<name>.state` file. */
   acquire(name: string): Promise<StoreLease>;
   load(name: string): Promise<Buffer | null>;
-  /** Rejects with the cause before the rename (previous snapshot intact), or with `replaced: true` after it. */
+  /** A batch with only `state`. Rejects with the cause of a failed transaction: nothing of it was written. */
   save(name: string, bytes: Uint8Array, info?: SaveInfo): Promise<void>;
-  /** The path of the name's snapshot. */
+  /** Durable before it resolves; all or nothing. */
+  write(batch: StoreBatch): Promise<void>;
+  reader(name: string): StoreReader;
+  /** Transactions (one fsync each) and batches this store object committed. */
+  stats(): { transactions: number; batches: number };
+  /** Finishes the writes in flight and closes the database. Idempotent. */
+  close(): Promise<void>;
+  /** The path of the database. */
   file(name: string): string;
-  /** Where the name's state lives, for messages: here the snapshot's path. */
+  /** Where the name's state lives, for messages: here the database's path. */
   locate(name: string): string;
 }
 

@@ -1,39 +1,43 @@
 // SPDX-License-Identifier: MIT
-// DirectoryStore: the embedded store, one durable file and one OS lock per runtime name.
+// DirectoryStore: the embedded store, one SQLite database per directory and one OS lock per runtime name.
 'use strict';
 
-// How and why:
-// A name has three kinds of file in the directory:
-//   <name>.state                     the last snapshot, only ever replaced whole (rename)
-//   <name>.state.<pid>.<hex>.tmp     a snapshot being written: removed on every failure,
-//                                    and swept by the next owner (a crash leaves one)
-//   <name>.lock                      the owner's OS lock (flock, native/core/file_lock.hpp)
+// How and why (docs/persistence.md, The directory store):
+//   <dir>/lua-tasks.sqlite (+ -wal, -shm)  every name's data: tasks.state
+//                                    snapshots, keyed values, owners' tokens
+//   <dir>/<name>.lock                the owner's OS lock (flock, native/core/file_lock.hpp)
 //                                    and its record {"pid","host","thread","since","token"}
+//   <dir>/<name>.state               a snapshot of the store before v2: imported
+//                                    into the database on acquire or load, then
+//                                    renamed <name>.state.migrated
 // The lock belongs to the open file, so it conflicts within one process and
 // across Workers and processes, and it dies with its process: there is never
 // a stale lock, and the lock file is never deleted (deleting it would let two
-// owners in). Whoever holds it owns the name, so a temp file of that name it
-// did not write itself was left by a dead writer.
+// owners in). acquire() records the lock's token in the database too; every
+// batch is written only if its token is still the one recorded (fencing).
 //
-// Saves write their temp files in parallel; the rename is one step per name,
-// in order, so a save that lost its lease or was overtaken by a newer one
-// (the runtime gives up on a hung save and goes on) never lands over it.
+// Writes go to a NativeStore (native/addon/native_store.*): the batches
+// written in one loop turn, by every runtime sharing this store object, land
+// in one SQLite transaction and one fsync, on a thread of its own. Keyed
+// reads are synchronous, on a read-only connection of this thread.
 
-const crypto = require('node:crypto');
 const fs = require('node:fs/promises');
+const fsSync = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('./binding');
 const { makeError } = require('./errors');
 
+// The database's file name in the directory (native/core/store_db.hpp).
+const DB_FILE = 'lua-tasks.sqlite';
+// What a snapshot file of the store before v2 starts with: "LTST" and its
+// format version (2: lua-tasks 0.1, no checksum; 3: checksummed).
+const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
+const SNAPSHOT_VERSIONS = [2, 3];
+
 // Names become file names: keep them to a safe, portable alphabet.
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-// A snapshot that keeps changing size while it is read is given up on after this many reads.
-const LOAD_TRIES = 3;
-// fh.read takes at most 2 GiB - 1 bytes at a time.
-const READ_CHUNK = 1 << 30;
 
 /**
  * Validates a runtime name for persistence.
@@ -107,110 +111,94 @@ function lockedError(name, lockPath, record) {
   });
 }
 
-// Unlinks a temp file whose write failed. A failure here is not reported over
-// the one that got us here (that one wins); the name's next owner sweeps it.
-async function removeTemp(tmp) {
-  try {
-    await fs.unlink(tmp);
-  } catch {
-    // swept at the next acquire
-  }
-}
-
-// Writes `bytes` to the new file `tmp` and fsyncs it; on any failure the file is gone.
-async function writeTemp(tmp, bytes) {
-  let fh;
-  try {
-    fh = await fs.open(tmp, 'wx', 0o600);
-  } catch (e) {
-    // EEXIST: the file is another writer's; anything else created nothing,
-    // unless a file system says otherwise.
-    if (e.code !== 'EEXIST') await removeTemp(tmp);
-    throw e;
-  }
-  try {
-    for (let off = 0; off < bytes.length;) {
-      const { bytesWritten } = await fh.write(bytes, off, bytes.length - off, off);
-      off += bytesWritten;
-    }
-    await fh.sync();
-  } catch (e) {
-    await fh.close().catch(() => {});
-    await removeTemp(tmp);
-    throw e;
-  }
-  try {
-    await fh.close();
-  } catch (e) {
-    await removeTemp(tmp);
-    throw e;
-  }
-}
-
-// fsync of the directory: what makes a rename durable.
-async function syncDir(dir) {
-  const dh = await fs.open(dir, 'r');
-  try {
-    await dh.sync();
-  } catch (e) {
-    await dh.close().catch(() => {});
-    throw e;
-  }
-  await dh.close();
-}
-
-// Reads all of an open file: one buffer of the size stat gives, filled by
-// reads on the thread pool (no concat of chunks on the loop). A file that
-// changed size meanwhile is read again.
-async function readWhole(fh, file) {
-  const probe = Buffer.alloc(1);
-  for (let attempt = 1; ; attempt++) {
-    const { size } = await fh.stat();
-    const buf = Buffer.allocUnsafe(size);
-    let off = 0;
-    while (off < size) {
-      const { bytesRead } = await fh.read(buf, off, Math.min(size - off, READ_CHUNK), off);
-      if (bytesRead === 0) break; // shorter than it was
-      off += bytesRead;
-    }
-    const { bytesRead: more } = await fh.read(probe, 0, 1, off); // longer than it was?
-    if (off === size && more === 0) return buf;
-    if (attempt === LOAD_TRIES) {
-      throw makeError(
-        'ERR_STORE_CORRUPT',
-        `The snapshot ${file} changed size while it was read (${LOAD_TRIES} times): something other than this store writes into it.`,
-        { path: file },
-      );
-    }
-  }
-}
-
 /**
  * @typedef {object} StoreLease
  * @property {number} token grows with every acquire of the name (it is kept in
- *   the lock file, so it grows across restarts too); pass it to save()
- * @property {() => Promise<void>} release gives the name up: a rename of it in
- *   progress lands first, later saves under this token are refused. Idempotent.
+ *   the lock file, so it grows across restarts too, and recorded in the
+ *   database, which fences every batch by it); pass it to write() and save()
+ * @property {() => Promise<void>} release gives the name up: its writes in
+ *   flight land first, later ones under this token are refused. Idempotent.
  *   Keep the lease referenced while you own the name: one that nothing
  *   references is released when it is collected (the GC is a backstop).
  */
 
+// A batch of write(), checked: { name, token, seq, state, writes }.
+function checkBatch(batch) {
+  if (batch === null || typeof batch !== 'object') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch must be an object { name, token, seq, state, writes }. Received ${typeof batch}.`,
+    );
+  }
+  const { name, state, writes } = batch;
+  checkName(name);
+  const { token, seq } = checkInfo({ token: batch.token, seq: batch.seq });
+  if (state !== undefined && state !== null && !(state instanceof Uint8Array)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch's "state" of "${name}" must be a Buffer or Uint8Array. Received ${typeof state}.`,
+    );
+  }
+  if (writes !== undefined && !Array.isArray(writes)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch's "writes" of "${name}" must be an array. Received ${typeof writes}.`,
+    );
+  }
+  for (const w of writes || []) {
+    if (w === null || typeof w !== 'object' || typeof w.key !== 'string' || w.key === '') {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
+      );
+    }
+    if (w.space !== undefined && w.space !== 1) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps space 1 (tasks.store) only.`,
+      );
+    }
+    if (w.value !== null && !(w.value instanceof Uint8Array)) {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `The value of store["${w.key}"] of "${name}" must be a Buffer, or null to delete it.`,
+      );
+    }
+  }
+  return { name, token, seq, state: state ?? undefined, writes: writes || [] };
+}
+
+// Whether `bytes` start as a snapshot of the store before v2 does.
+function looksLikeSnapshot(bytes) {
+  return bytes.length >= 5 && bytes.subarray(0, 4).equals(SNAPSHOT_MAGIC) && SNAPSHOT_VERSIONS.includes(bytes[4]);
+}
+
+// (store) -> its NativeStore, opened: for the tests' fault injection only.
+let nativeOf;
+
 /**
- * Stores each runtime's state in `<dir>/<name>.state`, one owner per name.
+ * Stores every runtime's state of a directory in `<dir>/lua-tasks.sqlite`,
+ * one owner per name.
  *
  * A runtime calls `acquire(name)` before `load(name)` (one owner per name:
- * ERR_STORE_LOCKED otherwise), then `save(name, bytes, { token, seq })`, and
- * the lease's `release()` once its saves have settled. `file(name)` and
- * `locate(name)` say where a name's snapshot lives, for messages.
+ * ERR_STORE_LOCKED otherwise), then `write(batch)` (or `save(name, bytes,
+ * { token, seq })`), and the lease's `release()` once its writes have
+ * settled. `reader(name)` reads keyed values synchronously. `file(name)` and
+ * `locate(name)` say where a name's state lives, for messages.
  *
- * A save is durable before its promise resolves: the bytes go to a temporary
- * file that is fsynced, renamed over the old file, and the directory is
- * fsynced, so a crash at any moment leaves either the old snapshot or the new
- * one, never a torn one. All of it runs on libuv's thread pool.
+ * A write is durable before its promise resolves: it is one SQLite
+ * transaction (WAL, synchronous=FULL) shared by every batch written in the
+ * same loop turn through this store object, run on a thread of its own. A
+ * crash at any moment leaves each batch wholly written or not at all.
  */
 class DirectoryStore {
-  #leases = new Map(); // name -> { token, handle, lastSeq, synced, released }: names this store owns
-  #renames = new Map(); // name -> promise of the last rename step queued (never rejects)
+  #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns
+  #native = null; // the NativeStore, opened at first use (the directory exists then)
+  #closed = false;
+
+  static {
+    nativeOf = (store) => store.#open();
+  }
 
   /** @param {string} dir created if missing */
   constructor(dir) {
@@ -225,16 +213,16 @@ class DirectoryStore {
 
   /**
    * @param {string} name
-   * @returns {string} the path of the name's snapshot
+   * @returns {string} the path of the database that keeps the name's state
    * @throws {TypeError} ERR_INVALID_ARG_VALUE for a bad name
    */
   file(name) {
     checkName(name);
-    return path.join(this.dir, `${name}.state`);
+    return path.join(this.dir, DB_FILE);
   }
 
   /**
-   * Where a name's state lives, said for a person: here the snapshot's path.
+   * Where a name's state lives, said for a person: the database's path.
    * @param {string} name
    * @returns {string}
    */
@@ -247,23 +235,37 @@ class DirectoryStore {
     return path.join(this.dir, `${name}.lock`);
   }
 
+  // The NativeStore, opened (with the directory) at first use.
+  #open() {
+    if (this.#closed) {
+      throw makeError('ERR_INVALID_STATE', `The store of ${this.dir} is closed.`);
+    }
+    if (!this.#native) {
+      fsSync.mkdirSync(this.dir, { recursive: true });
+      this.#native = new binding.NativeStore(this.dir);
+    }
+    return this.#native;
+  }
+
   /**
-   * Takes ownership of a name (creating the directory if missing), then
-   * removes the temp files of that name left by dead writers. Other names'
-   * files are never touched.
+   * Takes ownership of a name (creating the directory if missing), records
+   * its token in the database, and migrates a `<name>.state` file of the
+   * store before v2. Other names' files are never touched.
    * @param {string} name
    * @returns {Promise<StoreLease>}
    * @throws ERR_STORE_LOCKED when the name is open elsewhere (this process
    *   included); `err.holder` is `{ pid, host, since, thread }`, or null when
    *   the holder has not written its record yet; `err.path` is the lock file.
-   *   A system error (code, syscall, path) when the lock file cannot be used.
+   *   ERR_STORE_CORRUPT when `<name>.state` is not a snapshot (it is left as
+   *   it was). A system error (code, syscall, path) when a file cannot be used.
    */
   async acquire(name) {
     const lockPath = this.#lockPath(name);
     await fs.mkdir(this.dir, { recursive: true });
     // The token continues from the record the last owner left. The record is
     // not fsynced: after an OS crash (or if it is unreadable) the count may
-    // start again. Here the OS lock, not the token, keeps a second owner out.
+    // start again. Here the OS lock, not the token, keeps a second owner out;
+    // the database records whichever token the holder has.
     let token = 0;
     const taken = binding.lockFile(lockPath, (previous) => {
       const before = parseRecord(previous);
@@ -278,11 +280,19 @@ class DirectoryStore {
       return `${JSON.stringify(record)}\n`;
     });
     if (!taken.ok) throw lockedError(name, lockPath, parseRecord(taken.holder));
-    const lease = { token, handle: taken.handle, lastSeq: -Infinity, synced: null, released: null };
+    const lease = {
+      token,
+      handle: taken.handle,
+      lastSeq: -Infinity,
+      newest: null,
+      inflight: new Set(),
+      released: null,
+    };
     this.#leases.set(name, lease);
     const release = () => this.#release(name, lease);
     try {
-      await this.#sweep(name);
+      await this.#open().claim(name, token);
+      await this.#migrate(name, { quiet: true });
     } catch (e) {
       await release();
       throw e;
@@ -293,70 +303,62 @@ class DirectoryStore {
   #release(name, lease) {
     if (lease.released) return lease.released;
     if (this.#leases.get(name) === lease) this.#leases.delete(name);
-    const renaming = this.#renames.get(name);
-    if (!renaming) {
-      lease.handle.release();
-      lease.released = Promise.resolve();
-    } else {
-      lease.released = renaming.then(() => lease.handle.release());
-    }
+    // Writes already handed over land first: the next owner never has one
+    // of them land over its own (its token would refuse them anyway).
+    lease.released = Promise.allSettled([...lease.inflight]).then(() => lease.handle.release());
     return lease.released;
   }
 
-  // Removes <name>.state.<pid>.<hex>.tmp (and the older <pid>.<n> form). Only
-  // exact matches: "a.state.1" is a name of its own, and its temp files
-  // ("a.state.1.state.<pid>.<hex>.tmp") do not match the pattern of "a".
-  async #sweep(name) {
-    const re = new RegExp(`^${name.replace(/\./g, '\\.')}\\.state\\.\\d+\\.[0-9a-f]+\\.tmp$`);
-    for (const entry of await fs.readdir(this.dir)) {
-      if (!re.test(entry)) continue;
-      try {
-        await fs.unlink(path.join(this.dir, entry));
-      } catch (e) {
-        if (e.code !== 'ENOENT') throw e;
-      }
+  // Imports <name>.state into the database (unless the name has a snapshot
+  // there: the database wins), then renames it <name>.state.migrated.
+  // `quiet`: a file that cannot be read is left for load() to report.
+  async #migrate(name, { quiet = false } = {}) {
+    const file = path.join(this.dir, `${name}.state`);
+    let bytes;
+    try {
+      bytes = await fs.readFile(file);
+    } catch (e) {
+      if (e.code === 'ENOENT' || quiet) return;
+      throw Object.assign(new Error(`Cannot read ${file} to migrate it into ${this.file(name)}: ${e.message}`), {
+        code: e.code,
+        cause: e,
+        path: file,
+      });
+    }
+    if (!looksLikeSnapshot(bytes)) {
+      throw makeError(
+        'ERR_STORE_CORRUPT',
+        `Cannot migrate the saved state of runtime "${name}" from ${file}: not a lua-tasks state snapshot (bad magic). It was left as it was.`,
+        { path: file },
+      );
+    }
+    await this.#open().importSnapshot(name, bytes);
+    try {
+      await fs.rename(file, `${file}.migrated`);
+    } catch (e) {
+      if (e.code !== 'ENOENT') throw e; // another store of this directory migrated it meanwhile
     }
   }
 
   /**
    * @param {string} name
-   * @returns {Promise<Buffer|null>} the last saved snapshot, or null when there is none
+   * @returns {Promise<Buffer|null>} the last tasks.state snapshot written, or null when there is none
    */
   async load(name) {
-    const file = this.file(name);
-    let fh;
-    try {
-      fh = await fs.open(file, 'r');
-    } catch (e) {
-      if (e.code === 'ENOENT') return null;
-      throw e;
-    }
-    try {
-      return await readWhole(fh, file);
-    } finally {
-      // Closing a descriptor that was only read loses nothing; a failure to
-      // read is what the caller must hear.
-      await fh.close().catch(() => {});
-    }
+    checkName(name);
+    await this.#migrate(name);
+    return this.#open().load(name);
   }
 
   /**
-   * Saves a snapshot durably. No temp file outlives a failure.
+   * Saves a tasks.state snapshot durably: a batch with only `state` (the store interface v1).
    * @param {string} name
    * @param {Uint8Array} bytes
-   * @param {{ token?: number, seq?: number }} [info] `token`: from acquire();
-   *   the save is refused (ERR_STORE_LOCKED) if this store no longer holds
-   *   that lease. `seq`: grows with each save under one lease; a save whose
-   *   seq is lower than one already renamed is dropped, as superseded, and
-   *   resolves when the newer one is durable.
+   * @param {{ token?: number, seq?: number }} [info] as for write()
    * @returns {Promise<void>}
-   * @throws the cause (ENOSPC, EIO, ...) of a failure before the rename: the
-   *   previous snapshot is intact. An error with `replaced: true` (its `code`
-   *   and `cause` the cause's) for a failure after it: the new snapshot is in
-   *   place but not confirmed durable.
    */
   async save(name, bytes, info) {
-    const file = this.file(name);
+    checkName(name);
     if (!(bytes instanceof Uint8Array)) {
       throw makeError(
         'ERR_INVALID_ARG_TYPE',
@@ -364,63 +366,111 @@ class DirectoryStore {
       );
     }
     const { token, seq } = checkInfo(info);
-    await fs.mkdir(this.dir, { recursive: true });
-    // Unique across stores, Workers and processes: two writers never share a temp file.
-    const tmp = `${file}.${process.pid}.${crypto.randomBytes(6).toString('hex')}.tmp`;
-    await writeTemp(tmp, bytes);
-    const { synced } = await this.#land(name, tmp, file, token, seq);
-    await synced;
+    return this.write({ name, token, seq, state: bytes, writes: [] });
   }
 
-  // The rename step, one at a time per name. Resolves to { synced }: the
-  // promise of the directory fsync that makes the snapshot in place durable
-  // (for a superseded save, the newer one's).
-  #land(name, tmp, file, token, seq) {
-    const step = (this.#renames.get(name) || Promise.resolve()).then(async () => {
-      const lease = token === undefined ? undefined : this.#leases.get(name);
-      if (token !== undefined && (!lease || lease.token !== token)) {
-        await removeTemp(tmp);
-        throw makeError(
-          'ERR_STORE_LOCKED',
-          `The snapshot of "${name}" was not saved: this store no longer holds the lock of "${name}" under token ${token} (it was released). ${file} was left as it was.`,
-          { path: file },
-        );
-      }
-      if (lease && seq !== undefined && seq < lease.lastSeq) {
-        await removeTemp(tmp);
-        return { synced: lease.synced };
-      }
-      try {
-        await fs.rename(tmp, file);
-      } catch (e) {
-        await removeTemp(tmp);
+  /**
+   * Writes a batch all or nothing, durably.
+   * @param {{ name: string, token?: number, seq?: number, state?: Uint8Array,
+   *   writes?: { space?: 1, key: string, value: Uint8Array|null }[] }} batch
+   *   `token`: from acquire(); the batch is refused (ERR_STORE_LOCKED) if this
+   *   store no longer holds that lease, or the database records another
+   *   owner's token. `seq`: grows with each batch under one lease; a batch
+   *   whose seq is lower than one already written is dropped, as superseded,
+   *   and settles as the newer one does. `value: null` deletes the key.
+   * @returns {Promise<void>}
+   * @throws ERR_STORE_LOCKED (refused: nothing of it written); the cause of a
+   *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's): nothing of it written.
+   */
+  async write(batch) {
+    const b = checkBatch(batch);
+    const { name, token, seq } = b;
+    const lease = token === undefined ? undefined : this.#leases.get(name);
+    if (token !== undefined && (!lease || lease.token !== token)) {
+      throw makeError(
+        'ERR_STORE_LOCKED',
+        `The batch of "${name}" was not written: this store no longer holds the lock of "${name}" under token ${token} (it was released). ${this.file(name)} was left as it was.`,
+        { path: this.file(name) },
+      );
+    }
+    if (lease && seq !== undefined && seq < lease.lastSeq) return lease.newest;
+    const written = this.#open()
+      .write({ ...b, token: token ?? 0 })
+      .catch((e) => {
+        if (e && e.code === 'ERR_STORE_LOCKED') {
+          throw makeError(
+            'ERR_STORE_LOCKED',
+            `The batch of "${name}" was not written: ${this.file(name)} records another owner of "${name}" than token ${token}.`,
+            { path: this.file(name), cause: e },
+          );
+        }
         throw e;
-      }
-      const synced = syncDir(this.dir).catch((e) => {
-        throw Object.assign(
-          new Error(
-            `The new snapshot of "${name}" is in place (${file}) but not confirmed durable: syncing the directory failed: ${e && e.message}. A crash now may bring back the previous snapshot.`,
-          ),
-          { code: e && e.code, cause: e, replaced: true, path: file },
-        );
       });
-      synced.catch(() => {}); // heard by whoever awaits it; never unhandled meanwhile
-      if (lease && seq !== undefined) {
+    if (lease) {
+      lease.inflight.add(written);
+      const done = () => lease.inflight.delete(written);
+      written.then(done, done);
+      if (seq !== undefined) {
         lease.lastSeq = seq;
-        lease.synced = synced;
+        lease.newest = written;
+        written.catch(() => {}); // heard by whoever awaits it; never unhandled meanwhile
       }
-      return { synced };
-    });
-    const done = step.then(
-      () => {},
-      () => {},
-    );
-    this.#renames.set(name, done);
-    done.then(() => {
-      if (this.#renames.get(name) === done) this.#renames.delete(name);
-    });
-    return step;
+    }
+    return written;
   }
+
+  /**
+   * Synchronous keyed reads of a name's values (tasks.store), on this thread.
+   * They see what was committed; they throw on an I/O error, and with
+   * ERR_STORE_CORRUPT for a value whose checksum fails, naming the name and key.
+   * @param {string} name
+   * @returns {{ get(key: string): Buffer|null, keys(prefix?: string, after?: string, limit?: number): string[] }}
+   */
+  reader(name) {
+    checkName(name);
+    const native = () => this.#open();
+    return {
+      get: (key) => native().get(name, key),
+      keys: (prefix = '', after = '', limit = -1) => native().keys(name, prefix, after ?? '', limit ?? -1),
+    };
+  }
+
+  /**
+   * Counts of what this store object committed.
+   * @returns {{ transactions: number, batches: number }} transactions: one fsync each
+   */
+  stats() {
+    return this.#native ? this.#native.stats() : { transactions: 0, batches: 0 };
+  }
+
+  /**
+   * Finishes the writes handed over and closes the database connections.
+   * Idempotent. Release the leases first; the GC closes a store nothing
+   * references, this closes it now.
+   * @returns {Promise<void>}
+   */
+  async close() {
+    if (this.#closed) return;
+    const inflight = [...this.#leases.values()].flatMap((l) => [...l.inflight]);
+    await Promise.allSettled(inflight);
+    this.#closed = true;
+    if (this.#native) this.#native.close();
+  }
+}
+
+// One DirectoryStore per directory on this thread for the `store` option
+// given as a path, so the runtimes sharing a directory share its writer
+// (their batches of one loop turn go out in one transaction).
+const byDir = new Map(); // resolved dir -> WeakRef<DirectoryStore>
+
+function directoryStore(dir) {
+  const key = path.resolve(dir);
+  const ref = byDir.get(key);
+  const known = ref && ref.deref();
+  if (known) return known;
+  const store = new DirectoryStore(key);
+  byDir.set(key, new WeakRef(store));
+  return store;
 }
 
 /**
@@ -429,7 +479,7 @@ class DirectoryStore {
  * and optionally acquire(name) -> Promise<{ token, release() }> for one owner per name.
  */
 function toStore(store) {
-  if (typeof store === 'string') return new DirectoryStore(store);
+  if (typeof store === 'string') return directoryStore(store);
   if (store && typeof store.load === 'function' && typeof store.save === 'function') return store;
   throw makeError(
     'ERR_INVALID_ARG_TYPE',
@@ -437,4 +487,4 @@ function toStore(store) {
   );
 }
 
-module.exports = { DirectoryStore, toStore, checkName };
+module.exports = { DirectoryStore, toStore, checkName, testing: { nativeOf } };

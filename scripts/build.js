@@ -25,12 +25,17 @@ if (!have('cmake', ['--version'])) {
 }
 if (!have('pkg-config', ['--exists', 'lua5.4'])) {
   fail(
-    'Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev libisal-dev pkg-config; macOS: brew install lua howard-hinnant-date isa-l pkg-config',
+    'Lua 5.4 headers not found (pkg-config lua5.4). Install them: Debian/Ubuntu: sudo apt-get install liblua5.4-dev libhowardhinnant-date-dev libisal-dev libsqlite3-dev pkg-config; macOS: brew install lua howard-hinnant-date isa-l sqlite pkg-config',
   );
 }
 if (!have('pkg-config', ['--exists', 'libisal'])) {
   fail(
     'ISA-L not found (pkg-config libisal); it checksums state snapshots. Install it: Debian/Ubuntu: sudo apt-get install libisal-dev; macOS: brew install isa-l',
+  );
+}
+if (!have('pkg-config', ['--exists', 'sqlite3'])) {
+  fail(
+    'SQLite not found (pkg-config sqlite3); the directory store keeps its data in it. Install it: Debian/Ubuntu: sudo apt-get install libsqlite3-dev; macOS: brew install sqlite',
   );
 }
 

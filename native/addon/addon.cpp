@@ -5,6 +5,7 @@
 #include "addon_data.hpp"
 #include "cron.hpp"
 #include "lock_handle.hpp"
+#include "native_store.hpp"
 #include "runtime.hpp"
 
 namespace lua_tasks {
@@ -61,6 +62,7 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
     DefineAddon(exports, {
                              InstanceMethod<&LuaTasksAddon::JS_init>("init"),
                              InstanceValue("NativeRuntime", Runtime::Init(env)),
+                             InstanceValue("NativeStore", NativeStore::Init(env)),
                          });
   }
 

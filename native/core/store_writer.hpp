@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: MIT
+// StoreWriter: the thread that writes a store directory's database, many batches to a transaction.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "store_db.hpp"
+
+namespace lua_tasks {
+
+// What the writer is asked to do. Each job has an id its submitter chose,
+// which comes back with its outcome.
+struct StoreLoad {
+  std::string name;
+};
+struct StoreClaim {
+  std::string name;
+  int64_t token = 0;
+};
+struct StoreImport {  // a migrated snapshot: written unless the name has one
+  std::string name;
+  std::string bytes;
+};
+using StoreJobBody = std::variant<StoreBatch, StoreLoad, StoreClaim, StoreImport>;
+struct StoreJob {
+  uint64_t id = 0;
+  StoreJobBody body;
+};
+
+struct StoreOutcome {
+  enum class Kind : uint8_t {
+    kDone,     // written (a batch, claim, import) or read (a load)
+    kRefused,  // a batch whose token is not the name's owner's: nothing of it was written
+    kFailed,   // nothing of it was written (or nothing was read)
+  };
+  uint64_t id = 0;
+  Kind kind = Kind::kDone;
+  std::optional<std::string> bytes;  // a load's snapshot (nullopt: none)
+  bool written = false;              // an import: whether it was written
+  int64_t owner_token = 0;           // kRefused: the owner's token (0: none recorded)
+  // kFailed: why.
+  StoreFailure failure = StoreFailure::kIo;
+  int sqlite_code = 0;
+  int sys_errno = 0;
+  std::string message;
+};
+
+// One thread with its own read-write connection. Everything submitted while
+// it was busy goes out together: the writes (batches, claims, imports) in
+// ONE transaction, each under a savepoint of its own, so a batch refused by
+// the fencing check, or failing, is rolled back alone while the others
+// commit with one fsync. Jobs run in the order submitted; a load first
+// commits the writes before it, then reads outside any transaction.
+//
+// `wake` is called on the writer thread whenever outcomes are ready; the
+// owner then calls TakeOutcomes (from any thread).
+class StoreWriter {
+ public:
+  struct Stats {
+    uint64_t transactions = 0;  // committed transactions (one fsync each)
+    uint64_t batches = 0;       // batches committed in them
+  };
+
+  // Opens the database (throws StoreError) and starts the thread.
+  StoreWriter(const std::string& path, std::function<void()> wake);
+  ~StoreWriter();  // Stop()
+  StoreWriter(const StoreWriter&) = delete;
+  StoreWriter& operator=(const StoreWriter&) = delete;
+
+  void Submit(std::vector<StoreJob> jobs);
+  std::vector<StoreOutcome> TakeOutcomes();
+  // Finishes every job submitted, then ends the thread. Idempotent.
+  void Stop();
+  Stats stats() const;
+  // Tests: the next `n` transactions fail at their commit (rolled back),
+  // as an I/O error would make them.
+  void FailNextTransactions(int n) { fail_next_.store(n); }
+
+ private:
+  void Run();
+  void RunWrites(std::vector<StoreJob*>& writes, std::vector<StoreOutcome>& out);
+  void RunLoad(const StoreJob& job, std::vector<StoreOutcome>& out);
+  void Publish(std::vector<StoreOutcome> out);
+
+  StoreDb db_;
+  std::function<void()> wake_;
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<StoreJob> queue_;
+  std::vector<StoreOutcome> outcomes_;
+  bool stopping_ = false;
+  Stats stats_;
+  std::atomic<int> fail_next_{0};
+  std::thread thread_;  // last: starts once everything above exists
+};
+
+}  // namespace lua_tasks
