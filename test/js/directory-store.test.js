@@ -22,26 +22,6 @@ afterEach(() => {
 
 const lockRecord = (name) => JSON.parse(fs.readFileSync(path.join(dir, `${name}.lock`), 'utf8'));
 
-// Resolves `open` when the gate is reached; the operation waits for pass().
-function gate() {
-  let reached;
-  let pass;
-  const atGate = new Promise((r) => {
-    reached = r;
-  });
-  const passed = new Promise((r) => {
-    pass = r;
-  });
-  return {
-    atGate,
-    pass,
-    wait: () => {
-      reached();
-      return passed;
-    },
-  };
-}
-
 describe('acquire', () => {
   test('creates the directory if it is missing', async () => {
     const store = new DirectoryStore(path.join(dir, 'deep', 'er'));
