@@ -84,8 +84,16 @@ const LUA_RECORDS = `
 
 const jsKey = (i) => `player:${String(i).padStart(7, '0')}`;
 const jsPlayer = (i) => ({
-  id: i, name: `player${String(i).padStart(7, '0')}`, score: i, level: (i % 60) + 1, hp: 100,
-  gold: i * 3, x: i * 0.5, y: i * -0.25, guild: `guild-${i % 97}`, tags: ['knight', 'red'],
+  id: i,
+  name: `player${String(i).padStart(7, '0')}`,
+  score: i,
+  level: (i % 60) + 1,
+  hp: 100,
+  gold: i * 3,
+  x: i * 0.5,
+  y: i * -0.25,
+  guild: `guild-${i % 97}`,
+  tags: ['knight', 'red'],
 });
 const jsPick = (n, t, j) => ((t * 7919 + j * 104729) % n) + 1;
 
@@ -103,7 +111,8 @@ function keyedMissing() {
   }
   const rt = new Runtime();
   try {
-    if (!['table', 'userdata'].includes(rt.load('return type(tasks.store)')[0])) return 'not measured: this build has no tasks.store (issue 22)';
+    if (!['table', 'userdata'].includes(rt.load('return type(tasks.store)')[0]))
+      return 'not measured: this build has no tasks.store (issue 22)';
   } finally {
     rt.closeSync();
   }
@@ -270,9 +279,14 @@ async function commits(impl, dir, perTask) {
   check(`${impl}: scores grown after reopen`, after - before, total);
   check(`${impl}: COMMITs timed`, lats.length, total);
   return {
-    commits: total, wallMs: m.wallMs, loopMs: m.loopMs, worstMs: m.worstMs,
-    p50: percentile(lats, 50), p99: percentile(lats, 99),
-    writes, transactions: tx === undefined ? undefined : tx - tx0,
+    commits: total,
+    wallMs: m.wallMs,
+    loopMs: m.loopMs,
+    worstMs: m.worstMs,
+    p50: percentile(lats, 50),
+    p99: percentile(lats, 99),
+    writes,
+    transactions: tx === undefined ? undefined : tx - tx0,
   };
 }
 
@@ -326,8 +340,14 @@ async function sqliteCommits(dir, perTask) {
   again.close();
   check('sqlite: scores grown after reopen', after - before, TASKS * perTask);
   return {
-    commits: TASKS * perTask, wallMs: m.wallMs, loopMs: m.loopMs, worstMs: m.worstMs,
-    p50: percentile(lats, 50), p99: percentile(lats, 99), writes: TASKS * perTask, transactions: TASKS * perTask,
+    commits: TASKS * perTask,
+    wallMs: m.wallMs,
+    loopMs: m.loopMs,
+    worstMs: m.worstMs,
+    p50: percentile(lats, 50),
+    p99: percentile(lats, 99),
+    writes: TASKS * perTask,
+    transactions: TASKS * perTask,
   };
 }
 
@@ -393,8 +413,13 @@ async function group(impl, dir) {
   await rt.close();
   check(`${impl}: group COMMITs timed`, lats.length, GROUP_TASKS);
   return {
-    wallMs: m.wallMs, loopMs: m.loopMs, worstMs: m.worstMs, p50: percentile(lats, 50), p99: percentile(lats, 99),
-    writes, transactions: tx === undefined ? undefined : tx - tx0,
+    wallMs: m.wallMs,
+    loopMs: m.loopMs,
+    worstMs: m.worstMs,
+    p50: percentile(lats, 50),
+    p99: percentile(lats, 99),
+    writes,
+    transactions: tx === undefined ? undefined : tx - tx0,
   };
 }
 
@@ -433,7 +458,14 @@ function fmt(n, digits = 0) {
 const msText = (v) => fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 
 function missingRows(cases, impl, note) {
-  return cases.map(([c, unit, target]) => ({ case: c, impl, value: NaN, unit, note, ...(target ? { target, ok: false } : {}) }));
+  return cases.map(([c, unit, target]) => ({
+    case: c,
+    impl,
+    value: NaN,
+    unit,
+    note,
+    ...(target ? { target, ok: false } : {}),
+  }));
 }
 
 async function throughputRows(root) {
@@ -449,7 +481,8 @@ async function throughputRows(root) {
   const reps = new Map(impls.map((i) => [i, []]));
   for (let rep = 0; rep < Math.max(...Object.values(REPS)); rep++) {
     for (const impl of impls) {
-      if (!missing.has(impl) && rep < REPS[impl]) reps.get(impl).push(runChild('commits', impl, path.join(root, `tp-${impl}`), PER_TASK[impl]));
+      if (!missing.has(impl) && rep < REPS[impl])
+        reps.get(impl).push(runChild('commits', impl, path.join(root, `tp-${impl}`), PER_TASK[impl]));
     }
   }
   const tpCase = `${fmt(PLAYERS)} records, 1 changed per COMMIT, ${TASKS} concurrent tasks: COMMITs/s`;
@@ -460,11 +493,17 @@ async function throughputRows(root) {
     const name = IMPL_NAME[impl];
     const keyed = impl === 'keyed';
     if (missing.has(impl)) {
-      rows.push(...missingRows([
-        [tpCase, 'COMMITs/s', keyed && '≥ 20,000/s'],
-        [loopCase, 'ms', keyed && '≤ 1 ms'],
-        [stallCase, 'ms', keyed && '≤ 10 ms'],
-      ], name, missing.get(impl)));
+      rows.push(
+        ...missingRows(
+          [
+            [tpCase, 'COMMITs/s', keyed && '≥ 20,000/s'],
+            [loopCase, 'ms', keyed && '≤ 1 ms'],
+            [stallCase, 'ms', keyed && '≤ 10 ms'],
+          ],
+          name,
+          missing.get(impl),
+        ),
+      );
       continue;
     }
     const rs = reps.get(impl);
@@ -483,17 +522,29 @@ async function throughputRows(root) {
       sqlite: `${mid.commits} upserts a rep, each its own transaction; WAL, synchronous=FULL`,
     }[impl];
     rows.push({
-      case: tpCase, impl: name, value: rateV, min: Math.min(...rate), unit: 'COMMITs/s',
+      case: tpCase,
+      impl: name,
+      value: rateV,
+      min: Math.min(...rate),
+      unit: 'COMMITs/s',
       ...(keyed ? { target: '≥ 20,000/s', ok: rateV >= 20000 } : {}),
       note: `${how}; p50 ${msText(mid.p50)} ms, p99 ${msText(mid.p99)} ms a COMMIT${size ? `; ${size}` : ''}`,
     });
     rows.push({
-      case: loopCase, impl: name, value: loopV, min: Math.min(...loop), unit: 'ms',
+      case: loopCase,
+      impl: name,
+      value: loopV,
+      min: Math.min(...loop),
+      unit: 'ms',
       ...(keyed ? { target: '≤ 1 ms', ok: loopV <= 1 } : {}),
       note: 'event-loop busy time (eventLoopUtilization) over the run ÷ COMMITs',
     });
     rows.push({
-      case: stallCase, impl: name, value: median(worst), min: Math.min(...worst), unit: 'ms',
+      case: stallCase,
+      impl: name,
+      value: median(worst),
+      min: Math.min(...worst),
+      unit: 'ms',
       ...(keyed ? { target: '≤ 10 ms', ok: median(worst) <= 10 } : {}),
       note: `longest monitorEventLoopDelay delay less its ${ELD_RESOLUTION_MS} ms resolution`,
     });
@@ -517,14 +568,26 @@ async function openRows(root) {
     }
     const cases = OPEN_COUNTS.map((n) => `Runtime.open to a first task's result, ${fmt(n)} records`);
     if (missing) {
-      rows.push(...missingRows(cases.map((c, d) => [c, 'ms', impl === 'keyed' && d > 0 && '≤ 2× the 10,000-record time']), IMPL_NAME[impl], missing));
+      rows.push(
+        ...missingRows(
+          cases.map((c, d) => [c, 'ms', impl === 'keyed' && d > 0 && '≤ 2× the 10,000-record time']),
+          IMPL_NAME[impl],
+          missing,
+        ),
+      );
       continue;
     }
     const r = runChild('open', impl, ...dirs);
     OPEN_COUNTS.forEach((n, d) => {
-      const target = impl === 'keyed' && d > 0 ? { target: '≤ 2× the 10,000-record time', ok: r.ms[d] <= 2 * r.ms[0] } : {};
+      const target =
+        impl === 'keyed' && d > 0 ? { target: '≤ 2× the 10,000-record time', ok: r.ms[d] <= 2 * r.ms[0] } : {};
       rows.push({
-        case: cases[d], impl: IMPL_NAME[impl], value: r.ms[d], min: r.min[d], unit: 'ms', ...target,
+        case: cases[d],
+        impl: IMPL_NAME[impl],
+        value: r.ms[d],
+        min: r.min[d],
+        unit: 'ms',
+        ...target,
         note: `the task reads one record; filled once in ${fmt(fillMs[d] / 1000, 1)} s, untimed`,
       });
     });
@@ -551,11 +614,18 @@ async function groupRows(root) {
       continue;
     }
     const tx = r.transactions === undefined ? r.writes : r.transactions;
-    const txNote = r.transactions === undefined
-      ? `the store has no stats(): ${r.writes} saves (each a temp file, its fsync, a rename and the directory's fsync)`
-      : `the store's stats().transactions (one fsync each); ${r.writes} batches handed to it`;
+    const txNote =
+      r.transactions === undefined
+        ? `the store has no stats(): ${r.writes} saves (each a temp file, its fsync, a rename and the directory's fsync)`
+        : `the store's stats().transactions (one fsync each); ${r.writes} batches handed to it`;
     rows.push({ case: cases[0][0], impl: IMPL_NAME[impl], value: tx, unit: 'count', note: txNote });
-    rows.push({ case: cases[1][0], impl: IMPL_NAME[impl], value: r.wallMs, unit: 'ms', note: `loop busy ${fmt(r.loopMs)} ms, worst stall ${msText(r.worstMs)} ms` });
+    rows.push({
+      case: cases[1][0],
+      impl: IMPL_NAME[impl],
+      value: r.wallMs,
+      unit: 'ms',
+      note: `loop busy ${fmt(r.loopMs)} ms, worst stall ${msText(r.worstMs)} ms`,
+    });
     rows.push({ case: cases[2][0], impl: IMPL_NAME[impl], value: r.p99, unit: 'ms', note: `p50 ${msText(r.p50)} ms` });
   }
   for (const r of rows) {
@@ -574,7 +644,11 @@ async function run() {
   }
 }
 
-module.exports = { id: 'w13', title: 'W13: keyed state (tasks.store): COMMITs/s and loop time, time to a first task, group commit', run };
+module.exports = {
+  id: 'w13',
+  title: 'W13: keyed state (tasks.store): COMMITs/s and loop time, time to a first task, group commit',
+  run,
+};
 
 if (require.main === module) {
   child(process.argv.slice(2)).then(
