@@ -111,8 +111,9 @@ function keyedMissing() {
   }
   const rt = new Runtime();
   try {
-    if (!['table', 'userdata'].includes(rt.load('return type(tasks.store)')[0]))
+    if (!['table', 'userdata'].includes(rt.load('return type(tasks.store)')[0])) {
       return 'not measured: this build has no tasks.store (issue 22)';
+    }
   } finally {
     rt.closeSync();
   }
@@ -481,8 +482,9 @@ async function throughputRows(root) {
   const reps = new Map(impls.map((i) => [i, []]));
   for (let rep = 0; rep < Math.max(...Object.values(REPS)); rep++) {
     for (const impl of impls) {
-      if (!missing.has(impl) && rep < REPS[impl])
+      if (!missing.has(impl) && rep < REPS[impl]) {
         reps.get(impl).push(runChild('commits', impl, path.join(root, `tp-${impl}`), PER_TASK[impl]));
+      }
     }
   }
   const tpCase = `${fmt(PLAYERS)} records, 1 changed per COMMIT, ${TASKS} concurrent tasks: COMMITs/s`;
