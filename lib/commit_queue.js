@@ -164,7 +164,7 @@ class CommitQueue {
       this.#writing = null;
       if (this.#pending.length > 0 && !this.#closed) {
         // One loop turn first: what became ready during this write runs
-        // before the next one takes the lock.
+        // before the next one takes the snapshot lock.
         this.#next = setImmediate(() => {
           this.#next = null;
           if (this.#pending.length > 0 && !this.#closed && this.#writing === null) this.#write();
