@@ -48,12 +48,14 @@ function withTimeout(promise, ms, describe) {
 
 /**
  * Every COMMIT (a task's yield) and rt.commit() of one runtime goes through
- * here. One write is in flight at a time, with the runtime's lock held for
- * its whole length (no task runs; the snapshot is the state when the write
- * began). Requests that arrive meanwhile wait together and share the next
- * write (group commit): their snapshot is taken when it begins, which is no
- * earlier than any of them asked. Between two writes the lock is let go for a
- * loop turn, so tasks and timers that became ready run first (fair handover).
+ * here. One write is in flight at a time. The runtime's lock is held only
+ * while its snapshot is taken (no task runs; the snapshot is the state when
+ * the write began); during the store's I/O the tasks run, committers
+ * excepted. Requests that arrive meanwhile wait together and share the next
+ * write (group commit, across tasks): their snapshot is taken when it
+ * begins, which is no earlier than any of them asked. The next write starts
+ * a loop turn after the last one ends, so tasks and timers that became ready
+ * run first (fair handover).
  */
 class CommitQueue {
   #native;
@@ -162,7 +164,7 @@ class CommitQueue {
       this.#writing = null;
       if (this.#pending.length > 0 && !this.#closed) {
         // One loop turn first: what became ready during this write runs
-        // before the next one takes the lock.
+        // before the next one takes the snapshot lock.
         this.#next = setImmediate(() => {
           this.#next = null;
           if (this.#pending.length > 0 && !this.#closed && this.#writing === null) this.#write();
@@ -173,7 +175,17 @@ class CommitQueue {
 
   async #run(group) {
     const native = this.#native;
+    // The snapshot lock: held while the snapshot is taken, so no task changes
+    // the state under the encoder, and let go before the store's I/O, so the
+    // runtime's tasks run meanwhile and their COMMITs gather for the next
+    // write (group commit across tasks).
     native.lock();
+    let locked = true;
+    const unlock = () => {
+      if (!locked) return;
+      locked = false;
+      if (!this.#closed) native.unlock();
+    };
     let error = null;
     // tasks.store's writes since the last batch, taken at the instant the
     // snapshot begins: the batch is the runtime as of one moment.
@@ -186,6 +198,7 @@ class CommitQueue {
         );
       }
       const bytes = await this.#encode();
+      unlock();
       const seq = ++this.#seq;
       const token = this.#lease && this.#lease.token !== undefined ? this.#lease.token : undefined;
       const store = this.#store;
@@ -202,6 +215,7 @@ class CommitQueue {
     } catch (e) {
       error = e;
     }
+    unlock();
     if (writes && !this.#closed) {
       // A failed batch's writes go into the next COMMIT's, unless set again since.
       if (error === null) native.confirmWrites();
@@ -220,7 +234,6 @@ class CommitQueue {
       await null;
       for (const m of group) if (m.task) this.#outcomes.delete(m.task.key);
     }
-    if (!this.#closed) native.unlock();
   }
 
   // The snapshot, encoded a slice at a time while the lock is held.

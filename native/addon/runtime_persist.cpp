@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime's persistence: snapshot and restore of tasks.state, at once or in slices, and the commit lock.
+// Runtime's persistence: snapshot and restore of tasks.state, at once or in slices, and the snapshot lock.
 #include "runtime.hpp"
 
 #include <algorithm>

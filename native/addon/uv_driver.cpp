@@ -53,7 +53,7 @@ void UvDriver::Sync() {
   Handles* h = h_;
   if (h == nullptr || h->scheduler == nullptr) return;
   Scheduler* s = h->scheduler;
-  if (s->locked()) {  // a COMMIT holds the lock: nothing runs until it is written
+  if (s->locked()) {  // a COMMIT's snapshot is being taken: nothing runs until it is
     if (h->armed != INT64_MIN) uv_timer_stop(&h->timer);
     h->armed = INT64_MIN;
     if (h->idle_on) uv_idle_stop(&h->idle);

@@ -297,16 +297,11 @@ void Scheduler::Defer(Task* t, int nargs) {
 }
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
-  // The committer used to continue here, before the tasks its lock held
-  // back, and a loop of COMMITs took the lock again at once: a second
-  // committing loop made no progress, a sleeper beside it never woke.
-  ClearWait(t);  // releases t's lock only: another write may still hold one
+  // The committer continues through the ready queue, never here: continuing
+  // here, a loop of COMMITs ran ahead of everything else (issue 19).
+  ClearWait(t);
   Continue(t, nargs);
-  if (locks_ == 0) {
-    Unlocked();
-  } else {
-    hooks_->OnScheduleChange();
-  }
+  hooks_->OnScheduleChange();
 }
 
 void Scheduler::Unlock() {
@@ -320,11 +315,12 @@ void Scheduler::Unlock() {
 // Runs what the lock held back, in the order it became ready: the deferred
 // starts, resumes and deliveries, then the timers that came due; the ready
 // queue (with the committers at its back) follows in the check phase. Any of
-// them may COMMIT and so lock again: the rest wait for that unlock.
+// them may COMMIT, and the embedder's snapshot lock then holds the rest until
+// it lets go.
 void Scheduler::Unlocked() {
-  // A COMMIT that fails before its write (FinishCommit from OnCommit) or a
-  // cancelled committer unlocks from inside this work: the outer call goes on
-  // with it, in order, instead of nesting one level per task.
+  // The embedder may lock and unlock from inside this work (a COMMIT whose
+  // snapshot is taken at once): the outer call goes on with the deferred
+  // work, in order, instead of nesting one level per task.
   if (unlocking_) return;
   struct Flag {
     bool& f;
@@ -456,8 +452,6 @@ void Scheduler::Park(Task* t, int64_t now) {
       break;
     case WaitKind::kCommit:
       ++outside_waits_;
-      ++locks_;
-      hooks_->OnScheduleChange();
       hooks_->OnCommit(*t);  // the embedder calls FinishCommit when written
       return;
     default:  // INDEFINITELY, promises, commits: woken by someone else
@@ -488,8 +482,7 @@ void Scheduler::ClearWait(Task* t) {
     t->timer = 0;
   }
   if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
-  if (t->wait == WaitKind::kCommit) --locks_;  // written, or a cancelled committer: its lock goes
-  ++t->gen;                                    // any ready-queue entry is now stale
+  ++t->gen;  // any ready-queue entry is now stale
   t->wait = WaitKind::kNone;
 }
 
@@ -644,7 +637,8 @@ void Scheduler::RunTimers() {
       Task* t = due_[i].task;
       --t->queued;
       if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
-      if (locks_ > 0 || now >= batch_end || host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
+      if (locks_ > 0 || now >= batch_end ||
+          host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
         ArmTimer(t, now);
         continue;
       }
@@ -757,15 +751,10 @@ bool Scheduler::Cancel(uint64_t key) {
     t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
     return true;
   }
-  // A committer whose write is in flight releases its own lock only (the
-  // write's settlement finds no task and is ignored).
-  const bool held = t->wait == WaitKind::kCommit;
+  // A committer whose write is in flight ends now: the write's settlement
+  // finds no task and is ignored.
   KillNow(t);
-  if (held && locks_ == 0) {
-    Unlocked();
-  } else {
-    hooks_->OnScheduleChange();
-  }
+  hooks_->OnScheduleChange();
   return true;
 }
 

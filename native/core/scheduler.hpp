@@ -36,9 +36,10 @@ class SchedulerHooks {
   // The next deadline or the ready queue changed: re-arm the loop.
   virtual void OnScheduleChange() = 0;
   // A task yielded COMMIT: write the state, then call FinishCommit with
-  // (true) or (false, error) pushed onto task.co. The task's lock is held
-  // meanwhile. May call FinishCommit before it returns (a snapshot that
-  // cannot be taken).
+  // (true) or (false, error) pushed onto task.co. The task waits meanwhile;
+  // the others run (the embedder locks only while it takes the snapshot).
+  // May call FinishCommit before it returns (a snapshot that cannot be
+  // taken).
   virtual void OnCommit(Task& task) = 0;
 
   // Async context: the embedder's notion of whose work a call is (Node's
@@ -48,7 +49,7 @@ class SchedulerHooks {
   // their first run, which runs inside the starter's call anyway, so a task
   // gets one only once it outlives that run: CaptureContext is called right
   // after the first run parks (still inside the starter's call), or at once
-  // for a start a COMMIT lock defers. `by_lua`: the task was started by Lua
+  // for a start the snapshot lock defers. `by_lua`: the task was started by Lua
   // code, not by the embedder itself; the embedder may give every such task
   // of one LuaHost entry the same context. A task that a running task starts
   // from Lua shares the starter's instead (captured for the starter first if
@@ -217,20 +218,20 @@ class Scheduler {
   // The loop turned (polled for I/O): a new chain of direct runs may begin.
   void LoopTurned() { chain_start_ = -1; }
 
-  // The commit lock (docs/design.md#persistence): while a COMMIT is being written no other
-  // task runs. Locks nest: each committing task holds one until its write
-  // settles (FinishCommit) or it is cancelled, and the embedder may hold
-  // more (Lock/Unlock: rt.commit(), a write of several COMMITs at once).
-  // Meanwhile timers and IMMEDIATE batches wait, and starts, resumes and
-  // promise deliveries are deferred, in order. When the last lock goes
-  // (Unlocked), the handover is fair: the deferred ones run at once, then
-  // the timers that came due (at once as well, when no task or batch is on
-  // the stack: in the next timer phase would be too late, as a committer
-  // continuing in the check phase before it would lock again), and the
-  // committers, queued at the back of the ready queue by FinishCommit,
-  // continue only after what was ready before them. So two committing loops
-  // alternate, and a timer beside one is late by about one write at most.
-  // No Lua runs while any lock remains.
+  // The snapshot lock (docs/design.md#persistence): the embedder holds it
+  // while it takes a write's snapshot (tasks.state encoded in slices, the
+  // keyed writes taken), so no task changes the state under it; it is let go
+  // before the write's I/O, so the runtime's other tasks run meanwhile and
+  // their COMMITs gather for the next write (group commit across tasks). A
+  // committing task itself waits for its write but holds no lock. Locks
+  // nest (Lock/Unlock). Meanwhile timers and IMMEDIATE batches wait, and
+  // starts, resumes and promise deliveries are deferred, in order. When the
+  // last lock goes (Unlocked), the handover is fair: the deferred ones run
+  // at once, then the timers that came due (at once as well, when no task
+  // or batch is on the stack), and committers, queued at the back of the
+  // ready queue by FinishCommit, continue only after what was ready before
+  // them. So two committing loops alternate, and a timer beside one is late
+  // by about one snapshot at most. No Lua runs while any lock remains.
   void Lock() { ++locks_; }
   void Unlock();
   bool locked() const { return locks_ > 0; }

@@ -458,7 +458,7 @@ void Written(Scheduler* sched, Recorder* rec) {
   sched->FinishCommit(t, 2);
 }
 
-TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
+TEST_F(SchedulerTest, TheSnapshotLockHoldsBackTimersStartsAndResumes) {
   Run(R"(function committer() note("commit") coroutine.yield("COMMIT", "x") note("after") end
          function sleeper() coroutine.yield("FOR", 1) note("slept") end
          function waiter() note("waiting") local v = coroutine.yield("INDEFINITELY") note("got " .. v) end
@@ -468,20 +468,41 @@ TEST_F(SchedulerTest, TheCommitLockHoldsBackTimersStartsAndResumes) {
   Start("sleeper");
   const uint64_t c = Start("committer");
   EXPECT_EQ(rec.committing, std::vector<uint64_t>{c});
-  EXPECT_TRUE(sched->locked());
+  EXPECT_FALSE(sched->locked());  // a committer holds no lock of its own
+  sched->Lock();                  // the embedder's, while it takes the snapshot
   Start("late");
   lua_State* L = host->main();
   lua_pushliteral(L, "v");
   EXPECT_EQ(sched->Resume(w, L, 1), Scheduler::ResumeResult::kResumed);
   Turn(5000 * kMs);  // the sleeper's timer is due, but the lock holds it
   EXPECT_EQ(Log(), "waiting,commit");
-  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
-  EXPECT_FALSE(sched->locked());
+  sched->Unlock();  // the snapshot is taken: the write's I/O begins
   // At the unlock: the deferred start and resume, in order, then the timer
-  // that came due. The committer continues in the next check phase.
+  // that came due. The committer still waits for its write.
   EXPECT_EQ(Log(), "waiting,commit,late start,got v,slept");
+  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
+  EXPECT_EQ(Log(), "waiting,commit,late start,got v,slept");  // it continues in the check phase
   Turn(0);
   EXPECT_EQ(Log(), "waiting,commit,late start,got v,slept,after");
+}
+
+// Group commit across tasks: while one COMMIT's write is in flight, the
+// runtime's other tasks run, and their COMMITs wait for the next write.
+TEST_F(SchedulerTest, OtherTasksRunAndCommitWhileAWriteIsInFlight) {
+  Run(R"(function committer(n) note("c" .. n) coroutine.yield("COMMIT") note("after " .. n) end)");
+  sched->set_has_store(true);
+  for (int i = 1; i <= 3; ++i) {
+    lua_State* L = host->main();
+    lua_getglobal(L, "committer");
+    lua_pushinteger(L, i);
+    ASSERT_NE(sched->Start(L, 1, true), 0u);
+  }
+  EXPECT_EQ(Log(), "c1,c2,c3");
+  EXPECT_EQ(rec.committing.size(), 3u);
+  EXPECT_FALSE(sched->locked());
+  for (int i = 0; i < 3; ++i) ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
+  Turn(0);
+  EXPECT_EQ(Log(), "c1,c2,c3,after 1,after 2,after 3");
 }
 
 // Issue 19: the committer used to continue inside FinishCommit, ahead of all
@@ -492,8 +513,6 @@ TEST_F(SchedulerTest, TheCommitterContinuesAfterTheTasksReadyBeforeIt) {
   sched->set_has_store(true);
   Start("spinner");  // IMMEDIATE: ready before the committer
   Start("committer");
-  Turn(0);  // locked: the spinner waits
-  EXPECT_EQ(Log(), "");
   ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_EQ(Log(), "");  // nothing runs inside FinishCommit but held-back work
   EXPECT_TRUE(sched->HasReady());
@@ -534,17 +553,17 @@ TEST_F(SchedulerTest, TwoCommittingLoopsAlternate) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
-// The embedder may hold a lock of its own for the whole write of several
-// COMMITs, and settle the committers before it lets go.
-TEST_F(SchedulerTest, NoLuaRunsWhileAnotherLockRemains) {
+// The embedder may hold its lock while it settles committers (a write that
+// failed before its I/O): no Lua runs until it lets go.
+TEST_F(SchedulerTest, NoLuaRunsWhileTheEmbeddersLockRemains) {
   Run(R"(function committer() coroutine.yield("COMMIT") note("after") end
          function late() note("late") end
          function sleeper() coroutine.yield("FOR", 1) note("slept") end)");
   sched->set_has_store(true);
   Start("sleeper");
   Start("committer");
-  Start("late");
   sched->Lock();
+  Start("late");
   clock.Advance(2000 * kMs);
   ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
   EXPECT_TRUE(sched->locked());
@@ -596,7 +615,7 @@ TEST_F(SchedulerTest, AStaleContinueEntryNeverWakesTheTaskThatReusesItsSlot) {
   EXPECT_EQ(Log(), "woken v");
 }
 
-TEST_F(SchedulerTest, CancellingACommitterWhoseWriteIsInFlightReleasesOnlyItsOwnLock) {
+TEST_F(SchedulerTest, CancellingACommitterLeavesTheEmbeddersLockHeld) {
   Run(R"(function committer() coroutine.yield("COMMIT") end
          function late() note("late") end)");
   sched->set_has_store(true);
@@ -653,19 +672,11 @@ TEST_F(SchedulerTest, IdsAreLongerThanLuaInternsAndSortInStartOrder) {
 }
 
 TEST_F(SchedulerTest, ACoroutineWhoseStartALockDeferredCannotBeStartedAgain) {
-  Run(R"(function committer() coroutine.yield("COMMIT") end
-         co = coroutine.create(function() note("ran") end))");
-  sched->set_has_store(true);
-  const uint64_t c = Start("committer");
-  ASSERT_TRUE(sched->locked());
+  Run(R"(co = coroutine.create(function() note("ran") end))");
+  sched->Lock();
   EXPECT_NE(Start("co"), 0u);  // deferred: it has not run yet
   EXPECT_EQ(Start("co"), 0u);  // the same coroutine again: refused
-  Task* t = sched->Find(c);
-  ASSERT_NE(t, nullptr);
-  lua_pushboolean(t->co, 1);
-  lua_pushnil(t->co);
-  sched->FinishCommit(t, 2);
-  Turn(0);
+  sched->Unlock();
   EXPECT_EQ(Log(), "ran");     // once
   EXPECT_EQ(Start("co"), 0u);  // dead now
 }
@@ -702,14 +713,16 @@ TEST_F(SchedulerTest, ACommitFailingAtOnceContinuesThroughTheReadyQueue) {
   EXPECT_EQ(sched->task_count(), 0u);
 }
 
-TEST_F(SchedulerTest, CancellingTheCommitterReleasesTheLock) {
-  Run(R"(function committer() coroutine.yield("COMMIT") end function other() note("other") end)");
+TEST_F(SchedulerTest, ACommitterWhoseWriteIsInFlightCanBeCancelled) {
+  Run(R"(function committer() coroutine.yield("COMMIT") note("after") end function other() note("other") end)");
   sched->set_has_store(true);
   const uint64_t c = Start("committer");
-  Start("other");
-  EXPECT_EQ(Log(), "");
+  Start("other");  // runs at once: the committer holds no lock
+  EXPECT_EQ(Log(), "other");
   EXPECT_TRUE(sched->Cancel(c));
   EXPECT_FALSE(sched->locked());
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"done", "cancelled"}));  // other's end, then the committer's
+  Turn(0);
   EXPECT_EQ(Log(), "other");
 }
 
@@ -748,7 +761,7 @@ TEST_F(DeliverTest, ASettledPromiseRunsItsTaskAtOnceUntilTheTurnsChainIsOld) {
   const uint64_t k = Start("waiter");
   Settled(k, "1");  // the turn's chain begins
   clock.Advance(Scheduler::kDirectChainNs);
-  Settled(k, "2");  // its run parks kDirectChainNs after the chain began
+  Settled(k, "2");          // its run parks kDirectChainNs after the chain began
   EXPECT_EQ(Log(), "1,2");  // direct: an await costs no loop turn
   Settled(k, "3");
   EXPECT_EQ(Log(), "1,2");  // the chain is old: through the ready queue
@@ -771,17 +784,13 @@ TEST_F(DeliverTest, ASettledPromiseRunsItsTaskAtOnceUntilTheTurnsChainIsOld) {
 }
 
 TEST_F(DeliverTest, ASettlementWhileTheLockIsHeldRunsAtTheUnlock) {
-  Run(R"(function waiter() local ok, v = await() note(v) end
-         function committer() coroutine.yield("COMMIT") note("after") end)");
-  sched->set_has_store(true);
+  Run(R"(function waiter() local ok, v = await() note(v) end)");
   const uint64_t k = Start("waiter");
-  Start("committer");
+  sched->Lock();  // the embedder's, while it takes a snapshot
   Settled(k, "v");
   EXPECT_EQ(Log(), "");
-  ASSERT_NO_FATAL_FAILURE(Written(sched, &rec));
+  sched->Unlock();
   EXPECT_EQ(Log(), "v");
-  Turn(0);
-  EXPECT_EQ(Log(), "v,after");
 }
 
 TEST_F(DeliverTest, ATaskQueuedWithItsPromisesValueCanBeCancelled) {
@@ -960,7 +969,6 @@ TEST_F(SchedulerTest, MessagesSentDuringACommitWaitForTheTask) {
          end)");
   sched->set_has_store(true);
   const uint64_t key = Start("t");
-  ASSERT_TRUE(sched->locked());
   EXPECT_EQ(SendStrings(sched, host, key, {"m1"}), Scheduler::SendResult::kQueued);
   EXPECT_EQ(SendStrings(sched, host, key, {"m2"}), Scheduler::SendResult::kQueued);
   // Not resumable meanwhile, as before: resume keeps its semantics.
@@ -1048,7 +1056,8 @@ TEST_F(SchedulerTest, SendAndReceiveRefuseMisuse) {
          check(tasks.receive, -1)
          check(tasks.receive, 1, "fortnights"))");
   const std::string log = Log();
-  EXPECT_NE(log.find("bad argument #2 to 'tasks.send' (a message's first value must not be nil"), std::string::npos) << log;
+  EXPECT_NE(log.find("bad argument #2 to 'tasks.send' (a message's first value must not be nil"), std::string::npos)
+      << log;
   EXPECT_NE(log.find("tasks.receive: not inside a task"), std::string::npos) << log;
   EXPECT_NE(log.find("bad argument #1 to 'tasks.receive' (timeout must be a finite number"), std::string::npos) << log;
   EXPECT_NE(log.find("bad argument #2 to 'tasks.receive' (unknown time unit"), std::string::npos) << log;

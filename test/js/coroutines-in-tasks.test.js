@@ -2,7 +2,7 @@
 // Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../..');
-const { makeRuntime, closeAfterTest, sleep, turn } = require('./helpers');
+const { makeRuntime, closeAfterTest, sleep, until } = require('./helpers');
 
 let rt;
 beforeEach(() => (rt = makeRuntime()));
@@ -183,12 +183,12 @@ describe("a task's coroutine runs only under the scheduler (coroutine.running() 
     rt = closeAfterTest(await Runtime.open({ name: 'deferred', store }));
     rt.load(`co = coroutine.create(function(...) return select('#', ...) end)
       big = {} for i = 1, 5000 do big[i] = i end`);
-    const committed = rt.commit();
-    await turn(); // the COMMIT lock is held until save resolves
+    const committed = rt.commit(); // the snapshot lock is held until this JS yields to a microtask
     const [id, status] = rt.load('local id = tasks.start(co, table.unpack(big)) return id, tasks.status(id)');
     expect(status).toBe('waiting');
     expect(() => rt.load('coroutine.close(co)')).toThrow(/cannot close a task's coroutine/);
     expect(rt.load('return coroutine.resume(co)')[0]).toBe(false);
+    await until(() => release !== undefined); // the snapshot is taken: the save has begun
     release();
     await committed;
     await sleep(10);
