@@ -5,7 +5,6 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime, StoreError } = require('../..');
-const { sleep } = require('./helpers');
 
 function memoryStore(extra) {
   const saved = new Map();
