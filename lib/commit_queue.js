@@ -67,6 +67,7 @@ class CommitQueue {
   #writing = null; // the write in flight (a Promise), or null
   #seq = 0; // grows with every save: the store can drop one that lands late
   #next = null; // the setImmediate that starts the next write
+  #soon = false; // a microtask will start a write for the tasks' COMMITs
   #closed = false;
   #outcomes = new Map(); // task key -> Promise<boolean>: whether its COMMIT was written
   #keepOutcomes = false;
@@ -114,7 +115,22 @@ class CommitQueue {
       done.catch(() => {}); // rt.commit() hands it to its caller: never unhandled here
     }
     this.#pending.push(member);
-    if (this.#writing === null && this.#next === null) this.#write();
+    if (this.#writing === null && this.#next === null) {
+      if (!task) {
+        this.#write(); // rt.commit(): the snapshot is the state as of the call
+      } else if (!this.#soon) {
+        // A task's COMMIT: the tasks that run in the same stretch (a batch of
+        // the scheduler, the committers a write let go) commit into the same
+        // write; its snapshot is still taken after every one of them asked.
+        this.#soon = true;
+        queueMicrotask(() => {
+          this.#soon = false;
+          if (this.#pending.length > 0 && !this.#closed && this.#writing === null && this.#next === null) {
+            this.#write();
+          }
+        });
+      }
+    }
     return done;
   }
 

@@ -289,6 +289,21 @@ test('COMMITs asked for while a write is in flight share the next batch', async 
   expect(store.batches.slice(-2).map((b) => b.writes.map((w) => w.key))).toEqual([['a'], ['b', 'c']]);
 });
 
+test('the COMMITs of tasks that run in one stretch share one write, round after round', async () => {
+  const store = memoryV2Store();
+  const rt = await open(store);
+  rt.load(`function player(i) for round = 1, 3 do tasks.store.set("p" .. i, round) coroutine.yield("COMMIT") end end`);
+  const before = store.writes;
+  const tasks = [];
+  for (let i = 0; i < 100; i++) tasks.push(rt.start('player', i).result);
+  await Promise.all(tasks);
+  // One write a round: the committers a write lets go continue together and
+  // commit into the next one (not the first of them alone, then the rest).
+  expect(store.writes - before).toBe(3);
+  expect(store.batches.slice(-3).map((b) => b.writes.length)).toEqual([100, 100, 100]);
+  expect(rt.load('return tasks.store.get("p42")')).toEqual([3]);
+});
+
 test('big values and many keys round-trip', async () => {
   const store = memoryV2Store();
   const a = await open(store, 'big', { storeCacheBytes: 1024 });
