@@ -44,6 +44,7 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
     Napi::Promise::Deferred deferred;
     enum class Kind : uint8_t { kWrite, kLoad, kClaim, kImport } kind;
     std::string name;
+    Napi::Reference<Napi::Value> lent;  // a Buffer whose bytes the writer reads (StoreBatch::borrowed_state)
   };
 
   Napi::Value JS_write(const Napi::CallbackInfo& info);
@@ -58,7 +59,8 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
 
   void CheckOpen(Napi::Env env, const char* method) const;
   // Queues a job; it goes to the writer from the next check phase.
-  Napi::Value Queue(Napi::Env env, StoreJobBody body, Pending::Kind kind, std::string name);
+  Napi::Value Queue(Napi::Env env, StoreJobBody body, Pending::Kind kind, std::string name,
+                    Napi::Reference<Napi::Value> lent = {});
   void HandOver();              // the check phase: pending jobs to the writer
   void Deliver(Napi::Env env);  // settles the promises of the outcomes ready
   void Settle(Napi::Env env, StoreOutcome& o);

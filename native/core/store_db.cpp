@@ -238,11 +238,13 @@ void StoreDb::Claim(std::string_view name, int64_t token) {
 }
 
 void StoreDb::Apply(const StoreBatch& batch) {
-  if (batch.state) {
+  const std::optional<std::string_view> state =
+      batch.state ? std::optional<std::string_view>(*batch.state) : batch.borrowed_state;
+  if (state) {
     SqliteStatement::Use use(snap_put_);
     BindText(snap_put_, 1, batch.name);
     sqlite3_bind_int64(snap_put_.get(), 2, batch.seq);
-    BindBlob(snap_put_, 3, *batch.state);
+    BindBlob(snap_put_, 3, *state);
     Step(snap_put_, "write the state of \"" + batch.name + "\"");
   }
   for (const StoreWrite& w : batch.writes) {

@@ -56,6 +56,10 @@ struct StoreBatch {
   int64_t token = 0;  // the owner's fencing token; 0: not fenced (a v1 save without a lease)
   int64_t seq = 0;
   std::optional<std::string> state;  // the tasks.state snapshot, when it changed
+  // Or the snapshot's bytes held by the caller, unchanged and alive until
+  // the batch's outcome is reported: the addon lends a JS Buffer's, so a
+  // snapshot of megabytes is not copied on the loop thread.
+  std::optional<std::string_view> borrowed_state;
   std::vector<StoreWrite> writes;
 };
 

@@ -50,6 +50,24 @@ TEST(StoreDbTest, ReadsSeeCommittedWritesOnly) {
   EXPECT_EQ(r.LoadSnapshot("a"), "snapshot");  // a batch without state leaves it
 }
 
+TEST(StoreDbTest, ABorrowedStateIsWrittenAsAnOwnedOne) {
+  TempDir dir;
+  StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+  const std::string lent = "the caller's snapshot bytes";
+  StoreBatch b;
+  b.name = "a";
+  b.borrowed_state = std::string_view(lent);
+  w.Begin();
+  w.Apply(b);
+  w.Commit();
+  EXPECT_EQ(w.LoadSnapshot("a"), lent);
+  b.state = "owned";  // an owned state wins over a borrowed one
+  w.Begin();
+  w.Apply(b);
+  w.Commit();
+  EXPECT_EQ(w.LoadSnapshot("a"), "owned");
+}
+
 TEST(StoreDbTest, KeysInBytewiseOrderWithPrefixAfterAndLimit) {
   TempDir dir;
   StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
