@@ -353,7 +353,8 @@ class DirectoryStore {
   /**
    * Saves a tasks.state snapshot durably: a batch with only `state` (the store interface v1).
    * @param {string} name
-   * @param {Uint8Array} bytes
+   * @param {Uint8Array} bytes read by the writer thread, not copied: leave them
+   *   unchanged until the promise settles (as with fs.write's buffer)
    * @param {{ token?: number, seq?: number }} [info] as for write()
    * @returns {Promise<void>}
    */
@@ -378,6 +379,8 @@ class DirectoryStore {
    *   owner's token. `seq`: grows with each batch under one lease; a batch
    *   whose seq is lower than one already written is dropped, as superseded,
    *   and settles as the newer one does. `value: null` deletes the key.
+   *   `state` is read by the writer thread, not copied: leave it unchanged
+   *   until the promise settles (the values of `writes` are copied).
    * @returns {Promise<void>}
    * @throws ERR_STORE_LOCKED (refused: nothing of it written); the cause of a
    *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's): nothing of it written.
