@@ -239,6 +239,19 @@ function openSqlite(dir) {
   return db;
 }
 
+// What a rep of COMMITs measured: loop and wall time, latency percentiles, writes and transactions.
+function measures(m, lats, writes, tx, tx0) {
+  return {
+    wallMs: m.wallMs,
+    loopMs: m.loopMs,
+    worstMs: m.worstMs,
+    p50: percentile(lats, 50),
+    p99: percentile(lats, 99),
+    writes,
+    transactions: tx === undefined ? undefined : tx - tx0,
+  };
+}
+
 // One rep of row group 1: TASKS tasks x perTask COMMITs, each changing one record.
 async function commits(impl, dir, perTask) {
   const total = TASKS * perTask;
@@ -279,16 +292,7 @@ async function commits(impl, dir, perTask) {
   await rt.close();
   check(`${impl}: scores grown after reopen`, after - before, total);
   check(`${impl}: COMMITs timed`, lats.length, total);
-  return {
-    commits: total,
-    wallMs: m.wallMs,
-    loopMs: m.loopMs,
-    worstMs: m.worstMs,
-    p50: percentile(lats, 50),
-    p99: percentile(lats, 99),
-    writes,
-    transactions: tx === undefined ? undefined : tx - tx0,
-  };
+  return { commits: total, ...measures(m, lats, writes, tx, tx0) };
 }
 
 // What grown() computes in Lua, over the SQLite table.
@@ -413,15 +417,7 @@ async function group(impl, dir) {
   const writes = calls.write + calls.save - writes0;
   await rt.close();
   check(`${impl}: group COMMITs timed`, lats.length, GROUP_TASKS);
-  return {
-    wallMs: m.wallMs,
-    loopMs: m.loopMs,
-    worstMs: m.worstMs,
-    p50: percentile(lats, 50),
-    p99: percentile(lats, 99),
-    writes,
-    transactions: tx === undefined ? undefined : tx - tx0,
-  };
+  return measures(m, lats, writes, tx, tx0);
 }
 
 async function child(argv) {
