@@ -238,7 +238,10 @@ class DirectoryStore {
   // The NativeStore, opened (with the directory) at first use.
   #open() {
     if (this.#closed) {
-      throw makeError('ERR_INVALID_STATE', `The store of ${this.dir} is closed.`);
+      throw makeError(
+        'ERR_INVALID_STATE',
+        `The store of ${this.dir} is closed (its close() was called): make a new DirectoryStore for that directory.`,
+      );
     }
     if (!this.#native) {
       fsSync.mkdirSync(this.dir, { recursive: true });
