@@ -98,7 +98,13 @@ function stripPeriod(message) {
  */
 async function openStore(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-  const { name, store, storeTimeout, storeCacheBytes, ...rest } = options;
+  const { name, store, storeTimeout, storeCacheBytes, setup, ...rest } = options;
+  if (setup !== undefined && typeof setup !== 'function') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.setup" option must be a function (rt) => void | Promise, run before durable tasks are restored. Received ${typeName(setup)}.`,
+    );
+  }
   checkName(name);
   const st = toStore(store);
   const timeout = storeTimeoutOf(storeTimeout);

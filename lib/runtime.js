@@ -14,7 +14,7 @@ const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus, stateWa
 const { openStore, restore } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
-const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
+const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
 
 // The one builder of a task's snapshot { id, status, waiting? } (rt.task,
 // rt.tasks, a Task's getters), from the native state code (PackState) and,
@@ -80,6 +80,9 @@ class Runtime extends EventEmitter {
   #commits = null; // the CommitQueue of a runtime with a store
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
+  #durableKeys = new Map(); // idempotency key -> Task of a live durable task (docs/durable.md)
+  #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
+  #hasDurable = false; // a durable task was started or restored: close() writes their records first
 
   /**
    * @param {object} [options]
@@ -127,8 +130,10 @@ class Runtime extends EventEmitter {
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
 
   // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
+  // Key 0: durable tasks journaled records, to be written soon.
   static #dispatchCommit = (rt, _bytes, settle, key, token) => {
-    rt.#commits.request({ settle, key, token });
+    if (key === 0) rt.#commits.flushSoon();
+    else rt.#commits.request({ settle, key, token });
   };
 
   /**
@@ -149,6 +154,8 @@ class Runtime extends EventEmitter {
     try {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
+      if (options.setup !== undefined) await options.setup(rt);
+      if (persist.reader) rt.#restoreDurable(persist.reader, persist.name);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
@@ -178,6 +185,10 @@ class Runtime extends EventEmitter {
   }
 
   #idOf(key) {
+    if (this.#restoredIds.size > 0) {
+      const id = this.#restoredIds.get(key);
+      if (id !== undefined) return id;
+    }
     return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
   }
 
@@ -374,8 +385,23 @@ class Runtime extends EventEmitter {
         `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`,
       );
     }
-    const { args = [], signal, name, meta } = options;
+    const { args = [], signal, name, meta, durable = false, key } = options;
     if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
+    if (typeof durable !== 'boolean') throw invalidType('options.durable', 'a boolean', durable);
+    if (key !== undefined && (typeof key !== 'string' || key === '')) {
+      throw invalidType('options.key', 'a non-empty string', key);
+    }
+    if (key !== undefined && !durable) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        'The option "key" (an idempotency key) is for durable tasks: add durable: true.',
+      );
+    }
+    if (durable) this.#checkDurable(fn);
+    if (key !== undefined) {
+      const existing = this.#durableKeys.get(key);
+      if (existing) return existing; // the live task with this key: start-up code can "ensure" its tasks
+    }
     if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
     if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
     let labels;
@@ -384,10 +410,79 @@ class Runtime extends EventEmitter {
       if (name !== undefined) labels.name = name;
       if (meta !== undefined) labels.meta = meta;
     }
-    return this.#start(fn, [...args], signal, labels);
+    if (!durable) return this.#start(fn, [...args], signal, labels);
+    this.#hasDurable = true;
+    const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
+    if (key !== undefined) this.#keep(key, task);
+    return task;
   }
 
-  #start(fn, args, signal, labels) {
+  // Durable tasks need an entry that a restart can find again and a store
+  // that keeps their journals.
+  #checkDurable(fn) {
+    if (typeof fn !== 'string') {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        'A durable task starts from a global name or a "module.fn" path: a Lua function (a closure) cannot be found again after a restart.',
+      );
+    }
+    if (!this.#commits || !this.#commits.keyed) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        'Durable tasks need a runtime opened with a store that keeps keyed writes (Runtime.open({ name, store }) with a directory path or a store with write() and reader()).',
+      );
+    }
+  }
+
+  // A durable task's idempotency key names it while it lives.
+  #keep(key, task) {
+    if (task.status === 'done' || task.status === 'failed' || task.status === 'cancelled') return;
+    this.#durableKeys.set(key, task);
+    const forget = () => {
+      if (this.#durableKeys.get(key) === task) this.#durableKeys.delete(key);
+    };
+    task.result.then(forget, forget);
+  }
+
+  // Runtime.open: every unfinished durable task of the store runs again from
+  // its entry, replaying its journal, and goes on from where it was.
+  #restoreDurable(reader, name) {
+    const groups = new Map();
+    let after = '';
+    for (;;) {
+      const keys = reader.keys('', after, 1000, 2);
+      if (!keys || keys.length === 0) break;
+      for (const k of keys) {
+        const id = k.slice(0, k.lastIndexOf('/'));
+        let records = groups.get(id);
+        if (!records) groups.set(id, (records = []));
+        records.push(reader.get(k, 2));
+      }
+      after = keys[keys.length - 1];
+    }
+    for (const [id, records] of groups) {
+      this.#hasDurable = true;
+      let task;
+      let key = null;
+      try {
+        const info = this.#native.durableInfo(records[0]);
+        if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is not its start record');
+        let entry;
+        [entry, key] = info;
+        task = this.#start(entry, [], undefined, undefined, { id, records });
+      } catch (e) {
+        // Its records stay: code that can run it may be deployed.
+        process.emitWarning(`lua-tasks: the durable task ${id} of "${name}" could not be restored: ${reasonText(e)}`, {
+          code: 'LUA_TASK_FAILED',
+        });
+        continue;
+      }
+      if (key !== null) this.#keep(key, task);
+      task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
+    }
+  }
+
+  #start(fn, args, signal, labels, durable) {
     if (signal && signal.aborted) {
       throw new AbortError('The task was not started: its AbortSignal is already aborted.', { cause: signal.reason });
     }
@@ -402,12 +497,14 @@ class Runtime extends EventEmitter {
     out[0] = undefined;
     this.#starting++;
     try {
-      started = this.#native.start(fn, args, out);
+      started = this.#native.start(fn, args, out, durable);
     } finally {
       this.#starting--;
     }
     const key = startKey(started);
-    const task = new Task(this, this.#idOf(key), labels && labels.name, labels && labels.meta);
+    if (durable && durable.id) this.#restoredIds.set(key, durable.id);
+    const id = this.#idOf(key);
+    const task = new Task(this, id, labels && labels.name, labels && labels.meta);
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
     let endValue;
@@ -571,6 +668,7 @@ class Runtime extends EventEmitter {
     if (!this.#closed) {
       this.#closed = true;
       const commits = this.#commits;
+      if (commits && this.#hasDurable) commits.request().catch(() => {}); // durable tasks' last records
       if (commits && !commits.idle) {
         this.#native.lock(); // no Lua runs while the writes finish
         await commits.drain();

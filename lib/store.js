@@ -152,10 +152,10 @@ function checkBatch(batch) {
         `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
       );
     }
-    if (w.space !== undefined && w.space !== 1) {
+    if (w.space !== undefined && w.space !== 1 && w.space !== 2) {
       throw makeError(
         'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps space 1 (tasks.store) only.`,
+        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps spaces 1 (tasks.store) and 2 (durable tasks' journals).`,
       );
     }
     if (w.value !== null && !(w.value instanceof Uint8Array)) {
@@ -430,14 +430,17 @@ class DirectoryStore {
    * They see what was committed; they throw on an I/O error, and with
    * ERR_STORE_CORRUPT for a value whose checksum fails, naming the name and key.
    * @param {string} name
-   * @returns {{ get(key: string): Buffer|null, keys(prefix?: string, after?: string, limit?: number): string[] }}
+   * `space` (default 1, tasks.store; 2: durable tasks' journals) picks the key space.
+   * @returns {{ get(key: string, space?: number): Buffer|null,
+   *   keys(prefix?: string, after?: string, limit?: number, space?: number): string[] }}
    */
   reader(name) {
     checkName(name);
     const native = () => this.#open();
     return {
-      get: (key) => native().get(name, key),
-      keys: (prefix = '', after = '', limit = -1) => native().keys(name, prefix, after ?? '', limit ?? -1),
+      get: (key, space = 1) => native().get(name, key, space),
+      keys: (prefix = '', after = '', limit = -1, space = 1) =>
+        native().keys(name, prefix, after ?? '', limit ?? -1, space),
     };
   }
 

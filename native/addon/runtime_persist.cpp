@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "durable_journal.hpp"
 #include "errors.hpp"
 #include "state_codec.hpp"
 #include "store_reader.hpp"
@@ -112,6 +113,27 @@ Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+namespace {
+
+// The writes of a batch that failed, as takeWrites/takeJournal gave them.
+std::vector<KeyedWrite> WritesOf(const Napi::Array& batch) {
+  std::vector<KeyedWrite> writes;
+  writes.reserve(batch.Length());
+  for (uint32_t i = 0; i < batch.Length(); ++i) {
+    Napi::Object record = batch.Get(i).As<Napi::Object>();
+    KeyedWrite w{record.Get("key").As<Napi::String>().Utf8Value(), std::nullopt};
+    Napi::Value value = record.Get("value");
+    if (value.IsTypedArray()) {
+      auto bytes = value.As<Napi::Uint8Array>();
+      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+    }
+    writes.push_back(std::move(w));
+  }
+  return writes;
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
@@ -150,20 +172,62 @@ Napi::Value Runtime::JS_confirmWrites(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
   if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
-  Napi::Array batch = info[0].As<Napi::Array>();
-  std::vector<KeyedWrite> writes;
-  writes.reserve(batch.Length());
-  for (uint32_t i = 0; i < batch.Length(); ++i) {
-    Napi::Object record = batch.Get(i).As<Napi::Object>();
-    KeyedWrite w{record.Get("key").As<Napi::String>().Utf8Value(), std::nullopt};
-    Napi::Value value = record.Get("value");
-    if (value.IsTypedArray()) {
-      auto bytes = value.As<Napi::Uint8Array>();
-      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
-    }
-    writes.push_back(std::move(w));
+  core_->keyed.PutBack(WritesOf(info[0].As<Napi::Array>()));
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const std::vector<KeyedWrite> writes = core->scheduler->TakeJournalWrites();
+  if (writes.empty()) return env.Null();
+  Napi::Array out = Napi::Array::New(env, writes.size());
+  uint32_t i = 0;
+  for (const KeyedWrite& w : writes) {
+    Napi::Object record = Napi::Object::New(env);
+    record.Set("space", Napi::Number::New(env, kJournalSpace));
+    record.Set("key", Napi::String::New(env, w.key));
+    record.Set("value",
+               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
+    out.Set(i++, record);
   }
-  core_->keyed.PutBack(std::move(writes));
+  return out;
+}
+
+Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
+  // A start record's entry and idempotency key: [entry, key | null].
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  auto b = info[0].As<Napi::Uint8Array>();
+  std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+  if (!Journal::Unseal(&sealed))
+    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record is damaged (its checksum does not match).");
+  std::string_view record(sealed);
+  if (record.empty() || record[0] != static_cast<char>(RecordKind::kStart)) return env.Null();
+  lua_State* L = core->host->current();
+  std::string entry, key, error;
+  bool has_key = false;
+  int n;
+  {
+    LuaHost::HostSection section(core->host.get(), L);
+    n = PushValues(L, record.substr(1), &error);
+    if (n >= 2 && lua_type(L, -n) == LUA_TSTRING) {
+      entry = lua_tostring(L, -n);
+      has_key = lua_type(L, -n + 1) == LUA_TSTRING;
+      if (has_key) key = lua_tostring(L, -n + 1);
+    }
+    if (n > 0) lua_pop(L, n);
+  }
+  if (entry.empty()) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
+  Napi::Array out = Napi::Array::New(env, 2);
+  out.Set(0u, Napi::String::New(env, entry));
+  out.Set(1u, has_key ? Napi::Value(Napi::String::New(env, key)) : env.Null());
+  return out;
+}
+
+Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {
+  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
+  core_->scheduler->PutBackJournalWrites(WritesOf(info[0].As<Napi::Array>()));
   return info.Env().Undefined();
 }
 

@@ -152,6 +152,10 @@ int l_tasks_send(lua_State* L) {
 int Received(lua_State* L, Scheduler* s, Task* t) {
   const int n = s->TakeMessage(t, L);
   if (n == -2) return luaL_error(L, "tasks.receive: the message's values do not fit on the task's stack");
+  if (n == -3)
+    return luaL_error(L,
+                      "tasks.receive: the message cannot be journaled for this durable task (values that persist only: "
+                      "docs/durable.md)");
   if (n >= 0) return n;
   lua_pushnil(L);
   lua_pushliteral(L, "timeout");

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: MIT
+// Journal: what entered one durable task from outside, in order, so that the task can run again to where it was.
+//
+// Stock Lua cannot serialize a suspended coroutine, so a durable task is
+// made durable by replay (docs/durable.md): its journal records its entry
+// and, in order, every value that came in from outside (a wait's outcome, a
+// JS call's result, a step's results, a clock or random read, a message).
+// After a restart the task runs again from its entry and each recorded value
+// is handed back in order, without waiting and without calling out; where
+// the journal ends the task goes on live.
+//
+// A record is one byte of kind, then its payload (a yield's fields, or the
+// codec's bytes of a table { n = count, values... }), then the CRC-32C of
+// both, 4 bytes little-endian: a damaged record is refused, never replayed. Records are stored as
+// keyed writes in space 2 under "<task id>/<seq, 10 digits>" (docs/design.md
+// #the-store-interface), so a task's records sort in order.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <lua.hpp>
+
+#include "keyed_store.hpp"
+#include "yield_instruction.hpp"
+
+namespace lua_tasks {
+
+enum class RecordKind : char {
+  kStart = 'A',    // the entry (a global name or mod.fn path), its arguments, the idempotency key
+  kYield = 'Y',    // a yield instruction the task waited on (YieldRecord)
+  kIn = 'I',       // the values that wait ended with
+  kCall = 'C',     // a JS function's outcome: ok, then its value or error message
+  kStep = 'S',     // tasks.step's results
+  kValue = 'V',    // a clock or random read
+  kMessage = 'M',  // a message taken from the mailbox
+  kEnd = 'E',      // how the task ended (written as the task's records are deleted)
+};
+const char* RecordKindName(RecordKind kind);
+
+// A yield as recorded: the instruction and, for timed waits, its absolute
+// deadline on the wall clock, which a replay keeps.
+struct YieldRecord {
+  WaitKind kind = WaitKind::kNone;
+  Unit unit = Unit::kSeconds;
+  int64_t value = 0;          // Task::pending_value at the yield (duration, target, timeout, -1)
+  int64_t wall_start = 0;     // wall ns at the yield
+  int64_t wall_deadline = 0;  // wall ns the wait ends (0: no deadline)
+};
+
+// The space of journal records in the store.
+inline constexpr int kJournalSpace = 2;
+
+class Journal {
+ public:
+  // `replay`: the records of an earlier run, the start record first (empty
+  // for a new task).
+  Journal(std::string id, std::vector<std::string> replay);
+
+  const std::string& id() const { return id_; }
+  // Records written so far (the next record's seq).
+  size_t size() const { return seq_; }
+
+  // ---- Replay ----
+  bool replaying() const { return cursor_ < replay_.size(); }
+  RecordKind next_kind() const { return static_cast<RecordKind>(replay_[cursor_][0]); }
+  size_t position() const { return cursor_; }
+  // The next record's payload; advances. Frees the replayed records once all are read.
+  std::string_view Next();
+  std::string_view Peek() const { return std::string_view(replay_[cursor_]).substr(1); }
+  void EndReplay();
+
+  // ---- Live ----
+  // Appends a record (seq size()) and its keyed write to *out.
+  void Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out);
+  // Deletes of every record written, into *out (the task ended).
+  void DeleteAll(std::vector<KeyedWrite>* out) const;
+
+  static std::string KeyOf(std::string_view id, size_t seq);
+  // A stored record checked and its CRC taken off; false if it is damaged.
+  static bool Unseal(std::string* record);
+  static std::string EncodeYield(const YieldRecord& y);
+  static bool DecodeYield(std::string_view payload, YieldRecord* y);
+  // What a record's payload says, for a divergence message.
+  static std::string Describe(RecordKind kind, std::string_view payload);
+
+  // The wait whose outcome is recorded next (kNone: none: a first run, a
+  // preemption's continuation).
+  WaitKind awaiting = WaitKind::kNone;
+  // A wait that waits for its record to be durable (the task is committing meanwhile).
+  bool flushing = false;
+  YieldRecord held;
+  int64_t held_mono_start = 0;
+  // Inside tasks.step: what the step reads (JS calls, clocks, messages) is
+  // not journaled on its own; the step's results are the record.
+  int in_step = 0;
+  // Replay met code that did something else: the task fails at its next
+  // yield or end, even if the code caught the error.
+  bool diverged = false;
+  std::string divergence;
+
+ private:
+  std::string id_;
+  std::vector<std::string> replay_;
+  size_t cursor_ = 0;
+  size_t seq_ = 0;
+};
+
+// The `n` values on top of L as one payload (a table { n = n, ... } in the
+// codec). False with *error if one cannot persist. Caller holds a HostSection.
+bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error);
+// Pushes the values of a payload; returns how many, or -1 with *error.
+// Caller holds a HostSection.
+int PushValues(lua_State* L, std::string_view payload, std::string* error);
+
+}  // namespace lua_tasks

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// The Lua API of durable tasks: tasks.step, tasks.durable, and the clock and random reads they journal.
+//
+// Inside a durable task (docs/durable.md) every value that comes from
+// outside the code is journaled, so that a replay hands back the same one:
+// tasks.step(fn, ...) runs fn once and its results are the record; the
+// wrapped os.time, os.clock, os.date and math.random record what they
+// returned. Outside a durable task they are the functions they wrap.
+#include "lua_api_durable.hpp"
+
+#include <string>
+
+#include "coded_error.hpp"
+#include "scheduler.hpp"
+
+namespace lua_tasks {
+
+bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int n) {
+  LuaHost::HostSection section(s->host(), L);
+  std::string payload, error;
+  if (!EncodeValues(L, n, &payload, &error)) {
+    lua_pushfstring(L, "durable task %s: %s cannot be journaled: %s", j->id().c_str(), RecordKindName(kind),
+                    error.c_str());
+    return false;
+  }
+  s->AppendRecord(j, kind, payload);
+  return true;
+}
+
+int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua_State* L) {
+  LuaHost::HostSection section(s->host(), L);
+  if (j->next_kind() != kind) {
+    const std::string& m = s->Diverge(j, now);
+    PushCodedError(L, ErrorCode::kNondeterminism, m.c_str());
+    return -1;
+  }
+  std::string error;
+  const int n = PushValues(L, j->Next(), &error);
+  if (!j->replaying()) j->EndReplay();
+  if (n < 0) {
+    lua_pushfstring(L, "durable task %s: a journal record does not read: %s", j->id().c_str(), error.c_str());
+    return -2;
+  }
+  return n;
+}
+
+namespace {
+
+Scheduler* Sched(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+
+// The running durable task's journal, unless a step of it is running.
+Journal* RunningJournal(Scheduler* s) {
+  Task* t = s->current();
+  Journal* j = t == nullptr ? nullptr : s->JournalOf(t);
+  return j != nullptr && j->in_step == 0 ? j : nullptr;
+}
+
+// tasks.step(fn, ...): fn's results. In a durable task fn runs once: a
+// replay returns what it returned then (and fn cannot wait: a step is one
+// stretch of code whose effects and record land in one batch).
+int l_step(lua_State* L) {
+  Scheduler* s = Sched(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  Journal* j = RunningJournal(s);
+  if (j != nullptr && j->replaying()) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kStep, "tasks.step", L);
+    return n < 0 ? lua_error(L) : n;
+  }
+  if (j == nullptr) {
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  // Protected, so that the step's mark comes off however it ends; its error
+  // goes on as it was raised.
+  ++j->in_step;
+  const int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  --j->in_step;
+  if (status != LUA_OK) return lua_error(L);
+  const int n = lua_gettop(L);
+  if (!JournalValues(s, j, RecordKind::kStep, L, n)) return lua_error(L);
+  return n;
+}
+
+// tasks.durable(): whether the running task is durable.
+int l_durable(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  lua_pushboolean(L, t != nullptr && s->JournalOf(t) != nullptr);
+  return 1;
+}
+
+// A clock or random read: upvalue 1 the scheduler, 2 the function it wraps.
+int l_journaled_read(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Journal* j = RunningJournal(s);
+  if (j != nullptr && j->replaying()) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read", L);
+    return n < 0 ? lua_error(L) : n;
+  }
+  lua_pushvalue(L, lua_upvalueindex(2));
+  lua_insert(L, 1);
+  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+  const int n = lua_gettop(L);
+  if (j != nullptr && !JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
+  return n;
+}
+
+// Wraps table[name] (the table on top of L) if it is a function.
+void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
+  if (lua_getfield(L, -1, name) != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    return;
+  }
+  lua_pushlightuserdata(L, scheduler);
+  lua_insert(L, -2);
+  lua_pushcclosure(L, l_journaled_read, 2);
+  lua_setfield(L, -2, name);
+}
+
+}  // namespace
+
+void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "tasks") == LUA_TTABLE) {
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_step, 1);
+    lua_setfield(L, -2, "step");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_durable, 1);
+    lua_setfield(L, -2, "durable");
+  }
+  lua_pop(L, 1);
+  // The global os and math are package.loaded's (lua_libs.cpp keeps them so).
+  if (lua_getfield(L, -1, LUA_OSLIBNAME) == LUA_TTABLE) {
+    for (const char* name : {"time", "clock", "date"}) WrapRead(L, scheduler, name);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, -1, LUA_MATHLIBNAME) == LUA_TTABLE) WrapRead(L, scheduler, "random");
+  lua_pop(L, 2);
+}
+
+}  // namespace lua_tasks
