@@ -257,13 +257,8 @@ Journal* DurableJournal(RuntimeCore* core) {
 int JournalCall(RuntimeCore* core, Journal* j, lua_State* L, int n) {
   Scheduler* s = core->scheduler.get();
   if (n < 0) {
-    const char* text = lua_tostring(L, -1);
     lua_pushboolean(L, 0);
-    if (text != nullptr) {
-      lua_pushstring(L, text);
-    } else {
-      lua_pushliteral(L, "a JS error that is not a string (its message is not journaled)");
-    }
+    PushErrorMessage(L, -2);  // a JS error object is journaled as its message
     if (!JournalValues(s, j, RecordKind::kCall, L, 2)) return -1;
     lua_pop(L, 2);
     return -1;

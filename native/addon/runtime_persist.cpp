@@ -142,6 +142,7 @@ Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
   } else {
     core->keyed.set_reader(nullptr);
   }
+  core->scheduler->set_durable_ok(info[0].IsObject());  // a store with keyed writes keeps journals
   return env.Undefined();
 }
 

@@ -23,7 +23,7 @@ const char* RecordKindName(RecordKind kind) {
     case RecordKind::kStep:
       return "tasks.step";
     case RecordKind::kValue:
-      return "a clock or random read";
+      return "a clock or random read or a tasks call";
     case RecordKind::kMessage:
       return "a message received";
     case RecordKind::kEnd:
@@ -124,6 +124,27 @@ bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
   const bool ok = EncodeState(L, -1, out, error, "value");
   lua_pop(L, 1);
   return ok;
+}
+
+namespace {
+int l_tostring(lua_State* L) {
+  luaL_tolstring(L, 1, nullptr);
+  return 1;
+}
+}  // namespace
+
+void PushErrorMessage(lua_State* L, int idx) {
+  idx = lua_absindex(L, idx);
+  if (lua_type(L, idx) == LUA_TSTRING) {
+    lua_pushvalue(L, idx);
+    return;
+  }
+  lua_pushcfunction(L, l_tostring);
+  lua_pushvalue(L, idx);
+  if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
+    lua_pop(L, 1);
+    lua_pushliteral(L, "an error value without a message");
+  }
 }
 
 int PushValues(lua_State* L, std::string_view payload, std::string* error) {

@@ -112,6 +112,10 @@ class Journal {
 // The `n` values on top of L as one payload (a table { n = n, ... } in the
 // codec). False with *error if one cannot persist. Caller holds a HostSection.
 bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error);
+// Pushes the message of the error value at `idx` as a string: an error that
+// cannot persist (a JS error object) is journaled as its message. Never
+// raises (a __tostring that fails gives a fixed text).
+void PushErrorMessage(lua_State* L, int idx);
 // Pushes the values of a payload; returns how many, or -1 with *error.
 // Caller holds a HostSection.
 int PushValues(lua_State* L, std::string_view payload, std::string* error);

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "coded_error.hpp"
+#include "lua_api_resolve.hpp"
 #include "scheduler.hpp"
 
 namespace lua_tasks {
@@ -85,6 +86,62 @@ int l_step(lua_State* L) {
   return n;
 }
 
+// Encodes the `count` values from `first` as a new durable task's start
+// record and hands it to the scheduler for its next Start. False with the
+// message pushed if one cannot persist.
+bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
+  LuaHost::HostSection section(s->host(), L);
+  for (int i = 0; i < count; ++i) lua_pushvalue(L, first + i);
+  std::string start, error;
+  const bool ok = EncodeValues(L, count, &start, &error);
+  lua_pop(L, count);
+  if (!ok) {
+    lua_pushfstring(L, "tasks.start_durable: its arguments must persist: %s", error.c_str());
+    return false;
+  }
+  s->PrepareDurable("", std::move(start), {});
+  return true;
+}
+
+// tasks.start_durable(entry, ...) -> id: starts a durable task (as
+// rt.spawn(entry, { durable: true, args }) does). `entry`: a global name or
+// a "mod.fn" path, which a restart finds again.
+int l_start_durable(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const char* entry = luaL_checkstring(L, 1);
+  if (!s->durable_ok()) {
+    return luaL_error(L,
+                      "tasks.start_durable: this runtime keeps no journals (open it with Runtime.open({ name, store }) "
+                      "and a store that keeps keyed writes)");
+  }
+  const int nargs = lua_gettop(L) - 1;
+  // The entry's function: a global, else a module's (required if need be).
+  if (lua_getglobal(L, entry) != LUA_TFUNCTION) {
+    lua_pop(L, 1);
+    lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+    lua_rawgeti(L, -1, 1);
+    lua_remove(L, -2);
+    lua_pushvalue(L, 1);
+    lua_call(L, 1, 1);
+    if (!lua_isfunction(L, -1)) {
+      return luaL_error(L, "tasks.start_durable: \"%s\" is not a function (give a global name or a \"mod.fn\" path)",
+                        entry);
+    }
+  }
+  lua_insert(L, 2);  // [entry, fn, args...]
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);  // no idempotency key from Lua
+  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, 3 + i);
+  const int record = lua_gettop(L) - nargs - 1;
+  if (!PrepareStart(s, L, record, nargs + 2)) return lua_error(L);
+  lua_settop(L, record - 1);
+  const uint64_t key = s->Start(L, nargs, false);
+  if (key == 0) return luaL_error(L, "tasks.start_durable: the task could not be started (memory)");
+  char id[Scheduler::kIdLength];
+  lua_pushlstring(L, id, s->FormatId(key, id));
+  return 1;
+}
+
 // tasks.durable(): whether the running task is durable.
 int l_durable(lua_State* L) {
   Scheduler* s = Sched(L);
@@ -93,13 +150,14 @@ int l_durable(lua_State* L) {
   return 1;
 }
 
-// A clock or random read: upvalue 1 the scheduler, 2 the function it wraps.
+// A clock or random read, or a call of the tasks API on other tasks:
+// upvalue 1 the scheduler, 2 the function it wraps.
 int l_journaled_read(lua_State* L) {
   Scheduler* s = Sched(L);
   Journal* j = RunningJournal(s);
   if (j != nullptr && j->replaying()) {
     lua_settop(L, 0);
-    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read", L);
+    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
     return n < 0 ? lua_error(L) : n;
   }
   lua_pushvalue(L, lua_upvalueindex(2));
@@ -133,6 +191,12 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     lua_pushlightuserdata(L, scheduler);
     lua_pushcclosure(L, l_durable, 1);
     lua_setfield(L, -2, "durable");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_start_durable, 1);
+    lua_setfield(L, -2, "start_durable");
+    // What a durable task learns of other tasks, or does to them, happens
+    // once: a replay hands back the answer (a started task's id too).
+    for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
   }
   lua_pop(L, 1);
   // The global os and math are package.loaded's (lua_libs.cpp keeps them so).

@@ -231,6 +231,12 @@ int l_tasks_status(lua_State* L) {
 int l_tasks_join(lua_State* L) {
   Scheduler* s = Sched(L);
   const uint64_t key = KeyArg(L, s);
+  if (Task* t = s->current(); t != nullptr && t->durable && s->ReplaysWait(t, WaitKind::kJoin)) {
+    // A durable task's replay: the task it waited for may be of the earlier
+    // run; the journal holds the outcome (docs/durable.md).
+    t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
+    return Suspend(L, s, t);
+  }
   Task* target = s->Find(key);
   if (target != nullptr) {
     Task* t = NeedTask(L, s, "tasks.wait");

@@ -267,6 +267,8 @@ class Scheduler {
     return it == journals_.end() ? nullptr : it->second.get();
   }
   size_t durable_count() const { return journals_.size(); }
+  // Whether t replays and its journal's next record is a yield of `kind`.
+  bool ReplaysWait(const Task* t, WaitKind kind) const;
   // The journal records written since the last take (keyed writes of space 2).
   std::vector<KeyedWrite> TakeJournalWrites();
   // A write that failed: its records go ahead of the newer ones.
@@ -280,6 +282,10 @@ class Scheduler {
   // The runtime is closing: ends that CancelAll makes are not journaled (the
   // durable tasks go on at the next open).
   void set_closing() { closing_ = true; }
+  // Whether durable tasks can start: the store keeps keyed writes (the
+  // embedder says so when it gives the store's reader).
+  void set_durable_ok(bool v) { durable_ok_ = v; }
+  bool durable_ok() const { return durable_ok_; }
 
  private:
   // Holds the task itself, not its key: a hash lookup per wake was the
@@ -376,6 +382,7 @@ class Scheduler {
   std::vector<KeyedWrite> journal_writes_;
   bool journal_told_ = false;
   bool closing_ = false;
+  bool durable_ok_ = false;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
   std::unordered_map<std::string, uint64_t> foreign_keys_;
   // What RunTask does with a durable task's yield (JournalYield).

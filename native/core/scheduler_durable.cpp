@@ -61,6 +61,13 @@ void Scheduler::AttachJournal(Task* t) {
   journals_[t->key] = std::move(j);
 }
 
+bool Scheduler::ReplaysWait(const Task* t, WaitKind kind) const {
+  const Journal* j = JournalOf(t);
+  if (j == nullptr || j->in_step > 0 || !j->replaying() || j->next_kind() != RecordKind::kYield) return false;
+  YieldRecord y;
+  return Journal::DecodeYield(j->Peek(), &y) && y.kind == kind;
+}
+
 std::vector<KeyedWrite> Scheduler::TakeJournalWrites() {
   journal_told_ = false;
   std::vector<KeyedWrite> out;
@@ -123,9 +130,17 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   {
     LuaHost::HostSection section(host_, host_->current());
     ok = EncodeValues(t->co, nargs, &payload, &error);
-    if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit)) {
-      // An outcome that cannot persist (a JS object by reference): the await
-      // or COMMIT raises why, in this run and in a replay alike.
+    if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit) && nargs == 2 && !lua_toboolean(t->co, -2)) {
+      // A rejection whose error cannot persist (a JS error object): the
+      // task gets it as it is; the journal keeps its message, which a
+      // replay raises.
+      lua_pushboolean(t->co, 0);
+      PushErrorMessage(t->co, -2);
+      ok = EncodeValues(t->co, 2, &payload, &error);
+      lua_pop(t->co, 2);
+    } else if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit)) {
+      // A value that cannot persist (a JS object by reference): the await
+      // raises why, in this run and in a replay alike.
       lua_pop(t->co, nargs);
       lua_pushboolean(t->co, 0);
       lua_pushfstring(t->co, "the outcome cannot be journaled for durable task %s: %s", j->id().c_str(), error.c_str());
