@@ -30,7 +30,7 @@ const RUNTIME_OPTIONS = Object.freeze([
 ]);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
-const OPEN_OPTIONS = Object.freeze(['name', 'store', 'storeTimeout', 'storeCacheBytes', 'setup']);
+const OPEN_OPTIONS = Object.freeze(['name', 'store', 'storeTimeout', 'storeCacheBytes', 'setup', 'durableRetention']);
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
 

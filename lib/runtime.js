@@ -81,6 +81,8 @@ class Runtime extends EventEmitter {
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
   #durableKeys = new Map(); // idempotency key -> Task of a live durable task (docs/durable.md)
+  #retention = 0; // ms a finished durable task is kept (the durableRetention option)
+  #retained = new Map(); // id -> status of a finished durable task still retained
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
   #hasDurable = false; // a durable task was started or restored: close() writes their records first
 
@@ -122,6 +124,8 @@ class Runtime extends EventEmitter {
       this.#lease = persist.lease;
       this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
       if (persist.reader) this.#native.setStoreReader(persist.reader);
+      this.#retention = persist.durableRetention;
+      this.#native.setDurableRetention(this.#retention > 0);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -154,7 +158,7 @@ class Runtime extends EventEmitter {
     try {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
-      if (options.setup !== undefined) await options.setup(rt);
+      if (persist.setup !== undefined) await persist.setup(rt);
       if (persist.reader) rt.#restoreDurable(persist.reader, persist.name);
       return rt;
     } catch (e) {
@@ -291,7 +295,10 @@ class Runtime extends EventEmitter {
   // { id, status, waiting?, name?, meta? } of a live or recently ended task, else undefined.
   #snapshot(id) {
     const code = this.#native.taskState(id);
-    if (code === undefined) return undefined;
+    if (code === undefined) {
+      const status = this.#retained.size > 0 ? this.#retained.get(id) : undefined;
+      return status === undefined ? undefined : { id, status }; // a finished durable task, retained
+    }
     const until = stateStatus(code) === 'waiting' ? this.#native.taskUntil(id) : undefined;
     return this.#labelled(taskSnapshot(id, code, until));
   }
@@ -413,7 +420,7 @@ class Runtime extends EventEmitter {
     if (!durable) return this.#start(fn, [...args], signal, labels);
     this.#hasDurable = true;
     const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
-    if (key !== undefined) this.#keep(key, task);
+    this.#keep(key ?? null, task);
     return task;
   }
 
@@ -434,14 +441,15 @@ class Runtime extends EventEmitter {
     }
   }
 
-  // A durable task's idempotency key names it while it lives.
+  // A durable task's idempotency key names it while it lives and, once it
+  // ended, while it is retained.
   #keep(key, task) {
-    if (task.status === 'done' || task.status === 'failed' || task.status === 'cancelled') return;
-    this.#durableKeys.set(key, task);
-    const forget = () => {
-      if (this.#durableKeys.get(key) === task) this.#durableKeys.delete(key);
+    if (key !== null) this.#durableKeys.set(key, task);
+    const ended = () => {
+      if (this.#retention > 0) this.#retained.set(task.id, task.status);
+      else if (key !== null && this.#durableKeys.get(key) === task) this.#durableKeys.delete(key);
     };
-    task.result.then(forget, forget);
+    task.result.then(ended, ended);
   }
 
   // Runtime.open: every unfinished durable task of the store runs again from
@@ -460,15 +468,35 @@ class Runtime extends EventEmitter {
       }
       after = keys[keys.length - 1];
     }
+    const now = Date.now();
     for (const [id, records] of groups) {
       this.#hasDurable = true;
       let task;
       let key = null;
       try {
         const info = this.#native.durableInfo(records[0]);
-        if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is not its start record');
+        if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is neither its start nor its end');
         let entry;
         [entry, key] = info;
+        if (entry === null) {
+          // Finished: kept until its retention ends, then its record goes.
+          const [, , status, ended, value] = info;
+          if (this.#retention === 0 || ended + this.#retention <= now) {
+            this.#native.forgetDurable(id);
+            continue;
+          }
+          task = new Task(this, id);
+          const kind = status === 'done' ? END.done : status === 'failed' ? END.failed : END.cancelled;
+          const error = () =>
+            makeError(
+              kind === END.failed ? 'ERR_LUA_RUNTIME' : 'ERR_TASK_CANCELLED',
+              `The durable task ${id} ${status === 'failed' ? `failed before this runtime was opened: ${value}` : 'was cancelled before this runtime was opened.'}`,
+            );
+          endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
+          this.#retained.set(id, status);
+          if (key !== null) this.#durableKeys.set(key, task);
+          continue;
+        }
         task = this.#start(entry, [], undefined, undefined, { id, records });
       } catch (e) {
         // Its records stay: code that can run it may be deployed.
@@ -477,7 +505,7 @@ class Runtime extends EventEmitter {
         });
         continue;
       }
-      if (key !== null) this.#keep(key, task);
+      this.#keep(key, task);
       task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
     }
   }

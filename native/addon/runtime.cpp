@@ -89,6 +89,8 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_putBackWrites>("putBackWrites"),
                          InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
                          InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
+                         InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
+                         InstanceMethod<&Runtime::JS_setDurableRetention>("setDurableRetention"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),
@@ -351,9 +353,12 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
     std::string error;
     const int count = PushValues(L, std::string_view(records[0]).substr(1), &error);
     if (count < 2) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
+    std::optional<std::string> key;
+    if (lua_type(L, -count + 1) == LUA_TSTRING) key = lua_tostring(L, -count + 1);
     lua_rotate(L, -count, -2);  // entry, key to the top
     lua_pop(L, 2);
-    core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records));
+    core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records),
+                                    std::move(key));
     return static_cast<uint32_t>(count - 2);
   }
   PushJsArgs(core, L, args, base);
@@ -362,9 +367,10 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
   const std::string name = entry.As<Napi::String>().Utf8Value();
   lua_pushlstring(L, name.data(), name.size());
   Napi::Value key = durable.Get("key");
+  std::optional<std::string> key_text;
   if (key.IsString()) {
-    const std::string k = key.As<Napi::String>().Utf8Value();
-    lua_pushlstring(L, k.data(), k.size());
+    key_text = key.As<Napi::String>().Utf8Value();
+    lua_pushlstring(L, key_text->data(), key_text->size());
   } else {
     lua_pushnil(L);
   }
@@ -378,7 +384,7 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
                "them): " +
                    error + ".");
   }
-  core->scheduler->PrepareDurable("", std::move(start), {});
+  core->scheduler->PrepareDurable("", std::move(start), {}, std::move(key_text));
   return n;
 }
 }  // namespace

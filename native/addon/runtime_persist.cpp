@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "convert.hpp"
 #include "durable_journal.hpp"
 #include "errors.hpp"
 #include "state_codec.hpp"
@@ -196,34 +197,50 @@ Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
-  // A start record's entry and idempotency key: [entry, key | null].
+  // What a durable task's first record says: a start record gives [entry,
+  // key | null]; an end record (a finished task, retained) [null, key |
+  // null, status, ended (ms since the epoch), result or error message].
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   auto b = info[0].As<Napi::Uint8Array>();
   std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-  if (!Journal::Unseal(&sealed))
-    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record is damaged (its checksum does not match).");
-  std::string_view record(sealed);
-  if (record.empty() || record[0] != static_cast<char>(RecordKind::kStart)) return env.Null();
-  lua_State* L = core->host->current();
-  std::string entry, key, error;
-  bool has_key = false;
-  int n;
-  {
-    LuaHost::HostSection section(core->host.get(), L);
-    n = PushValues(L, record.substr(1), &error);
-    if (n >= 2 && lua_type(L, -n) == LUA_TSTRING) {
-      entry = lua_tostring(L, -n);
-      has_key = lua_type(L, -n + 1) == LUA_TSTRING;
-      if (has_key) key = lua_tostring(L, -n + 1);
-    }
-    if (n > 0) lua_pop(L, n);
+  if (!Journal::Unseal(&sealed) || sealed.empty()) {
+    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's first record is damaged (its checksum does not match).");
   }
-  if (entry.empty()) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
-  Napi::Array out = Napi::Array::New(env, 2);
-  out.Set(0u, Napi::String::New(env, entry));
-  out.Set(1u, has_key ? Napi::Value(Napi::String::New(env, key)) : env.Null());
+  const auto kind = static_cast<RecordKind>(sealed[0]);
+  if (kind != RecordKind::kStart && kind != RecordKind::kEnd) return env.Null();
+  lua_State* L = core->host->current();
+  std::string error;
+  Napi::Array out = Napi::Array::New(env);
+  StackGuard stack(L);
+  LuaHost::HostSection section(core->host.get(), L);
+  const int n = PushValues(L, std::string_view(sealed).substr(1), &error);
+  const int first = lua_gettop(L) - n + 1;
+  if (n < (kind == RecordKind::kStart ? 2 : 4) || lua_type(L, first) != LUA_TSTRING) {
+    ThrowError(env, "ERR_STORE_CORRUPT",
+               "A durable task's first record does not read" + (error.empty() ? std::string() : ": " + error));
+  }
+  if (kind == RecordKind::kStart) {
+    out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
+    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1))) : env.Null());
+    return out;
+  }
+  out.Set(0u, env.Null());
+  const int order[4] = {first + 1, first, first + 2, first + 3};  // key, status, ended, result
+  for (uint32_t i = 0; i < 4; ++i) out.Set(i + 1, Napi::Value(env, ToJs(core, L, order[i])));
   return out;
+}
+
+Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->ForgetDurable(info[0].As<Napi::String>().Utf8Value());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_setDurableRetention(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->set_retain_ends(info[0].ToBoolean());
+  return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {

@@ -58,14 +58,23 @@ std::string Journal::KeyOf(std::string_view id, size_t seq) {
   return key;
 }
 
-void Journal::Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out) {
+std::string Journal::Seal(RecordKind kind, std::string_view payload) {
   std::string bytes;
-  bytes.reserve(payload.size() + 1);
+  bytes.reserve(payload.size() + 5);
   bytes.push_back(static_cast<char>(kind));
   bytes.append(payload);
   const uint32_t crc = Crc32c::Update(0, bytes);
   for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(crc >> (8 * i)));
-  out->push_back({KeyOf(id_, seq_++), std::move(bytes)});
+  return bytes;
+}
+
+void Journal::Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out) {
+  out->push_back({KeyOf(id_, seq_++), Seal(kind, payload)});
+}
+
+void Journal::Finish(const std::string* end, std::vector<KeyedWrite>* out) const {
+  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i) out->push_back({KeyOf(id_, i), std::nullopt});
+  if (end != nullptr) out->push_back({KeyOf(id_, 0), Seal(RecordKind::kEnd, *end)});
 }
 
 bool Journal::Unseal(std::string* record) {
@@ -76,10 +85,6 @@ bool Journal::Unseal(std::string* record) {
   if (Crc32c::Update(0, std::string_view(*record).substr(0, body)) != stored) return false;
   record->resize(body);
   return true;
-}
-
-void Journal::DeleteAll(std::vector<KeyedWrite>* out) const {
-  for (size_t i = 0; i < seq_; ++i) out->push_back({KeyOf(id_, i), std::nullopt});
 }
 
 std::string Journal::EncodeYield(const YieldRecord& y) {

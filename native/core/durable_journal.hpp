@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -76,8 +77,12 @@ class Journal {
   // ---- Live ----
   // Appends a record (seq size()) and its keyed write to *out.
   void Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out);
-  // Deletes of every record written, into *out (the task ended).
-  void DeleteAll(std::vector<KeyedWrite>* out) const;
+  // The task ended: deletes of its records into *out; with `end` (an end
+  // record's payload) record 0 becomes that end record instead, kept while
+  // finished tasks are retained (docs/durable.md#retention).
+  void Finish(const std::string* end, std::vector<KeyedWrite>* out) const;
+  // A record as stored: kind, payload, CRC.
+  static std::string Seal(RecordKind kind, std::string_view payload);
 
   static std::string KeyOf(std::string_view id, size_t seq);
   // A stored record checked and its CRC taken off; false if it is damaged.
@@ -87,6 +92,8 @@ class Journal {
   // What a record's payload says, for a divergence message.
   static std::string Describe(RecordKind kind, std::string_view payload);
 
+  // The idempotency key it was started with, if any (its end record keeps it).
+  std::optional<std::string> key;
   // The wait whose outcome is recorded next (kNone: none: a first run, a
   // preemption's continuation).
   WaitKind awaiting = WaitKind::kNone;

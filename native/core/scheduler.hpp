@@ -260,7 +260,13 @@ class Scheduler {
   // earlier run ("" for a new task, which gets an id of this scheduler);
   // `records`: that run's journal, its start record first (empty for a new
   // task, whose start record is `start`).
-  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records);
+  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records,
+                      std::optional<std::string> key = std::nullopt);
+  // Whether a finished durable task's end record is kept (durableRetention)
+  // or all its records go.
+  void set_retain_ends(bool v) { retain_ends_ = v; }
+  // Deletes the end record of a finished durable task past its retention.
+  void ForgetDurable(std::string_view id);
   Journal* JournalOf(const Task* t) const {
     if (!t->durable) return nullptr;
     auto it = journals_.find(t->key);
@@ -383,6 +389,8 @@ class Scheduler {
   bool journal_told_ = false;
   bool closing_ = false;
   bool durable_ok_ = false;
+  bool retain_ends_ = true;
+  std::optional<std::string> next_key_text_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
   std::unordered_map<std::string, uint64_t> foreign_keys_;
   // What RunTask does with a durable task's yield (JournalYield).

@@ -35,8 +35,10 @@ bool SameYield(const YieldRecord& was, WaitKind kind, int64_t value) {
 
 }  // namespace
 
-void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records) {
+void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records,
+                               std::optional<std::string> key) {
   next_durable_ = true;
+  next_key_text_ = std::move(key);
   next_id_ = std::move(id);
   next_start_ = std::move(start);
   next_records_ = std::move(records);
@@ -54,6 +56,8 @@ void Scheduler::AttachJournal(Task* t) {
     j->Append(RecordKind::kStart, next_start_, &journal_writes_);
     TellJournal();
   }
+  j->key = std::move(next_key_text_);
+  next_key_text_.reset();
   next_id_.clear();
   next_start_.clear();
   next_records_.clear();
@@ -254,10 +258,47 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   Journal* j = it->second.get();
   // Closing: the task goes on at the next open. Diverged: its journal stays
   // for code that replays it (docs/durable.md#changing-code).
-  if (!closing_ && !j->diverged) {
-    j->DeleteAll(&journal_writes_);
+  if (closing_ || j->diverged) return;
+  if (!retain_ends_) {
+    j->Finish(nullptr, &journal_writes_);
     TellJournal();
+    return;
   }
+  // The end record: status, key, when (wall ms), the result or the error's
+  // message (nil if it cannot persist).
+  LuaHost::HostSection section(host_, host_->current());
+  lua_State* co = t->co;
+  const int top = lua_gettop(co);
+  if (!lua_checkstack(co, 6)) return;  // no room: its journal stays, and a restart ends it again
+  const char* status = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kFailed ? "failed" : "cancelled";
+  lua_pushstring(co, status);
+  if (j->key) {
+    lua_pushlstring(co, j->key->data(), j->key->size());
+  } else {
+    lua_pushnil(co);
+  }
+  lua_pushnumber(co, static_cast<double>(clock_->WallNs() / 1000000));
+  if (end.kind == TaskEnd::kDone && end.nres > 0) {
+    lua_pushvalue(co, top - end.nres + 1);
+  } else if (end.kind == TaskEnd::kFailed && end.nres > 0) {
+    PushErrorMessage(co, top);
+  } else {
+    lua_pushnil(co);
+  }
+  std::string payload, error;
+  if (!EncodeValues(co, 4, &payload, &error)) {
+    lua_pop(co, 1);
+    lua_pushnil(co);  // a result that cannot persist: kept as nil
+    EncodeValues(co, 4, &payload, &error);
+  }
+  lua_settop(co, top);
+  j->Finish(&payload, &journal_writes_);
+  TellJournal();
+}
+
+void Scheduler::ForgetDurable(std::string_view id) {
+  journal_writes_.push_back({Journal::KeyOf(id, 0), std::nullopt});
+  TellJournal();
 }
 
 }  // namespace lua_tasks

@@ -99,9 +99,22 @@ test('an idempotency key gives the live task, across a restart too', async () =>
   await sleep(60);
   expect(rt.resume(first.id, 'hi')).toBe(true);
   expect(await ensured.result).toBe('did k1|hi');
-  // Ended: the key names no task now, so it starts a new one.
-  const next = rt.spawn('quest', { durable: true, key: 'quest:1', args: ['k', 0] });
-  expect(next.id).not.toBe(first.id);
+  // Ended: the key still gives it, done, while it is retained (durableRetention).
+  expect(rt.spawn('quest', { durable: true, key: 'quest:1', args: ['k', 0] })).toBe(ensured);
+  await rt.close();
+  rt = await open(dir, QUEST);
+  const retained = rt.spawn('quest', { durable: true, key: 'quest:1', args: ['k', 0] });
+  expect(retained.id).toBe(first.id);
+  expect(retained.status).toBe('done');
+  expect(await retained.result).toBe('did k1|hi');
+  expect(rt.task(first.id)).toEqual({ id: first.id, status: 'done' });
+  expect(rt.tasks()).toEqual([]);
+  await rt.close();
+  // Past its retention it is forgotten: the key starts a new task.
+  rt = await open(dir, QUEST, new Map(), { durableRetention: 0 });
+  expect(rt.task(first.id)).toBeUndefined();
+  const fresh = rt.spawn('quest', { durable: true, key: 'quest:1', args: ['k', 0] });
+  expect(fresh.id).not.toBe(first.id);
   await rt.close();
 });
 
@@ -297,7 +310,9 @@ test('bad input to a durable start is refused with what was wrong', async () => 
     expect.objectContaining({ code: 'ERR_CONVERSION', message: expect.stringContaining('must persist') }),
   );
   expect(() => rt.spawn('quest', { key: 'k' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
-  expect(() => rt.spawn('quest', { durable: 'yes' })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }));
+  expect(() => rt.spawn('quest', { durable: 'yes' })).toThrow(
+    expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+  );
   expect(() => rt.spawn('nope', { durable: true })).toThrow(expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE' }));
   expect(rt.tasks()).toEqual([]);
   await rt.close();
