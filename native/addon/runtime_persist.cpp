@@ -222,7 +222,8 @@ Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
   }
   if (kind == RecordKind::kStart) {
     out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
-    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1))) : env.Null());
+    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1)))
+                                                      : env.Null());
     return out;
   }
   out.Set(0u, env.Null());

@@ -28,6 +28,8 @@ const char* RecordKindName(RecordKind kind) {
       return "a message received";
     case RecordKind::kEnd:
       return "the end";
+    case RecordKind::kPatch:
+      return "tasks.patched";
   }
   return "an unknown record";
 }

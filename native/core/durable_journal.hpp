@@ -36,9 +36,10 @@ enum class RecordKind : char {
   kIn = 'I',       // the values that wait ended with
   kCall = 'C',     // a JS function's outcome: ok, then its value or error message
   kStep = 'S',     // tasks.step's results
-  kValue = 'V',    // a clock or random read
+  kValue = 'V',    // a clock or random read, or a tasks call on other tasks
   kMessage = 'M',  // a message taken from the mailbox
   kEnd = 'E',      // how the task ended (written as the task's records are deleted)
+  kPatch = 'P',    // tasks.patched(name) said true: code newer than the task's start
 };
 const char* RecordKindName(RecordKind kind);
 

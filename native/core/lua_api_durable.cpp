@@ -142,6 +142,38 @@ int l_start_durable(lua_State* L) {
   return 1;
 }
 
+// tasks.patched(name) -> boolean: whether the running code may take the new
+// path named `name` (docs/durable.md#changing-code). A live run takes it
+// and journals that it did; a replay takes it only where its journal says
+// the first run did, so a task started by older code goes on with the old
+// path. Outside a durable task: true.
+int l_patched(lua_State* L) {
+  Scheduler* s = Sched(L);
+  size_t n;
+  const char* name = luaL_checklstring(L, 1, &n);
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (j->replaying()) {
+    bool taken = false;
+    if (j->next_kind() == RecordKind::kPatch && j->Peek() == std::string_view(name, n)) {
+      j->Next();
+      if (!j->replaying()) j->EndReplay();
+      taken = true;
+    }
+    lua_pushboolean(L, taken);
+    return 1;
+  }
+  {
+    LuaHost::HostSection section(s->host(), L);
+    s->AppendRecord(j, RecordKind::kPatch, std::string_view(name, n));
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
 // tasks.durable(): whether the running task is durable.
 int l_durable(lua_State* L) {
   Scheduler* s = Sched(L);
@@ -194,9 +226,13 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     lua_pushlightuserdata(L, scheduler);
     lua_pushcclosure(L, l_start_durable, 1);
     lua_setfield(L, -2, "start_durable");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_patched, 1);
+    lua_setfield(L, -2, "patched");
     // What a durable task learns of other tasks, or does to them, happens
     // once: a replay hands back the answer (a started task's id too).
-    for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
+    for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"})
+      WrapRead(L, scheduler, name);
   }
   lua_pop(L, 1);
   // The global os and math are package.loaded's (lua_libs.cpp keeps them so).

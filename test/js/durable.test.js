@@ -81,9 +81,10 @@ test('a durable task waits again after close and reopen, with its id, its deadli
   await rt.close();
 
   rt = await open(dir, QUEST, calls);
-  // The quest ended and the sleeper was cancelled: neither comes back.
-  expect(rt.task(task.id)).toBeUndefined();
-  expect(rt.task(long.id)).toBeUndefined();
+  // The quest ended and the sleeper was cancelled: neither runs again; both are retained as ended.
+  expect(rt.tasks()).toEqual([]);
+  expect(rt.task(task.id)).toEqual({ id: task.id, status: 'done' });
+  expect(rt.task(long.id)).toEqual({ id: long.id, status: 'cancelled' });
   await rt.close();
 });
 
@@ -322,4 +323,31 @@ test('bad input to a durable start is refused with what was wrong', async () => 
   );
   expect(() => plain.load('tasks.start_durable("print")')).toThrow(/keeps no journals/);
   plain.close();
+});
+
+test('tasks.patched lets new code meet tasks that older code started', async () => {
+  const dir = tmpdir();
+  const v1 = `function q() coroutine.yield("INDEFINITELY"); return effect("old reward") end`;
+  const v2 = `function q()
+    local new = tasks.patched("double-reward")
+    coroutine.yield("INDEFINITELY")
+    if new then return effect("new reward") else return effect("old reward") end
+  end`;
+  let rt = await open(dir, v1);
+  const old = rt.spawn('q', { durable: true, key: 'old' });
+  await rt.close();
+  rt = await open(dir, v2);
+  const young = rt.spawn('q', { durable: true, key: 'young' });
+  await sleep(20);
+  const restored = rt.spawn('q', { durable: true, key: 'old' });
+  expect(restored.id).toBe(old.id);
+  expect(rt.resume(old.id)).toBe(true);
+  expect(await restored.result).toBe('did old reward'); // started by v1: the old path, no divergence
+  await rt.close();
+  rt = await open(dir, v2);
+  const again = rt.spawn('q', { durable: true, key: 'young' });
+  expect(again.id).toBe(young.id);
+  expect(rt.resume(young.id)).toBe(true);
+  expect(await again.result).toBe('did new reward'); // started by v2: replayed on the new path
+  await rt.close();
 });
