@@ -65,6 +65,25 @@ function isAbortSignal(v) {
  * failure, or a Lua-started task's, while no 'taskerror' listener is attached
  * is reported with process.emitWarning, never dropped.
  */
+// A store's records of one key space, by task id ("<id>/<seq>" keys): { keys, values } in order.
+function recordsBy(reader, space) {
+  const groups = new Map();
+  let after = '';
+  for (;;) {
+    const keys = reader.keys('', after, 1000, space);
+    if (!keys || keys.length === 0) break;
+    for (const k of keys) {
+      const id = k.slice(0, k.lastIndexOf('/'));
+      let group = groups.get(id);
+      if (!group) groups.set(id, (group = { keys: [], values: [] }));
+      group.keys.push(k);
+      group.values.push(reader.get(k, space));
+    }
+    after = keys[keys.length - 1];
+  }
+  return groups;
+}
+
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
@@ -455,21 +474,10 @@ class Runtime extends EventEmitter {
   // Runtime.open: every unfinished durable task of the store runs again from
   // its entry, replaying its journal, and goes on from where it was.
   #restoreDurable(reader, name) {
-    const groups = new Map();
-    let after = '';
-    for (;;) {
-      const keys = reader.keys('', after, 1000, 2);
-      if (!keys || keys.length === 0) break;
-      for (const k of keys) {
-        const id = k.slice(0, k.lastIndexOf('/'));
-        let records = groups.get(id);
-        if (!records) groups.set(id, (records = []));
-        records.push(reader.get(k, 2));
-      }
-      after = keys[keys.length - 1];
-    }
+    const groups = recordsBy(reader, 2); // journals
+    const inboxes = recordsBy(reader, 3); // messages not yet received
     const now = Date.now();
-    for (const [id, records] of groups) {
+    for (const [id, { values: records }] of groups) {
       this.#hasDurable = true;
       let task;
       let key = null;
@@ -498,6 +506,8 @@ class Runtime extends EventEmitter {
           continue;
         }
         task = this.#start(entry, [], undefined, undefined, { id, records });
+        const inbox = inboxes.get(id);
+        if (inbox) this.#native.restoreInbox(id, inbox.keys, inbox.values);
       } catch (e) {
         // Its records stay: code that can run it may be deployed.
         process.emitWarning(`lua-tasks: the durable task ${id} of "${name}" could not be restored: ${reasonText(e)}`, {
@@ -568,6 +578,18 @@ class Runtime extends EventEmitter {
       }
     }
     return task;
+  }
+
+  /**
+   * rt.send(id, ...values), resolved once the message is durable: for a
+   * durable task, whose inbox keeps it until it is received, across
+   * restarts (docs/durable.md#messages).
+   * @returns {Promise<boolean>} true once queued and written; false for an unknown or ended task
+   */
+  async sendDurable(id, ...values) {
+    if (!this.send(id, ...values)) return false;
+    if (this.#commits) await this.#commits.request();
+    return true;
   }
 
   /**

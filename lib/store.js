@@ -152,10 +152,10 @@ function checkBatch(batch) {
         `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
       );
     }
-    if (w.space !== undefined && w.space !== 1 && w.space !== 2) {
+    if (w.space !== undefined && w.space !== 1 && w.space !== 2 && w.space !== 3) {
       throw makeError(
         'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps spaces 1 (tasks.store) and 2 (durable tasks' journals).`,
+        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes).`,
       );
     }
     if (w.value !== null && !(w.value instanceof Uint8Array)) {

@@ -90,6 +90,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
                          InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
                          InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
+                         InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
                          InstanceMethod<&Runtime::JS_setDurableRetention>("setDurableRetention"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
@@ -355,10 +356,11 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
     if (count < 2) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
     std::optional<std::string> key;
     if (lua_type(L, -count + 1) == LUA_TSTRING) key = lua_tostring(L, -count + 1);
+    std::string entry_name = lua_type(L, -count) == LUA_TSTRING ? lua_tostring(L, -count) : "";
     lua_rotate(L, -count, -2);  // entry, key to the top
     lua_pop(L, 2);
     core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records),
-                                    std::move(key));
+                                    std::move(entry_name), std::move(key));
     return static_cast<uint32_t>(count - 2);
   }
   PushJsArgs(core, L, args, base);
@@ -384,7 +386,7 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
                "them): " +
                    error + ".");
   }
-  core->scheduler->PrepareDurable("", std::move(start), {}, std::move(key_text));
+  core->scheduler->PrepareDurable("", std::move(start), {}, name, std::move(key_text));
   return n;
 }
 }  // namespace
@@ -507,6 +509,12 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
     if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     return core->scheduler->Send(key, L, static_cast<int>(n));
   });
+  if (r == Scheduler::SendResult::kNotPersistable) {
+    ThrowError(env, "ERR_CONVERSION",
+               "Cannot send to the durable task " + info[0].As<Napi::String>().Utf8Value() +
+                   ": its messages must persist (strings, numbers, booleans, tables of them): " +
+                   core->scheduler->last_send_error() + ".");
+  }
   if (r == Scheduler::SendResult::kFull) {
     ThrowError(env, "ERR_MAILBOX_FULL",
                "Cannot send a message: the task's mailbox is full (" +

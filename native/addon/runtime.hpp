@@ -61,6 +61,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);
   Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);
   Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);
   Napi::Value JS_setDurableRetention(const Napi::CallbackInfo& info);
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);
   Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);  // (batch) its keys not written since are dirty again

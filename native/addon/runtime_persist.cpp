@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "convert.hpp"
@@ -117,12 +118,15 @@ Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
 namespace {
 
 // The writes of a batch that failed, as takeWrites/takeJournal gave them.
-std::vector<KeyedWrite> WritesOf(const Napi::Array& batch) {
-  std::vector<KeyedWrite> writes;
+template <typename Write = KeyedWrite>
+std::vector<Write> WritesOf(const Napi::Array& batch) {
+  std::vector<Write> writes;
   writes.reserve(batch.Length());
   for (uint32_t i = 0; i < batch.Length(); ++i) {
     Napi::Object record = batch.Get(i).As<Napi::Object>();
-    KeyedWrite w{record.Get("key").As<Napi::String>().Utf8Value(), std::nullopt};
+    Write w;
+    if constexpr (std::is_same_v<Write, SpacedWrite>) w.space = record.Get("space").ToNumber().Int32Value();
+    w.key = record.Get("key").As<Napi::String>().Utf8Value();
     Napi::Value value = record.Get("value");
     if (value.IsTypedArray()) {
       auto bytes = value.As<Napi::Uint8Array>();
@@ -181,19 +185,50 @@ Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
-  const std::vector<KeyedWrite> writes = core->scheduler->TakeJournalWrites();
+  const std::vector<SpacedWrite> writes = core->scheduler->TakeJournalWrites();
   if (writes.empty()) return env.Null();
   Napi::Array out = Napi::Array::New(env, writes.size());
   uint32_t i = 0;
-  for (const KeyedWrite& w : writes) {
+  for (const SpacedWrite& w : writes) {
     Napi::Object record = Napi::Object::New(env);
-    record.Set("space", Napi::Number::New(env, kJournalSpace));
+    record.Set("space", Napi::Number::New(env, w.space));
     record.Set("key", Napi::String::New(env, w.key));
     record.Set("value",
                w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
     out.Set(i++, record);
   }
   return out;
+}
+
+Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
+  // (id, keys[], records[]): a restored durable task's messages not yet
+  // received, back into its mailbox in order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key = 0;
+  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  Napi::Array keys = info[1].As<Napi::Array>();
+  Napi::Array records = info[2].As<Napi::Array>();
+  lua_State* L = core->host->current();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    auto b = records.Get(i).As<Napi::Uint8Array>();
+    std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+    const std::string inbox_key = keys.Get(i).As<Napi::String>().Utf8Value();
+    if (!Journal::Unseal(&sealed) || sealed.empty() || sealed[0] != static_cast<char>(RecordKind::kMessage)) {
+      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " of a durable task's inbox is damaged.");
+    }
+    StackGuard stack(L);
+    std::string error;
+    int n;
+    {
+      LuaHost::HostSection section(core->host.get(), L);
+      n = PushValues(L, std::string_view(sealed).substr(1), &error);
+    }
+    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " does not read: " + error);
+    core->scheduler->RestoreMessage(key, inbox_key, L, n);
+  }
+  core->OnScheduleChange();
+  return env.Undefined();
 }
 
 Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
@@ -246,7 +281,7 @@ Napi::Value Runtime::JS_setDurableRetention(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {
   if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
-  core_->scheduler->PutBackJournalWrites(WritesOf(info[0].As<Napi::Array>()));
+  core_->scheduler->PutBackJournalWrites(WritesOf<SpacedWrite>(info[0].As<Napi::Array>()));
   return info.Env().Undefined();
 }
 

@@ -70,13 +70,21 @@ std::string Journal::Seal(RecordKind kind, std::string_view payload) {
   return bytes;
 }
 
-void Journal::Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out) {
-  out->push_back({KeyOf(id_, seq_++), Seal(kind, payload)});
+void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out) {
+  out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload)});
 }
 
-void Journal::Finish(const std::string* end, std::vector<KeyedWrite>* out) const {
-  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i) out->push_back({KeyOf(id_, i), std::nullopt});
-  if (end != nullptr) out->push_back({KeyOf(id_, 0), Seal(RecordKind::kEnd, *end)});
+void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
+  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
+  if (end != nullptr) out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kEnd, *end)});
+  for (const std::string& k : inbox) out->push_back({kInboxSpace, k, std::nullopt});
+}
+
+void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
+  for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
+  out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kStart, start)});
+  seq_ = 1;
+  EndReplay();
 }
 
 bool Journal::Unseal(std::string* record) {

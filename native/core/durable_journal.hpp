@@ -18,6 +18,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -53,8 +54,16 @@ struct YieldRecord {
   int64_t wall_deadline = 0;  // wall ns the wait ends (0: no deadline)
 };
 
-// The space of journal records in the store.
+// The spaces of a durable task's records in the store (docs/design.md#the-store-interface).
 inline constexpr int kJournalSpace = 2;
+inline constexpr int kInboxSpace = 3;  // messages sent to it and not yet received
+
+// A write of a durable task's records: its space, key, and sealed record (none: delete).
+struct SpacedWrite {
+  int space = kJournalSpace;
+  std::string key;
+  std::optional<std::string> value;
+};
 
 class Journal {
  public:
@@ -77,11 +86,14 @@ class Journal {
 
   // ---- Live ----
   // Appends a record (seq size()) and its keyed write to *out.
-  void Append(RecordKind kind, std::string_view payload, std::vector<KeyedWrite>* out);
+  void Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out);
   // The task ended: deletes of its records into *out; with `end` (an end
   // record's payload) record 0 becomes that end record instead, kept while
   // finished tasks are retained (docs/durable.md#retention).
-  void Finish(const std::string* end, std::vector<KeyedWrite>* out) const;
+  void Finish(const std::string* end, std::vector<SpacedWrite>* out) const;
+  // A new run of the same task (tasks.continue_as_new): every record goes
+  // and `start` becomes record 0.
+  void Restart(std::string_view start, std::vector<SpacedWrite>* out);
   // A record as stored: kind, payload, CRC.
   static std::string Seal(RecordKind kind, std::string_view payload);
 
@@ -95,6 +107,16 @@ class Journal {
 
   // The idempotency key it was started with, if any (its end record keeps it).
   std::optional<std::string> key;
+  std::string entry;  // its entry's name: a continue-as-new runs it again
+  // The inbox: the keys of the messages in its mailbox, oldest first, and
+  // the seq the next one gets.
+  std::deque<std::string> inbox;
+  uint64_t inbox_seq = 0;
+  // tasks.continue_as_new asked for a new run: its start record, and the
+  // registry reference of { fn, args... } to run.
+  bool restart = false;
+  std::string restart_start;
+  int restart_ref = LUA_NOREF;
   // The wait whose outcome is recorded next (kNone: none: a first run, a
   // preemption's continuation).
   WaitKind awaiting = WaitKind::kNone;

@@ -86,10 +86,81 @@ int l_step(lua_State* L) {
   return n;
 }
 
+// Pushes the function a durable task's entry names: a global, else a
+// module's (required if need be). Raises if there is none.
+void PushEntry(lua_State* L, const char* entry, const char* who) {
+  if (lua_getglobal(L, entry) == LUA_TFUNCTION) return;
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  lua_pushstring(L, entry);
+  lua_call(L, 1, 1);
+  if (!lua_isfunction(L, -1)) {
+    luaL_error(L, "%s: \"%s\" is not a function (give a global name or a \"mod.fn\" path)", who, entry);
+  }
+}
+
+// Encodes the journal's entry, key and the `nargs` values on top of L as
+// the start record of its next run (tasks.continue_as_new). False with the
+// message pushed if one cannot persist.
+bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
+  LuaHost::HostSection section(s->host(), L);
+  const int first = lua_gettop(L) - nargs + 1;
+  lua_pushlstring(L, j->entry.data(), j->entry.size());
+  if (j->key) {
+    lua_pushlstring(L, j->key->data(), j->key->size());
+  } else {
+    lua_pushnil(L);
+  }
+  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, first + i);
+  std::string error;
+  const bool ok = EncodeValues(L, nargs + 2, &j->restart_start, &error);
+  lua_pop(L, nargs + 2);
+  if (!ok) lua_pushfstring(L, "tasks.continue_as_new: its arguments must persist: %s", error.c_str());
+  return ok;
+}
+
+// tasks.continue_as_new(...): ends this run of the running durable task and
+// runs its entry again with these arguments, under the same id, with a
+// journal that starts again: how a task that loops for ever keeps its
+// journal bounded (docs/durable.md#continue-as-new). Does not return.
+int l_continue_as_new(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) {
+    return luaL_error(L, "tasks.continue_as_new: only a durable task can continue as new (and not inside tasks.step)");
+  }
+  if (L != t->co) {
+    return luaL_error(L, "tasks.continue_as_new: call it from the task's own code, not from a coroutine inside it");
+  }
+  if (j->replaying()) {
+    lua_settop(L, 0);
+    PushCodedError(L, ErrorCode::kNondeterminism, s->Diverge(j, "tasks.continue_as_new").c_str());
+    return lua_error(L);
+  }
+  const int nargs = lua_gettop(L);
+  if (!PrepareRestart(s, j, L, nargs)) return lua_error(L);
+  PushEntry(L, j->entry.c_str(), "tasks.continue_as_new");
+  lua_insert(L, 1);  // [fn, args...]
+  lua_createtable(L, nargs + 1, 0);
+  for (int i = 1; i <= nargs + 1; ++i) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, -2, i);
+  }
+  if (j->restart_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, j->restart_ref);
+  j->restart_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  j->restart = true;
+  t->Pend(WaitKind::kImmediate);
+  return lua_yield(L, 0);
+}
+
 // Encodes the `count` values from `first` as a new durable task's start
 // record and hands it to the scheduler for its next Start. False with the
 // message pushed if one cannot persist.
 bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
+  const char* entry = lua_tostring(L, first);
   LuaHost::HostSection section(s->host(), L);
   for (int i = 0; i < count; ++i) lua_pushvalue(L, first + i);
   std::string start, error;
@@ -99,7 +170,7 @@ bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
     lua_pushfstring(L, "tasks.start_durable: its arguments must persist: %s", error.c_str());
     return false;
   }
-  s->PrepareDurable("", std::move(start), {});
+  s->PrepareDurable("", std::move(start), {}, entry);
   return true;
 }
 
@@ -115,19 +186,7 @@ int l_start_durable(lua_State* L) {
                       "and a store that keeps keyed writes)");
   }
   const int nargs = lua_gettop(L) - 1;
-  // The entry's function: a global, else a module's (required if need be).
-  if (lua_getglobal(L, entry) != LUA_TFUNCTION) {
-    lua_pop(L, 1);
-    lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
-    lua_rawgeti(L, -1, 1);
-    lua_remove(L, -2);
-    lua_pushvalue(L, 1);
-    lua_call(L, 1, 1);
-    if (!lua_isfunction(L, -1)) {
-      return luaL_error(L, "tasks.start_durable: \"%s\" is not a function (give a global name or a \"mod.fn\" path)",
-                        entry);
-    }
-  }
+  PushEntry(L, entry, "tasks.start_durable");
   lua_insert(L, 2);  // [entry, fn, args...]
   lua_pushvalue(L, 1);
   lua_pushnil(L);  // no idempotency key from Lua
@@ -229,6 +288,9 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     lua_pushlightuserdata(L, scheduler);
     lua_pushcclosure(L, l_patched, 1);
     lua_setfield(L, -2, "patched");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_continue_as_new, 1);
+    lua_setfield(L, -2, "continue_as_new");
     // What a durable task learns of other tasks, or does to them, happens
     // once: a replay hands back the answer (a started task's id too).
     for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"})

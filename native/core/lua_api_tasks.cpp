@@ -142,6 +142,8 @@ int l_tasks_send(lua_State* L) {
       return 2;
     case Scheduler::SendResult::kFull:
       break;
+    case Scheduler::SendResult::kNotPersistable:
+      return luaL_error(L, "tasks.send: a message to a durable task must persist: %s", s->last_send_error().c_str());
   }
   return luaL_error(L, "tasks.send: the task's mailbox is full (%d messages, the runtime's mailboxLimit option)",
                     static_cast<int>(s->mailbox_limit()));

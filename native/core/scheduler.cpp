@@ -743,6 +743,25 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
     lua_pop(from, nargs);
     return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
   }
+  if (Journal* j = JournalOf(t)) {
+    // A durable task's message is kept in its inbox (space 3) until it is
+    // received: a restart puts it back in the mailbox (docs/durable.md).
+    std::string inbox_key;
+    if (restoring_inbox_key_) {
+      inbox_key = std::move(*restoring_inbox_key_);
+    } else {
+      LuaHost::HostSection section(host_, from);
+      std::string payload;
+      if (!EncodeValues(from, nargs, &payload, &last_send_error_)) {
+        lua_pop(from, nargs);
+        return SendResult::kNotPersistable;
+      }
+      inbox_key = Journal::KeyOf(j->id(), j->inbox_seq++);
+      journal_writes_.push_back({kInboxSpace, inbox_key, Journal::Seal(RecordKind::kMessage, payload)});
+      TellJournal();
+    }
+    j->inbox.push_back(std::move(inbox_key));
+  }
   {
     // The mailbox's growth is bounded by mailbox_limit_: it is not charged
     // to the memory limit, so a send never raises it here (the values were
@@ -774,7 +793,8 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
 }
 
 int Scheduler::TakeMessage(Task* t, lua_State* L) {
-  Journal* j = JournalOf(t);
+  Journal* const durable = JournalOf(t);
+  Journal* j = durable;
   if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it
   if (j != nullptr && j->replaying()) {
     // Replay: the message it took then, or none (it waited): the mailbox of
@@ -807,6 +827,12 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
   // receiving into stay in the table's array part.
   t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
   if (t->mail_count == 0) t->mail_tail = 1;
+  if (durable != nullptr && !durable->inbox.empty()) {
+    // Received: its inbox record goes in the batch that journals the receipt.
+    journal_writes_.push_back({kInboxSpace, std::move(durable->inbox.front()), std::nullopt});
+    durable->inbox.pop_front();
+    TellJournal();
+  }
   if (j != nullptr) {
     LuaHost::HostSection section(host_, L);
     std::string payload, error;

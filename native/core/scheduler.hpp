@@ -125,7 +125,10 @@ class Scheduler {
   // tasks.receive is queued to run (at the back of the ready queue, as a
   // COMMIT's outcome is), never run here: a send from JS or from another
   // task costs no nested run. `from` needs 2 free stack slots.
-  enum class SendResult { kQueued, kNotFound, kFull };
+  // kNotPersistable: the task is durable and a value cannot persist (its
+  // inbox keeps messages across restarts; last_send_error() says why).
+  enum class SendResult { kQueued, kNotFound, kFull, kNotPersistable };
+  const std::string& last_send_error() const { return last_send_error_; }
   SendResult Send(uint64_t key, lua_State* from, int nargs);
   // Moves t's oldest message onto L (n values) and returns n; -1 if its
   // mailbox is empty; -2 if L has no room for the values (the message stays).
@@ -260,7 +263,8 @@ class Scheduler {
   // earlier run ("" for a new task, which gets an id of this scheduler);
   // `records`: that run's journal, its start record first (empty for a new
   // task, whose start record is `start`).
-  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records,
+  // `entry`: its entry's name; `key`: its idempotency key.
+  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records, std::string entry,
                       std::optional<std::string> key = std::nullopt);
   // Whether a finished durable task's end record is kept (durableRetention)
   // or all its records go.
@@ -276,9 +280,13 @@ class Scheduler {
   // Whether t replays and its journal's next record is a yield of `kind`.
   bool ReplaysWait(const Task* t, WaitKind kind) const;
   // The journal records written since the last take (keyed writes of space 2).
-  std::vector<KeyedWrite> TakeJournalWrites();
+  std::vector<SpacedWrite> TakeJournalWrites();
   // A write that failed: its records go ahead of the newer ones.
-  void PutBackJournalWrites(std::vector<KeyedWrite> writes);
+  void PutBackJournalWrites(std::vector<SpacedWrite> writes);
+  // Restores a message of a restored durable task's inbox (space 3, `key`)
+  // into its mailbox: the values on top of `from` (popped). False if the
+  // task is not there.
+  bool RestoreMessage(uint64_t key, std::string inbox_key, lua_State* from, int nargs);
   // Marks the running durable task's replay diverged (it fails at its next
   // yield or end whatever the code does) and returns the message: what the
   // journal holds at its position and what the code did (`now`).
@@ -385,12 +393,15 @@ class Scheduler {
   std::string next_id_;
   std::string next_start_;
   std::vector<std::string> next_records_;
-  std::vector<KeyedWrite> journal_writes_;
+  std::vector<SpacedWrite> journal_writes_;
+  std::optional<std::string> restoring_inbox_key_;  // RestoreMessage's, for Send
   bool journal_told_ = false;
   bool closing_ = false;
   bool durable_ok_ = false;
+  std::string last_send_error_;
   bool retain_ends_ = true;
   std::optional<std::string> next_key_text_;
+  std::string next_entry_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
   std::unordered_map<std::string, uint64_t> foreign_keys_;
   // What RunTask does with a durable task's yield (JournalYield).
@@ -405,6 +416,7 @@ class Scheduler {
   void ParkFlushing(Task* t, int64_t now);
   void JournalEnd(Task* t, const TaskEnding& end);
   void FailDurable(Task* t, const std::string& message);
+  bool RestartDurable(Task* t, int* nargs);  // tasks.continue_as_new
   void TellJournal();
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;

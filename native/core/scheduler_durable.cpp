@@ -9,6 +9,7 @@
 // IMMEDIATE or a promise is a durable point: its record is written (a
 // COMMIT's write, through OnCommit) before the task is filed as waiting.
 #include <algorithm>
+#include <cstdlib>
 
 #include "coded_error.hpp"
 #include "scheduler.hpp"
@@ -36,8 +37,9 @@ bool SameYield(const YieldRecord& was, WaitKind kind, int64_t value) {
 }  // namespace
 
 void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records,
-                               std::optional<std::string> key) {
+                               std::string entry, std::optional<std::string> key) {
   next_durable_ = true;
+  next_entry_ = std::move(entry);
   next_key_text_ = std::move(key);
   next_id_ = std::move(id);
   next_start_ = std::move(start);
@@ -57,6 +59,8 @@ void Scheduler::AttachJournal(Task* t) {
     TellJournal();
   }
   j->key = std::move(next_key_text_);
+  j->entry = std::move(next_entry_);
+  next_entry_.clear();
   next_key_text_.reset();
   next_id_.clear();
   next_start_.clear();
@@ -72,14 +76,14 @@ bool Scheduler::ReplaysWait(const Task* t, WaitKind kind) const {
   return Journal::DecodeYield(j->Peek(), &y) && y.kind == kind;
 }
 
-std::vector<KeyedWrite> Scheduler::TakeJournalWrites() {
+std::vector<SpacedWrite> Scheduler::TakeJournalWrites() {
   journal_told_ = false;
-  std::vector<KeyedWrite> out;
+  std::vector<SpacedWrite> out;
   out.swap(journal_writes_);
   return out;
 }
 
-void Scheduler::PutBackJournalWrites(std::vector<KeyedWrite> writes) {
+void Scheduler::PutBackJournalWrites(std::vector<SpacedWrite> writes) {
   writes.insert(writes.end(), std::make_move_iterator(journal_writes_.begin()),
                 std::make_move_iterator(journal_writes_.end()));
   journal_writes_ = std::move(writes);
@@ -166,6 +170,11 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   if (j->diverged) {
     FailDurable(t, j->divergence);
     return kDurableFailed;
+  }
+  if (j->restart) {  // tasks.continue_as_new
+    int nargs = 0;
+    if (!RestartDurable(t, &nargs)) return kDurableFailed;
+    return nargs;
   }
   if (!t->has_pending) return kParkAsUsual;  // a preemption: not the code's, not journaled
   const WaitKind kind = t->pending_kind;
@@ -256,6 +265,10 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   auto it = journals_.find(t->key);
   if (it == journals_.end()) return;
   Journal* j = it->second.get();
+  if (j->restart_ref != LUA_NOREF) {
+    luaL_unref(host_->main(), LUA_REGISTRYINDEX, j->restart_ref);
+    j->restart_ref = LUA_NOREF;
+  }
   // Closing: the task goes on at the next open. Diverged: its journal stays
   // for code that replays it (docs/durable.md#changing-code).
   if (closing_ || j->diverged) return;
@@ -296,8 +309,57 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   TellJournal();
 }
 
+// tasks.continue_as_new: the coroutine's frames go (its <close> variables
+// run), the journal starts again with the new start record, and the entry
+// runs again on the same Task with the new arguments (left on its stack:
+// *nargs of them, its function below).
+bool Scheduler::RestartDurable(Task* t, int* nargs) {
+  Journal* j = JournalOf(t);
+  j->restart = false;
+  lua_State* co = t->co;
+  {
+    LuaHost::Entry entry(host_, co);
+    lua_resetthread(co);
+  }
+  LuaHost::HostSection section(host_, host_->current());
+  lua_settop(co, 0);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, j->restart_ref);
+  luaL_unref(co, LUA_REGISTRYINDEX, j->restart_ref);
+  j->restart_ref = LUA_NOREF;
+  const auto n = static_cast<int>(lua_rawlen(co, 1));
+  if (n < 1 || !lua_checkstack(co, n + 1)) {
+    FailDurable(t, "durable task " + j->id() + ": tasks.continue_as_new: no room for its arguments");
+    return false;
+  }
+  for (int i = 1; i <= n; ++i) lua_rawgeti(co, 1, i);
+  lua_remove(co, 1);
+  j->Restart(j->restart_start, &journal_writes_);
+  j->restart_start.clear();
+  j->awaiting = WaitKind::kNone;
+  TellJournal();
+  *nargs = n - 1;
+  return true;
+}
+
+bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  Journal* j = t == nullptr ? nullptr : JournalOf(t);
+  if (j == nullptr) {
+    lua_pop(from, nargs);
+    return false;
+  }
+  // Later messages get later keys than the restored ones.
+  const size_t slash = inbox_key.rfind('/');
+  const uint64_t seq = std::strtoull(inbox_key.c_str() + slash + 1, nullptr, 10);
+  j->inbox_seq = std::max(j->inbox_seq, seq + 1);
+  restoring_inbox_key_ = std::move(inbox_key);
+  const SendResult r = Send(key, from, nargs);
+  restoring_inbox_key_.reset();
+  return r == SendResult::kQueued;
+}
+
 void Scheduler::ForgetDurable(std::string_view id) {
-  journal_writes_.push_back({Journal::KeyOf(id, 0), std::nullopt});
+  journal_writes_.push_back({kJournalSpace, Journal::KeyOf(id, 0), std::nullopt});
   TellJournal();
 }
 

@@ -82,7 +82,8 @@ test('a durable task waits again after close and reopen, with its id, its deadli
 
   rt = await open(dir, QUEST, calls);
   // The quest ended and the sleeper was cancelled: neither runs again; both are retained as ended.
-  expect(rt.tasks()).toEqual([]);
+  expect(rt.tasks().map((t) => t.id)).toEqual(expect.not.arrayContaining([task.id, long.id]));
+  expect(rt.tasks()).toHaveLength(2); // the two quests started after the restart, still waiting
   expect(rt.task(task.id)).toEqual({ id: task.id, status: 'done' });
   expect(rt.task(long.id)).toEqual({ id: long.id, status: 'cancelled' });
   await rt.close();
@@ -350,4 +351,63 @@ test('tasks.patched lets new code meet tasks that older code started', async () 
   expect(rt.resume(young.id)).toBe(true);
   expect(await again.result).toBe('did new reward'); // started by v2: replayed on the new path
   await rt.close();
+});
+
+test('a message sent with sendDurable waits in the inbox across a restart until it is received', async () => {
+  const dir = tmpdir();
+  const source = `
+    function inbox()
+      coroutine.yield("INDEFINITELY")
+      local a = tasks.receive()
+      local b = tasks.receive()
+      return a .. "+" .. b
+    end`;
+  let rt = await open(dir, source);
+  const task = rt.spawn('inbox', { durable: true, key: 'i' });
+  await sleep(20);
+  expect(await rt.sendDurable(task.id, 'one')).toBe(true);
+  expect(await rt.sendDurable(task.id, 'two')).toBe(true);
+  expect(() => rt.send(task.id, () => 1)).toThrow(
+    expect.objectContaining({ code: 'ERR_CONVERSION', message: expect.stringContaining('must persist') }),
+  );
+  rt.closeSync(); // as a crash would: only what was written counts
+  rt = await open(dir, source);
+  const t = rt.spawn('inbox', { durable: true, key: 'i' });
+  expect(t.id).toBe(task.id);
+  expect(rt.resume(t.id)).toBe(true);
+  expect(await t.result).toBe('one+two');
+  expect(await rt.sendDurable(t.id, 'late')).toBe(false);
+  await rt.close();
+});
+
+test('continue_as_new runs the entry again under the same id with a journal that starts again', async () => {
+  const dir = tmpdir();
+  const source = `
+    function hourly(round, total)
+      total = total + tasks.step(function() return effect("round " .. round) and round end)
+      if round < 5 then
+        coroutine.yield("FOR", 5, "MILLISECONDS")
+        tasks.continue_as_new(round + 1, total)
+      end
+      coroutine.yield("INDEFINITELY")
+      return total
+    end`;
+  const calls = new Map();
+  let rt = await open(dir, source, calls);
+  const task = rt.spawn('hourly', { durable: true, key: 'h', args: [1, 0] });
+  await sleep(150);
+  expect(rt.task(task.id).waiting.instruction).toBe('INDEFINITELY');
+  await rt.close();
+  const { DirectoryStore } = require('../..');
+  const store = new DirectoryStore(dir);
+  // One run's journal only: its start, its step, its wait.
+  expect(store.reader('game').keys(task.id, '', -1, 2)).toHaveLength(3);
+  rt = await open(dir, source, calls);
+  const t = rt.spawn('hourly', { durable: true, key: 'h' });
+  expect(t.id).toBe(task.id);
+  rt.resume(t.id);
+  expect(await t.result).toBe(15);
+  expect([...calls.values()]).toEqual([1, 1, 1, 1, 1]);
+  await rt.close();
+  expect(() => new Runtime().load('tasks.continue_as_new()')).toThrow(/only a durable task/);
 });
