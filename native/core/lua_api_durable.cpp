@@ -241,34 +241,47 @@ int l_durable(lua_State* L) {
   return 1;
 }
 
-// A clock or random read, or a call of the tasks API on other tasks:
-// upvalue 1 the scheduler, 2 the function it wraps.
+// A clock or random read, or a call of the tasks API on other tasks. The
+// wrapper has the wrapped function's K upvalues first (math.random's state;
+// the tasks API's scheduler), then the scheduler, then the wrapped function,
+// and calls the wrapped C function in its own frame: its argument errors
+// name it as before ("bad argument #1 to 'tasks.send'").
+template <int K>
 int l_journaled_read(lua_State* L) {
-  Scheduler* s = Sched(L);
+  LuaHost::RaiseIfClosing(L);
+  auto* s = static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(K + 1)));
+  const lua_CFunction wrapped = lua_tocfunction(L, lua_upvalueindex(K + 2));
   Journal* j = RunningJournal(s);
-  if (j != nullptr && j->replaying()) {
+  if (j == nullptr) return wrapped(L);
+  if (j->replaying()) {
     lua_settop(L, 0);
     const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
     return n < 0 ? lua_error(L) : n;
   }
-  lua_pushvalue(L, lua_upvalueindex(2));
-  lua_insert(L, 1);
-  lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-  const int n = lua_gettop(L);
-  if (j != nullptr && !JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
+  const int n = wrapped(L);
+  if (!JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
   return n;
 }
 
-// Wraps table[name] (the table on top of L) if it is a function.
+// Wraps table[name] (the table on top of L) if it is a C function of at
+// most one upvalue.
 void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
-  if (lua_getfield(L, -1, name) != LUA_TFUNCTION) {
+  if (lua_getfield(L, -1, name) != LUA_TFUNCTION || !lua_iscfunction(L, -1)) {
     lua_pop(L, 1);
     return;
   }
+  const int fn = lua_gettop(L);
+  int k = 0;
+  while (lua_getupvalue(L, fn, k + 1) != nullptr) ++k;  // its upvalues, in order
+  if (k > 1) {
+    lua_settop(L, fn - 1);
+    return;
+  }
   lua_pushlightuserdata(L, scheduler);
-  lua_insert(L, -2);
-  lua_pushcclosure(L, l_journaled_read, 2);
-  lua_setfield(L, -2, name);
+  lua_pushvalue(L, fn);
+  lua_pushcclosure(L, k == 0 ? l_journaled_read<0> : l_journaled_read<1>, k + 2);
+  lua_setfield(L, fn - 1, name);
+  lua_settop(L, fn - 1);
 }
 
 }  // namespace
