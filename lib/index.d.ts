@@ -90,6 +90,10 @@ export interface SpawnOptions<M = unknown> {
   name?: string;
   /** Any value, kept in JS (never converted to Lua), shown as task.meta and in rt.task(id) / rt.tasks(). */
   meta?: M;
+  /** A durable task (docs/durable.md): survives restarts with its id; fn must be a name, args must persist. @default false */
+  durable?: boolean;
+  /** With durable: an idempotency key; while a task with it lives or is retained, that Task is returned. */
+  key?: string;
 }
 
 /** What the runtime passes with each save (docs/persistence.md). */
@@ -179,6 +183,10 @@ export interface OpenOptions extends RuntimeOptions {
   storeTimeout?: number;
   /** Bytes of committed tasks.store values kept in memory (least recently used dropped first); 0 = none. @default 16777216 */
   storeCacheBytes?: number;
+  /** Runs after tasks.state is restored and before the store's durable tasks are: load their code here. */
+  setup?: (rt: Runtime) => void | Promise<void>;
+  /** ms a finished durable task stays known (its key returns it); 0 = its records go when it ends. @default 604800000 */
+  durableRetention?: number;
 }
 
 export class Runtime extends EventEmitter {
@@ -201,6 +209,8 @@ export class Runtime extends EventEmitter {
   resume(id: string, ...values: unknown[]): boolean;
   /** Queues a message (first value not null/undefined) for tasks.receive; false for an unknown or ended task. @throws ERR_MAILBOX_FULL */
   send(id: string, first: unknown, ...values: unknown[]): boolean;
+  /** send(), resolved once the message is written: a durable task keeps it until received, across restarts. */
+  sendDurable(id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;
   tasks(): TaskInfo[];

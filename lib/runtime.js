@@ -480,7 +480,7 @@ class Runtime extends EventEmitter {
     for (const [id, { values: records }] of groups) {
       this.#hasDurable = true;
       let task;
-      let key = null;
+      let key;
       try {
         const info = this.#native.durableInfo(records[0]);
         if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is neither its start nor its end');

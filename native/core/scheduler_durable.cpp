@@ -36,8 +36,8 @@ bool SameYield(const YieldRecord& was, WaitKind kind, int64_t value) {
 
 }  // namespace
 
-void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records,
-                               std::string entry, std::optional<std::string> key) {
+void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records, std::string entry,
+                               std::optional<std::string> key) {
   next_durable_ = true;
   next_entry_ = std::move(entry);
   next_key_text_ = std::move(key);
