@@ -112,7 +112,13 @@ function stripPeriod(message) {
  */
 async function openStore(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-  const { name, store, storeTimeout, storeCacheBytes, setup, durableRetention, ...rest } = options;
+  const { name, store, storeTimeout, storeCacheBytes, setup, durableRetention, durableCatchUp, ...rest } = options;
+  if (durableCatchUp !== undefined && durableCatchUp !== 'once' && durableCatchUp !== 'skip') {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.durableCatchUp" option must be 'once' (an UNTIL_NEXT instant missed while closed fires once at open) or 'skip' (it waits for the next one). Received ${typeName(durableCatchUp)}.`,
+    );
+  }
   if (setup !== undefined && typeof setup !== 'function') {
     throw makeError(
       'ERR_INVALID_ARG_TYPE',
@@ -149,6 +155,9 @@ async function openStore(options) {
       );
     }
     const reader = readerOf(st, name);
+    // Durable tasks need a store that keeps their journals and inboxes.
+    const spaces = reader && Array.isArray(st.spaces) ? st.spaces : [1];
+    const durable = spaces.includes(2) && spaces.includes(3);
     return {
       rest,
       persist: {
@@ -160,6 +169,8 @@ async function openStore(options) {
         reader,
         setup,
         durableRetention: retention,
+        durableCatchUp,
+        durable,
       },
       state,
       where,

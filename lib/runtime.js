@@ -103,7 +103,8 @@ class Runtime extends EventEmitter {
   #retention = 0; // ms a finished durable task is kept (the durableRetention option)
   #retained = new Map(); // id -> status of a finished durable task still retained
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
-  #hasDurable = false; // a durable task was started or restored: close() writes their records first
+  #hasDurable = false;
+  #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3) // a durable task was started or restored: close() writes their records first
 
   /**
    * @param {object} [options]
@@ -144,7 +145,8 @@ class Runtime extends EventEmitter {
       this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
-      this.#native.setDurableRetention(this.#retention > 0);
+      this.#durable = persist.durable;
+      this.#native.setDurable(persist.durable, this.#retention > 0, persist.durableCatchUp === 'skip');
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -178,7 +180,7 @@ class Runtime extends EventEmitter {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
       if (persist.setup !== undefined) await persist.setup(rt);
-      if (persist.reader) rt.#restoreDurable(persist.reader, persist.name);
+      if (persist.durable) rt.#restoreDurable(persist.reader, persist.name);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
@@ -452,10 +454,10 @@ class Runtime extends EventEmitter {
         'A durable task starts from a global name or a "module.fn" path: a Lua function (a closure) cannot be found again after a restart.',
       );
     }
-    if (!this.#commits || !this.#commits.keyed) {
+    if (!this.#durable) {
       throw makeError(
         'ERR_INVALID_ARG_VALUE',
-        'Durable tasks need a runtime opened with a store that keeps keyed writes (Runtime.open({ name, store }) with a directory path or a store with write() and reader()).',
+        'Durable tasks need a runtime opened with a store that keeps their journals (Runtime.open({ name, store }) with a directory path, or a store with write(), reader() and spaces including 2 and 3).',
       );
     }
   }

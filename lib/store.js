@@ -192,6 +192,11 @@ let nativeOf;
  * crash at any moment leaves each batch wholly written or not at all.
  */
 class DirectoryStore {
+  /** The key spaces this store keeps (docs/design.md#the-store-interface): tasks.store, journals, inboxes. */
+  get spaces() {
+    return [1, 2, 3];
+  }
+
   #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns
   #native = null; // the NativeStore, opened at first use (the directory exists then)
   #closed = false;
@@ -436,6 +441,7 @@ class DirectoryStore {
    */
   reader(name) {
     checkName(name);
+    // (the key spaces it keeps are DirectoryStore.prototype.spaces)
     const native = () => this.#open();
     return {
       get: (key, space = 1) => native().get(name, key, space),

@@ -91,7 +91,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
                          InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
                          InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
-                         InstanceMethod<&Runtime::JS_setDurableRetention>("setDurableRetention"),
+                         InstanceMethod<&Runtime::JS_setDurable>("setDurable"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),

@@ -62,7 +62,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);
   Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);
   Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);
-  Napi::Value JS_setDurableRetention(const Napi::CallbackInfo& info);
+  Napi::Value JS_setDurable(const Napi::CallbackInfo& info);
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);
   Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);  // (batch) its keys not written since are dirty again
   Napi::Value JS_lock(const Napi::CallbackInfo& info);           // () commit lock, for rt.commit()

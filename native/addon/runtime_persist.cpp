@@ -147,7 +147,6 @@ Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
   } else {
     core->keyed.set_reader(nullptr);
   }
-  core->scheduler->set_durable_ok(info[0].IsObject());  // a store with keyed writes keeps journals
   return env.Undefined();
 }
 
@@ -273,9 +272,12 @@ Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
-Napi::Value Runtime::JS_setDurableRetention(const Napi::CallbackInfo& info) {
+Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
+  // (ok: the store keeps journals, retain: end records are kept, skipMissed)
   RuntimeCore* core = OpenCore(info.Env());
-  core->scheduler->set_retain_ends(info[0].ToBoolean());
+  core->scheduler->set_durable_ok(info[0].ToBoolean());
+  core->scheduler->set_retain_ends(info[1].ToBoolean());
+  core->scheduler->set_skip_missed(info[2].ToBoolean());
   return info.Env().Undefined();
 }
 

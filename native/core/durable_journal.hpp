@@ -123,6 +123,7 @@ class Journal {
   // A wait that waits for its record to be durable (the task is committing meanwhile).
   bool flushing = false;
   YieldRecord held;
+  int64_t held_next = 0;  // a replayed UNTIL_NEXT: its next instant from now (skipping those missed)
   int64_t held_mono_start = 0;
   // Inside tasks.step: what the step reads (JS calls, clocks, messages) is
   // not journaled on its own; the step's results are the record.

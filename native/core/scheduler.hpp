@@ -269,6 +269,9 @@ class Scheduler {
   // Whether a finished durable task's end record is kept (durableRetention)
   // or all its records go.
   void set_retain_ends(bool v) { retain_ends_ = v; }
+  // Whether an UNTIL_NEXT instant missed while the runtime was down fires
+  // once at open (catch-up, the default) or is skipped for the next one.
+  void set_skip_missed(bool v) { skip_missed_ = v; }
   // Deletes the end record of a finished durable task past its retention.
   void ForgetDurable(std::string_view id);
   Journal* JournalOf(const Task* t) const {
@@ -400,6 +403,7 @@ class Scheduler {
   bool durable_ok_ = false;
   std::string last_send_error_;
   bool retain_ends_ = true;
+  bool skip_missed_ = false;
   std::optional<std::string> next_key_text_;
   std::string next_entry_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;

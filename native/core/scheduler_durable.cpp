@@ -222,6 +222,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
     j->EndReplay();
     j->awaiting = kind;
     j->held = was;
+    j->held_next = y.value;
     return kParkReplayed;
   }
   AppendRecord(j, RecordKind::kYield, Journal::EncodeYield(y));
@@ -241,6 +242,10 @@ void Scheduler::ParkJournaled(Task* t, int64_t now, int64_t mono_start) {
   t->Pend(y.kind, y.value, y.unit);
   if (timed) t->pending_value = std::max<int64_t>(0, mono_start + y.value - now);
   if (y.kind == WaitKind::kUntilTime || y.kind == WaitKind::kUntilNext) t->pending_value = y.wall_deadline;
+  if (y.kind == WaitKind::kUntilNext && skip_missed_ && j->held_next != 0 && y.wall_deadline <= clock_->WallNs()) {
+    t->pending_value = j->held_next;  // the instant missed while down is skipped: the next one from now
+  }
+  j->held_next = 0;
   Park(t, now);
   if (t->status == TaskStatus::kWaiting && t->wait == y.kind) {
     t->wait_start = mono_start;  // the elapsed time a wake reports counts from the yield

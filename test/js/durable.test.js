@@ -411,3 +411,31 @@ test('continue_as_new runs the entry again under the same id with a journal that
   await rt.close();
   expect(() => new Runtime().load('tasks.continue_as_new()')).toThrow(/only a durable task/);
 });
+
+test('an UNTIL_NEXT instant missed while closed fires once at open, or is skipped with durableCatchUp: skip', async () => {
+  const source = `function tick() local r = coroutine.yield("UNTIL_NEXT", "* * * * * *"); effect("tick"); coroutine.yield("INDEFINITELY") end`;
+  for (const mode of ['once', 'skip']) {
+    const dir = tmpdir();
+    const calls = new Map();
+    let rt = await open(dir, source, calls);
+    const task = rt.spawn('tick', { durable: true, key: 't' });
+    await sleep(20);
+    expect(rt.task(task.id).waiting.instruction).toBe('UNTIL_NEXT');
+    await rt.close();
+    await sleep(1100); // the next second has passed
+    rt = await open(dir, source, calls, { durableCatchUp: mode });
+    const t = rt.spawn('tick', { durable: true, key: 't' });
+    await sleep(mode === 'once' ? 30 : 0);
+    if (mode === 'once') {
+      expect(calls.get('tick')).toBe(1); // fired at open
+    } else {
+      expect(calls.get('tick')).toBeUndefined(); // waits for the next second instead
+      expect(t.waiting.instruction).toBe('UNTIL_NEXT');
+      expect(t.waiting.until.getTime()).toBeGreaterThan(Date.now());
+    }
+    await rt.close();
+  }
+  await expect(Runtime.open({ name: 'x', store: tmpdir(), durableCatchUp: 'always' })).rejects.toThrow(
+    /'once'.*'skip'/,
+  );
+});
