@@ -71,6 +71,8 @@ class CommitQueue {
   #closed = false;
   #outcomes = new Map(); // task key -> Promise<boolean>: whether its COMMIT was written
   #keepOutcomes = false;
+  #flushAsked = false; // flushSoon: a microtask will ask for a write
+  #retry = null; // flushSoon after a failed write: the timer of its next try
 
   /**
    * @param {object} native the runtime's native object (lock, unlock, snapshotBegin/Step/Abort)
@@ -85,6 +87,11 @@ class CommitQueue {
     this.#name = name;
     this.#timeout = timeout;
     this.#lease = lease;
+  }
+
+  /** Whether the store keeps keyed writes (write(), store interface v2). */
+  get keyed() {
+    return typeof this.#store.write === 'function';
   }
 
   /** Whether no write is in flight or waiting. */
@@ -135,6 +142,28 @@ class CommitQueue {
   }
 
   /**
+   * Durable tasks journaled records (docs/durable.md): they go out with the
+   * next write, which is asked for in a microtask (never inside the Lua run
+   * that wrote them). A failed write put them back: tried again 100 ms on.
+   */
+  flushSoon() {
+    if (this.#closed || this.#flushAsked || this.#retry) return;
+    this.#flushAsked = true;
+    queueMicrotask(() => {
+      this.#flushAsked = false;
+      if (this.#closed) return;
+      this.request().catch(() => {
+        if (this.#closed || this.#retry) return;
+        this.#retry = setTimeout(() => {
+          this.#retry = null;
+          this.flushSoon();
+        }, 100);
+        this.#retry.unref();
+      });
+    });
+  }
+
+  /**
    * For a task cancelled while its COMMIT was in flight: a Promise of
    * whether its snapshot was written, else undefined.
    * @param {number} key
@@ -163,6 +192,8 @@ class CommitQueue {
    */
   close() {
     this.#closed = true;
+    if (this.#retry) clearTimeout(this.#retry);
+    this.#retry = null;
     if (this.#next) clearImmediate(this.#next);
     this.#next = null;
     const err = makeError(
@@ -205,7 +236,10 @@ class CommitQueue {
     let error = null;
     // tasks.store's writes since the last batch, taken at the instant the
     // snapshot begins: the batch is the runtime as of one moment.
-    const writes = native.takeWrites();
+    const keyed = native.takeWrites();
+    // Durable tasks' journal records (space 2) of the same moment.
+    const journal = native.takeJournal();
+    const writes = journal ? (keyed ? keyed.concat(journal) : journal) : keyed;
     try {
       if (writes && typeof this.#store.write !== 'function') {
         throw makeError(
@@ -232,11 +266,12 @@ class CommitQueue {
       error = e;
     }
     unlock();
-    if (writes && !this.#closed) {
+    if (keyed && !this.#closed) {
       // A failed batch's writes go into the next COMMIT's, unless set again since.
       if (error === null) native.confirmWrites();
-      else native.putBackWrites(writes);
+      else native.putBackWrites(keyed);
     }
+    if (journal && error !== null && !this.#closed) native.putBackJournal(journal);
     for (const m of group) {
       if (m.task && !this.#closed) {
         m.task.settle(m.task.key, m.task.token, error === null, error === null ? undefined : error);

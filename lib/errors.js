@@ -15,6 +15,7 @@ const codes = Object.freeze({
   ERR_NOT_IN_TASK: 'ERR_NOT_IN_TASK',
   ERR_RUNTIME_CLOSED: 'ERR_RUNTIME_CLOSED',
   ERR_COMMIT_FAILED: 'ERR_COMMIT_FAILED',
+  ERR_NONDETERMINISM: 'ERR_NONDETERMINISM', // a durable task's replay met code that did something else
   ERR_STORE_LOCKED: 'ERR_STORE_LOCKED', // the name is open elsewhere (err.holder says where)
   ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT', // the saved snapshot does not read (checksum, truncation, format)
   ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT', // the store did not answer within storeTimeout
@@ -106,6 +107,7 @@ const byCode = {
   ERR_TASK_CANCELLED: TaskError,
   ERR_TASK_TIMEOUT: TaskError,
   ERR_COMMIT_FAILED: TaskError,
+  ERR_NONDETERMINISM: TaskError,
   ERR_STORE_LOCKED: StoreError,
   ERR_STORE_CORRUPT: StoreError,
   ERR_STORE_TIMEOUT: StoreError,

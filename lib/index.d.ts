@@ -90,6 +90,10 @@ export interface SpawnOptions<M = unknown> {
   name?: string;
   /** Any value, kept in JS (never converted to Lua), shown as task.meta and in rt.task(id) / rt.tasks(). */
   meta?: M;
+  /** A durable task (docs/durable.md): survives restarts with its id; fn must be a name, args must persist. @default false */
+  durable?: boolean;
+  /** With durable: an idempotency key; while a task with it lives or is retained, that Task is returned. */
+  key?: string;
 }
 
 /** What the runtime passes with each save (docs/persistence.md). */
@@ -120,6 +124,8 @@ export interface Store {
   acquire?(name: string): Promise<StoreLease>;
   /** Where `name` is kept, for error messages. */
   locate?(name: string): string;
+  /** The key spaces a keyed store keeps: durable tasks need 2 (journals) and 3 (inboxes). */
+  readonly spaces?: readonly number[];
 }
 
 /** A batch of `DirectoryStore.write`: everything one COMMIT makes durable, all or nothing. */
@@ -131,16 +137,16 @@ export interface StoreBatch {
   seq?: number;
   /** The tasks.state snapshot, when it changed. */
   state?: Uint8Array;
-  /** Keyed writes (space 1: tasks.store); `value: null` deletes the key. */
-  writes?: { space?: 1; key: string; value: Uint8Array | null }[];
+  /** Keyed writes (space 1: tasks.store, 2: journals, 3: inboxes); `value: null` deletes the key. */
+  writes?: { space?: 1 | 2 | 3; key: string; value: Uint8Array | null }[];
 }
 
 /** Synchronous keyed reads of one name's values; they see what was committed. */
 export interface StoreReader {
   /** The value's bytes (a codec snapshot), or null. Throws ERR_STORE_CORRUPT for a value whose checksum fails. */
-  get(key: string): Buffer | null;
-  /** Keys starting with `prefix`, after `after`, at most `limit`, in bytewise order. */
-  keys(prefix?: string, after?: string, limit?: number): string[];
+  get(key: string, space?: number): Buffer | null;
+  /** Keys starting with `prefix`, after `after`, at most `limit`, in bytewise order; `space` defaults to 1. */
+  keys(prefix?: string, after?: string, limit?: number, space?: number): string[];
 }
 
 /**
@@ -152,6 +158,8 @@ export interface StoreReader {
 export class DirectoryStore implements Store {
   constructor(dir: string);
   readonly dir: string;
+  /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
+  readonly spaces: readonly number[];
   /** Takes the name (ERR_STORE_LOCKED with `holder` and `path` if it is open elsewhere) and migrates a `<name>.state` file. */
   acquire(name: string): Promise<StoreLease>;
   load(name: string): Promise<Buffer | null>;
@@ -179,6 +187,12 @@ export interface OpenOptions extends RuntimeOptions {
   storeTimeout?: number;
   /** Bytes of committed tasks.store values kept in memory (least recently used dropped first); 0 = none. @default 16777216 */
   storeCacheBytes?: number;
+  /** Runs after tasks.state is restored and before the store's durable tasks are: load their code here. */
+  setup?: (rt: Runtime) => void | Promise<void>;
+  /** ms a finished durable task stays known (its key returns it); 0 = its records go when it ends. @default 604800000 */
+  durableRetention?: number;
+  /** An UNTIL_NEXT instant a durable task missed while closed: fires once at open, or is skipped. @default 'once' */
+  durableCatchUp?: 'once' | 'skip';
 }
 
 export class Runtime extends EventEmitter {
@@ -201,6 +215,8 @@ export class Runtime extends EventEmitter {
   resume(id: string, ...values: unknown[]): boolean;
   /** Queues a message (first value not null/undefined) for tasks.receive; false for an unknown or ended task. @throws ERR_MAILBOX_FULL */
   send(id: string, first: unknown, ...values: unknown[]): boolean;
+  /** send(), resolved once the message is written: a durable task keeps it until received, across restarts. */
+  sendDurable(id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;
   tasks(): TaskInfo[];

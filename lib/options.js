@@ -30,7 +30,15 @@ const RUNTIME_OPTIONS = Object.freeze([
 ]);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
-const OPEN_OPTIONS = Object.freeze(['name', 'store', 'storeTimeout', 'storeCacheBytes']);
+const OPEN_OPTIONS = Object.freeze([
+  'name',
+  'store',
+  'storeTimeout',
+  'storeCacheBytes',
+  'setup',
+  'durableRetention',
+  'durableCatchUp',
+]);
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];
 

@@ -21,6 +21,20 @@ function storeTimeoutOf(v) {
   return v;
 }
 
+// How long a finished durable task's end record is kept (docs/durable.md#retention).
+const DURABLE_RETENTION_DEFAULT = 7 * 24 * 3600 * 1000;
+
+function durableRetentionOf(v) {
+  if (v === undefined) return DURABLE_RETENTION_DEFAULT;
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.durableRetention" option must be a non-negative integer number of milliseconds (0 = a finished durable task's records go at once). Received ${typeName(v)}.`,
+    );
+  }
+  return v;
+}
+
 function storeCacheBytesOf(v) {
   if (v === undefined) return DEFAULT_STORE_CACHE_BYTES;
   if (!Number.isSafeInteger(v) || v < 0) {
@@ -98,7 +112,20 @@ function stripPeriod(message) {
  */
 async function openStore(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-  const { name, store, storeTimeout, storeCacheBytes, ...rest } = options;
+  const { name, store, storeTimeout, storeCacheBytes, setup, durableRetention, durableCatchUp, ...rest } = options;
+  if (durableCatchUp !== undefined && durableCatchUp !== 'once' && durableCatchUp !== 'skip') {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.durableCatchUp" option must be 'once' (an UNTIL_NEXT instant missed while closed fires once at open) or 'skip' (it waits for the next one). Received ${typeName(durableCatchUp)}.`,
+    );
+  }
+  if (setup !== undefined && typeof setup !== 'function') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.setup" option must be a function (rt) => void | Promise, run before durable tasks are restored. Received ${typeName(setup)}.`,
+    );
+  }
+  const retention = durableRetentionOf(durableRetention);
   checkName(name);
   const st = toStore(store);
   const timeout = storeTimeoutOf(storeTimeout);
@@ -128,9 +155,23 @@ async function openStore(options) {
       );
     }
     const reader = readerOf(st, name);
+    // Durable tasks need a store that keeps their journals and inboxes.
+    const spaces = reader && Array.isArray(st.spaces) ? st.spaces : [1];
+    const durable = spaces.includes(2) && spaces.includes(3);
     return {
       rest,
-      persist: { name, store: st, lease, storeTimeout: timeout, storeCacheBytes: cacheBytes, reader },
+      persist: {
+        name,
+        store: st,
+        lease,
+        storeTimeout: timeout,
+        storeCacheBytes: cacheBytes,
+        reader,
+        setup,
+        durableRetention: retention,
+        durableCatchUp,
+        durable,
+      },
       state,
       where,
     };

@@ -14,7 +14,7 @@ const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus, stateWa
 const { openStore, restore } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
-const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta'];
+const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
 
 // The one builder of a task's snapshot { id, status, waiting? } (rt.task,
 // rt.tasks, a Task's getters), from the native state code (PackState) and,
@@ -65,6 +65,25 @@ function isAbortSignal(v) {
  * failure, or a Lua-started task's, while no 'taskerror' listener is attached
  * is reported with process.emitWarning, never dropped.
  */
+// A store's records of one key space, by task id ("<id>/<seq>" keys): { keys, values } in order.
+function recordsBy(reader, space) {
+  const groups = new Map();
+  let after = '';
+  for (;;) {
+    const keys = reader.keys('', after, 1000, space);
+    if (!keys || keys.length === 0) break;
+    for (const k of keys) {
+      const id = k.slice(0, k.lastIndexOf('/'));
+      let group = groups.get(id);
+      if (!group) groups.set(id, (group = { keys: [], values: [] }));
+      group.keys.push(k);
+      group.values.push(reader.get(k, space));
+    }
+    after = keys[keys.length - 1];
+  }
+  return groups;
+}
+
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
@@ -80,6 +99,12 @@ class Runtime extends EventEmitter {
   #commits = null; // the CommitQueue of a runtime with a store
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
+  #durableKeys = new Map(); // idempotency key -> Task of a live durable task (docs/durable.md)
+  #retention = 0; // ms a finished durable task is kept (the durableRetention option)
+  #retained = new Map(); // id -> status of a finished durable task still retained
+  #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
+  #hasDurable = false;
+  #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3) // a durable task was started or restored: close() writes their records first
 
   /**
    * @param {object} [options]
@@ -119,6 +144,9 @@ class Runtime extends EventEmitter {
       this.#lease = persist.lease;
       this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
       if (persist.reader) this.#native.setStoreReader(persist.reader);
+      this.#retention = persist.durableRetention;
+      this.#durable = persist.durable;
+      this.#native.setDurable(persist.durable, this.#retention > 0, persist.durableCatchUp === 'skip');
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -127,8 +155,10 @@ class Runtime extends EventEmitter {
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
 
   // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
+  // Key 0: durable tasks journaled records, to be written soon.
   static #dispatchCommit = (rt, _bytes, settle, key, token) => {
-    rt.#commits.request({ settle, key, token });
+    if (key === 0) rt.#commits.flushSoon();
+    else rt.#commits.request({ settle, key, token });
   };
 
   /**
@@ -149,6 +179,8 @@ class Runtime extends EventEmitter {
     try {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
+      if (persist.setup !== undefined) await persist.setup(rt);
+      if (persist.durable) rt.#restoreDurable(persist.reader, persist.name);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
@@ -178,6 +210,10 @@ class Runtime extends EventEmitter {
   }
 
   #idOf(key) {
+    if (this.#restoredIds.size > 0) {
+      const id = this.#restoredIds.get(key);
+      if (id !== undefined) return id;
+    }
     return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
   }
 
@@ -280,7 +316,10 @@ class Runtime extends EventEmitter {
   // { id, status, waiting?, name?, meta? } of a live or recently ended task, else undefined.
   #snapshot(id) {
     const code = this.#native.taskState(id);
-    if (code === undefined) return undefined;
+    if (code === undefined) {
+      const status = this.#retained.size > 0 ? this.#retained.get(id) : undefined;
+      return status === undefined ? undefined : { id, status }; // a finished durable task, retained
+    }
     const until = stateStatus(code) === 'waiting' ? this.#native.taskUntil(id) : undefined;
     return this.#labelled(taskSnapshot(id, code, until));
   }
@@ -374,8 +413,23 @@ class Runtime extends EventEmitter {
         `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`,
       );
     }
-    const { args = [], signal, name, meta } = options;
+    const { args = [], signal, name, meta, durable = false, key } = options;
     if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
+    if (typeof durable !== 'boolean') throw invalidType('options.durable', 'a boolean', durable);
+    if (key !== undefined && (typeof key !== 'string' || key === '')) {
+      throw invalidType('options.key', 'a non-empty string', key);
+    }
+    if (key !== undefined && !durable) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        'The option "key" (an idempotency key) is for durable tasks: add durable: true.',
+      );
+    }
+    if (durable) this.#checkDurable(fn);
+    if (key !== undefined) {
+      const existing = this.#durableKeys.get(key);
+      if (existing) return existing; // the live task with this key: start-up code can "ensure" its tasks
+    }
     if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
     if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
     let labels;
@@ -384,10 +438,91 @@ class Runtime extends EventEmitter {
       if (name !== undefined) labels.name = name;
       if (meta !== undefined) labels.meta = meta;
     }
-    return this.#start(fn, [...args], signal, labels);
+    if (!durable) return this.#start(fn, [...args], signal, labels);
+    this.#hasDurable = true;
+    const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
+    this.#keep(key ?? null, task);
+    return task;
   }
 
-  #start(fn, args, signal, labels) {
+  // Durable tasks need an entry that a restart can find again and a store
+  // that keeps their journals.
+  #checkDurable(fn) {
+    if (typeof fn !== 'string') {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        'A durable task starts from a global name or a "module.fn" path: a Lua function (a closure) cannot be found again after a restart.',
+      );
+    }
+    if (!this.#durable) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        'Durable tasks need a runtime opened with a store that keeps their journals (Runtime.open({ name, store }) with a directory path, or a store with write(), reader() and spaces including 2 and 3).',
+      );
+    }
+  }
+
+  // A durable task's idempotency key names it while it lives and, once it
+  // ended, while it is retained.
+  #keep(key, task) {
+    if (key !== null) this.#durableKeys.set(key, task);
+    const ended = () => {
+      if (this.#retention > 0) this.#retained.set(task.id, task.status);
+      else if (key !== null && this.#durableKeys.get(key) === task) this.#durableKeys.delete(key);
+    };
+    task.result.then(ended, ended);
+  }
+
+  // Runtime.open: every unfinished durable task of the store runs again from
+  // its entry, replaying its journal, and goes on from where it was.
+  #restoreDurable(reader, name) {
+    const groups = recordsBy(reader, 2); // journals
+    const inboxes = recordsBy(reader, 3); // messages not yet received
+    const now = Date.now();
+    for (const [id, { values: records }] of groups) {
+      this.#hasDurable = true;
+      let task;
+      let key;
+      try {
+        const info = this.#native.durableInfo(records[0]);
+        if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is neither its start nor its end');
+        let entry;
+        [entry, key] = info;
+        if (entry === null) {
+          // Finished: kept until its retention ends, then its record goes.
+          const [, , status, ended, value] = info;
+          if (this.#retention === 0 || ended + this.#retention <= now) {
+            this.#native.forgetDurable(id);
+            continue;
+          }
+          task = new Task(this, id);
+          const kind = status === 'done' ? END.done : status === 'failed' ? END.failed : END.cancelled;
+          const error = () =>
+            makeError(
+              kind === END.failed ? 'ERR_LUA_RUNTIME' : 'ERR_TASK_CANCELLED',
+              `The durable task ${id} ${status === 'failed' ? `failed before this runtime was opened: ${value}` : 'was cancelled before this runtime was opened.'}`,
+            );
+          endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
+          this.#retained.set(id, status);
+          if (key !== null) this.#durableKeys.set(key, task);
+          continue;
+        }
+        task = this.#start(entry, [], undefined, undefined, { id, records });
+        const inbox = inboxes.get(id);
+        if (inbox) this.#native.restoreInbox(id, inbox.keys, inbox.values);
+      } catch (e) {
+        // Its records stay: code that can run it may be deployed.
+        process.emitWarning(`lua-tasks: the durable task ${id} of "${name}" could not be restored: ${reasonText(e)}`, {
+          code: 'LUA_TASK_FAILED',
+        });
+        continue;
+      }
+      this.#keep(key, task);
+      task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
+    }
+  }
+
+  #start(fn, args, signal, labels, durable) {
     if (signal && signal.aborted) {
       throw new AbortError('The task was not started: its AbortSignal is already aborted.', { cause: signal.reason });
     }
@@ -402,12 +537,14 @@ class Runtime extends EventEmitter {
     out[0] = undefined;
     this.#starting++;
     try {
-      started = this.#native.start(fn, args, out);
+      started = this.#native.start(fn, args, out, durable);
     } finally {
       this.#starting--;
     }
     const key = startKey(started);
-    const task = new Task(this, this.#idOf(key), labels && labels.name, labels && labels.meta);
+    if (durable && durable.id) this.#restoredIds.set(key, durable.id);
+    const id = this.#idOf(key);
+    const task = new Task(this, id, labels && labels.name, labels && labels.meta);
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
     let endValue;
@@ -443,6 +580,18 @@ class Runtime extends EventEmitter {
       }
     }
     return task;
+  }
+
+  /**
+   * rt.send(id, ...values), resolved once the message is durable: for a
+   * durable task, whose inbox keeps it until it is received, across
+   * restarts (docs/durable.md#messages).
+   * @returns {Promise<boolean>} true once queued and written; false for an unknown or ended task
+   */
+  async sendDurable(id, ...values) {
+    if (!this.send(id, ...values)) return false;
+    if (this.#commits) await this.#commits.request();
+    return true;
   }
 
   /**
@@ -571,6 +720,7 @@ class Runtime extends EventEmitter {
     if (!this.#closed) {
       this.#closed = true;
       const commits = this.#commits;
+      if (commits && this.#hasDurable) commits.request().catch(() => {}); // durable tasks' last records
       if (commits && !commits.idle) {
         this.#native.lock(); // no Lua runs while the writes finish
         await commits.drain();

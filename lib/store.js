@@ -152,10 +152,10 @@ function checkBatch(batch) {
         `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
       );
     }
-    if (w.space !== undefined && w.space !== 1) {
+    if (w.space !== undefined && w.space !== 1 && w.space !== 2 && w.space !== 3) {
       throw makeError(
         'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps space 1 (tasks.store) only.`,
+        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes).`,
       );
     }
     if (w.value !== null && !(w.value instanceof Uint8Array)) {
@@ -192,6 +192,11 @@ let nativeOf;
  * crash at any moment leaves each batch wholly written or not at all.
  */
 class DirectoryStore {
+  /** The key spaces this store keeps (docs/design.md#the-store-interface): tasks.store, journals, inboxes. */
+  get spaces() {
+    return [1, 2, 3];
+  }
+
   #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns
   #native = null; // the NativeStore, opened at first use (the directory exists then)
   #closed = false;
@@ -430,14 +435,18 @@ class DirectoryStore {
    * They see what was committed; they throw on an I/O error, and with
    * ERR_STORE_CORRUPT for a value whose checksum fails, naming the name and key.
    * @param {string} name
-   * @returns {{ get(key: string): Buffer|null, keys(prefix?: string, after?: string, limit?: number): string[] }}
+   * `space` (default 1, tasks.store; 2: durable tasks' journals) picks the key space.
+   * @returns {{ get(key: string, space?: number): Buffer|null,
+   *   keys(prefix?: string, after?: string, limit?: number, space?: number): string[] }}
    */
   reader(name) {
     checkName(name);
+    // (the key spaces it keeps are DirectoryStore.prototype.spaces)
     const native = () => this.#open();
     return {
-      get: (key) => native().get(name, key),
-      keys: (prefix = '', after = '', limit = -1) => native().keys(name, prefix, after ?? '', limit ?? -1),
+      get: (key, space = 1) => native().get(name, key, space),
+      keys: (prefix = '', after = '', limit = -1, space = 1) =>
+        native().keys(name, prefix, after ?? '', limit ?? -1, space),
     };
   }
 

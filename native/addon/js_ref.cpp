@@ -19,6 +19,8 @@
 // -1 with the error value pushed, and only then does the shell raise.
 #include "js_ref.hpp"
 
+#include "lua_api_durable.hpp"
+
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -241,10 +243,54 @@ int CallJs(lua_State* L) noexcept {
   return result;
 }
 
+// The running durable task's journal, or null.
+Journal* DurableJournal(RuntimeCore* core) {
+  if (core->closed() || !core->scheduler || core->scheduler->durable_count() == 0) return nullptr;
+  Task* t = core->scheduler->current();
+  Journal* j = t == nullptr ? nullptr : core->scheduler->JournalOf(t);
+  return j != nullptr && j->in_step == 0 ? j : nullptr;  // inside a step, the step's record holds it
+}
+
+// Records a JS call's outcome for a durable task (docs/durable.md): (true,
+// its value) or (false, the error's message). `n`: its values on top, or -1
+// with the error on top. Returns n, or -1 with an error on top.
+int JournalCall(RuntimeCore* core, Journal* j, lua_State* L, int n) {
+  Scheduler* s = core->scheduler.get();
+  if (n < 0) {
+    lua_pushboolean(L, 0);
+    PushErrorMessage(L, -2);  // a JS error object is journaled as its message
+    if (!JournalValues(s, j, RecordKind::kCall, L, 2)) return -1;
+    lua_pop(L, 2);
+    return -1;
+  }
+  lua_pushboolean(L, 1);
+  lua_insert(L, -n - 1);
+  const bool ok = JournalValues(s, j, RecordKind::kCall, L, n + 1);
+  if (!ok) return -1;
+  lua_remove(L, -n - 1);
+  return n;
+}
+
 int l_js_call(lua_State* L) {
   LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
-  const int n = CallJs(L);
-  if (n == kSuspend) return Suspend(L);
+  RuntimeCore* core = CoreOf(L);
+  if (Journal* j = DurableJournal(core)) {
+    if (j->replaying()) {
+      // Replay: the outcome it had, JS not called again.
+      lua_settop(L, 0);
+      const int n = ReplayValues(core->scheduler.get(), j, RecordKind::kCall, "a JS call", L);
+      if (n < 0) return lua_error(L);
+      if (!lua_toboolean(L, 1)) {
+        lua_settop(L, 2);
+        return lua_error(L);
+      }
+      lua_remove(L, 1);
+      return n - 1;
+    }
+  }
+  int n = CallJs(L);
+  if (n == kSuspend) return Suspend(L);  // a Promise: its outcome is journaled when it settles
+  if (Journal* j = DurableJournal(core)) n = JournalCall(core, j, L, n);
   if (n < 0) return lua_error(L);
   return n;
 }

@@ -338,9 +338,10 @@ Napi::Value NativeStore::JS_get(const Napi::CallbackInfo& info) {
   CheckOpen(env, "get");
   const std::string name = StringArg(info, 0, "The name");
   const std::string key = StringArg(info, 1, "The key");
+  const int space = static_cast<int>(IntegerOr(info[2], kSpaceStore));  // 1 tasks.store, 2 journals
   std::optional<std::string> v;
   try {
-    v = reader_->Get(name, kSpaceStore, key);
+    v = reader_->Get(name, space, key);
   } catch (const StoreError& e) {
     ThrowStoreError(env, e, path_);
   }
@@ -354,9 +355,10 @@ Napi::Value NativeStore::JS_keys(const Napi::CallbackInfo& info) {
   const std::string prefix = info[1].IsString() ? info[1].As<Napi::String>().Utf8Value() : std::string();
   const std::string after = info[2].IsString() ? info[2].As<Napi::String>().Utf8Value() : std::string();
   const int64_t limit = IntegerOr(info[3], -1);
+  const int space = static_cast<int>(IntegerOr(info[4], kSpaceStore));
   std::vector<std::string> keys;
   try {
-    keys = reader_->Keys(name, kSpaceStore, prefix, after, limit);
+    keys = reader_->Keys(name, space, prefix, after, limit);
   } catch (const StoreError& e) {
     ThrowStoreError(env, e, path_);
   }

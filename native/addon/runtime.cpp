@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
-
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
 
 #include "cron_schedule.hpp"
+#include "durable_journal.hpp"
 #include "lua_api_resolve.hpp"
 #include "lua_value.hpp"
 #include "task_codes.hpp"
@@ -87,6 +87,12 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_takeWrites>("takeWrites"),
                          InstanceMethod<&Runtime::JS_confirmWrites>("confirmWrites"),
                          InstanceMethod<&Runtime::JS_putBackWrites>("putBackWrites"),
+                         InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
+                         InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
+                         InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
+                         InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
+                         InstanceMethod<&Runtime::JS_setDurable>("setDurable"),
+                         InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),
                      });
@@ -113,9 +119,8 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   // lib/options.js resolves the default (4 x memoryLimit, or a quarter of V8's
   // heap limit); this fallback is for a caller that did not.
   Napi::Value conversion = options.Get("conversionLimit");
-  core_->conversion_limit = conversion.IsNumber()
-                                ? static_cast<size_t>(conversion.As<Napi::Number>().DoubleValue())
-                                : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
+  core_->conversion_limit = conversion.IsNumber() ? static_cast<size_t>(conversion.As<Napi::Number>().DoubleValue())
+                                                  : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   std::string error;
@@ -309,6 +314,7 @@ bool PushTarget(RuntimeCore* core, lua_State* L, const Napi::Value& fn) {
 }  // namespace
 
 namespace {
+
 // Pushes a JS array's values onto L as Lua values; the caller's StackGuard
 // takes them off again if one cannot cross (or the memory limit is hit).
 void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int base) {
@@ -320,6 +326,69 @@ void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int ba
   PushJsValues(core, L, values, n);  // one conversion: an object given twice is one table
   core->CheckMemory(L, base, before);
 }
+
+// A durable task's start (JS_start's info[3]). New ({ key }): pushes the
+// arguments, and hands the scheduler the start record (entry, key,
+// arguments). Restored ({ id, records }): pushes the arguments its start
+// record holds, and hands over its records to replay. Returns the count of
+// arguments pushed.
+uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value& entry, const Napi::Array& args,
+                             const Napi::Object& durable, int base) {
+  Napi::Env env(core->env);
+  if (durable.Has("records")) {
+    Napi::Array list = durable.Get("records").As<Napi::Array>();
+    std::vector<std::string> records;
+    records.reserve(list.Length());
+    for (uint32_t i = 0; i < list.Length(); ++i) {
+      auto b = list.Get(i).As<Napi::Uint8Array>();
+      records.emplace_back(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+      if (!Journal::Unseal(&records.back())) {
+        ThrowError(env, "ERR_STORE_CORRUPT",
+                   "Record " + std::to_string(i) + " of the journal of durable task " +
+                       durable.Get("id").As<Napi::String>().Utf8Value() + " is damaged (its checksum does not match).");
+      }
+    }
+    if (records.empty() || records[0].empty() || records[0][0] != static_cast<char>(RecordKind::kStart)) {
+      ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's journal does not begin with its start record.");
+    }
+    std::string error;
+    const int count = PushValues(L, std::string_view(records[0]).substr(1), &error);
+    if (count < 2) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
+    std::optional<std::string> key;
+    if (lua_type(L, -count + 1) == LUA_TSTRING) key = lua_tostring(L, -count + 1);
+    std::string entry_name = lua_type(L, -count) == LUA_TSTRING ? lua_tostring(L, -count) : "";
+    lua_rotate(L, -count, -2);  // entry, key to the top
+    lua_pop(L, 2);
+    core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records),
+                                    std::move(entry_name), std::move(key));
+    return static_cast<uint32_t>(count - 2);
+  }
+  PushJsArgs(core, L, args, base);
+  const uint32_t n = args.Length();
+  NeedStack(env, L, static_cast<int>(n) + 3, 0, "Cannot start a task");
+  const std::string name = entry.As<Napi::String>().Utf8Value();
+  lua_pushlstring(L, name.data(), name.size());
+  Napi::Value key = durable.Get("key");
+  std::optional<std::string> key_text;
+  if (key.IsString()) {
+    key_text = key.As<Napi::String>().Utf8Value();
+    lua_pushlstring(L, key_text->data(), key_text->size());
+  } else {
+    lua_pushnil(L);
+  }
+  for (uint32_t i = 0; i < n; ++i) lua_pushvalue(L, -2 - static_cast<int>(n));
+  std::string start, error;
+  const bool ok = EncodeValues(L, static_cast<int>(n) + 2, &start, &error);
+  lua_pop(L, static_cast<int>(n) + 2);
+  if (!ok) {
+    ThrowError(env, "ERR_CONVERSION",
+               "Cannot start a durable task: its arguments must persist (strings, numbers, booleans, tables of "
+               "them): " +
+                   error + ".");
+  }
+  core->scheduler->PrepareDurable("", std::move(start), {}, name, std::move(key_text));
+  return n;
+}
 }  // namespace
 
 Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
@@ -327,7 +396,10 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
-  const uint32_t n = args.Length();
+  // info[3]: a durable task's { key } (new) or { id, records } (restored):
+  // docs/durable.md.
+  Napi::Value durable = info[3];
+  uint32_t n = args.Length();
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
   std::optional<EndKind> end_kind;
   const uint64_t key = core->Entered([&] {
@@ -346,7 +418,11 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
                    "Cannot start a task: " + what +
                        " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
       }
-      PushJsArgs(core, L, args, stack.top());
+      if (durable.IsObject()) {
+        n = PrepareDurableStart(core, L, info[0], args, durable.As<Napi::Object>(), stack.top());
+      } else {
+        PushJsArgs(core, L, args, stack.top());
+      }
     }
     if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
@@ -433,6 +509,12 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
     if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     return core->scheduler->Send(key, L, static_cast<int>(n));
   });
+  if (r == Scheduler::SendResult::kNotPersistable) {
+    ThrowError(env, "ERR_CONVERSION",
+               "Cannot send to the durable task " + info[0].As<Napi::String>().Utf8Value() +
+                   ": its messages must persist (strings, numbers, booleans, tables of them): " +
+                   core->scheduler->last_send_error() + ".");
+  }
   if (r == Scheduler::SendResult::kFull) {
     ThrowError(env, "ERR_MAILBOX_FULL",
                "Cannot send a message: the task's mailbox is full (" +

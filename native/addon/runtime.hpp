@@ -20,17 +20,18 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
 
  private:
   // new NativeRuntime({ libs, libList, memoryLimit }, print)
-  Napi::Value JS_load(const Napi::CallbackInfo& info);         // (source, name|undefined) -> Array
-  Napi::Value JS_set(const Napi::CallbackInfo& info);          // (name, value)
-  Napi::Value JS_get(const Napi::CallbackInfo& info);          // (name) -> value
-  Napi::Value JS_close(const Napi::CallbackInfo& info);        // () -> undefined
-  Napi::Value JS_stats(const Napi::CallbackInfo& info);        // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
-  Napi::Value JS_start(const Napi::CallbackInfo& info);        // (fn: path | Lua function, args[], out) -> PackStart
-  Napi::Value JS_resume(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean
-  Napi::Value JS_send(const Napi::CallbackInfo& info);         // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
-  Napi::Value JS_cancel(const Napi::CallbackInfo& info);       // (id) -> boolean
-  Napi::Value JS_taskState(const Napi::CallbackInfo& info);    // (id) -> PackState(status, wait) | undefined
-  Napi::Value JS_taskUntil(const Napi::CallbackInfo& info);    // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
+  Napi::Value JS_load(const Napi::CallbackInfo& info);       // (source, name|undefined) -> Array
+  Napi::Value JS_set(const Napi::CallbackInfo& info);        // (name, value)
+  Napi::Value JS_get(const Napi::CallbackInfo& info);        // (name) -> value
+  Napi::Value JS_close(const Napi::CallbackInfo& info);      // () -> undefined
+  Napi::Value JS_stats(const Napi::CallbackInfo& info);      // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
+  Napi::Value JS_start(const Napi::CallbackInfo& info);      // (fn: path | Lua function, args[], out) -> PackStart
+  Napi::Value JS_resume(const Napi::CallbackInfo& info);     // (id, args[]) -> boolean
+  Napi::Value JS_send(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
+  Napi::Value JS_cancel(const Napi::CallbackInfo& info);     // (id) -> boolean
+  Napi::Value JS_taskState(const Napi::CallbackInfo& info);  // (id) -> PackState(status, wait) | undefined
+  Napi::Value JS_taskUntil(
+      const Napi::CallbackInfo& info);  // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
   Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> [key, state, until, ...] per live task
   Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
   Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)
@@ -49,16 +50,23 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_snapshotStep(const Napi::CallbackInfo& info);   // (budgetMs) -> undefined while more remains | Buffer
   Napi::Value JS_snapshotAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a snapshot)
   Napi::Value JS_restoreBegin(const Napi::CallbackInfo& info);   // (Uint8Array, held until the end) -> undefined
-  Napi::Value JS_restoreStep(const Napi::CallbackInfo& info);    // (budgetMs) -> false while more remains | true: tasks.state set
-  Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);   // () -> undefined (no-op without a restore)
+  Napi::Value JS_restoreStep(
+      const Napi::CallbackInfo& info);  // (budgetMs) -> false while more remains | true: tasks.state set
+  Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a restore)
   // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
   // with the snapshot, then confirmed durable or put back after a failure.
   Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
-  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [{ space: 1, key, value: Buffer|null }] | null
-  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
-  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
-  Napi::Value JS_lock(const Napi::CallbackInfo& info);         // () commit lock, for rt.commit()
-  Napi::Value JS_unlock(const Napi::CallbackInfo& info);       // ()
+  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);     // () -> [{ space: 1, key, value: Buffer|null }] | null
+  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);  // () the batch taken is durable
+  Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);
+  Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);
+  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);
+  Napi::Value JS_setDurable(const Napi::CallbackInfo& info);
+  Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);
+  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);  // (batch) its keys not written since are dirty again
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);           // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);         // ()
 
   RuntimeCore* OpenCore(Napi::Env env);
 

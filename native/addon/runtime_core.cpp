@@ -202,8 +202,8 @@ void RuntimeCore::BeginRestore(napi_value buffer) {
   lua_State* L = host->current();
   {
     LuaHost::HostSection section(host.get(), L);  // a snapshot in progress finishes here
-    decoder_ = std::make_unique<StateDecoder>(
-        L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length));
+    decoder_ =
+        std::make_unique<StateDecoder>(L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length));
     // Unlike the encoder, the decoder does not mind Lua running beside it,
     // but it keeps the collector stopped while it is unfinished.
     if (LuaRunning(host.get())) AdvanceRestore(nullptr, 0);
@@ -234,7 +234,9 @@ bool RuntimeCore::StepRestore(int64_t budget_ns) {
   ThrowError(Napi::Env(env), no_room ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
 }
 
-void RuntimeCore::AbortRestore() { EndRestore(); }
+void RuntimeCore::AbortRestore() {
+  EndRestore();
+}
 
 void RuntimeCore::EndRestore() {
   decoder_.reset();  // restarts the collector if the job stopped it
@@ -322,6 +324,28 @@ void RuntimeCore::OnCommit(Task& task) {
     napi_close_handle_scope(env, scope);
     scheduler->FinishCommit(&task, 2);
     return;
+  }
+  napi_close_handle_scope(env, scope);
+}
+
+void RuntimeCore::OnJournal() {
+  // The JS side writes the records soon (CommitQueue.flushSoon): commit(owner, -, -, 0, 0).
+  if (owner_ == nullptr || closed()) return;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  napi_value argv[5], fn, recv, ignored;
+  napi_get_reference_value(env, commit_, &fn);
+  napi_get_reference_value(env, owner_, &argv[0]);
+  napi_get_undefined(env, &argv[1]);
+  napi_get_undefined(env, &argv[2]);
+  napi_create_uint32(env, 0, &argv[3]);
+  napi_create_uint32(env, 0, &argv[4]);
+  napi_get_undefined(env, &recv);
+  if (argv[0] != nullptr && fn != nullptr) {
+    if (napi_call_function(env, recv, fn, 5, argv, &ignored) != napi_ok) {
+      napi_value exc;
+      napi_get_and_clear_last_exception(env, &exc);  // the records stay queued for the next write
+    }
   }
   napi_close_handle_scope(env, scope);
 }

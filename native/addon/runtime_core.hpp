@@ -146,6 +146,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // its kind as the listener hears it. Throws Napi::Error.
   napi_value EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind);
   void OnScheduleChange() override;
+  void OnJournal() override;
   void OnCommit(Task& task) override;
   uint32_t CaptureContext(bool by_lua) override { return contexts.Capture(by_lua ? host->entry_id() : 0); }
   bool SharesContext(const Task& starter) override { return contexts.Shares(starter); }
@@ -235,7 +236,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_ref restore_buffer_ = nullptr;      // the Uint8Array decoder_ reads; strong while it runs
   const void* restore_data_ = nullptr;     // its bytes when the restore began
   size_t restore_length_ = 0;
-  std::string restore_error_;              // a restore that could not go on (buffer detached)
+  std::string restore_error_;  // a restore that could not go on (buffer detached)
 };
 
 }  // namespace lua_tasks

@@ -5,8 +5,11 @@
 #include <algorithm>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <vector>
 
+#include "convert.hpp"
+#include "durable_journal.hpp"
 #include "errors.hpp"
 #include "state_codec.hpp"
 #include "store_reader.hpp"
@@ -112,6 +115,30 @@ Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+namespace {
+
+// The writes of a batch that failed, as takeWrites/takeJournal gave them.
+template <typename Write = KeyedWrite>
+std::vector<Write> WritesOf(const Napi::Array& batch) {
+  std::vector<Write> writes;
+  writes.reserve(batch.Length());
+  for (uint32_t i = 0; i < batch.Length(); ++i) {
+    Napi::Object record = batch.Get(i).As<Napi::Object>();
+    Write w;
+    if constexpr (std::is_same_v<Write, SpacedWrite>) w.space = record.Get("space").ToNumber().Int32Value();
+    w.key = record.Get("key").As<Napi::String>().Utf8Value();
+    Napi::Value value = record.Get("value");
+    if (value.IsTypedArray()) {
+      auto bytes = value.As<Napi::Uint8Array>();
+      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+    }
+    writes.push_back(std::move(w));
+  }
+  return writes;
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
@@ -150,20 +177,113 @@ Napi::Value Runtime::JS_confirmWrites(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
   if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
-  Napi::Array batch = info[0].As<Napi::Array>();
-  std::vector<KeyedWrite> writes;
-  writes.reserve(batch.Length());
-  for (uint32_t i = 0; i < batch.Length(); ++i) {
-    Napi::Object record = batch.Get(i).As<Napi::Object>();
-    KeyedWrite w{record.Get("key").As<Napi::String>().Utf8Value(), std::nullopt};
-    Napi::Value value = record.Get("value");
-    if (value.IsTypedArray()) {
-      auto bytes = value.As<Napi::Uint8Array>();
-      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
-    }
-    writes.push_back(std::move(w));
+  core_->keyed.PutBack(WritesOf(info[0].As<Napi::Array>()));
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const std::vector<SpacedWrite> writes = core->scheduler->TakeJournalWrites();
+  if (writes.empty()) return env.Null();
+  Napi::Array out = Napi::Array::New(env, writes.size());
+  uint32_t i = 0;
+  for (const SpacedWrite& w : writes) {
+    Napi::Object record = Napi::Object::New(env);
+    record.Set("space", Napi::Number::New(env, w.space));
+    record.Set("key", Napi::String::New(env, w.key));
+    record.Set("value",
+               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
+    out.Set(i++, record);
   }
-  core_->keyed.PutBack(std::move(writes));
+  return out;
+}
+
+Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
+  // (id, keys[], records[]): a restored durable task's messages not yet
+  // received, back into its mailbox in order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key = 0;
+  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  Napi::Array keys = info[1].As<Napi::Array>();
+  Napi::Array records = info[2].As<Napi::Array>();
+  lua_State* L = core->host->current();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    auto b = records.Get(i).As<Napi::Uint8Array>();
+    std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+    const std::string inbox_key = keys.Get(i).As<Napi::String>().Utf8Value();
+    if (!Journal::Unseal(&sealed) || sealed.empty() || sealed[0] != static_cast<char>(RecordKind::kMessage)) {
+      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " of a durable task's inbox is damaged.");
+    }
+    StackGuard stack(L);
+    std::string error;
+    int n;
+    {
+      LuaHost::HostSection section(core->host.get(), L);
+      n = PushValues(L, std::string_view(sealed).substr(1), &error);
+    }
+    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " does not read: " + error);
+    core->scheduler->RestoreMessage(key, inbox_key, L, n);
+  }
+  core->OnScheduleChange();
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
+  // What a durable task's first record says: a start record gives [entry,
+  // key | null]; an end record (a finished task, retained) [null, key |
+  // null, status, ended (ms since the epoch), result or error message].
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  auto b = info[0].As<Napi::Uint8Array>();
+  std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+  if (!Journal::Unseal(&sealed) || sealed.empty()) {
+    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's first record is damaged (its checksum does not match).");
+  }
+  const auto kind = static_cast<RecordKind>(sealed[0]);
+  if (kind != RecordKind::kStart && kind != RecordKind::kEnd) return env.Null();
+  lua_State* L = core->host->current();
+  std::string error;
+  Napi::Array out = Napi::Array::New(env);
+  StackGuard stack(L);
+  LuaHost::HostSection section(core->host.get(), L);
+  const int n = PushValues(L, std::string_view(sealed).substr(1), &error);
+  const int first = lua_gettop(L) - n + 1;
+  if (n < (kind == RecordKind::kStart ? 2 : 4) || lua_type(L, first) != LUA_TSTRING) {
+    ThrowError(env, "ERR_STORE_CORRUPT",
+               "A durable task's first record does not read" + (error.empty() ? std::string() : ": " + error));
+  }
+  if (kind == RecordKind::kStart) {
+    out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
+    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1)))
+                                                      : env.Null());
+    return out;
+  }
+  out.Set(0u, env.Null());
+  const int order[4] = {first + 1, first, first + 2, first + 3};  // key, status, ended, result
+  for (uint32_t i = 0; i < 4; ++i) out.Set(i + 1, Napi::Value(env, ToJs(core, L, order[i])));
+  return out;
+}
+
+Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->ForgetDurable(info[0].As<Napi::String>().Utf8Value());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
+  // (ok: the store keeps journals, retain: end records are kept, skipMissed)
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->set_durable_ok(info[0].ToBoolean());
+  core->scheduler->set_retain_ends(info[1].ToBoolean());
+  core->scheduler->set_skip_missed(info[2].ToBoolean());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {
+  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
+  core_->scheduler->PutBackJournalWrites(WritesOf<SpacedWrite>(info[0].As<Napi::Array>()));
   return info.Env().Undefined();
 }
 

@@ -74,6 +74,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "ERR_BAD_YIELD";
     case ErrorCode::kCommitFailed:
       return "ERR_COMMIT_FAILED";
+    case ErrorCode::kNondeterminism:
+      return "ERR_NONDETERMINISM";
   }
   return "ERR_LUA_RUNTIME";
 }
@@ -94,17 +96,31 @@ void RegisterCodedError(lua_State* L) {
   lua_rawsetp(L, LUA_REGISTRYINDEX, &kMetaKey);
 }
 
-int RaiseCodedError(lua_State* L, ErrorCode code, const char* message) {
-  luaL_where(L, 1);
-  lua_pushstring(L, message);
-  lua_concat(L, 2);
+namespace {
+
+// The message on top of L becomes a coded error value in its place.
+void BoxMessage(lua_State* L, ErrorCode code) {
   auto* box = static_cast<CodedErrorBox*>(lua_newuserdatauv(L, sizeof(CodedErrorBox), 1));
   box->code = code;
   lua_insert(L, -2);
   lua_setiuservalue(L, -2, 1);
   lua_rawgetp(L, LUA_REGISTRYINDEX, &kMetaKey);
   lua_setmetatable(L, -2);
+}
+
+}  // namespace
+
+int RaiseCodedError(lua_State* L, ErrorCode code, const char* message) {
+  luaL_where(L, 1);
+  lua_pushstring(L, message);
+  lua_concat(L, 2);
+  BoxMessage(L, code);
   return lua_error(L);
+}
+
+void PushCodedError(lua_State* L, ErrorCode code, const char* message) {
+  lua_pushstring(L, message);
+  BoxMessage(L, code);
 }
 
 bool IsCodedError(lua_State* L, int idx, ErrorCode* code) {

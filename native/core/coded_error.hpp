@@ -18,8 +18,9 @@
 namespace lua_tasks {
 
 enum class ErrorCode : uint8_t {
-  kBadYield,      // ERR_BAD_YIELD: a bad yield instruction, unit, duration, time or cron string
-  kCommitFailed,  // ERR_COMMIT_FAILED: a COMMIT that cannot be made (no store)
+  kBadYield,        // ERR_BAD_YIELD: a bad yield instruction, unit, duration, time or cron string
+  kCommitFailed,    // ERR_COMMIT_FAILED: a COMMIT that cannot be made (no store)
+  kNondeterminism,  // ERR_NONDETERMINISM: a durable task's replay met code that did something else
 };
 const char* ErrorCodeName(ErrorCode code);
 
@@ -31,6 +32,10 @@ void RegisterCodedError(lua_State* L);
 // the position of the Lua code that called the running C function (as
 // luaL_error). Use as `return RaiseCodedError(...)` from a C function.
 int RaiseCodedError(lua_State* L, ErrorCode code, const char* message);
+
+// Pushes an error value with `code` and `message` as it is (no position):
+// for an error the scheduler gives a task from outside its code.
+void PushCodedError(lua_State* L, ErrorCode code, const char* message);
 
 // If the value at `idx` is a coded error, sets *code and returns true. Never
 // raises; uses two stack slots (false if L has no room for them).

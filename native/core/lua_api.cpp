@@ -4,6 +4,7 @@
 
 #include "coded_error.hpp"
 #include "lua_api_coroutine.hpp"
+#include "lua_api_durable.hpp"
 #include "lua_api_require.hpp"
 #include "lua_api_resolve.hpp"
 #include "lua_api_store.hpp"
@@ -19,6 +20,7 @@ void RegisterLuaApi(lua_State* L, Scheduler* scheduler, KeyedStore* store) {
   RegisterYieldApi(L, scheduler);         // first: the coroutine wrappers capture its coroutine.yield
   RegisterTasksApi(L, scheduler);         // before require, which waits with tasks.sleep
   RegisterStoreApi(L, scheduler, store);  // into the tasks table
+  RegisterDurableApi(L, scheduler);       // into the tasks table; wraps the clock and random reads
   RegisterCoroutineApi(L, scheduler);     // the sentinel its pass-through looks for is the scheduler
   RegisterRequireApi(L);
   RegisterResolveApi(L);  // last: it requires modules through require

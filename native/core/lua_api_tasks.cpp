@@ -142,6 +142,8 @@ int l_tasks_send(lua_State* L) {
       return 2;
     case Scheduler::SendResult::kFull:
       break;
+    case Scheduler::SendResult::kNotPersistable:
+      return luaL_error(L, "tasks.send: a message to a durable task must persist: %s", s->last_send_error().c_str());
   }
   return luaL_error(L, "tasks.send: the task's mailbox is full (%d messages, the runtime's mailboxLimit option)",
                     static_cast<int>(s->mailbox_limit()));
@@ -152,6 +154,10 @@ int l_tasks_send(lua_State* L) {
 int Received(lua_State* L, Scheduler* s, Task* t) {
   const int n = s->TakeMessage(t, L);
   if (n == -2) return luaL_error(L, "tasks.receive: the message's values do not fit on the task's stack");
+  if (n == -3)
+    return luaL_error(L,
+                      "tasks.receive: the message cannot be journaled for this durable task (values that persist only: "
+                      "docs/durable.md)");
   if (n >= 0) return n;
   lua_pushnil(L);
   lua_pushliteral(L, "timeout");
@@ -227,6 +233,12 @@ int l_tasks_status(lua_State* L) {
 int l_tasks_join(lua_State* L) {
   Scheduler* s = Sched(L);
   const uint64_t key = KeyArg(L, s);
+  if (Task* t = s->current(); t != nullptr && t->durable && s->ReplaysWait(t, WaitKind::kJoin)) {
+    // A durable task's replay: the task it waited for may be of the earlier
+    // run; the journal holds the outcome (docs/durable.md).
+    t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
+    return Suspend(L, s, t);
+  }
   Task* target = s->Find(key);
   if (target != nullptr) {
     Task* t = NeedTask(L, s, "tasks.wait");

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <utility>
 
 namespace lua_tasks {
 
@@ -98,6 +99,10 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
 }
 
 size_t Scheduler::FormatId(uint64_t key, char* buf) const {
+  if (!foreign_ids_.empty()) {
+    auto it = foreign_ids_.find(key);
+    if (it != foreign_ids_.end()) return it->second.copy(buf, kIdLength);  // a restored durable task's
+  }
   prefix_.copy(buf, kIdPrefixLength);
   // 13 digits as 1 + 6 + 6: each group of six fits 32 bits, so two short
   // chains of 32-bit divisions run side by side instead of one chain of 13
@@ -122,7 +127,14 @@ std::string Scheduler::IdOf(uint64_t key) const {
 }
 
 bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
-  if (id.size() != kIdLength || id.substr(0, kIdPrefixLength) != prefix_) return false;
+  if (id.size() != kIdLength) return false;
+  if (id.substr(0, kIdPrefixLength) != prefix_) {
+    if (foreign_keys_.empty()) return false;
+    auto it = foreign_keys_.find(std::string(id));
+    if (it == foreign_keys_.end()) return false;
+    *key = it->second;
+    return true;
+  }
   uint64_t k = 0;
   for (size_t i = kIdPrefixLength; i < kIdLength; ++i) {
     const char c = id[i];
@@ -143,7 +155,8 @@ bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
 }
 
 uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* error) {
-  LuaHost::HostSection section(host_, L);  // no Lua error may unwind these C++ frames
+  const bool durable = std::exchange(next_durable_, false);  // PrepareDurable's, for this start only
+  LuaHost::HostSection section(host_, L);                    // no Lua error may unwind these C++ frames
   const int fn = lua_gettop(L) - nargs;
   if (error != nullptr) *error = StartError::kNotStartable;
   lua_State* co;
@@ -189,6 +202,7 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
     return 0;
   }
   Task* t = NewTask();
+  if (durable) AttachJournal(t);
   t->co = co;
   LuaHost::SetTaskMark(co, true);  // until Release
   t->observed = observed;
@@ -263,6 +277,7 @@ void Scheduler::Release(Task* t) {
   t->joiners.clear();
   if (t->context != 0) hooks_->ReleaseContext(t->context);
   t->context = 0;
+  if (t->durable) journals_.erase(t->key);
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   if (!owned) return;  // released already (never expected: see Find)
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a
@@ -297,6 +312,16 @@ void Scheduler::Defer(Task* t, int nargs) {
 }
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
+  if (Journal* j = JournalOf(t); j != nullptr && j->flushing) {
+    // A durable wait's record is written (or failed: it goes with the next
+    // write): the task waits now, as from its yield.
+    j->flushing = false;
+    lua_pop(t->co, nargs);
+    ClearWait(t);
+    ParkJournaled(t, clock_->MonoNs(), j->held_mono_start);
+    hooks_->OnScheduleChange();
+    return;
+  }
   // The committer continues through the ready queue, never here: continuing
   // here, a loop of COMMITs ran ahead of everything else (issue 19).
   ClearWait(t);
@@ -353,53 +378,82 @@ void Scheduler::RunDeferred() {
 }
 
 bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
-  Task* saved = current_;
-  current_ = t;
-  t->status = TaskStatus::kRunning;
-  t->wait = WaitKind::kNone;
-  t->has_pending = false;
-  int nres = 0;
-  int status;
-  CpuBudget* budget = host_->budget();
-  CpuBudget::Window outer;
-  if (budget != nullptr) outer = budget->Open(t->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
-  {
-    LuaHost::Entry entry(host_, t->co);
-    status = lua_resume(t->co, from, nargs, &nres);
-  }
-  const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
-  bool killed = false;
-  if (budget != nullptr) {
-    t->cpu_ns += budget->Close(outer, &killed, end);
-    // A kill that goes on outside (the starter's deadline) reaches the next
-    // instruction of the code that started or resumed this task.
-    if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
-  }
-  current_ = saved;
-  LuaHost::HostSection section(host_, from);  // allocations below never raise
-  if (killed) {
-    if (status == LUA_YIELD) {
-      KillNow(t, TaskEnd::kTimedOut);  // it caught the kill and yielded: it still dies
-    } else {
-      EndTask(t, {TaskEnd::kTimedOut});
+  if (t->durable && (nargs = JournalIn(t, nargs)) < 0) return false;
+  // A durable task in replay goes round again with each recorded outcome.
+  for (;;) {
+    Task* saved = current_;
+    current_ = t;
+    t->status = TaskStatus::kRunning;
+    t->wait = WaitKind::kNone;
+    t->has_pending = false;
+    int nres = 0;
+    int status;
+    CpuBudget* budget = host_->budget();
+    CpuBudget::Window outer;
+    if (budget != nullptr) outer = budget->Open(t->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
+    {
+      LuaHost::Entry entry(host_, t->co);
+      status = lua_resume(t->co, from, nargs, &nres);
     }
-    return false;
-  }
-  if (status == LUA_YIELD) {
-    lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
-    if (t->cancel_pending) {
-      KillNow(t);
+    const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
+    bool killed = false;
+    if (budget != nullptr) {
+      t->cpu_ns += budget->Close(outer, &killed, end);
+      // A kill that goes on outside (the starter's deadline) reaches the next
+      // instruction of the code that started or resumed this task.
+      if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
+    }
+    current_ = saved;
+    LuaHost::HostSection section(host_, from);  // allocations below never raise
+    if (killed) {
+      if (status == LUA_YIELD) {
+        KillNow(t, TaskEnd::kTimedOut);  // it caught the kill and yielded: it still dies
+      } else {
+        EndTask(t, {TaskEnd::kTimedOut});
+      }
       return false;
     }
-    Park(t, end);
-    return true;
-  }
-  if (t->cancel_pending) {
-    KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
+    if (status == LUA_YIELD) {
+      lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
+      if (t->cancel_pending) {
+        KillNow(t);
+        return false;
+      }
+      if (t->durable) {
+        const int r = JournalYield(t, end);
+        if (r >= 0) {  // replay: the recorded outcome is on its stack
+          nargs = r;
+          now = end;
+          continue;
+        }
+        if (r == kDurableFailed) return false;
+        if (r == kParkFlushing) {
+          ParkFlushing(t, end);
+          return true;
+        }
+        if (r == kParkReplayed) {
+          const YieldRecord& y = JournalOf(t)->held;
+          // The recorded start, on this run's monotonic clock.
+          ParkJournaled(t, end, end - (clock_->WallNs() - y.wall_start));
+          return true;
+        }
+      }
+      Park(t, end);
+      return true;
+    }
+    if (t->cancel_pending) {
+      KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
+      return false;
+    }
+    if (t->durable) {
+      if (Journal* j = JournalOf(t); j != nullptr && j->diverged) {
+        FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
+        return false;
+      }
+    }
+    EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
     return false;
   }
-  EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
-  return false;
 }
 
 void Scheduler::Park(Task* t, int64_t now) {
@@ -689,6 +743,25 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
     lua_pop(from, nargs);
     return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
   }
+  if (Journal* j = JournalOf(t)) {
+    // A durable task's message is kept in its inbox (space 3) until it is
+    // received: a restart puts it back in the mailbox (docs/durable.md).
+    std::string inbox_key;
+    if (restoring_inbox_key_) {
+      inbox_key = std::move(*restoring_inbox_key_);
+    } else {
+      LuaHost::HostSection section(host_, from);
+      std::string payload;
+      if (!EncodeValues(from, nargs, &payload, &last_send_error_)) {
+        lua_pop(from, nargs);
+        return SendResult::kNotPersistable;
+      }
+      inbox_key = Journal::KeyOf(j->id(), j->inbox_seq++);
+      journal_writes_.push_back({kInboxSpace, inbox_key, Journal::Seal(RecordKind::kMessage, payload)});
+      TellJournal();
+    }
+    j->inbox.push_back(std::move(inbox_key));
+  }
   {
     // The mailbox's growth is bounded by mailbox_limit_: it is not charged
     // to the memory limit, so a send never raises it here (the values were
@@ -720,6 +793,19 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
 }
 
 int Scheduler::TakeMessage(Task* t, lua_State* L) {
+  Journal* const durable = JournalOf(t);
+  Journal* j = durable;
+  if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it
+  if (j != nullptr && j->replaying()) {
+    // Replay: the message it took then, or none (it waited): the mailbox of
+    // this run is left for when the task goes on live.
+    if (j->next_kind() != RecordKind::kMessage) return -1;
+    LuaHost::HostSection section(host_, L);
+    std::string error;
+    const int n = PushValues(L, j->Next(), &error);
+    if (!j->replaying()) j->EndReplay();
+    return n < 0 ? -3 : n;
+  }
   if (t->mail_count == 0) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, t->mailbox);
   const int box = lua_gettop(L);
@@ -741,6 +827,21 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
   // receiving into stay in the table's array part.
   t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
   if (t->mail_count == 0) t->mail_tail = 1;
+  if (durable != nullptr && !durable->inbox.empty()) {
+    // Received: its inbox record goes in the batch that journals the receipt.
+    journal_writes_.push_back({kInboxSpace, std::move(durable->inbox.front()), std::nullopt});
+    durable->inbox.pop_front();
+    TellJournal();
+  }
+  if (j != nullptr) {
+    LuaHost::HostSection section(host_, L);
+    std::string payload, error;
+    if (!EncodeValues(L, n, &payload, &error)) {
+      lua_pop(L, n);
+      return -3;
+    }
+    AppendRecord(j, RecordKind::kMessage, payload);
+  }
   return n;
 }
 
@@ -759,6 +860,7 @@ bool Scheduler::Cancel(uint64_t key) {
 }
 
 void Scheduler::CancelAll() {
+  closing_ = true;  // the durable tasks' ends are not journaled: they go on at the next open
   std::vector<uint64_t> keys;
   keys.reserve(tasks_.size());
   tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
@@ -825,6 +927,7 @@ void Scheduler::EndTask(Task* t, TaskEnding end) {
     TraceOf(host_->main(), t->co, &ar, &own);
     end.trace = &own;
   }
+  if (t->durable) JournalEnd(t, end);
   const bool tell = t->observed || failed_in_lua || end.kind == TaskEnd::kTimedOut;
   // Remembered first: from here on Find no longer answers for this task, so
   // code run by the hook or by a woken joiner sees it through FindFinished.

@@ -8,12 +8,14 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <lua.hpp>
 
 #include "clock.hpp"
 #include "cron_schedule.hpp"
+#include "durable_journal.hpp"
 #include "lua_host.hpp"
 #include "lua_ref.hpp"
 #include "recent_results.hpp"
@@ -41,6 +43,9 @@ class SchedulerHooks {
   // May call FinishCommit before it returns (a snapshot that cannot be
   // taken).
   virtual void OnCommit(Task& task) = 0;
+  // Durable tasks wrote journal records that no write has taken yet (called
+  // once until TakeJournalWrites): the embedder writes them soon.
+  virtual void OnJournal() {}
 
   // Async context: the embedder's notion of whose work a call is (Node's
   // AsyncLocalStorage), opaque here: a number other than 0 in
@@ -120,7 +125,10 @@ class Scheduler {
   // tasks.receive is queued to run (at the back of the ready queue, as a
   // COMMIT's outcome is), never run here: a send from JS or from another
   // task costs no nested run. `from` needs 2 free stack slots.
-  enum class SendResult { kQueued, kNotFound, kFull };
+  // kNotPersistable: the task is durable and a value cannot persist (its
+  // inbox keeps messages across restarts; last_send_error() says why).
+  enum class SendResult { kQueued, kNotFound, kFull, kNotPersistable };
+  const std::string& last_send_error() const { return last_send_error_; }
   SendResult Send(uint64_t key, lua_State* from, int nargs);
   // Moves t's oldest message onto L (n values) and returns n; -1 if its
   // mailbox is empty; -2 if L has no room for the values (the message stays).
@@ -250,6 +258,52 @@ class Scheduler {
   // Never runs t itself.
   void FinishCommit(Task* t, int nargs);
 
+  // ---- Durable tasks (scheduler_durable.cpp; docs/durable.md) ----
+  // The next Start makes a durable task. `id`: the task's id from an
+  // earlier run ("" for a new task, which gets an id of this scheduler);
+  // `records`: that run's journal, its start record first (empty for a new
+  // task, whose start record is `start`).
+  // `entry`: its entry's name; `key`: its idempotency key.
+  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records, std::string entry,
+                      std::optional<std::string> key = std::nullopt);
+  // Whether a finished durable task's end record is kept (durableRetention)
+  // or all its records go.
+  void set_retain_ends(bool v) { retain_ends_ = v; }
+  // Whether an UNTIL_NEXT instant missed while the runtime was down fires
+  // once at open (catch-up, the default) or is skipped for the next one.
+  void set_skip_missed(bool v) { skip_missed_ = v; }
+  // Deletes the end record of a finished durable task past its retention.
+  void ForgetDurable(std::string_view id);
+  Journal* JournalOf(const Task* t) const {
+    if (!t->durable) return nullptr;
+    auto it = journals_.find(t->key);
+    return it == journals_.end() ? nullptr : it->second.get();
+  }
+  size_t durable_count() const { return journals_.size(); }
+  // Whether t replays and its journal's next record is a yield of `kind`.
+  bool ReplaysWait(const Task* t, WaitKind kind) const;
+  // The journal records written since the last take (keyed writes of space 2).
+  std::vector<SpacedWrite> TakeJournalWrites();
+  // A write that failed: its records go ahead of the newer ones.
+  void PutBackJournalWrites(std::vector<SpacedWrite> writes);
+  // Restores a message of a restored durable task's inbox (space 3, `key`)
+  // into its mailbox: the values on top of `from` (popped). False if the
+  // task is not there.
+  bool RestoreMessage(uint64_t key, std::string inbox_key, lua_State* from, int nargs);
+  // Marks the running durable task's replay diverged (it fails at its next
+  // yield or end whatever the code does) and returns the message: what the
+  // journal holds at its position and what the code did (`now`).
+  const std::string& Diverge(Journal* j, const char* now);
+  // Appends a record to t's journal (the embedder's: a JS call's outcome).
+  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload);
+  // The runtime is closing: ends that CancelAll makes are not journaled (the
+  // durable tasks go on at the next open).
+  void set_closing() { closing_ = true; }
+  // Whether durable tasks can start: the store keeps keyed writes (the
+  // embedder says so when it gives the store's reader).
+  void set_durable_ok(bool v) { durable_ok_ = v; }
+  bool durable_ok() const { return durable_ok_; }
+
  private:
   // Holds the task itself, not its key: a hash lookup per wake was the
   // largest cost of an IMMEDIATE yield. Ended tasks go to `spare_` rather
@@ -335,6 +389,39 @@ class Scheduler {
   int64_t chain_start_ = -1;  // first direct Deliver since the loop turned (monotonic ns), -1 if none
   int64_t last_park_ = 0;     // the latest park's stamp (monotonic ns): a chain's age without a clock read
   uint64_t next_key_ = 1;
+  // Durable tasks: their journals by key; restored tasks' ids (they keep the
+  // ids of the run that started them, whose prefix was another).
+  std::unordered_map<uint64_t, std::unique_ptr<Journal>> journals_;
+  bool next_durable_ = false;  // PrepareDurable's, for the next Start
+  std::string next_id_;
+  std::string next_start_;
+  std::vector<std::string> next_records_;
+  std::vector<SpacedWrite> journal_writes_;
+  std::optional<std::string> restoring_inbox_key_;  // RestoreMessage's, for Send
+  bool journal_told_ = false;
+  bool closing_ = false;
+  bool durable_ok_ = false;
+  std::string last_send_error_;
+  bool retain_ends_ = true;
+  bool skip_missed_ = false;
+  std::optional<std::string> next_key_text_;
+  std::string next_entry_;
+  std::unordered_map<uint64_t, std::string> foreign_ids_;
+  std::unordered_map<std::string, uint64_t> foreign_keys_;
+  // What RunTask does with a durable task's yield (JournalYield).
+  static constexpr int kParkAsUsual = -1;
+  static constexpr int kParkReplayed = -2;  // the journal ends at this wait: its recorded deadline
+  static constexpr int kParkFlushing = -3;  // its record is written first (ParkFlushing)
+  static constexpr int kDurableFailed = -4;
+  void AttachJournal(Task* t);
+  int JournalIn(Task* t, int nargs);       // the values a wait ended with; -1 if the task failed
+  int JournalYield(Task* t, int64_t now);  // >= 0: values of the recorded outcome pushed (replay)
+  void ParkJournaled(Task* t, int64_t now, int64_t mono_start);
+  void ParkFlushing(Task* t, int64_t now);
+  void JournalEnd(Task* t, const TaskEnding& end);
+  void FailDurable(Task* t, const std::string& message);
+  bool RestartDurable(Task* t, int* nargs);  // tasks.continue_as_new
+  void TellJournal();
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;
 };

@@ -39,6 +39,7 @@ struct Task {
   bool has_pending = false;     // pending_* hold the instruction of the current yield
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
+  bool durable = false;         // has a Journal (Scheduler::JournalOf): replayed after a restart
   // Cold: read only by the waits that use them.
   uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
   static constexpr uint32_t kNoAnchor = UINT32_MAX;
@@ -52,7 +53,7 @@ struct Task {
   // [head, head + 1 + n): its value count n, then its values (nil among
   // them: the count, not the table's length, says where a message ends).
   int mailbox = LUA_NOREF;
-  uint32_t mail_count = 0;    // messages queued
+  uint32_t mail_count = 0;  // messages queued
   // The embedder's async context for what the task calls on its side
   // (SchedulerHooks::CaptureContext), 0 if none; given back at Release. A
   // number, not a pointer: it fits in padding (a Task of 8 more bytes made

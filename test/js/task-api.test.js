@@ -109,7 +109,7 @@ describe('rt.spawn(fn, options)', () => {
       expect.objectContaining({
         code: 'ERR_INVALID_ARG_VALUE',
         message: expect.stringContaining(
-          'The option "sigal" is not a spawn option; did you mean "signal"? Options: args, signal, name, meta.',
+          'The option "sigal" is not a spawn option; did you mean "signal"? Options: args, signal, name, meta, durable, key.',
         ),
       }),
     );

@@ -1,0 +1,322 @@
+// SPDX-License-Identifier: MIT
+// The Lua API of durable tasks: tasks.step, tasks.durable, and the clock and random reads they journal.
+//
+// Inside a durable task (docs/durable.md) every value that comes from
+// outside the code is journaled, so that a replay hands back the same one:
+// tasks.step(fn, ...) runs fn once and its results are the record; the
+// wrapped os.time, os.clock, os.date and math.random record what they
+// returned. Outside a durable task they are the functions they wrap.
+#include "lua_api_durable.hpp"
+
+#include <string>
+
+#include "coded_error.hpp"
+#include "lua_api_resolve.hpp"
+#include "scheduler.hpp"
+
+namespace lua_tasks {
+
+bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int n) {
+  LuaHost::HostSection section(s->host(), L);
+  std::string payload, error;
+  if (!EncodeValues(L, n, &payload, &error)) {
+    lua_pushfstring(L, "durable task %s: %s cannot be journaled: %s", j->id().c_str(), RecordKindName(kind),
+                    error.c_str());
+    return false;
+  }
+  s->AppendRecord(j, kind, payload);
+  return true;
+}
+
+int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua_State* L) {
+  LuaHost::HostSection section(s->host(), L);
+  if (j->next_kind() != kind) {
+    const std::string& m = s->Diverge(j, now);
+    PushCodedError(L, ErrorCode::kNondeterminism, m.c_str());
+    return -1;
+  }
+  std::string error;
+  const int n = PushValues(L, j->Next(), &error);
+  if (!j->replaying()) j->EndReplay();
+  if (n < 0) {
+    lua_pushfstring(L, "durable task %s: a journal record does not read: %s", j->id().c_str(), error.c_str());
+    return -2;
+  }
+  return n;
+}
+
+namespace {
+
+Scheduler* Sched(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+}
+
+// The running durable task's journal, unless a step of it is running.
+Journal* RunningJournal(Scheduler* s) {
+  Task* t = s->current();
+  Journal* j = t == nullptr ? nullptr : s->JournalOf(t);
+  return j != nullptr && j->in_step == 0 ? j : nullptr;
+}
+
+// tasks.step(fn, ...): fn's results. In a durable task fn runs once: a
+// replay returns what it returned then (and fn cannot wait: a step is one
+// stretch of code whose effects and record land in one batch).
+int l_step(lua_State* L) {
+  Scheduler* s = Sched(L);
+  luaL_checktype(L, 1, LUA_TFUNCTION);
+  Journal* j = RunningJournal(s);
+  if (j != nullptr && j->replaying()) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kStep, "tasks.step", L);
+    return n < 0 ? lua_error(L) : n;
+  }
+  if (j == nullptr) {
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+  }
+  // Protected, so that the step's mark comes off however it ends; its error
+  // goes on as it was raised.
+  ++j->in_step;
+  const int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  --j->in_step;
+  if (status != LUA_OK) return lua_error(L);
+  const int n = lua_gettop(L);
+  if (!JournalValues(s, j, RecordKind::kStep, L, n)) return lua_error(L);
+  return n;
+}
+
+// Pushes the function a durable task's entry names: a global, else a
+// module's (required if need be). Raises if there is none.
+void PushEntry(lua_State* L, const char* entry, const char* who) {
+  if (lua_getglobal(L, entry) == LUA_TFUNCTION) return;
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  lua_pushstring(L, entry);
+  lua_call(L, 1, 1);
+  if (!lua_isfunction(L, -1)) {
+    luaL_error(L, "%s: \"%s\" is not a function (give a global name or a \"mod.fn\" path)", who, entry);
+  }
+}
+
+// Encodes the journal's entry, key and the `nargs` values on top of L as
+// the start record of its next run (tasks.continue_as_new). False with the
+// message pushed if one cannot persist.
+bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
+  LuaHost::HostSection section(s->host(), L);
+  const int first = lua_gettop(L) - nargs + 1;
+  lua_pushlstring(L, j->entry.data(), j->entry.size());
+  if (j->key) {
+    lua_pushlstring(L, j->key->data(), j->key->size());
+  } else {
+    lua_pushnil(L);
+  }
+  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, first + i);
+  std::string error;
+  const bool ok = EncodeValues(L, nargs + 2, &j->restart_start, &error);
+  lua_pop(L, nargs + 2);
+  if (!ok) lua_pushfstring(L, "tasks.continue_as_new: its arguments must persist: %s", error.c_str());
+  return ok;
+}
+
+// tasks.continue_as_new(...): ends this run of the running durable task and
+// runs its entry again with these arguments, under the same id, with a
+// journal that starts again: how a task that loops for ever keeps its
+// journal bounded (docs/durable.md#continue-as-new). Does not return.
+int l_continue_as_new(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) {
+    return luaL_error(L, "tasks.continue_as_new: only a durable task can continue as new (and not inside tasks.step)");
+  }
+  if (L != t->co) {
+    return luaL_error(L, "tasks.continue_as_new: call it from the task's own code, not from a coroutine inside it");
+  }
+  if (j->replaying()) {
+    lua_settop(L, 0);
+    PushCodedError(L, ErrorCode::kNondeterminism, s->Diverge(j, "tasks.continue_as_new").c_str());
+    return lua_error(L);
+  }
+  const int nargs = lua_gettop(L);
+  if (!PrepareRestart(s, j, L, nargs)) return lua_error(L);
+  PushEntry(L, j->entry.c_str(), "tasks.continue_as_new");
+  lua_insert(L, 1);  // [fn, args...]
+  lua_createtable(L, nargs + 1, 0);
+  for (int i = 1; i <= nargs + 1; ++i) {
+    lua_pushvalue(L, i);
+    lua_rawseti(L, -2, i);
+  }
+  if (j->restart_ref != LUA_NOREF) luaL_unref(L, LUA_REGISTRYINDEX, j->restart_ref);
+  j->restart_ref = luaL_ref(L, LUA_REGISTRYINDEX);
+  j->restart = true;
+  t->Pend(WaitKind::kImmediate);
+  return lua_yield(L, 0);
+}
+
+// Encodes the `count` values from `first` as a new durable task's start
+// record and hands it to the scheduler for its next Start. False with the
+// message pushed if one cannot persist.
+bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
+  const char* entry = lua_tostring(L, first);
+  LuaHost::HostSection section(s->host(), L);
+  for (int i = 0; i < count; ++i) lua_pushvalue(L, first + i);
+  std::string start, error;
+  const bool ok = EncodeValues(L, count, &start, &error);
+  lua_pop(L, count);
+  if (!ok) {
+    lua_pushfstring(L, "tasks.start_durable: its arguments must persist: %s", error.c_str());
+    return false;
+  }
+  s->PrepareDurable("", std::move(start), {}, entry);
+  return true;
+}
+
+// tasks.start_durable(entry, ...) -> id: starts a durable task (as
+// rt.spawn(entry, { durable: true, args }) does). `entry`: a global name or
+// a "mod.fn" path, which a restart finds again.
+int l_start_durable(lua_State* L) {
+  Scheduler* s = Sched(L);
+  const char* entry = luaL_checkstring(L, 1);
+  if (!s->durable_ok()) {
+    return luaL_error(L,
+                      "tasks.start_durable: this runtime keeps no journals (open it with Runtime.open({ name, store }) "
+                      "and a store that keeps keyed writes)");
+  }
+  const int nargs = lua_gettop(L) - 1;
+  PushEntry(L, entry, "tasks.start_durable");
+  lua_insert(L, 2);  // [entry, fn, args...]
+  lua_pushvalue(L, 1);
+  lua_pushnil(L);  // no idempotency key from Lua
+  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, 3 + i);
+  const int record = lua_gettop(L) - nargs - 1;
+  if (!PrepareStart(s, L, record, nargs + 2)) return lua_error(L);
+  lua_settop(L, record - 1);
+  const uint64_t key = s->Start(L, nargs, false);
+  if (key == 0) return luaL_error(L, "tasks.start_durable: the task could not be started (memory)");
+  char id[Scheduler::kIdLength];
+  lua_pushlstring(L, id, s->FormatId(key, id));
+  return 1;
+}
+
+// tasks.patched(name) -> boolean: whether the running code may take the new
+// path named `name` (docs/durable.md#changing-code). A live run takes it
+// and journals that it did; a replay takes it only where its journal says
+// the first run did, so a task started by older code goes on with the old
+// path. Outside a durable task: true.
+int l_patched(lua_State* L) {
+  Scheduler* s = Sched(L);
+  size_t n;
+  const char* name = luaL_checklstring(L, 1, &n);
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) {
+    lua_pushboolean(L, 1);
+    return 1;
+  }
+  if (j->replaying()) {
+    bool taken = false;
+    if (j->next_kind() == RecordKind::kPatch && j->Peek() == std::string_view(name, n)) {
+      j->Next();
+      if (!j->replaying()) j->EndReplay();
+      taken = true;
+    }
+    lua_pushboolean(L, taken);
+    return 1;
+  }
+  {
+    LuaHost::HostSection section(s->host(), L);
+    s->AppendRecord(j, RecordKind::kPatch, std::string_view(name, n));
+  }
+  lua_pushboolean(L, 1);
+  return 1;
+}
+
+// tasks.durable(): whether the running task is durable.
+int l_durable(lua_State* L) {
+  Scheduler* s = Sched(L);
+  Task* t = s->current();
+  lua_pushboolean(L, t != nullptr && s->JournalOf(t) != nullptr);
+  return 1;
+}
+
+// A clock or random read, or a call of the tasks API on other tasks. The
+// wrapper has the wrapped function's K upvalues first (math.random's state;
+// the tasks API's scheduler), then the scheduler, then the wrapped function,
+// and calls the wrapped C function in its own frame: its argument errors
+// name it as before ("bad argument #1 to 'tasks.send'").
+template <int K>
+int l_journaled_read(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  auto* s = static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(K + 1)));
+  const lua_CFunction wrapped = lua_tocfunction(L, lua_upvalueindex(K + 2));
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) return wrapped(L);
+  if (j->replaying()) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
+    return n < 0 ? lua_error(L) : n;
+  }
+  const int n = wrapped(L);
+  if (!JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
+  return n;
+}
+
+// Wraps table[name] (the table on top of L) if it is a C function of at
+// most one upvalue.
+void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
+  if (lua_getfield(L, -1, name) != LUA_TFUNCTION || !lua_iscfunction(L, -1)) {
+    lua_pop(L, 1);
+    return;
+  }
+  const int fn = lua_gettop(L);
+  int k = 0;
+  while (lua_getupvalue(L, fn, k + 1) != nullptr) ++k;  // its upvalues, in order
+  if (k > 1) {
+    lua_settop(L, fn - 1);
+    return;
+  }
+  lua_pushlightuserdata(L, scheduler);
+  lua_pushvalue(L, fn);
+  lua_pushcclosure(L, k == 0 ? l_journaled_read<0> : l_journaled_read<1>, k + 2);
+  lua_setfield(L, fn - 1, name);
+  lua_settop(L, fn - 1);
+}
+
+}  // namespace
+
+void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
+  luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
+  if (lua_getfield(L, -1, "tasks") == LUA_TTABLE) {
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_step, 1);
+    lua_setfield(L, -2, "step");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_durable, 1);
+    lua_setfield(L, -2, "durable");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_start_durable, 1);
+    lua_setfield(L, -2, "start_durable");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_patched, 1);
+    lua_setfield(L, -2, "patched");
+    lua_pushlightuserdata(L, scheduler);
+    lua_pushcclosure(L, l_continue_as_new, 1);
+    lua_setfield(L, -2, "continue_as_new");
+    // What a durable task learns of other tasks, or does to them, happens
+    // once: a replay hands back the answer (a started task's id too).
+    for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"})
+      WrapRead(L, scheduler, name);
+  }
+  lua_pop(L, 1);
+  // The global os and math are package.loaded's (lua_libs.cpp keeps them so).
+  if (lua_getfield(L, -1, LUA_OSLIBNAME) == LUA_TTABLE) {
+    for (const char* name : {"time", "clock", "date"}) WrapRead(L, scheduler, name);
+  }
+  lua_pop(L, 1);
+  if (lua_getfield(L, -1, LUA_MATHLIBNAME) == LUA_TTABLE) WrapRead(L, scheduler, "random");
+  lua_pop(L, 2);
+}
+
+}  // namespace lua_tasks

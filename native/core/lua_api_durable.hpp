@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+// The Lua API of durable tasks: tasks.step, tasks.durable, and the clock and random reads they journal.
+#pragma once
+
+#include <lua.hpp>
+
+#include "durable_journal.hpp"
+
+namespace lua_tasks {
+
+class Scheduler;
+
+// Installs tasks.step and tasks.durable into the tasks table and wraps
+// os.time, os.clock, os.date and math.random so that a durable task's reads
+// are journaled. Raises (memory): call in protected mode.
+void RegisterDurableApi(lua_State* L, Scheduler* scheduler);
+
+// For Lua-facing C functions (here and the addon's JS calls). Never raise.
+//
+// Records the `n` values on top of L (left there) as a `kind` record of j.
+// False with a message pushed above them if one cannot persist.
+bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int n);
+// j is replaying: pushes the values of its next record, which must be of
+// `kind`, and returns how many. -1 with a coded ERR_NONDETERMINISM error
+// pushed if the record is another (`now`: what the code did), -2 with a
+// message pushed if it does not read.
+int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua_State* L);
+
+}  // namespace lua_tasks

@@ -1,0 +1,236 @@
+// SPDX-License-Identifier: MIT
+// Tests for durable tasks with a fake clock: journal records, replay to the same wait and deadline, divergence.
+#include <map>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "durable_journal.hpp"
+#include "lua_runtime.hpp"
+#include "scheduler.hpp"
+#include "test_clocks.hpp"
+
+namespace lua_tasks {
+namespace {
+
+constexpr int64_t kSec = 1'000'000'000;
+
+TEST(JournalTest, RecordsAreSealedAndADamagedOneIsRefused) {
+  std::string r = Journal::Seal(RecordKind::kStep, "payload");
+  std::string copy = r;
+  ASSERT_TRUE(Journal::Unseal(&copy));
+  EXPECT_EQ(copy, std::string("S") + "payload");
+  r[3] ^= 1;
+  EXPECT_FALSE(Journal::Unseal(&r));
+  std::string tiny = "abc";
+  EXPECT_FALSE(Journal::Unseal(&tiny));
+}
+
+TEST(JournalTest, KeysSortInRecordOrder) {
+  EXPECT_EQ(Journal::KeyOf("t1", 7), "t1/0000000007");
+  EXPECT_LT(Journal::KeyOf("t1", 9), Journal::KeyOf("t1", 10));
+  EXPECT_LT(Journal::KeyOf("t1", 99999), Journal::KeyOf("t1", 100000));
+}
+
+TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
+  Journal j("t1", {});
+  std::vector<SpacedWrite> out;
+  j.Append(RecordKind::kStart, "a", &out);
+  j.Append(RecordKind::kStep, "b", &out);
+  j.Append(RecordKind::kStep, "c", &out);
+  out.clear();
+  j.Finish(nullptr, &out);
+  ASSERT_EQ(out.size(), 3u);
+  for (const SpacedWrite& w : out) EXPECT_FALSE(w.value.has_value());
+  out.clear();
+  std::string end = "e";
+  j.Finish(&end, &out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.back().key, "t1/0000000000");
+  ASSERT_TRUE(out.back().value);
+  std::string rec = *out.back().value;
+  ASSERT_TRUE(Journal::Unseal(&rec));
+  EXPECT_EQ(rec, "Ee");
+  out.clear();
+  j.Restart("new", &out);
+  EXPECT_EQ(j.size(), 1u);
+  EXPECT_EQ(out.size(), 3u);  // two deletes, the new start
+}
+
+// The hooks: every COMMIT (a durable wait's too) is written at once.
+class Hooks final : public SchedulerHooks {
+ public:
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override {
+    std::string v = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kCancelled ? "cancelled" : "failed";
+    if (end.kind == TaskEnd::kFailed) v += std::string(":") + luaL_tolstring(co, -1, nullptr), lua_pop(co, 1);
+    ends.push_back(v);
+  }
+  void OnScheduleChange() override {}
+  void OnCommit(Task& task) override {
+    lua_pushboolean(task.co, 1);
+    lua_pushnil(task.co);
+    sched->FinishCommit(&task, 2);
+  }
+  std::vector<std::string> ends;
+  Scheduler* sched = nullptr;
+};
+
+// One runtime's life over a store kept in a map, as a restart sees it.
+class DurableTest : public ::testing::Test {
+ protected:
+  struct Life {
+    LuaRuntime rt;
+    Hooks hooks;
+  };
+  std::unique_ptr<Life> Open(const std::string& source) {
+    auto life = std::make_unique<Life>();
+    LuaHostOptions o;
+    std::string error;
+    EXPECT_TRUE(life->rt.Assemble(o, &clock, &life->hooks, &error)) << error;
+    life->hooks.sched = life->rt.scheduler.get();
+    life->rt.scheduler->set_durable_ok(true);
+    Run(life.get(), "log = {} function note(s) log[#log + 1] = s end " + source);
+    return life;
+  }
+  void Run(Life* life, const std::string& src) {
+    LuaHost* host = life->rt.host.get();
+    lua_State* L = host->main();
+    ASSERT_EQ(host->Load(L, src, "=test"), LUA_OK) << lua_tostring(L, -1);
+    LuaHost::Entry e(host, L);
+    ASSERT_EQ(host->PCall(L, 0, 0), LUA_OK) << host->last_message();
+  }
+  std::string Log(Life* life) {
+    lua_State* L = life->rt.host->main();
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "concat");
+    lua_getglobal(L, "log");
+    lua_pushliteral(L, ",");
+    lua_call(L, 2, 1);
+    std::string s = lua_tostring(L, -1);
+    lua_pop(L, 2);
+    return s;
+  }
+  // Starts the durable task `entry` (no arguments) and returns its id.
+  std::string StartNew(Life* life, const char* entry) {
+    lua_State* L = life->rt.host->main();
+    Scheduler* s = life->rt.scheduler.get();
+    lua_pushstring(L, entry);
+    lua_pushnil(L);
+    std::string start, error;
+    {
+      LuaHost::HostSection section(life->rt.host.get(), L);
+      EXPECT_TRUE(EncodeValues(L, 2, &start, &error)) << error;
+    }
+    lua_pop(L, 2);
+    s->PrepareDurable("", start, {}, entry);
+    lua_getglobal(L, entry);
+    const uint64_t key = s->Start(L, 0, true);
+    Flush(life);
+    return s->IdOf(key);
+  }
+  // Restores task `id` from the store, as Runtime.open does.
+  uint64_t Restore(Life* life, const std::string& id, const char* entry) {
+    std::vector<std::string> records;
+    for (const auto& [k, v] : store) {
+      if (k.rfind(id + "/", 0) != 0) continue;
+      std::string r = v;
+      EXPECT_TRUE(Journal::Unseal(&r));
+      records.push_back(r);
+    }
+    Scheduler* s = life->rt.scheduler.get();
+    s->PrepareDurable(id, "", records, entry);
+    lua_State* L = life->rt.host->main();
+    lua_getglobal(L, entry);
+    const uint64_t key = s->Start(L, 0, true);
+    Flush(life);
+    return key;
+  }
+  void Flush(Life* life) {
+    for (SpacedWrite& w : life->rt.scheduler->TakeJournalWrites()) {
+      if (w.space != kJournalSpace) continue;
+      if (w.value) {
+        store[w.key] = *w.value;
+      } else {
+        store.erase(w.key);
+      }
+    }
+  }
+  void Advance(Life* life, int64_t ns) {
+    clock.Advance(ns);
+    life->rt.scheduler->RunTimers();
+    life->rt.scheduler->RunImmediate();
+    Flush(life);
+  }
+  FakeClock clock;
+  std::map<std::string, std::string> store;
+};
+
+TEST_F(DurableTest, ARestoredTaskWaitsAgainWithItsFirstDeadline) {
+  const char* src = R"(
+    function f()
+      local r, e = coroutine.yield("FOR", 10, "SECONDS")
+      note("woke " .. e)
+    end)";
+  std::string id;
+  {
+    auto first = Open(src);
+    id = StartNew(first.get(), "f");
+    Advance(first.get(), 4 * kSec);
+    EXPECT_EQ(Log(first.get()), "");
+  }  // the process goes
+  auto second = Open(src);
+  const uint64_t key = Restore(second.get(), id, "f");
+  EXPECT_EQ(second->rt.scheduler->IdOf(key), id);  // the same id
+  Task* t = second->rt.scheduler->Find(key);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->current_wait(), WaitKind::kFor);
+  Advance(second.get(), 5 * kSec + 900'000'000);
+  EXPECT_EQ(Log(second.get()), "");
+  Advance(second.get(), 200'000'000);
+  EXPECT_EQ(Log(second.get()), "woke 10.1");  // counted from the yield in the first life
+  EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
+}
+
+TEST_F(DurableTest, AStepRunsOnceAndItsResultsReplay) {
+  const char* src = R"(
+    n = 0
+    function f()
+      local v = tasks.step(function() n = n + 1; return n * 10 end)
+      local t = math.random(1, 1000000000)
+      note("drew " .. t)
+      coroutine.yield("INDEFINITELY")
+      note(v .. " " .. t .. " " .. n)
+    end)";
+  std::string id, drew;
+  {
+    auto first = Open(src);
+    id = StartNew(first.get(), "f");
+    drew = Log(first.get()).substr(5);
+  }
+  auto second = Open(src);  // another state: another random seed
+  const uint64_t key = Restore(second.get(), id, "f");
+  lua_State* L = second->rt.host->main();
+  EXPECT_EQ(second->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  // The step's result and the first life's random number; the step did not run again (n is 0).
+  EXPECT_EQ(Log(second.get()), "drew " + drew + ",10 " + drew + " 0");
+}
+
+TEST_F(DurableTest, CodeThatYieldsOtherwiseFailsWithNondeterminism) {
+  std::string id;
+  {
+    auto first = Open(R"(function f() coroutine.yield("FOR", 10, "SECONDS") end)");
+    id = StartNew(first.get(), "f");
+  }
+  auto second = Open(R"(function f() coroutine.yield("FOR", 20, "SECONDS") end)");
+  Restore(second.get(), id, "f");
+  ASSERT_EQ(second->hooks.ends.size(), 1u);
+  EXPECT_NE(second->hooks.ends[0].find("diverged from its journal at record 1"), std::string::npos)
+      << second->hooks.ends[0];
+  EXPECT_NE(second->hooks.ends[0].find("a yield (FOR)"), std::string::npos);
+  // The journal stays for code that replays it.
+  EXPECT_EQ(store.count(Journal::KeyOf(id, 1)), 1u);
+}
+
+}  // namespace
+}  // namespace lua_tasks
