@@ -1035,16 +1035,23 @@ class PostgresStore {
     this.#closed = true;
     for (const lease of this.#leases.values()) clearInterval(lease.timer);
     this.#leases.clear();
-    const lock = this.#lock;
-    this.#lock = null;
-    if (lock) {
-      const client = await lock.catch(() => null);
-      if (client) {
-        if (this.#lockRelease) this.#lockRelease();
-        else await client.end().catch(() => {});
+    // Idle connections are unref'd (they let the process exit); ending them
+    // must not: the caller awaits this.
+    const keep = setInterval(() => {}, 1 << 30);
+    try {
+      const lock = this.#lock;
+      this.#lock = null;
+      if (lock) {
+        const client = await lock.catch(() => null);
+        if (client) {
+          if (this.#lockRelease) this.#lockRelease();
+          else await client.end().catch(() => {});
+        }
       }
+      if (this.#ownPool) await this.#pool.end();
+    } finally {
+      clearInterval(keep);
     }
-    if (this.#ownPool) await this.#pool.end();
   }
 }
 

@@ -303,6 +303,22 @@ describePg('PostgresStore on PostgreSQL', () => {
     await (await b.acquire('c')).release();
   });
 
+  test("a process whose only handles are the store's idle connections goes on past await store.close()", () => {
+    const { execFileSync } = require('node:child_process');
+    const code = `const { PostgresStore } = require(${JSON.stringify(path.join(__dirname, '..', '..'))});
+      (async () => {
+        for (let i = 0; i < 2; i++) {
+          const store = new PostgresStore({ connectionString: ${JSON.stringify(db.url)}, schema: 'own_${schemas}' });
+          await (await store.acquire('idle')).release();
+          await store.close();
+          console.log('closed ' + i);
+        }
+      })();`;
+    expect(execFileSync(process.execPath, ['-e', code], { encoding: 'utf8', timeout: 20000 })).toBe(
+      'closed 0\nclosed 1\n',
+    );
+  });
+
   test('a runtime end to end: tasks.state and tasks.store COMMITs come back in a new store object', async () => {
     const a = make();
     const rt = await Runtime.open({ name: 'game', store: a });
