@@ -562,8 +562,10 @@ class PostgresStore {
   }
 
   #lockedError(name, holder, expiresAt) {
-    const until = expiresAt instanceof Date ? expiresAt.toISOString() : String(expiresAt);
-    const where = `its lease in ${this.#t.leases} (${this.#target}) runs until ${until} and is renewed while it runs`;
+    const where =
+      expiresAt instanceof Date
+        ? `its lease in ${this.#t.leases} (${this.#target}) runs until ${expiresAt.toISOString()} and is renewed while it runs`
+        : `its lease in ${this.#t.leases} (${this.#target}) is being taken`;
     const tail =
       'A holder that stops loses the lease when it closes the runtime, when its process dies (its PostgreSQL session ends), or when the lease expires unrenewed.';
     if (!holder || typeof holder !== 'object') {
@@ -855,6 +857,7 @@ class PostgresStore {
   async #transact(group) {
     const outcomes = new Array(group.length).fill(null); // null: written; else its error
     const failed = new Map(); // name -> the error of its first failed batch
+    let committed = false;
     try {
       await this.#with(async (c) => {
         // One WAL flush for all of them, durable before COMMIT returns.
@@ -889,6 +892,7 @@ class PostgresStore {
             if (outcomes[i]) failed.set(b.name, outcomes[i]);
           }
           await c.query('COMMIT');
+          committed = true;
         } catch (e) {
           await c.query('ROLLBACK').catch(() => {});
           throw e;
@@ -913,7 +917,7 @@ class PostgresStore {
         for (const w of b.writes) this.#records(held, w.space).set(w.key, w.value);
       }
     }
-    if (written > 0 || failed.size < group.length) {
+    if (committed) {
       this.#stats.transactions++;
       this.#stats.batches += written;
     }
