@@ -21,9 +21,13 @@ describePg('PostgresStore', () => {
 
   describeStore({
     label: 'PostgresStore',
-    setup: () => {
+    async setup() {
       const schema = `conf_${++schemas}`;
-      return { schema, store: new PostgresStore({ connectionString: db.url, schema, leaseMs: LEASE_MS }) };
+      const store = new PostgresStore({ connectionString: db.url, schema, leaseMs: LEASE_MS });
+      // The schema made and the connections open (each a SCRAM handshake)
+      // before the test: the storeTimeout tests time one hung call, not these.
+      await (await store.acquire('warm-up')).release();
+      return { schema, store };
     },
     async teardown(ctx) {
       await ctx.store.close();
