@@ -15,7 +15,10 @@
 //    keys), today's whole-snapshot `tasks.state` doing the same (the records
 //    in one table; a few COMMITs, each rewrites the whole state), and
 //    better-sqlite3 doing the same upserts from JS (WAL, synchronous=FULL,
-//    one transaction per upsert: what a user would pick instead).
+//    one transaction per upsert: what a user would pick instead), and
+//    `tasks.store` on the PostgresStore (a database of its own on the server
+//    of LUA_TASKS_PG_URL, made and dropped by the run; without that variable
+//    its rows say how to get it).
 //    Each run checks its work: the store reopened, the scores of the
 //    records it touched grew by exactly the number of COMMITs it counted.
 // 2. Time from Runtime.open to a first task's result (it reads one record),
@@ -37,11 +40,11 @@ const { nowMs, median, percentile, check, nodeChild } = require('./harness');
 
 const PLAYERS = 100000;
 const TASKS = 100;
-const PER_TASK = { keyed: 100, state: 1, sqlite: 10 }; // COMMITs per task and rep: 10,000, 100, 1,000
+const PER_TASK = { keyed: 100, state: 1, sqlite: 10, pg: 100 }; // COMMITs per task and rep: 10,000, 100, 1,000, 10,000
 // Reps of each implementation, round-robin. One of tasks.state: its 100
 // COMMITs are 100 whole-state writes of ~200 ms each (a COMMIT holds the
 // runtime while its snapshot is taken, so the tasks behind it cannot join it).
-const REPS = { keyed: 3, state: 1, sqlite: 3 };
+const REPS = { keyed: 3, state: 1, sqlite: 3, pg: 3 };
 const OPEN_COUNTS = [10000, 1000000];
 const OPEN_REPS = 5;
 const GROUP_TASKS = 1000;
@@ -52,7 +55,11 @@ const IMPL_NAME = {
   keyed: 'lua-tasks tasks.store',
   state: 'lua-tasks tasks.state (whole snapshot)',
   sqlite: 'better-sqlite3 from JS',
+  pg: 'lua-tasks tasks.store on PostgresStore',
 };
+
+// Implementations of tasks.store: the directory store's and the PostgreSQL store's.
+const isKeyed = (impl) => impl === 'keyed' || impl === 'pg';
 
 // ---------------------------------------------------------------- the records
 
@@ -177,15 +184,16 @@ async function measured(fn) {
 
 // ---------------------------------------------------------- child: the cases
 
+// `dir`: the directory of the store, or for 'pg' the database's URL.
 async function openRuntime(impl, dir, count) {
-  const { Runtime, DirectoryStore } = luaTasks();
-  const inner = new DirectoryStore(dir);
+  const { Runtime, DirectoryStore, PostgresStore } = luaTasks();
+  const inner = impl === 'pg' ? new PostgresStore({ connectionString: dir }) : new DirectoryStore(dir);
   const { store, calls } = counted(inner);
   const rt = await Runtime.open({ name: 'players', store });
   rt.load(LUA_RECORDS, { name: 'records' });
   rt.load(`N = ${count}`);
   rt.load(
-    impl === 'keyed'
+    isKeyed(impl)
       ? 'function read(i) return tasks.store.get(key(i)) end function write(i, p) tasks.store.set(key(i), p) end'
       : 'function read(i) return tasks.state.players[i] end function write(i, p) tasks.state.players[i] = p end',
   );
@@ -193,7 +201,7 @@ async function openRuntime(impl, dir, count) {
 }
 
 async function fill(impl, dir, count) {
-  fs.mkdirSync(dir, { recursive: true });
+  if (impl !== 'pg') fs.mkdirSync(dir, { recursive: true });
   const t0 = nowMs();
   if (impl === 'sqlite') {
     const db = openSqlite(dir);
@@ -207,7 +215,7 @@ async function fill(impl, dir, count) {
   }
   const { rt, inner } = await openRuntime(impl, dir, count);
   let recordBytes;
-  if (impl === 'keyed') {
+  if (isKeyed(impl)) {
     // 10,000 records a COMMIT: the dirty map stays small.
     rt.load(`function fill(n)
       for i = 1, n do
@@ -286,6 +294,7 @@ async function commits(impl, dir, perTask) {
   const tx = transactions(inner);
   const writes = calls.write + calls.save - writes0;
   await rt.close();
+  if (impl === 'pg') await inner.close();
   // The store reopened: every COMMIT counted is there, once.
   ({ rt } = await openRuntime(impl, dir, PLAYERS));
   const after = rt.load(`return grown(${TASKS}, ${perTask}, read)`)[0];
@@ -422,9 +431,12 @@ async function group(impl, dir) {
 
 async function child(argv) {
   const [what, impl, ...rest] = argv;
-  if (impl === 'keyed') {
+  if (isKeyed(impl)) {
     const why = keyedMissing();
     if (why) return { missing: why };
+  }
+  if (impl === 'pg' && !rest[0]) {
+    return { missing: 'not measured: LUA_TASKS_PG_URL is not set (export LUA_TASKS_PG_URL=$(scripts/pg.sh start))' };
   }
   if (impl === 'sqlite' && !sqliteModule()) {
     return { missing: 'not measured: better-sqlite3 is not installed (a devDependency: npm ci installs it)' };
@@ -465,13 +477,46 @@ function missingRows(cases, impl, note) {
   }));
 }
 
+// A database of the run's own on the server of LUA_TASKS_PG_URL: its URL
+// and drop(), or null without that variable.
+async function pgDatabase() {
+  const url = process.env.LUA_TASKS_PG_URL;
+  if (!url) return null;
+  const { Client } = require('pg');
+  const name = `lua_tasks_bench_${process.pid}_${Date.now()}`;
+  const admin = async (sql) => {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return { url: u.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
 async function throughputRows(root) {
-  const impls = ['keyed', 'state', 'sqlite'];
+  const impls = ['keyed', 'state', 'sqlite', 'pg'];
   const rows = [];
   const missing = new Map();
   const fills = new Map();
+  const db = await pgDatabase();
+  try {
+    return await throughputOn(root, impls, rows, missing, fills, db);
+  } finally {
+    if (db) await db.drop();
+  }
+}
+
+async function throughputOn(root, impls, rows, missing, fills, db) {
+  // Where each implementation keeps its records ('' for pg: not measured).
+  const where = (impl) => (impl === 'pg' ? (db ? db.url : '') : path.join(root, `tp-${impl}`));
   for (const impl of impls) {
-    const r = runChild('fill', impl, path.join(root, `tp-${impl}`), PLAYERS);
+    const r = runChild('fill', impl, where(impl), PLAYERS);
     if (r.missing) missing.set(impl, r.missing);
     else fills.set(impl, r);
   }
@@ -479,7 +524,7 @@ async function throughputRows(root) {
   for (let rep = 0; rep < Math.max(...Object.values(REPS)); rep++) {
     for (const impl of impls) {
       if (!missing.has(impl) && rep < REPS[impl]) {
-        reps.get(impl).push(runChild('commits', impl, path.join(root, `tp-${impl}`), PER_TASK[impl]));
+        reps.get(impl).push(runChild('commits', impl, where(impl), PER_TASK[impl]));
       }
     }
   }
@@ -516,6 +561,7 @@ async function throughputRows(root) {
     const size = f.recordBytes ? `~${fmt(f.recordBytes)} B a record` : '';
     const how = {
       keyed: `${mid.commits} COMMITs a rep; ${mid.transactions === undefined ? `${mid.writes} store writes` : `${mid.transactions} transactions`}`,
+      pg: `${mid.commits} COMMITs a rep; ${mid.transactions} transactions (synchronous_commit on, PostgreSQL 15 on this machine, loopback)`,
       state: `${mid.commits} COMMITs a rep; ${mid.writes} whole-state writes`,
       sqlite: `${mid.commits} upserts a rep, each its own transaction; WAL, synchronous=FULL`,
     }[impl];

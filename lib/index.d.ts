@@ -178,6 +178,51 @@ export class DirectoryStore implements Store {
   locate(name: string): string;
 }
 
+/** Options of `new PostgresStore(options)`: exactly one of `connectionString` and `pool`. */
+export interface PostgresStoreOptions {
+  /** postgres://user:password@host:port/database: the store makes (and close() ends) a pg.Pool. */
+  connectionString?: string;
+  /** A pg.Pool of yours; close() leaves it open. */
+  pool?: { connect(): Promise<unknown>; options?: object };
+  /** How long a lease lasts unless renewed (every third of it); a vanished holder is taken over after it. @default 10000 */
+  leaseMs?: number;
+  /** The schema of the lua_tasks_* tables, created at first use. @default 'public' */
+  schema?: string;
+  /** Connections of the pool the store makes. @default 10 */
+  max?: number;
+}
+
+/**
+ * The store on PostgreSQL (the optional peer dependency `pg`): one owner per
+ * name through a lease with a fencing token, checked on every write; the
+ * batches written in one loop turn share one transaction. Readers answer from
+ * the name's keyed rows loaded at acquire, so a held name's keyed data is in memory.
+ */
+export class PostgresStore implements Store {
+  constructor(options: PostgresStoreOptions);
+  /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
+  readonly spaces: readonly number[];
+  /** Takes the name's lease (ERR_STORE_LOCKED with `holder` and `expiresAt` while another holder's runs). */
+  acquire(name: string): Promise<StoreLease>;
+  load(name: string): Promise<Buffer | null>;
+  /** A batch with only `state`. */
+  save(name: string, bytes: Uint8Array, info?: SaveInfo): Promise<void>;
+  /** Durable before it resolves (PostgreSQL committed it); all or nothing; any key space. */
+  write(
+    batch:
+      | StoreBatch
+      | (Omit<StoreBatch, 'writes'> & { writes?: { space?: number; key: string; value: Uint8Array | null }[] }),
+  ): Promise<void>;
+  /** Reads of a name this store holds, from memory; `space` 1 is tasks.store. */
+  reader(name: string): StoreReader;
+  /** Transactions (one WAL flush each) and batches this store object committed. */
+  stats(): { transactions: number; batches: number };
+  /** Finishes the writes in flight, ends the lock session and the pool it made. Idempotent. */
+  close(): Promise<void>;
+  /** Where the name's state lives, for messages: server, database, table. */
+  locate(name: string): string;
+}
+
 export interface OpenOptions extends RuntimeOptions {
   /** The runtime's persistent identity: letters, digits, ".", "_", "-". */
   name: string;

@@ -6,6 +6,7 @@ const { Runtime } = require('./runtime');
 const { Task } = require('./task');
 const cron = require('./cron');
 const { DirectoryStore } = require('./store');
+const { PostgresStore } = require('./pg_store');
 const { classes } = require('./errors');
 
 // The package's names, and only them: the error classes come from
@@ -17,5 +18,6 @@ module.exports = {
   cron,
   Task,
   DirectoryStore,
+  PostgresStore,
   ...classes,
 };

@@ -8,6 +8,7 @@ export const {
   Task,
   cron,
   DirectoryStore,
+  PostgresStore,
   LuaTasksError,
   LuaError,
   CronSyntaxError,

@@ -58,6 +58,7 @@ test('the package exports its public names, each declared in index.d.ts, and no 
     'DirectoryStore',
     'LuaError',
     'LuaTasksError',
+    'PostgresStore',
     'Runtime',
     'RuntimeClosedError',
     'StoreError',

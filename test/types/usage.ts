@@ -1,6 +1,16 @@
 // SPDX-License-Identifier: MIT
 // Compiled with tsc --noEmit --strict by types.test.js: the public API as a user writes it.
-import { Runtime, Task, LuaError, DirectoryStore, cron, AbortError, TaskError, SpawnOptions } from 'lua-tasks';
+import {
+  Runtime,
+  Task,
+  LuaError,
+  DirectoryStore,
+  PostgresStore,
+  cron,
+  AbortError,
+  TaskError,
+  SpawnOptions,
+} from 'lua-tasks';
 
 async function main(): Promise<void> {
   const rt = new Runtime({
@@ -76,6 +86,9 @@ async function main(): Promise<void> {
   await rt.commit();
   await rt.close();
   rt.closeSync();
+  const pg = new PostgresStore({ connectionString: 'postgres://u@127.0.0.1/db', leaseMs: 5000 });
+  const pgStats: number = pg.stats().transactions;
+  void pgStats;
   const p = await Runtime.open({ name: 'n', store: new DirectoryStore('/tmp/x') });
   await Runtime.open({ name: 'n', store: { load: async () => null, save: async () => {} } });
   p.closeSync();

@@ -1,0 +1,76 @@
+// SPDX-License-Identifier: MIT
+// The PostgreSQL store passes the store conformance suite, on a real PostgreSQL (LUA_TASKS_PG_URL).
+'use strict';
+const path = require('node:path');
+const { PostgresStore } = require('../..');
+const { describeStore } = require('./store-conformance');
+const { describePg, createDatabase, query } = require('./pg-helpers');
+
+// Each test its own schema in the file's database.
+let db;
+let schemas = 0;
+const LEASE_MS = 2000;
+
+describePg('PostgresStore', () => {
+  beforeAll(async () => {
+    db = await createDatabase();
+  });
+  afterAll(async () => {
+    if (db) await db.drop();
+  });
+
+  describeStore({
+    label: 'PostgresStore',
+    async setup() {
+      const schema = `conf_${++schemas}`;
+      const store = new PostgresStore({ connectionString: db.url, schema, leaseMs: LEASE_MS });
+      // The schema made and the connections open (each a SCRAM handshake)
+      // before the test: the storeTimeout tests time one hung call, not these.
+      await (await store.acquire('warm-up')).release();
+      return { schema, store };
+    },
+    async teardown(ctx) {
+      await ctx.store.close();
+    },
+    // One store object for every runtime of a test: they share its transactions.
+    store: (ctx) => ctx.store,
+    child: (ctx) => ({
+      module: path.join(__dirname, 'fixtures', 'pg-store-spec.js'),
+      spec: { url: db.url, schema: ctx.schema, leaseMs: LEASE_MS },
+    }),
+    // The snapshot row, replaced through the store (a save without a token is not fenced).
+    async corrupt(ctx, name, fn) {
+      const bytes = await ctx.store.load(name);
+      await ctx.store.save(name, fn(Buffer.from(bytes)));
+    },
+    // A transaction leaves nothing behind in PostgreSQL: no file of a name's own.
+    leftovers: () => [],
+    faults: [
+      {
+        label: 'its statement (a trigger raising an error)',
+        inject: (ctx) => failWith(ctx, 'BEFORE INSERT OR UPDATE', ''),
+      },
+      {
+        label: 'its COMMIT (a deferred constraint trigger raising an error)',
+        inject: (ctx) => failWith(ctx, 'AFTER INSERT OR UPDATE', 'CONSTRAINT', 'DEFERRABLE INITIALLY DEFERRED'),
+      },
+    ],
+    kills: Number(process.env.LUA_TASKS_PG_KILLS || 100),
+  });
+});
+
+// A trigger on the snapshots table that fails every write of a snapshot; undo() drops it.
+async function failWith(ctx, when, kind, deferral = '') {
+  const s = `"${ctx.schema}"`;
+  await query(
+    db.url,
+    `CREATE OR REPLACE FUNCTION ${s}.injected_fault() RETURNS trigger LANGUAGE plpgsql AS
+       $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$`,
+  );
+  await query(
+    db.url,
+    `CREATE ${kind} TRIGGER injected_fault ${when} ON ${s}.lua_tasks_snapshots ${deferral}
+       FOR EACH ROW EXECUTE FUNCTION ${s}.injected_fault()`,
+  );
+  return () => query(db.url, `DROP TRIGGER injected_fault ON ${s}.lua_tasks_snapshots`);
+}
