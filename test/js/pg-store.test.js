@@ -72,6 +72,34 @@ describePg('PostgresStore on PostgreSQL', () => {
     await Promise.all(stores.splice(0).map((s) => s.close()));
   });
 
+  test('durable tasks keep their journals and inboxes in PostgreSQL: a reopened runtime replays them', async () => {
+    const calls = [];
+    const setup = (r) => {
+      r.set('effect', (x) => {
+        calls.push(x);
+        return x;
+      });
+      r.load(`function q(n)
+        local v = tasks.step(function() return effect(n) end)
+        local m = tasks.receive()
+        return v .. m
+      end`);
+    };
+    let store = make();
+    let rt = await Runtime.open({ name: 'durable', store, setup });
+    const task = rt.spawn('q', { durable: true, key: 'k', args: ['a'] });
+    expect(await rt.sendDurable(task.id, '!')).toBe(true);
+    rt.closeSync(); // as a crash would
+    await store.close();
+    store = make();
+    rt = await Runtime.open({ name: 'durable', store, setup });
+    const again = rt.spawn('q', { durable: true, key: 'k' });
+    expect(again.id).toBe(task.id);
+    expect(await again.result).toBe('a!');
+    expect(calls).toEqual(['a']); // the step ran once
+    await rt.close();
+  });
+
   test('a second owner is refused with ERR_STORE_LOCKED naming the holder and when its lease expires', async () => {
     const a = make();
     const b = make();
