@@ -54,7 +54,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
   // with the snapshot, then confirmed durable or put back after a failure.
   Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
-  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [{ space: 1, key, value: Buffer|null }] | null
+  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [keys, bytes, ends] | null (packed)
   Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
   Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
   Napi::Value JS_lock(const Napi::CallbackInfo& info);         // () commit lock, for rt.commit()
