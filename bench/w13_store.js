@@ -27,6 +27,10 @@
 //    the store issued (its stats(), or the saves of a store without one),
 //    wall time, p99 COMMIT latency.
 //
+// Row 1 alone, for a profiler (perf, node --cpu-prof): fill a directory once
+// with `node bench/w13_store.js fill keyed DIR 100000`, then run
+// `node bench/w13_store.js commits keyed DIR 100` (it prints the rep's JSON).
+//
 // The rows whose implementation is missing here (`tasks.store` before the
 // store v2 lands, better-sqlite3 when `npm ci` did not install it) say so
 // and keep their targets: a target not measured is a target not met.

@@ -157,16 +157,31 @@ Napi::Value Runtime::JS_takeWrites(const Napi::CallbackInfo& info) {
     ThrowError(env, "ERR_COMMIT_FAILED", "A batch of tasks.store writes is in flight already.");
   const std::vector<KeyedWrite> writes = core->keyed.Take();
   if (writes.empty()) return env.Null();
-  Napi::Array out = Napi::Array::New(env, writes.size());
-  uint32_t i = 0;
-  for (const KeyedWrite& w : writes) {
-    Napi::Object record = Napi::Object::New(env);
-    record.Set("space", Napi::Number::New(env, 1));
-    record.Set("key", Napi::String::New(env, w.key));
-    record.Set("value",
-               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
-    out.Set(i++, record);
+  // Packed: [keys, bytes, ends], the values one after another in one Buffer,
+  // ends[i] the end of value i in it or -1 for a delete. An object and a
+  // Buffer a write, made through Node-API, cost the loop ~2 µs each; the JS
+  // side (lib/commit_queue.js) makes the records and slices faster.
+  size_t total = 0;
+  for (const KeyedWrite& w : writes) total += w.value ? w.value->size() : 0;
+  Napi::Array keys = Napi::Array::New(env, writes.size());
+  Napi::Buffer<char> bytes = Napi::Buffer<char>::New(env, total);
+  Napi::Float64Array ends = Napi::Float64Array::New(env, writes.size());
+  size_t at = 0;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const KeyedWrite& w = writes[i];
+    keys.Set(static_cast<uint32_t>(i), Napi::String::New(env, w.key));
+    if (w.value) {
+      std::copy(w.value->begin(), w.value->end(), bytes.Data() + at);
+      at += w.value->size();
+      ends[i] = static_cast<double>(at);
+    } else {
+      ends[i] = -1;
+    }
   }
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, keys);
+  out.Set(1u, bytes);
+  out.Set(2u, ends);
   return out;
 }
 

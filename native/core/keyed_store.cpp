@@ -148,12 +148,22 @@ void KeyedStore::PutBack(std::vector<KeyedWrite> writes) {
 }
 
 void KeyedStore::CachePut(std::string_view key, std::optional<std::string> value) {
+  const size_t cost = key.size() + (value ? value->size() : 0) + kEntryOverhead;
   if (auto it = cache_index_.find(key); it != cache_index_.end()) {
     cache_used_ -= it->second->cost;
+    if (cost <= cache_limit_) {
+      // Updated in place (a COMMIT's Confirm of a record read before it): no
+      // second lookup, no new node.
+      it->second->value = std::move(value);
+      it->second->cost = cost;
+      cache_used_ += cost;
+      cache_.splice(cache_.begin(), cache_, it->second);  // most recently used
+      CacheTrim();
+      return;
+    }
     cache_.erase(it->second);
     cache_index_.erase(it);
   }
-  const size_t cost = key.size() + (value ? value->size() : 0) + kEntryOverhead;
   if (cost > cache_limit_) return;  // larger than the whole cache: never kept
   cache_.push_front({std::string(key), std::move(value), cost});
   cache_index_.emplace(cache_.front().key, cache_.begin());

@@ -145,36 +145,53 @@ size_t StoreVarint(char* p, uint64_t v) {
 // ---------------------------------------------------------------------------
 // Encoding
 
-// The snapshot's memory. On Linux, pages from mmap, grown with mremap: a
-// block grows by remapping its pages, never by copying them, and new pages
-// are not zeroed up front. (realloc copies a block glibc keeps in its heap,
-// which after a large free is anything up to 32 MB: a 15 ms slice.) Elsewhere
-// malloc and realloc.
+// The snapshot's memory. On Linux, a block of kMapFrom bytes or more is
+// pages from mmap, grown with mremap: it grows by remapping its pages, never
+// by copying them, and new pages are not zeroed up front. (realloc copies a
+// block glibc keeps in its heap, which after a large free is anything up to
+// 32 MB: a 15 ms slice.) A smaller block is malloc's: a tasks.store.set
+// encodes a record of a few hundred bytes, and an mmap, its page faults and
+// its munmap (a TLB shootdown across the process's threads) cost more than
+// the encode. A block's capacity says which it is. Elsewhere malloc and
+// realloc throughout.
+constexpr size_t kMapFrom = size_t{1} << 16;
+
 char* BlockAlloc(size_t n) {
 #if defined(__linux__)
-  void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-  return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-#else
-  return static_cast<char*>(std::malloc(n));
+  if (n >= kMapFrom) {
+    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
+  }
 #endif
+  return static_cast<char*>(std::malloc(n));
 }
 
 char* BlockGrow(char* p, size_t old_n, size_t n) {
 #if defined(__linux__)
-  void* q = mremap(p, old_n, n, MREMAP_MAYMOVE);
-  return q == MAP_FAILED ? nullptr : static_cast<char*>(q);
-#else
-  return static_cast<char*>(std::realloc(p, n));
+  if (old_n >= kMapFrom) {
+    void* q = mremap(p, old_n, n, MREMAP_MAYMOVE);
+    return q == MAP_FAILED ? nullptr : static_cast<char*>(q);
+  }
+  if (n >= kMapFrom) {  // a small block becomes pages: at most kMapFrom bytes copied
+    char* q = BlockAlloc(n);
+    if (q == nullptr) return nullptr;
+    std::memcpy(q, p, old_n);
+    std::free(p);
+    return q;
+  }
 #endif
+  return static_cast<char*>(std::realloc(p, n));
 }
 
 void BlockFree(char* p, size_t n) noexcept {
   if (p == nullptr) return;
 #if defined(__linux__)
-  munmap(p, n);
-#else
-  std::free(p);
+  if (n >= kMapFrom) {
+    munmap(p, n);
+    return;
+  }
 #endif
+  std::free(p);
 }
 
 // Output into one block: Room() hands out space past the committed end,
@@ -210,11 +227,14 @@ class Writer {
 
  private:
   static constexpr size_t kGranule = size_t{1} << 16;  // a multiple of any page size
+  static constexpr size_t kFirst = 512;                // a record's encoding, most often
 
   // Throws std::bad_alloc; the job's Step turns it into a failure.
   [[gnu::noinline]] void Grow(size_t k) {
-    size_t cap = std::max(cap_ * 2, n_ + k);
-    cap = (cap + kGranule - 1) & ~(kGranule - 1);
+    size_t cap = std::max({cap_ * 2, n_ + k, kFirst});
+    // Pages in whole granules; a malloc'd block in 256-byte steps.
+    const size_t step = cap >= kMapFrom ? kGranule : 256;
+    cap = (cap + step - 1) & ~(step - 1);
     char* p = buf_ == nullptr ? BlockAlloc(cap) : BlockGrow(buf_, cap_, cap);
     if (p == nullptr) throw std::bad_alloc();
     buf_ = p;
