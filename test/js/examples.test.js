@@ -40,6 +40,26 @@ test.each([
   expect(node([file])).toMatch(expected);
 });
 
+test('examples/durable-quest.js kills its quest server with SIGKILL and the quests resume where they were', () => {
+  const out = node(['examples/durable-quest.js']);
+  const ids = /alice's quest is task (\S+); bob's is (\S+),/.exec(out);
+  expect(ids).not.toBeNull();
+  const [, alice, bob] = ids;
+  const [before, after] = out.split('SIGKILL the server');
+  const where = `alice: ${alice} waiting (RECEIVE): 2 of 3 stages done, waiting for slay-dragon`;
+  expect(before).toContain(where);
+  expect(after).toContain(where); // restored after the kill, with the same id and place
+  const reset = /daily reset (\S+): UNTIL_NEXT until (\S+)/;
+  expect(reset.exec(after).slice(1)).toEqual(reset.exec(before).slice(1));
+  expect(out).toContain(`bob: ${bob} done: failed: time ran out`);
+  expect(out).toContain(`alice: ${alice} done: completed`);
+  // Each announcement (a JS call from the quest) ran once, the kill notwithstanding.
+  for (const stage of ['enter-cave', 'find-sword', 'slay-dragon']) {
+    expect(out.split(`alice did ${stage}`)).toHaveLength(2);
+  }
+  expect(out).toMatch(/Done: the quests resumed where they were\.\n$/);
+});
+
 test('examples/sandbox.js contains every hostile script and runs the good one', () => {
   const out = node(['examples/sandbox.js']);
   expect(out).toMatch(/reads a file: stopped \(ERR_LUA_RUNTIME\).*global 'io'/);
