@@ -476,6 +476,15 @@ class Runtime extends EventEmitter {
   // Runtime.open: every unfinished durable task of the store runs again from
   // its entry, replaying its journal, and goes on from where it was.
   #restoreDurable(reader, name) {
+    this.#native.pauseCollector(true);
+    try {
+      this.#replayDurable(reader, name);
+    } finally {
+      if (!this.#closed) this.#native.pauseCollector(false);
+    }
+  }
+
+  #replayDurable(reader, name) {
     const groups = recordsBy(reader, 2); // journals
     const inboxes = recordsBy(reader, 3); // messages not yet received
     const now = Date.now();

@@ -90,6 +90,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
                          InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
                          InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
+                         InstanceMethod<&Runtime::JS_pauseCollector>("pauseCollector"),
                          InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
                          InstanceMethod<&Runtime::JS_setDurable>("setDurable"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),

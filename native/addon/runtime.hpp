@@ -64,6 +64,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
   Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);     // (first record) -> [entry, key] | [null, key, ...end]
   Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);   // (id) its end record goes
+  Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
   Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id, keys, records) back into its mailbox
   Napi::Value JS_setDurable(const Napi::CallbackInfo& info);      // (ok, retain ends, skip missed cron instants)
   Napi::Value JS_lock(const Napi::CallbackInfo& info);            // () commit lock, for rt.commit()

@@ -281,6 +281,15 @@ Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value Runtime::JS_pauseCollector(const Napi::CallbackInfo& info) {
+  // (true | false): the collector stops while the durable tasks are restored
+  // (their replays make garbage all at once; a collection among them
+  // re-traversed every task restored so far), and runs again after.
+  RuntimeCore* core = OpenCore(info.Env());
+  lua_gc(core->host->main(), info[0].ToBoolean() ? LUA_GCSTOP : LUA_GCRESTART);
+  return info.Env().Undefined();
+}
+
 Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(info.Env());
   core->scheduler->ForgetDurable(info[0].As<Napi::String>().Utf8Value());

@@ -196,7 +196,11 @@ int l_tasks_receive(lua_State* L) {
   Task* t = s->current();
   if (t == nullptr) return luaL_error(L, "tasks.receive: not inside a task (start one with rt.start or tasks.start)");
   lua_settop(L, 0);
-  if (t->mail_count > 0 || timeout == 0) return Received(L, s, t);
+  // A durable task's replay takes what its journal says: the message it took
+  // at once, or the wait it made (docs/durable.md), whatever the mailbox holds.
+  const bool replayed_message = t->durable && s->ReplaysMessage(t);
+  const bool replayed_wait = t->durable && s->ReplaysWait(t, WaitKind::kReceive);
+  if (replayed_message || (!replayed_wait && (t->mail_count > 0 || timeout == 0))) return Received(L, s, t);
   NeedTask(L, s, "tasks.receive");  // it must suspend: raises if it cannot here
   t->Pend(WaitKind::kReceive, timeout, unit);
   if (L == t->co) return lua_yieldk(L, 0, 0, k_receive);

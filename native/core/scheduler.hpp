@@ -282,6 +282,8 @@ class Scheduler {
   size_t durable_count() const { return journals_.size(); }
   // Whether t replays and its journal's next record is a yield of `kind`.
   bool ReplaysWait(const Task* t, WaitKind kind) const;
+  // Whether t replays and its journal's next record is a message it took.
+  bool ReplaysMessage(const Task* t) const;
   // The journal records written since the last take (keyed writes of space 2).
   std::vector<SpacedWrite> TakeJournalWrites();
   // A write that failed: its records go ahead of the newer ones.

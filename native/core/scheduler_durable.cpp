@@ -76,6 +76,11 @@ bool Scheduler::ReplaysWait(const Task* t, WaitKind kind) const {
   return Journal::DecodeYield(j->Peek(), &y) && y.kind == kind;
 }
 
+bool Scheduler::ReplaysMessage(const Task* t) const {
+  const Journal* j = JournalOf(t);
+  return j != nullptr && j->in_step == 0 && j->replaying() && j->next_kind() == RecordKind::kMessage;
+}
+
 std::vector<SpacedWrite> Scheduler::TakeJournalWrites() {
   journal_told_ = false;
   std::vector<SpacedWrite> out;

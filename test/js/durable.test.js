@@ -439,3 +439,36 @@ test('an UNTIL_NEXT instant missed while closed fires once at open, or is skippe
     /'once'.*'skip'/,
   );
 });
+
+test('a message already in the mailbox when a durable task receives replays as taken at once', async () => {
+  const dir = tmpdir();
+  const source = `function r()
+    coroutine.yield("COMMIT")
+    local a = tasks.receive()
+    local b = tasks.receive()
+    coroutine.yield("INDEFINITELY")
+    return a .. b
+  end`;
+  let rt = await open(dir, source);
+  const task = rt.spawn('r', { durable: true, key: 'r' });
+  rt.send(task.id, 'x'); // while it commits: in its mailbox before it receives
+  await sleep(30);
+  rt.send(task.id, 'y'); // while it waits in receive
+  await sleep(30);
+  expect(rt.task(task.id).waiting.instruction).toBe('INDEFINITELY');
+  await rt.close();
+  const errors = [];
+  rt = await Runtime.open({
+    name: 'game',
+    store: dir,
+    setup: (r) => {
+      r.on('taskerror', (t, e) => errors.push(e.message));
+      r.load(source);
+    },
+  });
+  const t = rt.spawn('r', { durable: true, key: 'r' });
+  expect(errors).toEqual([]);
+  expect(rt.resume(t.id)).toBe(true);
+  expect(await t.result).toBe('xy');
+  await rt.close();
+});
