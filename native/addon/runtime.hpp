@@ -56,14 +56,14 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
   // with the snapshot, then confirmed durable or put back after a failure.
   Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
-  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);     // () -> [keys, bytes, ends] | null (packed)
-  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);  // () the batch taken is durable
-  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);  // (batch) its keys not written since are dirty again
+  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [keys, bytes, ends] | null (packed)
+  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
+  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
   // Durable tasks (docs/durable.md): their records, written with the batch.
   Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);     // () -> [{ space: 2 | 3, key, value }] | null
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
-  Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);     // (first record) -> [entry, key] | [null, key, ...end]
-  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);   // (id) its end record goes
+  Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);    // (first record) -> [entry, key] | [null, key, ...end]
+  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);  // (id) its end record goes
   Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
   Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id, keys, records) back into its mailbox
   Napi::Value JS_setDurable(const Napi::CallbackInfo& info);      // (ok, retain ends, skip missed cron instants)

@@ -127,8 +127,116 @@ std::string Journal::Describe(RecordKind kind, std::string_view payload) {
   return RecordKindName(kind);
 }
 
+namespace {
+
+// Most records hold only scalars (a wake's "SCHEDULER", elapsed, unit; a JS
+// call's number or string; a clock read): those skip the snapshot codec,
+// whose per-call setup (a Lua thread, a table index) cost more than the
+// values. The payload then starts with kScalars (the codec's start with "L").
+constexpr char kScalars = 1;
+enum : char { kNil, kFalse, kTrue, kInteger, kFloat, kString };
+
+bool AllScalars(lua_State* L, int first, int n) {
+  for (int i = 0; i < n; ++i) {
+    const int t = lua_type(L, first + i);
+    if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING) return false;
+  }
+  return true;
+}
+
+template <typename T>
+void Put(std::string* out, T v) {
+  char b[sizeof v];
+  std::memcpy(b, &v, sizeof v);
+  out->append(b, sizeof v);
+}
+
+template <typename T>
+bool Get(std::string_view* in, T* v) {
+  if (in->size() < sizeof *v) return false;
+  std::memcpy(v, in->data(), sizeof *v);
+  in->remove_prefix(sizeof *v);
+  return true;
+}
+
+void EncodeScalars(lua_State* L, int first, int n, std::string* out) {
+  out->clear();
+  out->push_back(kScalars);
+  Put(out, static_cast<uint32_t>(n));
+  for (int i = first; i < first + n; ++i) {
+    switch (lua_type(L, i)) {
+      case LUA_TNIL:
+        out->push_back(kNil);
+        break;
+      case LUA_TBOOLEAN:
+        out->push_back(lua_toboolean(L, i) ? kTrue : kFalse);
+        break;
+      case LUA_TNUMBER:
+        if (lua_isinteger(L, i)) {
+          out->push_back(kInteger);
+          Put(out, static_cast<int64_t>(lua_tointeger(L, i)));
+        } else {
+          out->push_back(kFloat);
+          Put(out, static_cast<double>(lua_tonumber(L, i)));
+        }
+        break;
+      default: {
+        size_t len;
+        const char* s = lua_tolstring(L, i, &len);
+        out->push_back(kString);
+        Put(out, static_cast<uint32_t>(len));
+        out->append(s, len);
+      }
+    }
+  }
+}
+
+int PushScalars(lua_State* L, std::string_view in, std::string* error) {
+  in.remove_prefix(1);
+  uint32_t n = 0;
+  if (!Get(&in, &n) || n > in.size() || !lua_checkstack(L, static_cast<int>(n) + 1)) {
+    *error = "a journal record that does not read (its count)";
+    return -1;
+  }
+  for (uint32_t i = 0; i < n; ++i) {
+    char tag = 0;
+    int64_t integer;
+    double number;
+    uint32_t len;
+    bool ok = Get(&in, &tag);
+    if (ok && tag == kNil) {
+      lua_pushnil(L);
+    } else if (ok && (tag == kFalse || tag == kTrue)) {
+      lua_pushboolean(L, tag == kTrue);
+    } else if (ok && tag == kInteger && Get(&in, &integer)) {
+      lua_pushinteger(L, integer);
+    } else if (ok && tag == kFloat && Get(&in, &number)) {
+      lua_pushnumber(L, number);
+    } else if (ok && tag == kString && Get(&in, &len) && len <= in.size()) {
+      lua_pushlstring(L, in.data(), len);
+      in.remove_prefix(len);
+    } else {
+      lua_pop(L, static_cast<int>(i));
+      *error = "a journal record that does not read (value " + std::to_string(i + 1) + ")";
+      return -1;
+    }
+  }
+  if (!in.empty()) {
+    lua_pop(L, static_cast<int>(n));
+    *error = "a journal record with bytes after its values";
+    return -1;
+  }
+  return static_cast<int>(n);
+}
+
+}  // namespace
+
 bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
   const int first = lua_gettop(L) - n + 1;
+  if (AllScalars(L, first, n)) {
+    EncodeScalars(L, first, n, out);
+    return true;
+  }
   lua_createtable(L, n, 1);
   for (int i = 0; i < n; ++i) {
     lua_pushvalue(L, first + i);
@@ -163,6 +271,7 @@ void PushErrorMessage(lua_State* L, int idx) {
 }
 
 int PushValues(lua_State* L, std::string_view payload, std::string* error) {
+  if (!payload.empty() && payload[0] == kScalars) return PushScalars(L, payload, error);
   if (!DecodeState(L, payload, error)) return -1;
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);

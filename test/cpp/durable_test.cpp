@@ -58,6 +58,41 @@ TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   EXPECT_EQ(out.size(), 3u);  // two deletes, the new start
 }
 
+TEST(JournalTest, ValuesRoundTripScalarsAndTablesAndADamagedScalarRecordIsRefused) {
+  lua_State* L = luaL_newstate();
+  std::string payload, error;
+  lua_pushnil(L);
+  lua_pushboolean(L, 1);
+  lua_pushinteger(L, -7);
+  lua_pushnumber(L, 2.5);
+  lua_pushlstring(L, "a\0b", 3);
+  ASSERT_TRUE(EncodeValues(L, 5, &payload, &error)) << error;
+  lua_settop(L, 0);
+  ASSERT_EQ(PushValues(L, payload, &error), 5) << error;
+  EXPECT_TRUE(lua_isnil(L, 1));
+  EXPECT_TRUE(lua_toboolean(L, 2));
+  EXPECT_TRUE(lua_isinteger(L, 3));
+  EXPECT_EQ(lua_tointeger(L, 3), -7);
+  EXPECT_EQ(lua_tonumber(L, 4), 2.5);
+  size_t len;
+  const char* s = lua_tolstring(L, 5, &len);
+  EXPECT_EQ(std::string(s, len), std::string("a\0b", 3));
+  lua_settop(L, 0);
+  payload.pop_back();  // a torn string
+  EXPECT_EQ(PushValues(L, payload, &error), -1);
+  EXPECT_EQ(lua_gettop(L), 0);
+  // A table goes through the snapshot codec.
+  lua_newtable(L);
+  lua_pushinteger(L, 42);
+  lua_setfield(L, -2, "x");
+  ASSERT_TRUE(EncodeValues(L, 1, &payload, &error)) << error;
+  lua_settop(L, 0);
+  ASSERT_EQ(PushValues(L, payload, &error), 1) << error;
+  lua_getfield(L, 1, "x");
+  EXPECT_EQ(lua_tointeger(L, -1), 42);
+  lua_close(L);
+}
+
 // The hooks: every COMMIT (a durable wait's too) is written at once.
 class Hooks final : public SchedulerHooks {
  public:
