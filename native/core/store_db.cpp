@@ -305,7 +305,10 @@ std::vector<std::string> StoreDb::Keys(std::string_view name, int space, std::st
   SqliteStatement::Use use(s);
   BindText(s, 1, name);
   sqlite3_bind_int(s.get(), 2, space);
-  BindText(s, 3, prefix);
+  // The range starts at the larger of the two lower bounds: SQLite seeks the
+  // index by ?3 and only filters by ?4, so paging through a million keys with
+  // `after` scanned from the prefix on every page (quadratic).
+  BindText(s, 3, after > prefix ? after : prefix);
   BindText(s, 4, after);
   if (end) BindText(s, 5, *end);
   sqlite3_bind_int64(s.get(), 6, limit < 0 ? -1 : limit);
