@@ -289,21 +289,16 @@ void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
 void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "tasks") == LUA_TTABLE) {
+    static const luaL_Reg kFuncs[] = {
+        {"step", l_step},
+        {"durable", l_durable},
+        {"start_durable", l_start_durable},
+        {"patched", l_patched},
+        {"continue_as_new", l_continue_as_new},
+        {nullptr, nullptr},
+    };
     lua_pushlightuserdata(L, scheduler);
-    lua_pushcclosure(L, l_step, 1);
-    lua_setfield(L, -2, "step");
-    lua_pushlightuserdata(L, scheduler);
-    lua_pushcclosure(L, l_durable, 1);
-    lua_setfield(L, -2, "durable");
-    lua_pushlightuserdata(L, scheduler);
-    lua_pushcclosure(L, l_start_durable, 1);
-    lua_setfield(L, -2, "start_durable");
-    lua_pushlightuserdata(L, scheduler);
-    lua_pushcclosure(L, l_patched, 1);
-    lua_setfield(L, -2, "patched");
-    lua_pushlightuserdata(L, scheduler);
-    lua_pushcclosure(L, l_continue_as_new, 1);
-    lua_setfield(L, -2, "continue_as_new");
+    luaL_setfuncs(L, kFuncs, 1);
     // What a durable task learns of other tasks, or does to them, happens
     // once: a replay hands back the answer (a started task's id too).
     for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"})

@@ -5,6 +5,8 @@
 // "namazu.coroutine", print, module tables), run on lua-tasks and checked by
 // what they print and return.
 'use strict';
+const fs = require('node:fs');
+const path = require('node:path');
 const { makeRuntimeWithLines, sleep } = require('./helpers');
 
 let rt;
@@ -26,29 +28,7 @@ function parseYielded(line) {
 
 test('the yield tour prints the reason, the elapsed time and the unit of each wait', async () => {
   runtime();
-  rt.load(
-    `
-    function tour()
-      print "Yielding immediately"
-      reason, elapsed, units = coroutine.yield("IMMEDIATE")
-      print(reason, " yielded for ", elapsed, " ", units)
-
-      print "Yielding for one second"
-      reason, elapsed, units = coroutine.yield("FOR", 1, "SECONDS")
-      print(reason, " yielded for ", elapsed, " ", units)
-
-      time = os.time() + 1
-      print("Yielding until ", time, " (in seconds)")
-      reason, elapsed, units = coroutine.yield("UNTIL_TIME", time, "SECONDS")
-      print(reason, " yielded for ", elapsed, " ", units)
-
-      print("Yielding until cron next cron for \\"* * * ? * *\\" (once every second)")
-      reason, elapsed, units = coroutine.yield("UNTIL_NEXT", "* * * ? * *")
-      print(reason, " yielded for ", elapsed, " ", units)
-    end
-  `,
-    { name: 'tour.lua' },
-  );
+  rt.load(fs.readFileSync(path.join(__dirname, 'fixtures', 'yield-tour.lua'), 'utf8'), { name: 'tour.lua' });
   const t0 = Date.now();
   await rt.call('tour');
   const total = (Date.now() - t0) / 1000;
