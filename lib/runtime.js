@@ -99,12 +99,12 @@ class Runtime extends EventEmitter {
   #commits = null; // the CommitQueue of a runtime with a store
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
-  #durableKeys = new Map(); // idempotency key -> Task of a live durable task (docs/durable.md)
+  #durableKeys = new Map(); // idempotency key -> Task of a live or retained durable task (docs/durable.md)
   #retention = 0; // ms a finished durable task is kept (the durableRetention option)
   #retained = new Map(); // id -> status of a finished durable task still retained
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
-  #hasDurable = false;
-  #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3) // a durable task was started or restored: close() writes their records first
+  #hasDurable = false; // a durable task was started or restored: close() writes their records first
+  #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
 
   /**
    * @param {object} [options]
