@@ -250,17 +250,7 @@ template <int K>
 int l_journaled_read(lua_State* L) {
   LuaHost::RaiseIfClosing(L);
   auto* s = static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(K + 1)));
-  const lua_CFunction wrapped = lua_tocfunction(L, lua_upvalueindex(K + 2));
-  Journal* j = RunningJournal(s);
-  if (j == nullptr) return wrapped(L);
-  if (j->replaying()) {
-    lua_settop(L, 0);
-    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
-    return n < 0 ? lua_error(L) : n;
-  }
-  const int n = wrapped(L);
-  if (!JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
-  return n;
+  return JournaledCall(L, s, lua_tocfunction(L, lua_upvalueindex(K + 2)));
 }
 
 // Wraps table[name] (the table on top of L) if it is a C function of at
@@ -286,6 +276,19 @@ void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
 
 }  // namespace
 
+int JournaledCall(lua_State* L, Scheduler* s, lua_CFunction wrapped) {
+  Journal* j = RunningJournal(s);
+  if (j == nullptr) return wrapped(L);
+  if (j->replaying()) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
+    return n < 0 ? lua_error(L) : n;
+  }
+  const int n = wrapped(L);
+  if (!JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);
+  return n;
+}
+
 void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
   luaL_getsubtable(L, LUA_REGISTRYINDEX, LUA_LOADED_TABLE);
   if (lua_getfield(L, -1, "tasks") == LUA_TTABLE) {
@@ -301,8 +304,7 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     luaL_setfuncs(L, kFuncs, 1);
     // What a durable task learns of other tasks, or does to them, happens
     // once: a replay hands back the answer (a started task's id too).
-    for (const char* name : {"start", "start_durable", "status", "cancel", "send", "resume"})
-      WrapRead(L, scheduler, name);
+    for (const char* name : {"start_durable", "status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
   }
   lua_pop(L, 1);
   // The global os and math are package.loaded's (lua_libs.cpp keeps them so).

@@ -25,5 +25,9 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
 // pushed if the record is another (`now`: what the code did), -2 with a
 // message pushed if it does not read.
 int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua_State* L);
+// Calls `f` (a C function of the tasks API) for the running durable task:
+// live, its results are journaled; in a replay, the recorded ones are
+// returned and `f` is not called. Raises as f does.
+int JournaledCall(lua_State* L, Scheduler* s, lua_CFunction f);
 
 }  // namespace lua_tasks
