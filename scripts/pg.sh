@@ -60,10 +60,12 @@ url() {
 start() {
   if ! pg_lsclusters -h | awk -v v="$VERSION" -v c="$CLUSTER" '$1 == v && $2 == c { exit $4 == "online" ? 0 : 1 }'; then
     echo "pg.sh: starting PostgreSQL $VERSION/$CLUSTER on port $PORT" >&2
+    # Its messages ("Removed stale pid file." after a reboot) go to stderr:
+    # stdout carries the URL alone.
     if [ "$(id -u)" = 0 ] || [ "$(id -un)" = "$OWNER" ]; then
-      pg_ctlcluster "$VERSION" "$CLUSTER" start
+      pg_ctlcluster "$VERSION" "$CLUSTER" start >&2
     else
-      sudo -n pg_ctlcluster "$VERSION" "$CLUSTER" start ||
+      sudo -n pg_ctlcluster "$VERSION" "$CLUSTER" start >&2 ||
         die "cannot start the cluster: run this script as root, as $OWNER, or with passwordless sudo."
     fi
   fi

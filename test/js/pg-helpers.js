@@ -16,6 +16,15 @@ const required = process.env.LUA_TASKS_REQUIRE_PG === '1';
  * whose title says why (or, with LUA_TASKS_REQUIRE_PG=1, one failing test).
  */
 function describePg(title, fn) {
+  if (url && !/^postgres(ql)?:\/\/\S+$/.test(url)) {
+    // A URL with something else in it (a tool's message captured with it)
+    // fails here, saying what it was, not as a DNS error in every test.
+    return describe(title, () => {
+      test('LUA_TASKS_PG_URL is a postgres:// URL', () => {
+        throw new Error(`LUA_TASKS_PG_URL is not one postgres:// URL: ${JSON.stringify(url)}`);
+      });
+    });
+  }
   if (url) return describe(title, fn);
   if (required) {
     return describe(title, () => {

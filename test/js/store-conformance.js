@@ -53,10 +53,12 @@ function describeStore(adapter) {
   describe(`store conformance: ${adapter.label}`, () => {
     let ctx;
     beforeEach(async () => {
+      ctx = undefined;
       ctx = await adapter.setup();
     });
     afterEach(async () => {
-      await adapter.teardown(ctx);
+      // A setup that failed has its own error; a teardown of nothing adds none.
+      if (ctx) await adapter.teardown(ctx);
     });
     const open = (name, extra) => Runtime.open({ name, store: adapter.store(ctx), ...extra });
 
