@@ -221,7 +221,79 @@ export class PostgresStore implements Store {
   close(): Promise<void>;
   /** Where the name's state lives, for messages: server, database, table. */
   locate(name: string): string;
+  /** Checks the schema and makes its tables if missing (acquire does it too). */
+  ready(): Promise<void>;
+  /** This store object's id: its leases' holder records (`err.holder.store`) carry it. */
+  readonly id: string;
+  readonly schema: string;
+  readonly leaseMs: number;
+  /** The lease held on a name as this store knows it; null when not held. */
+  lease(name: string): { token: number; expiresAt: Date; lost: boolean } | null;
 }
+
+/** Options of `Fleet.join(options)` (docs/fleet.md). */
+export interface FleetOptions {
+  /** postgres://user:password@host:port/database: every member of a fleet names the same database and schema. */
+  connectionString: string;
+  /** @default 'public' */
+  schema?: string;
+  /** A name's lease: a member that died loses its names after it (at once if its PostgreSQL session ended). @default 10000 */
+  leaseMs?: number;
+  /** Runtime.open's options without name and store, or a function of the name giving them. */
+  runtime?:
+    | Omit<OpenOptions, 'name' | 'store'>
+    | ((name: string) => Omit<OpenOptions, 'name' | 'store'> | Promise<Omit<OpenOptions, 'name' | 'store'>>);
+  /** A runtime unused this long whose live tasks all sleep durably is hibernated; 0 = never. @default 60000 */
+  idleMs?: number;
+  /** A hibernated runtime is woken this long before its earliest timer (and not hibernated if a timer is nearer). @default 1000 */
+  wakeAheadMs?: number;
+  /** How often the member looks for due names and lost leases. @default leaseMs / 4, within 50..1000 */
+  pollMs?: number;
+  /** How long an operation by name may take to find and reach the name's holder. @default 15000 */
+  routeTimeoutMs?: number;
+  /** Connections of the member's pool. @default 10 */
+  max?: number;
+}
+
+/** A fleet member: hosts named runtimes on PostgreSQL and serves operations by name for the whole fleet. */
+export class Member extends EventEmitter {
+  private constructor();
+  /** Its store's id (the holder records of its leases carry it). */
+  readonly id: string;
+  /** Starts a durable task in runtime `name` wherever it is; resolves with its id once its start is durable. */
+  spawn(name: string, entry: string, options?: { key?: string; args?: unknown[] }): Promise<string>;
+  /** rt.sendDurable there: true once the message is durable; false for an unknown or ended task. */
+  send(name: string, id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
+  resume(name: string, id: string, ...values: unknown[]): Promise<boolean>;
+  /** rt.cancel there, durable before it resolves. */
+  cancel(name: string, id: string, reason?: unknown): Promise<boolean>;
+  /** rt.call(fn, ...args) there. */
+  call(name: string, fn: string, ...args: unknown[]): Promise<unknown>;
+  task(name: string, id: string): Promise<TaskInfo | undefined>;
+  /** The runtime `name` hosted here, activated here if no member holds it. @throws ERR_STORE_LOCKED */
+  runtime(name: string): Promise<Runtime>;
+  /** The names hosted here now. */
+  hosted(): string[];
+  stats(): {
+    id: string;
+    hosted: number;
+    leases: Record<string, number>;
+    activations: number;
+    hibernations: number;
+    lost: number;
+    routed: number;
+    served: number;
+    takeovers: number;
+    routeLatencyMs: { p50: number | null; p99: number | null; samples: number };
+  };
+  /** Closes every runtime hosted here and hands the names to the other members. Idempotent. */
+  leave(): Promise<void>;
+}
+
+export const Fleet: {
+  /** Joins the fleet of a PostgreSQL database and schema. */
+  join(options: FleetOptions): Promise<Member>;
+};
 
 export interface OpenOptions extends RuntimeOptions {
   /** The runtime's persistent identity: letters, digits, ".", "_", "-". */
@@ -273,6 +345,8 @@ export class Runtime extends EventEmitter {
     memoryLimit: number;
     conversionLimit: number;
     tasks: number;
+    /** Live durable tasks (of `tasks`). */
+    durableTasks: number;
     preemptions: number;
   };
   /** Writes the commits asked for before it, then cancels every task and frees the state. */

@@ -7,6 +7,7 @@ const { Task } = require('./task');
 const cron = require('./cron');
 const { DirectoryStore } = require('./store');
 const { PostgresStore } = require('./pg_store');
+const { Fleet, Member } = require('./fleet');
 const { classes } = require('./errors');
 
 // The package's names, and only them: the error classes come from
@@ -19,5 +20,7 @@ module.exports = {
   Task,
   DirectoryStore,
   PostgresStore,
+  Fleet,
+  Member,
   ...classes,
 };

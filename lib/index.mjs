@@ -9,6 +9,8 @@ export const {
   cron,
   DirectoryStore,
   PostgresStore,
+  Fleet,
+  Member,
   LuaTasksError,
   LuaError,
   CronSyntaxError,

@@ -533,14 +533,20 @@ class PostgresStore {
   #lockRelease = null;
   #lockBusy = 0; // queries in flight on the lock session: its socket is ref'd meanwhile
 
-  // A query on the lock session. Its socket is unref'd while idle: held
-  // leases alone do not keep the process alive (a DirectoryStore's do not).
+  #lockTail = Promise.resolve(); // the last query on the lock session: the next waits for it
+
+  // A query on the lock session, one at a time (concurrent acquires take
+  // turns: pg deprecates queueing on a client). Its socket is unref'd while
+  // idle: held leases alone do not keep the process alive (a DirectoryStore's
+  // do not).
   async #lockQuery(text, values) {
     const client = await this.#lockSession();
     const socket = client.connection && client.connection.stream;
     if (this.#lockBusy++ === 0 && socket && socket.ref) socket.ref();
+    const run = this.#lockTail.then(() => client.query(text, values));
+    this.#lockTail = run.catch(() => {});
     try {
-      return await client.query(text, values);
+      return await run;
     } finally {
       if (--this.#lockBusy === 0 && socket && socket.unref) socket.unref();
     }
@@ -575,7 +581,8 @@ class PostgresStore {
         { holder: null, expiresAt },
       );
     }
-    const h = { pid: holder.pid, host: holder.host, since: holder.since, thread: holder.thread };
+    // store: the holder's store object (a fleet member routes to it, lib/fleet.js).
+    const h = { pid: holder.pid, host: holder.host, since: holder.since, thread: holder.thread, store: holder.store };
     let text;
     if (h.pid === process.pid && h.host === os.hostname()) {
       let thread;
@@ -962,6 +969,39 @@ class PostgresStore {
       del.map((w) => w.space),
       del.map((w) => w.key),
     ];
+  }
+
+  /** Checks the schema and makes its tables if missing (acquire() does it too). */
+  async ready() {
+    this.#checkOpen();
+    await this.#ensureReady();
+  }
+
+  /** This store object's id: its leases' holder records carry it (`err.holder.store`). */
+  get id() {
+    return this.#id;
+  }
+
+  /** The schema its tables are in. */
+  get schema() {
+    return this.#schema;
+  }
+
+  /** The lease time in milliseconds. */
+  get leaseMs() {
+    return this.#leaseMs;
+  }
+
+  /**
+   * The lease this store holds on a name, as it knows it: `lost` once a
+   * renewal found it taken over (its writes are refused from then on).
+   * @param {string} name
+   * @returns {{ token: number, expiresAt: Date, lost: boolean } | null} null when not held (or still being taken)
+   */
+  lease(name) {
+    const l = this.#leases.get(name);
+    if (!l || l.pending || l.released) return null;
+    return { token: l.token, expiresAt: l.expiresAt, lost: l.lost };
   }
 
   /** The key spaces it keeps: tasks.store, durable tasks' journals and inboxes (docs/design.md). */

@@ -612,6 +612,8 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("memoryLimit", Napi::Number::New(env, static_cast<double>(m.limit)));
   out.Set("conversionLimit", Napi::Number::New(env, static_cast<double>(core->conversion_limit)));
   out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
+  // Live durable tasks: a fleet member hibernates a runtime only when every live task is one.
+  out.Set("durableTasks", Napi::Number::New(env, static_cast<double>(core->scheduler->durable_count())));
   const CpuBudget* b = core->host->budget();
   out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));
   return out;

@@ -1,0 +1,604 @@
+// SPDX-License-Identifier: MIT
+// Fleet members: processes (or Worker threads) sharing a PostgreSQL store, each name active on one of them.
+'use strict';
+
+// How and why (docs/fleet.md):
+// - Hosting. A member hosts a name by opening its runtime on the shared
+//   PostgresStore: the store's lease (token checked on every write) is what
+//   makes a name active on at most one member at a time.
+// - Operations by name (spawn, send, resume, cancel, call, task) run where
+//   the name is: here if this member hosts it, else at its holder (the lease
+//   row names the holder's store id; FleetRouter reaches it by NOTIFY), else
+//   the name is activated here.
+// - The wake index (WakeIndex) says which names must run: active ones, and
+//   hibernated ones from their earliest timer on. Every member polls it and
+//   claims what is due and unheld (SKIP LOCKED): a hibernated name whose
+//   timer is due, and the names of a member that died (after its lease, or
+//   at once when its PostgreSQL session ended).
+// - Hibernation. A runtime idle for idleMs whose live tasks are all durable
+//   and waiting (on a timer past wakeAheadMs, INDEFINITELY, a message or
+//   another task) is closed: everything of it is already durable.
+// - leave() (SIGTERM) closes every runtime (their writes finish first) and
+//   asks the other members to poll at once: they take the names over
+//   without waiting for a lease to lapse.
+
+const { EventEmitter } = require('node:events');
+const { Runtime } = require('./runtime');
+const { PostgresStore } = require('./pg_store');
+const { FleetRouter } = require('./fleet_router');
+const { WakeIndex } = require('./fleet_wake');
+const { makeError, typeName } = require('./errors');
+const { checkName } = require('./store');
+
+const DEFAULTS = {
+  leaseMs: 10000,
+  idleMs: 60000,
+  wakeAheadMs: 1000,
+  routeTimeoutMs: 15000,
+};
+const JOIN = Symbol('join');
+const START = Symbol('start');
+const CLAIM_BATCH = 16;
+const LATENCY_KEPT = 1024; // routed requests whose latency stats() reports
+const OPS = ['spawn', 'send', 'resume', 'cancel', 'call', 'task'];
+// Waits a hibernated runtime can be closed at: a timer (woken by the index),
+// or something only an operation by name ends.
+const SLEEPING = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT', 'INDEFINITELY', 'RECEIVE', 'JOIN']);
+const TIMED = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT']);
+
+function sleep(ms) {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+function positiveInt(options, key, min = 0) {
+  const v = options[key] === undefined ? DEFAULTS[key] : options[key];
+  if (!Number.isInteger(v) || v < min || v > 2 ** 31 - 1) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.${key}" option must be an integer number of milliseconds from ${min} to 2147483647. Received ${typeName(v)}.`,
+    );
+  }
+  return v;
+}
+
+function checkJoin(options) {
+  if (options === null || typeof options !== 'object') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options" argument must be an object { connectionString, runtime }. Received ${typeName(options)}.`,
+    );
+  }
+  const known = [
+    'connectionString',
+    'schema',
+    'leaseMs',
+    'runtime',
+    'idleMs',
+    'wakeAheadMs',
+    'pollMs',
+    'routeTimeoutMs',
+    'max',
+  ];
+  for (const k of Object.keys(options)) {
+    if (!known.includes(k)) {
+      throw makeError('ERR_INVALID_ARG_VALUE', `"${k}" is not an option of Fleet.join. Options: ${known.join(', ')}.`);
+    }
+  }
+  const { runtime = {} } = options;
+  if (typeof runtime !== 'function' && (runtime === null || typeof runtime !== 'object')) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.runtime" option must be Runtime.open's options without name and store, or a function (name) => those options. Received ${typeName(runtime)}.`,
+    );
+  }
+  const leaseMs = positiveInt(options, 'leaseMs', 100);
+  const o = {
+    connectionString: options.connectionString,
+    schema: options.schema,
+    max: options.max,
+    runtime,
+    leaseMs,
+    idleMs: positiveInt(options, 'idleMs'),
+    wakeAheadMs: positiveInt(options, 'wakeAheadMs'),
+    routeTimeoutMs: positiveInt(options, 'routeTimeoutMs', 1),
+    pollMs: options.pollMs === undefined ? Math.max(50, Math.min(1000, Math.floor(leaseMs / 4))) : undefined,
+  };
+  if (o.pollMs === undefined) o.pollMs = positiveInt(options, 'pollMs', 10);
+  if (typeof o.connectionString !== 'string' || o.connectionString === '') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The "options.connectionString" option must be a non-empty string (postgres://user:password@host:port/database). Received ${typeName(o.connectionString)}.`,
+    );
+  }
+  return o;
+}
+
+function checkOp(name, op) {
+  checkName(name);
+  if (!OPS.includes(op)) throw new Error(`unknown fleet operation ${op}`);
+}
+
+/**
+ * A member of a fleet: hosts named runtimes on a shared PostgreSQL store and
+ * serves operations by name for the whole fleet. Made by Fleet.join().
+ * Events: 'activate' { name, token, reason, ms }, 'hibernate' { name, wakeAt },
+ * 'lost' { name, token }, 'route' { name, op, ms }, 'error' (a background failure;
+ * without a listener it becomes a process warning).
+ */
+class Member extends EventEmitter {
+  #o;
+  #pg;
+  #pool;
+  #store;
+  #router;
+  #wake;
+  #hosted = new Map(); // name -> { rt, token, state, settled, lastUsed }
+  #routes = new Map(); // name -> store id of its holder, as last seen
+  #poll = null;
+  #polling = null;
+  #pollAgain = false;
+  #left = null;
+  #stats = { activations: 0, hibernations: 0, lost: 0, routed: 0, served: 0, takeovers: 0 };
+  #latencies = [];
+
+  constructor(o, token) {
+    super();
+    if (token !== JOIN) throw new TypeError('Use Fleet.join(options) to make a fleet member.');
+    this.#o = o;
+  }
+
+  /** This member's id (its store's: the holder records of its leases carry it). */
+  get id() {
+    return this.#store.id;
+  }
+
+  async [START]() {
+    const o = this.#o;
+    this.#pg = require('pg');
+    this.#pool = new this.#pg.Pool({ connectionString: o.connectionString, max: o.max || 10, allowExitOnIdle: true });
+    this.#pool.on('error', () => {});
+    this.#store = new PostgresStore({ pool: this.#pool, schema: o.schema, leaseMs: o.leaseMs });
+    // The store's schema and leases table, then the wake index beside them.
+    await this.#store.ready();
+    this.#wake = new WakeIndex(this.#store.schema);
+    await this.#wake.create(this.#pool);
+    this.#router = new FleetRouter({
+      pg: this.#pg,
+      pool: this.#pool,
+      connection: { connectionString: o.connectionString },
+      storeId: this.#store.id,
+      schema: this.#store.schema,
+      onRequest: (req) => this.#serve(req),
+      onWake: () => {
+        this.#routes.clear(); // a member left: the names it held move
+        this.#pollSoon();
+      },
+      onError: (e) => this.#report(e),
+    });
+    await this.#router.start();
+    this.#poll = setInterval(() => this.#pollSoon(), o.pollMs);
+    this.#poll.unref();
+    this.#pollSoon();
+  }
+
+  #report(e) {
+    if (this.listenerCount('error') > 0) this.emit('error', e);
+    else process.emitWarning(`lua-tasks fleet member: ${e && e.message}`, { code: 'LUA_TASKS_FLEET' });
+  }
+
+  #checkOpen() {
+    if (this.#left) throw makeError('ERR_RUNTIME_CLOSED', 'This fleet member left (member.leave()).');
+  }
+
+  // ------------------------------------------------------------ operations
+
+  /**
+   * Starts a durable task in the runtime `name`, wherever it is hosted;
+   * resolves once its start is durable. With `key`, a second spawn of the
+   * same key in that runtime returns the first task's id.
+   * @returns {Promise<string>} the task's id
+   */
+  spawn(name, entry, options = {}) {
+    if (typeof entry !== 'string') {
+      return Promise.reject(
+        makeError(
+          'ERR_INVALID_ARG_TYPE',
+          `A fleet task starts from a global name or a "module.fn" path (it is durable). Received ${typeName(entry)}.`,
+        ),
+      );
+    }
+    if (options === null || typeof options !== 'object') {
+      return Promise.reject(
+        makeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be an object { key, args }.`),
+      );
+    }
+    return this.#op(name, 'spawn', { entry, key: options.key, args: options.args || [] });
+  }
+
+  /** rt.sendDurable in the runtime `name`: resolves true once the message is durable. */
+  send(name, id, ...values) {
+    return this.#op(name, 'send', { id, values });
+  }
+
+  /** rt.resume in the runtime `name`. */
+  resume(name, id, ...values) {
+    return this.#op(name, 'resume', { id, values });
+  }
+
+  /** rt.cancel in the runtime `name`; resolves once the cancellation is durable. */
+  cancel(name, id, reason) {
+    return this.#op(name, 'cancel', { id, reason });
+  }
+
+  /** rt.call(fn, ...args) in the runtime `name` (fn: a global name or "module.fn"). */
+  call(name, fn, ...args) {
+    if (typeof fn !== 'string') {
+      return Promise.reject(
+        makeError(
+          'ERR_INVALID_ARG_TYPE',
+          `A fleet call names its Lua function by a global name or a "module.fn" path. Received ${typeName(fn)}.`,
+        ),
+      );
+    }
+    return this.#op(name, 'call', { fn, args });
+  }
+
+  /** rt.task(id) in the runtime `name`. */
+  task(name, id) {
+    return this.#op(name, 'task', { id });
+  }
+
+  /**
+   * The runtime `name`, hosted here: activated here if no member holds it.
+   * @returns {Promise<Runtime>}
+   * @throws ERR_STORE_LOCKED if another member holds it
+   */
+  async runtime(name) {
+    checkName(name);
+    this.#checkOpen();
+    for (;;) {
+      const h = this.#hosted.get(name);
+      if (h && h.state === 'active') {
+        h.lastUsed = Date.now();
+        return h.rt;
+      }
+      if (h) await h.settled;
+      else await this.#activate(name, 'call');
+    }
+  }
+
+  // Runs an operation where the name is.
+  async #op(name, op, args) {
+    checkOp(name, op);
+    this.#checkOpen();
+    const deadline = Date.now() + this.#o.routeTimeoutMs;
+    let delay = 10;
+    for (;;) {
+      const h = this.#hosted.get(name);
+      if (h && h.state === 'active') {
+        h.lastUsed = Date.now();
+        return execute(h.rt, op, args);
+      }
+      if (h) {
+        await h.settled;
+        continue;
+      }
+      let holder = this.#routes.get(name);
+      if (holder === undefined) {
+        try {
+          await this.#activate(name, 'call');
+          continue;
+        } catch (e) {
+          if (!e || e.code !== 'ERR_STORE_LOCKED') throw e;
+          holder = e.holder && e.holder.store;
+        }
+      }
+      const left = deadline - Date.now();
+      if (holder && left > 0) {
+        const start = Date.now();
+        let answer;
+        try {
+          answer = await this.#router.request(holder, { name, op, args }, left);
+        } catch (e) {
+          this.#routes.delete(name);
+          throw e;
+        }
+        if (answer.unreached) {
+          // Nobody took it: the holder is gone or deaf. Its lease says
+          // whether it still holds the name (then wait for it to lapse).
+          this.#routes.delete(name);
+          if (Date.now() + delay < deadline) {
+            await sleep(delay);
+            delay = Math.min(delay * 2, 200);
+          }
+          continue;
+        }
+        if (!answer.moved) {
+          this.#routes.set(name, holder);
+          this.#routed(name, op, Date.now() - start);
+          if (answer.error) throw rebuild(answer.error);
+          return answer.value;
+        }
+        this.#routes.delete(name); // it moved: look again
+        continue;
+      }
+      this.#routes.delete(name);
+      if (Date.now() + delay >= deadline) {
+        throw makeError(
+          'ERR_FLEET_TIMEOUT',
+          `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
+          { name, op },
+        );
+      }
+      await sleep(delay); // being taken over: its holder record is not there yet
+      delay = Math.min(delay * 2, 200);
+    }
+  }
+
+  #routed(name, op, ms) {
+    this.#stats.routed++;
+    this.#latencies.push(ms);
+    if (this.#latencies.length > LATENCY_KEPT) this.#latencies.shift();
+    if (this.listenerCount('route') > 0) this.emit('route', { name, op, ms });
+  }
+
+  // A request from another member: served if this member hosts the name,
+  // else "moved" (the asker looks again).
+  async #serve(req) {
+    const h = this.#hosted.get(req.name);
+    if (!h || this.#left) return { moved: true };
+    if (h.state !== 'active') await h.settled;
+    const now = this.#hosted.get(req.name);
+    if (!now || now.state !== 'active') return { moved: true };
+    now.lastUsed = Date.now();
+    this.#stats.served++;
+    return execute(now.rt, req.op, req.args);
+  }
+
+  // ------------------------------------------------------------ hosting
+
+  // Opens the runtime of `name` here (the store's lease makes it ours).
+  async #activate(name, reason) {
+    let settle;
+    const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now() };
+    entry.settled = new Promise((resolve) => {
+      settle = resolve;
+    });
+    this.#hosted.set(name, entry);
+    const start = Date.now();
+    try {
+      const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
+      const rt = await Runtime.open({ ...extra, name, store: this.#store });
+      const lease = this.#store.lease(name);
+      entry.rt = rt;
+      entry.token = lease ? lease.token : 0;
+      if (!lease || !(await this.#wake.active(this.#pool, name, entry.token))) {
+        // Taken over between the open and now: not ours after all.
+        rt.closeSync();
+        throw makeError('ERR_STORE_LOCKED', `Runtime "${name}" was taken over while it was being activated here.`, {
+          holder: null,
+        });
+      }
+      entry.state = 'active';
+      this.#routes.delete(name);
+      this.#stats.activations++;
+      if (reason === 'takeover') this.#stats.takeovers++;
+      this.emit('activate', { name, token: entry.token, reason, ms: Date.now() - start });
+      return rt;
+    } catch (e) {
+      if (this.#hosted.get(name) === entry) this.#hosted.delete(name);
+      throw e;
+    } finally {
+      settle();
+    }
+  }
+
+  #pollSoon() {
+    if (this.#left) return;
+    if (this.#polling) {
+      this.#pollAgain = true;
+      return;
+    }
+    this.#polling = this.#pollOnce()
+      .catch((e) => this.#report(e))
+      .finally(() => {
+        this.#polling = null;
+        if (this.#pollAgain) {
+          this.#pollAgain = false;
+          this.#pollSoon();
+        }
+      });
+  }
+
+  // One look: leases lost, runtimes idle, names due.
+  async #pollOnce() {
+    const now = Date.now();
+    for (const [name, h] of this.#hosted) {
+      if (h.state !== 'active') continue;
+      const lease = this.#store.lease(name);
+      if (!lease || lease.lost || lease.token !== h.token || lease.expiresAt.getTime() <= now) {
+        this.#drop(name, h);
+      } else if (this.#o.idleMs > 0 && now - h.lastUsed >= this.#o.idleMs) {
+        await this.#hibernate(name, h);
+      }
+    }
+    if (this.#left) return;
+    const due = await this.#wake.claimDue(this.#pool, CLAIM_BATCH, this.#o.leaseMs);
+    await Promise.all(
+      due.map(({ name, takeover }) =>
+        this.#hosted.has(name)
+          ? null
+          : this.#activate(name, takeover ? 'takeover' : 'due').catch((e) => {
+              if (!e || e.code !== 'ERR_STORE_LOCKED') this.#report(e);
+            }),
+      ),
+    );
+    if (due.length === CLAIM_BATCH) this.#pollAgain = true;
+  }
+
+  // Its lease is gone: another member may hold the name now. Its runtime
+  // stops at once (its writes would be refused anyway).
+  #drop(name, h) {
+    this.#hosted.delete(name);
+    h.state = 'lost';
+    this.#stats.lost++;
+    h.rt.closeSync();
+    this.emit('lost', { name, token: h.token });
+  }
+
+  // Closes an idle runtime whose live tasks all sleep durably; the wake index
+  // wakes it at its earliest timer. Returns whether it did.
+  async #hibernate(name, h) {
+    const rt = h.rt;
+    const s = rt.stats();
+    if (s.tasks !== s.durableTasks) return false; // an ephemeral task would die
+    let wakeAt = null;
+    for (const t of rt.tasks()) {
+      if (t.status !== 'waiting' || !SLEEPING.has(t.waiting.instruction)) return false;
+      if (TIMED.has(t.waiting.instruction) && t.waiting.until) {
+        const at = t.waiting.until.getTime();
+        if (wakeAt === null || at < wakeAt) wakeAt = at;
+      }
+    }
+    if (wakeAt !== null && wakeAt - Date.now() < this.#o.wakeAheadMs) return false;
+    let settle;
+    h.state = 'hibernating';
+    h.settled = new Promise((resolve) => {
+      settle = resolve;
+    });
+    try {
+      await rt.commit(); // every journal record written
+      const at = wakeAt === null ? null : new Date(wakeAt - this.#o.wakeAheadMs / 2);
+      const ours = await this.#wake.hibernate(this.#pool, name, h.token, at);
+      if (ours) await rt.close();
+      else rt.closeSync(); // not ours any more
+      this.#hosted.delete(name);
+      if (ours) {
+        this.#stats.hibernations++;
+        this.emit('hibernate', { name, wakeAt: at });
+      }
+      return true;
+    } catch (e) {
+      h.state = 'active';
+      this.#report(e);
+      return false;
+    } finally {
+      settle();
+    }
+  }
+
+  // ------------------------------------------------------------ observing
+
+  /** The names this member hosts now. */
+  hosted() {
+    return [...this.#hosted].filter(([, h]) => h.state === 'active').map(([name]) => name);
+  }
+
+  /**
+   * What this member did: counts since it joined, the names it hosts with
+   * their lease tokens, and the latency of its last routed requests.
+   */
+  stats() {
+    const sorted = [...this.#latencies].sort((a, b) => a - b);
+    const at = (p) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor(p * sorted.length))] : null);
+    const leases = {};
+    for (const [name, h] of this.#hosted) if (h.state === 'active') leases[name] = h.token;
+    return {
+      id: this.id,
+      hosted: Object.keys(leases).length,
+      leases,
+      ...this.#stats,
+      routeLatencyMs: { p50: at(0.5), p99: at(0.99), samples: sorted.length },
+    };
+  }
+
+  // ------------------------------------------------------------ leaving
+
+  /**
+   * Leaves the fleet (for SIGTERM): stops taking names, closes every runtime
+   * it hosts (their writes finish; durable tasks stay in PostgreSQL), and
+   * asks the other members to take them over now. Idempotent.
+   * @returns {Promise<void>}
+   */
+  leave() {
+    if (!this.#left) this.#left = this.#leave();
+    return this.#left;
+  }
+
+  async #leave() {
+    clearInterval(this.#poll);
+    if (this.#polling) await this.#polling.catch(() => {});
+    // A runtime that can hibernate does (it wakes at its timer, anywhere);
+    // the others stay active in the index: another member takes them now.
+    const closing = [];
+    for (const [name, h] of [...this.#hosted]) {
+      if (h.state === 'activating' || h.state === 'hibernating') await h.settled;
+      const now = this.#hosted.get(name);
+      if (!now || now.state !== 'active') continue;
+      closing.push(
+        this.#hibernate(name, now)
+          .then((done) => done || now.rt.close())
+          .catch((e) => this.#report(e)),
+      );
+    }
+    await Promise.all(closing);
+    this.#hosted.clear();
+    await this.#router.wakeAll().catch(() => {});
+    await this.#router.close();
+    await this.#store.close();
+    await this.#pool.end();
+  }
+}
+
+// An operation on a runtime hosted here.
+async function execute(rt, op, a) {
+  switch (op) {
+    case 'spawn': {
+      const task = rt.spawn(a.entry, { durable: true, key: a.key, args: a.args });
+      task.result.catch(() => {}); // its outcome is the runtime's listeners'
+      await rt.commit(); // its start is durable before the answer
+      return task.id;
+    }
+    case 'send':
+      return rt.sendDurable(a.id, ...a.values);
+    case 'resume':
+      return rt.resume(a.id, ...a.values);
+    case 'cancel': {
+      const ok = rt.cancel(a.id, a.reason);
+      if (ok) await rt.commit();
+      return ok;
+    }
+    case 'call':
+      return rt.call(a.fn, ...a.args);
+    case 'task':
+      return rt.task(a.id);
+  }
+  throw new Error(`unknown fleet operation ${op}`);
+}
+
+// An error answered by another member, as an Error again.
+function rebuild(r) {
+  const { message, name, ...props } = r;
+  const e = r.code ? makeError(r.code, message, props) : Object.assign(new Error(message), props);
+  if (name && e.name !== name) Object.defineProperty(e, 'name', { value: name, configurable: true, writable: true });
+  return e;
+}
+
+/** Fleet.join(options): a new member. */
+const Fleet = {
+  /**
+   * Joins the fleet of a PostgreSQL database (schema): the tables are made
+   * if missing, this member listens for routed requests and takes due names.
+   * @param {{ connectionString: string, schema?: string, leaseMs?: number, runtime?: object|Function,
+   *   idleMs?: number, wakeAheadMs?: number, pollMs?: number, routeTimeoutMs?: number, max?: number }} options
+   * @returns {Promise<Member>}
+   */
+  async join(options) {
+    const o = checkJoin(options);
+    const m = new Member(o, JOIN);
+    await m[START]();
+    return m;
+  },
+};
+
+module.exports = { Fleet, Member };

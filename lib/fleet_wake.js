@@ -1,0 +1,104 @@
+// SPDX-License-Identifier: MIT
+// WakeIndex: the fleet's due-timer index in PostgreSQL, which names must run and from when.
+'use strict';
+
+// One row per name the fleet has hosted, in <schema>.lua_tasks_wake:
+//   wake_at = '-infinity'  the name is active: a member hosts it, or must
+//                          (its holder died: the next member to poll takes it)
+//   wake_at = T            hibernated; its earliest timer is due at T
+//   wake_at IS NULL        hibernated with nothing due: a message, resume or
+//                          call wakes it (any operation by name activates it)
+// Every change is fenced by the writer's lease token (as the store's writes
+// are): a member that lost a name cannot overwrite what its new holder says.
+//
+// claimDue() hands each due name to one member: the rows are locked FOR
+// UPDATE SKIP LOCKED and marked claimed for a moment, so members polling at
+// once split the due names instead of all trying each. A name is due when
+// wake_at has passed and no live lease holds it: free, expired, or held by
+// a session that ended (the holder's advisory lock is gone from pg_locks:
+// its process died; PostgreSQL saw its socket close).
+
+class WakeIndex {
+  #t;
+  #lockPrefix;
+
+  /**
+   * @param {string} schema the store's schema
+   */
+  constructor(schema) {
+    const q = (table) => `"${schema}"."lua_tasks_${table}"`;
+    this.#t = { wake: q('wake'), leases: q('leases') };
+    // The advisory lock key of a name, as PostgresStore makes it.
+    this.#lockPrefix = `${schema}.lua_tasks_`;
+  }
+
+  /** Creates the table if it is missing (the store made the schema and its leases table). */
+  async create(pool) {
+    await pool.query(
+      `CREATE TABLE IF NOT EXISTS ${this.#t.wake} (name text PRIMARY KEY, wake_at timestamptz, claimed_until timestamptz)`,
+    );
+    await pool.query(`CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`);
+  }
+
+  // A statement's WHERE clause: `token` still holds the name's lease.
+  #fence(nameParam, tokenParam) {
+    return `EXISTS (SELECT 1 FROM ${this.#t.leases} l WHERE l.name = ${nameParam} AND l.token = ${tokenParam} AND l.holder IS NOT NULL)`;
+  }
+
+  /** The holder of `token` made the name active. @returns {Promise<boolean>} whether its token still held it */
+  async active(pool, name, token) {
+    const { rowCount } = await pool.query(
+      `INSERT INTO ${this.#t.wake} AS w (name, wake_at) SELECT $1, '-infinity' WHERE ${this.#fence('$1', '$2')}
+       ON CONFLICT (name) DO UPDATE SET wake_at = '-infinity', claimed_until = NULL`,
+      [name, token],
+    );
+    return rowCount > 0;
+  }
+
+  /**
+   * The holder of `token` hibernates the name, to be woken at `wakeAt` (a
+   * Date) or by an operation (null).
+   * @returns {Promise<boolean>} whether its token still held it
+   */
+  async hibernate(pool, name, token, wakeAt) {
+    const { rowCount } = await pool.query(
+      `UPDATE ${this.#t.wake} SET wake_at = $3, claimed_until = NULL WHERE name = $1 AND ${this.#fence('$1', '$2')}`,
+      [name, token, wakeAt],
+    );
+    return rowCount > 0;
+  }
+
+  /**
+   * Claims up to `limit` due names for `claimMs` (the caller activates them).
+   * @returns {Promise<{ name: string, takeover: boolean }[]>} takeover: it was active
+   *   (its holder is gone), not hibernated
+   */
+  async claimDue(pool, limit, claimMs) {
+    const { rows } = await pool.query(
+      `UPDATE ${this.#t.wake} w SET claimed_until = now() + $2 * interval '1 millisecond'
+       WHERE w.name IN (
+         SELECT d.name FROM ${this.#t.wake} d LEFT JOIN ${this.#t.leases} l ON l.name = d.name
+         WHERE d.wake_at <= now() AND (d.claimed_until IS NULL OR d.claimed_until <= now())
+           AND (l.name IS NULL OR l.holder IS NULL OR l.expires_at <= now()
+             OR (l.locked AND NOT EXISTS (
+               SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1
+                 AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                 AND ((k.classid::bigint << 32) | k.objid::bigint) = hashtextextended($3 || d.name, 0))))
+         ORDER BY d.wake_at LIMIT $1
+         FOR UPDATE OF d SKIP LOCKED)
+       RETURNING w.name, w.wake_at = '-infinity' AS takeover`,
+      [limit, claimMs, this.#lockPrefix],
+    );
+    return rows;
+  }
+
+  /** The row of a name: { wakeAt: Date|null, active: boolean } or null. */
+  async get(pool, name) {
+    const { rows } = await pool.query(`SELECT wake_at FROM ${this.#t.wake} WHERE name = $1`, [name]);
+    if (!rows.length) return null;
+    const w = rows[0].wake_at;
+    return { wakeAt: w, active: w === -Infinity || (w instanceof Date && !Number.isFinite(w.getTime())) };
+  }
+}
+
+module.exports = { WakeIndex };
