@@ -6,7 +6,7 @@
 //   <schema>.lua_tasks_meta       (key, value): the format version row
 //   <schema>.lua_tasks_snapshots  (name, seq, bytes): each name's tasks.state snapshot
 //   <schema>.lua_tasks_kv         (name, space, key, value): keyed values
-//                                 (space 1 tasks.store; 2-4 journals, inboxes, timers)
+//                                 (space 1 tasks.store; 2 and 3 journals and inboxes)
 //   <schema>.lua_tasks_leases     (name, token, holder, locked, expires_at): the owner of each name
 //
 // Ownership. acquire() takes a name's lease row when it is free, released or

@@ -3,8 +3,9 @@
 # Debian's PostgreSQL cluster for the tests, started the way CI starts it.
 #
 #   scripts/pg.sh start   starts the cluster (installs nothing), makes sure the
-#                         role lua_tasks (password login, CREATEDB) exists, and
-#                         prints the URL the tests read from LUA_TASKS_PG_URL:
+#                         role lua_tasks (password login, CREATEDB) and its
+#                         database lua_tasks exist, and prints the URL (of
+#                         that database) the tests read from LUA_TASKS_PG_URL:
 #                           export LUA_TASKS_PG_URL=$(scripts/pg.sh start)
 #   scripts/pg.sh url     prints that URL
 #   scripts/pg.sh stop    stops the cluster
@@ -12,7 +13,8 @@
 # Needs Debian's `postgresql` package (apt-get install -y postgresql) and root,
 # the cluster's owner (postgres), or sudo. PostgreSQL refuses to run as root,
 # so the cluster tools and psql run as its owner. The tests create a database
-# of their own for each file and drop it after; the role owns nothing else.
+# of their own for each file and drop it after; the database lua_tasks is for
+# the examples (examples/fleet.js) and your own tries.
 # The password is for a loopback test role only (LUA_TASKS_PG_PASSWORD
 # changes it); pg_hba.conf's Debian default allows it over TCP from 127.0.0.1.
 set -euo pipefail
@@ -54,7 +56,7 @@ as_owner() {
 }
 
 url() {
-  echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$PORT/postgres"
+  echo "postgres://$ROLE:$PASSWORD@127.0.0.1:$PORT/$ROLE"
 }
 
 start() {
@@ -80,6 +82,7 @@ start() {
   as_owner psql -p "$PORT" -X -q -v ON_ERROR_STOP=1 -v role="$ROLE" -v password="$PASSWORD" >/dev/null <<'SQL'
 SELECT format('CREATE ROLE %I', :'role') WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'role') \gexec
 SELECT format('ALTER ROLE %I LOGIN CREATEDB PASSWORD %L', :'role', :'password') \gexec
+SELECT format('CREATE DATABASE %I OWNER %I', :'role', :'role') WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = :'role') \gexec
 SQL
   url
 }

@@ -5,6 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { execFileSync } = require('node:child_process');
+const { describePg } = require('./pg-helpers');
 
 const root = path.join(__dirname, '..', '..');
 const node = (args) => execFileSync(process.execPath, args, { cwd: root, encoding: 'utf8', timeout: 30000 });
@@ -58,6 +59,20 @@ test('examples/durable-quest.js kills its quest server with SIGKILL and the ques
     expect(out.split(`alice did ${stage}`)).toHaveLength(2);
   }
   expect(out).toMatch(/Done: the quests resumed where they were\.\n$/);
+});
+
+describePg('examples/fleet.js (on PostgreSQL)', () => {
+  test('two member processes share a room; its holder is SIGKILLed and the other takes it over, history whole', () => {
+    const out = node(['examples/fleet.js']);
+    expect(out).toContain(
+      "lobby, asked of the second member, answered by the first member: [ 'ann: hello', 'bob: hi ann' ]",
+    );
+    expect(out).toMatch(/hosts lobby \(token 2, takeover\)/);
+    expect(out).toContain(
+      "lobby after the kill, answered by the second member: [ 'ann: hello', 'bob: hi ann', 'ann: still here?' ]",
+    );
+    expect(out).toMatch(/Done: the room moved to the member left standing, its history whole\.\n$/);
+  });
 });
 
 test('examples/sandbox.js contains every hostile script and runs the good one', () => {
