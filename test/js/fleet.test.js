@@ -187,11 +187,29 @@ describePg('Fleet on PostgreSQL', () => {
     const lost = [];
     a.on('lost', (e) => lost.push(e));
     const rt = await a.runtime('cut');
+    rt.load('tasks.state.x = "before"');
+    await rt.commit();
+    const snapshot = async () =>
+      (await query(db.url, `SELECT bytes FROM "${schema}".lua_tasks_snapshots WHERE name = 'cut'`)).rows[0].bytes;
+    const before = await snapshot();
     // What a member that lost its network would see: another holder's token.
     await query(
       db.url,
       `UPDATE "${schema}".lua_tasks_leases SET token = token + 1, holder = '{"store":"elsewhere"}', expires_at = now() + interval '1 hour' WHERE name = 'cut'`,
     );
+    // Its COMMIT now is refused (or, if it already noticed, it runs no more Lua).
+    const err = await Promise.resolve()
+      .then(() => {
+        rt.load('tasks.state.x = "after"');
+        return rt.commit();
+      })
+      .then(
+        () => null,
+        (e) => e,
+      );
+    expect(err).not.toBeNull();
+    expect(['ERR_COMMIT_FAILED', 'ERR_RUNTIME_CLOSED']).toContain(err.code);
+    expect((await snapshot()).equals(before)).toBe(true);
     await until(() => lost.length > 0, 'the lost lease');
     expect(lost).toEqual([{ name: 'cut', token: 1 }]);
     expect(a.hosted()).toEqual([]);
@@ -227,6 +245,45 @@ describePg('Fleet on PostgreSQL', () => {
     // Tokens: the child's were 1, b's are higher.
     for (const e of log) expect(e.token).toBeGreaterThan(1);
     expect(log.every((e) => e.reason === 'takeover')).toBe(true);
+  });
+
+  test('a Worker thread is a member like a process: names it holds are reached from the main thread', async () => {
+    const { Worker } = require('node:worker_threads');
+    const a = await join();
+    const w = new Worker(
+      `const { parentPort, workerData } = require('node:worker_threads');
+       const { Fleet } = require(workerData.lib);
+       const { FLEET_LUA } = require(workerData.lua);
+       (async () => {
+         const m = await Fleet.join({ connectionString: workerData.url, schema: workerData.schema, leaseMs: 1000, idleMs: 0,
+           runtime: { setup: (rt) => rt.load(FLEET_LUA + ' function whereami() return "worker" end') } });
+         await m.runtime('in-worker');
+         parentPort.postMessage('ready');
+         parentPort.once('message', async () => { await m.leave(); parentPort.postMessage('left'); });
+       })().catch((e) => parentPort.postMessage('failed: ' + e.stack));`,
+      {
+        eval: true,
+        workerData: {
+          lib: path.join(__dirname, '..', '..'),
+          lua: path.join(__dirname, 'fixtures', 'fleet-lua.js'),
+          url: db.url,
+          schema,
+        },
+      },
+    );
+    const next = () => new Promise((resolve) => w.once('message', resolve));
+    try {
+      expect(await next()).toBe('ready');
+      await a.runtime('in-main');
+      expect(await a.call('in-worker', 'hello', 'from main')).toBe('hello from main');
+      expect(await a.call('in-worker', 'whereami')).toBe('worker'); // the main thread's runtimes have no whereami
+      expect(a.hosted()).toEqual(['in-main']);
+      expect(a.stats().routed).toBe(2);
+      w.postMessage('leave');
+      expect(await next()).toBe('left');
+    } finally {
+      await w.terminate();
+    }
   });
 
   // A member process (fixtures/fleet-member.js): its output lines, and a wait for one.
