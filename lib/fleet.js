@@ -416,7 +416,7 @@ class Member extends EventEmitter {
     for (const [name, h] of this.#hosted) {
       if (h.state !== 'active') continue;
       const lease = this.#store.lease(name);
-      if (!lease || lease.lost || lease.token !== h.token || lease.expiresAt.getTime() <= now) {
+      if (!lease || lease.lost || lease.token !== h.token || lease.validUntil <= now) {
         this.#drop(name, h);
       } else if (this.#o.idleMs > 0 && now - h.lastUsed >= this.#o.idleMs) {
         await this.#hibernate(name, h);

@@ -228,7 +228,7 @@ export class PostgresStore implements Store {
   readonly schema: string;
   readonly leaseMs: number;
   /** The lease held on a name as this store knows it; null when not held. */
-  lease(name: string): { token: number; expiresAt: Date; lost: boolean } | null;
+  lease(name: string): { token: number; expiresAt: Date; validUntil: number; lost: boolean } | null;
 }
 
 /** Options of `Fleet.join(options)` (docs/fleet.md). */

@@ -619,6 +619,7 @@ class PostgresStore {
       token: 0,
       holder: this.#holderRecord(),
       expiresAt: null,
+      validUntil: 0, // on this process's clock: the lease's end as seen from before the query that set it
       pending: true,
       locked: false,
       lost: false,
@@ -638,12 +639,14 @@ class PostgresStore {
       for (;;) {
         const got = (await this.#lockQuery('SELECT pg_try_advisory_lock(hashtextextended($1, 0)) AS got', [key]))
           .rows[0].got;
+        const sent = Date.now();
         const { rows } = await this.#with((c) =>
           c.query({ ...this.#sql.take, values: [name, lease.holder, got, this.#leaseMs] }),
         );
         if (rows.length) {
           lease.token = Number(rows[0].token);
           lease.expiresAt = rows[0].expires_at;
+          lease.validUntil = sent + this.#leaseMs;
           lease.locked = got;
           taken = true;
           break;
@@ -704,11 +707,13 @@ class PostgresStore {
           ])
         ).rows[0].got;
       }
+      const sent = Date.now();
       const { rows } = await this.#with((c) =>
         c.query({ ...this.#sql.renew, values: [lease.name, lease.token, this.#leaseMs, got] }),
       );
       if (rows.length) {
         lease.expiresAt = rows[0].expires_at;
+        lease.validUntil = sent + this.#leaseMs;
         if (got) lease.locked = true;
       } else {
         lease.lost = true;
@@ -994,14 +999,17 @@ class PostgresStore {
 
   /**
    * The lease this store holds on a name, as it knows it: `lost` once a
-   * renewal found it taken over (its writes are refused from then on).
+   * renewal found it taken over (its writes are refused from then on);
+   * `validUntil` (ms, this process's clock) when it ends unless renewed,
+   * counted from before the query that took or renewed it, so that no clock
+   * but this one matters.
    * @param {string} name
-   * @returns {{ token: number, expiresAt: Date, lost: boolean } | null} null when not held (or still being taken)
+   * @returns {{ token: number, expiresAt: Date, validUntil: number, lost: boolean } | null} null when not held (or still being taken)
    */
   lease(name) {
     const l = this.#leases.get(name);
     if (!l || l.pending || l.released) return null;
-    return { token: l.token, expiresAt: l.expiresAt, lost: l.lost };
+    return { token: l.token, expiresAt: l.expiresAt, validUntil: l.validUntil, lost: l.lost };
   }
 
   /** The key spaces it keeps: tasks.store, durable tasks' journals and inboxes (docs/design.md). */
