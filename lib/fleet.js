@@ -359,6 +359,7 @@ class Member extends EventEmitter {
 
   // Opens the runtime of `name` here (the store's lease makes it ours).
   async #activate(name, reason) {
+    this.#checkOpen();
     let settle;
     const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now() };
     entry.settled = new Promise((resolve) => {
@@ -369,6 +370,10 @@ class Member extends EventEmitter {
     try {
       const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
       const rt = await Runtime.open({ ...extra, name, store: this.#store });
+      if (this.#left) {
+        await rt.close(); // left meanwhile: leave() saw this activation pending and waits for it
+        this.#checkOpen();
+      }
       const lease = this.#store.lease(name);
       entry.rt = rt;
       entry.token = lease ? lease.token : 0;
@@ -543,10 +548,13 @@ class Member extends EventEmitter {
     }
     await Promise.all(closing);
     this.#hosted.clear();
-    await this.#router.wakeAll().catch(() => {});
-    await this.#router.close();
-    await this.#store.close();
-    await this.#pool.end();
+    // What a join that failed half-way made is there to undo too.
+    if (this.#router) {
+      await this.#router.wakeAll().catch(() => {});
+      await this.#router.close();
+    }
+    if (this.#store) await this.#store.close();
+    if (this.#pool) await this.#pool.end();
   }
 }
 
@@ -596,7 +604,12 @@ const Fleet = {
   async join(options) {
     const o = checkJoin(options);
     const m = new Member(o, JOIN);
-    await m[START]();
+    try {
+      await m[START]();
+    } catch (e) {
+      await m.leave().catch(() => {});
+      throw e;
+    }
     return m;
   },
 };

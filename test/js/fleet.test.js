@@ -106,6 +106,30 @@ describePg('Fleet on PostgreSQL', () => {
     expect(await b.call('errs', 'hello', 2)).toBe('hello 2');
   });
 
+  test('a server that refuses the connection fails the join, saying where it tried, and leaves nothing open', async () => {
+    const err = await Fleet.join({ connectionString: 'postgres://someone:s3cret@127.0.0.1:1/nowhere' }).then(
+      () => null,
+      (e) => e,
+    );
+    expect(err).toMatchObject({ code: 'ECONNREFUSED' });
+    expect(err.message).toContain('host 127.0.0.1, port 1, database "nowhere", user "someone"');
+    expect(err.message).not.toContain('s3cret');
+  });
+
+  test('an operation racing leave() does not leave a runtime open behind it', async () => {
+    const a = await join();
+    const pending = a.call('racer', 'hello', 1).then(
+      (v) => v,
+      (e) => e.code,
+    );
+    await a.leave();
+    expect(['hello 1', 'ERR_RUNTIME_CLOSED']).toContain(await pending);
+    expect(a.hosted()).toEqual([]);
+    const b = await join();
+    expect(await b.call('racer', 'hello', 2)).toBe('hello 2'); // free: b activates it
+    expect(b.hosted()).toEqual(['racer']);
+  });
+
   test('a name nobody holds is activated on the member that asks', async () => {
     const a = await join();
     const b = await join();
