@@ -200,13 +200,13 @@ function kaseName(c) {
 
 function notes(impl, c, r, times) {
   const tx = r.transactions
-    ? `; ${fmt(r.transactions)} transactions a rep, ${fmt(r.steps / r.transactions, 1)} steps each`
+    ? `; ${fmt(r.transactions)} transactions a rep, ${fmt(r.steps / r.transactions, r.steps / r.transactions < 10 ? 1 : 0)} steps each`
     : '';
   switch (impl) {
     case 'step':
       return `${times}; durable at each wait and at the end: a step's record goes with the task's next write (here its end), a loop turn's batches in one transaction${tx}; a crash may run the steps after the last durable point again`;
     case 'commit':
-      return `${times}; coroutine.yield("COMMIT") after each step: every step durable before the next, the guarantee DBOS gives per step${tx}`;
+      return `${times}; coroutine.yield("COMMIT") after each step: every step durable before the next, the guarantee DBOS gives per step${tx}${c.tasks > 1 ? " (every task's COMMIT of a loop turn in one)" : ": a WAL flush a step, as DBOS's, bounds both"}`;
     default:
       return `${c.tasks > 1 ? `${fmt(c.tasks)} workflows called at once` : '1 workflow'}, each step's output written before the next step; its system database on the same server, a pool of 10 connections (its default; PostgresStore's too)`;
   }
