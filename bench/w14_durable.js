@@ -12,9 +12,7 @@
 //    `tasks.step(function() return js(i) end)`; beside them the same tasks
 //    ephemeral (no store, no journal). Every rep checks each task's sum and
 //    the JS call count, and the store, reopened, holds every task as done.
-//    DBOS (@dbos-inc/dbos-sdk on PostgreSQL) is run only where it can be
-//    (see dbosRow); otherwise its row gives the figure measured on this VM
-//    in an earlier session, marked as such.
+//    DBOS runs beside lua-tasks in W15, both on PostgreSQL.
 // 2. Sleeps: 100,000 durable tasks each `FOR` a random 0-5 s (the same
 //    seeded durations as W7), spawned from JS in chunks of 1,000 with a loop
 //    turn between: start time (the spawns, and until every wait is written),
@@ -53,14 +51,11 @@ const OPEN_REPS = 3;
 const CHILD_TIMEOUT_MS = 600000;
 
 const TARGETS = { stepsPerS: 100000, recoverMs: 1000 };
-// DESIGN.md §13, facts found on this VM: @dbos-inc/dbos-sdk 5.3, Node 20, PostgreSQL 15.
-const DBOS_REFERENCE = 1050;
 
 const IMPL = {
   js: 'lua-tasks durable, JS call',
   step: 'lua-tasks durable, tasks.step',
   ephemeral: 'lua-tasks ephemeral',
-  dbos: 'DBOS (@dbos-inc/dbos-sdk) on PostgreSQL',
 };
 
 const LUA = `
@@ -282,32 +277,6 @@ const fmt = (n, digits = 0) =>
 
 const msText = (v) => fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 
-// DBOS runs here only with a PostgreSQL it may create a database on and its
-// package installed; neither is part of `npm ci` (the package is large, and
-// CI has no PostgreSQL running for it). Until then its row is the figure
-// measured on this VM in an earlier session, said so in the note.
-function dbosRow(kase, luaValue) {
-  let installed = false;
-  try {
-    require.resolve('@dbos-inc/dbos-sdk');
-    installed = true;
-  } catch {
-    // not a dependency of the project
-  }
-  const needs = [];
-  if (!process.env.LUA_TASKS_PG_URL) needs.push('LUA_TASKS_PG_URL (a PostgreSQL role with CREATEDB)');
-  if (!installed) needs.push('`npm i --no-save @dbos-inc/dbos-sdk` (5.3 runs on Node 20)');
-  const why = needs.length ? `needs ${needs.join(' and ')}` : 'a DBOS runner is not written yet';
-  return {
-    case: kase,
-    impl: IMPL.dbos,
-    value: DBOS_REFERENCE,
-    unit: 'steps/s',
-    ratio: DBOS_REFERENCE / luaValue,
-    note: `NOT measured in this run (${why}): the figure measured on this VM in an earlier session, 100 concurrent workflows (docs/shared DESIGN §13 facts)`,
-  };
-}
-
 async function stepRows(root) {
   const impls = ['js', 'step', 'ephemeral'];
   const reps = new Map(impls.map((i) => [i, []]));
@@ -336,7 +305,6 @@ async function stepRows(root) {
         : 'no store, no journal',
     };
   });
-  rows.push(dbosRow(kase, base));
   return rows;
 }
 
@@ -478,7 +446,8 @@ async function run() {
 
 module.exports = {
   id: 'w14',
-  title: 'W14: durable tasks: steps/s (beside ephemeral and DBOS), 100,000 durable sleeps, recovery at Runtime.open',
+  title:
+    'W14: durable tasks: steps/s (beside ephemeral; DBOS in W15), 100,000 durable sleeps, recovery at Runtime.open',
   run,
 };
 
