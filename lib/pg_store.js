@@ -21,12 +21,12 @@
 //
 // Writes. Every batch handed over in one loop turn, by every runtime sharing
 // this store object, goes in ONE transaction (one WAL flush, synchronous_commit
-// on), a SAVEPOINT per batch. Each batch is one statement that locks its
-// name's lease row (FOR UPDATE) if it still carries the batch's token and
-// writes only if it does: a stale token's batch applies nothing, the others
-// of its transaction land, and a takeover waits for the transaction that
-// holds the row. One transaction is in flight at a time, FIFO, so a name's
-// batches apply in the order they were handed over.
+// on); a SAVEPOINT per batch only once a batch raised an error (#apply). Each
+// batch is one statement that locks its name's lease row (FOR UPDATE) if it
+// still carries the batch's token and writes only if it does: a stale token's
+// batch applies nothing, the others of its transaction land, and a takeover
+// waits for the transaction that holds the row. One transaction is in flight
+// at a time, FIFO, so a name's batches apply in the order they were handed over.
 //
 // Reads. PostgreSQL cannot be read synchronously from the loop, so
 // reader(name) answers from the name's keyed rows loaded by acquire(), kept
@@ -867,57 +867,19 @@ class PostgresStore {
   }
 
   async #transact(group) {
-    const outcomes = new Array(group.length).fill(null); // null: written; else its error
-    const failed = new Map(); // name -> the error of its first failed batch
+    let outcomes; // per batch: null (written) or its error
     let committed = false;
     try {
-      await this.#with(async (c) => {
-        // One WAL flush for all of them, durable before COMMIT returns.
-        await c.query('BEGIN; SET LOCAL synchronous_commit = on');
-        try {
-          for (let i = 0; i < group.length; i++) {
-            const { b } = group[i];
-            const earlier = failed.get(b.name);
-            if (earlier) {
-              outcomes[i] = laterRefused(b, earlier);
-              continue;
-            }
-            await c.query('SAVEPOINT batch');
-            try {
-              const { rows } = await c.query({
-                ...this.#sql[b.token === undefined ? 'unfenced' : 'fenced'],
-                values: this.#params(b),
-              });
-              await c.query('RELEASE SAVEPOINT batch');
-              if (rows[0].fenced === 0) {
-                outcomes[i] = makeError(
-                  'ERR_STORE_LOCKED',
-                  `The batch of "${b.name}" was not written: ${this.#t.leases} records another owner of "${b.name}" than token ${b.token} (its lease was taken over). Nothing of it was written.`,
-                );
-              }
-            } catch (e) {
-              if (!isSqlError(e)) throw e; // the connection broke: the transaction is gone
-              await c.query('ROLLBACK TO SAVEPOINT batch');
-              await c.query('RELEASE SAVEPOINT batch');
-              outcomes[i] = e;
-            }
-            if (outcomes[i]) failed.set(b.name, outcomes[i]);
-          }
-          await c.query('COMMIT');
-          committed = true;
-        } catch (e) {
-          await c.query('ROLLBACK').catch(() => {});
-          throw e;
-        }
-      });
+      ({ outcomes, committed } = await this.#with((c) => this.#apply(c, group)));
     } catch (e) {
       // Nothing of the transaction was written; a connection lost during
       // COMMIT leaves its outcome unknown, as the message says.
       const err = isSqlError(e) || (e && e.cause) ? e : this.#lostDuring(e);
-      for (let i = 0; i < group.length; i++) {
-        outcomes[i] = err;
-        failed.set(group[i].b.name, err);
-      }
+      outcomes = group.map(() => err);
+    }
+    const failed = new Map(); // name -> the error of its first failed batch
+    for (let i = 0; i < group.length; i++) {
+      if (outcomes[i] && !failed.has(group[i].b.name)) failed.set(group[i].b.name, outcomes[i]);
     }
     let written = 0;
     for (let i = 0; i < group.length; i++) {
@@ -949,6 +911,82 @@ class PostgresStore {
       else group[i].resolve();
     }
     for (const [e, err] of refused) e.reject(err);
+  }
+
+  // The group's batches on one connection, the fast way first: no savepoint
+  // (a batch alone in autocommit on a connection of the store's own pool,
+  // else BEGIN, a statement a batch, COMMIT). A batch that raises an SQL
+  // error aborts that, and the group is applied again with a savepoint a
+  // batch, so that only its name's batches fail. Either way one WAL flush.
+  async #apply(c, group) {
+    // synchronous_commit on: per session on the store's own connections
+    // (once each), per transaction on a pool given (its sessions are not ours).
+    if (this.#ownPool && !this.#synced.has(c)) {
+      await c.query('SET synchronous_commit = on');
+      this.#synced.add(c);
+    }
+    const alone = group.length === 1 && this.#ownPool;
+    try {
+      if (!alone) await c.query(this.#ownPool ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = on');
+      const outcomes = [];
+      for (const { b } of group) outcomes.push(await this.#statement(c, b));
+      if (!alone) await c.query('COMMIT');
+      return { outcomes, committed: true };
+    } catch (e) {
+      if (!alone) await c.query('ROLLBACK').catch(() => {});
+      if (!isSqlError(e)) throw e; // the connection broke: the transaction is gone
+      if (alone) return { outcomes: [e], committed: false };
+    }
+    return this.#applySavepoints(c, group);
+  }
+
+  #synced = new WeakSet(); // connections of the own pool with synchronous_commit on
+
+  // One batch's statement: null if written, the refusal if its token is stale.
+  async #statement(c, b) {
+    const { rows } = await c.query({
+      ...this.#sql[b.token === undefined ? 'unfenced' : 'fenced'],
+      values: this.#params(b),
+    });
+    if (rows[0].fenced !== 0) return null;
+    return makeError(
+      'ERR_STORE_LOCKED',
+      `The batch of "${b.name}" was not written: ${this.#t.leases} records another owner of "${b.name}" than token ${b.token} (its lease was taken over). Nothing of it was written.`,
+    );
+  }
+
+  // The slow way: a savepoint a batch; a batch that fails fails the later
+  // batches of its name in the group too (they were made after it).
+  async #applySavepoints(c, group) {
+    const outcomes = new Array(group.length).fill(null);
+    const failed = new Map();
+    await c.query('BEGIN; SET LOCAL synchronous_commit = on');
+    try {
+      for (let i = 0; i < group.length; i++) {
+        const { b } = group[i];
+        const earlier = failed.get(b.name);
+        if (earlier) {
+          outcomes[i] = laterRefused(b, earlier);
+          continue;
+        }
+        await c.query('SAVEPOINT batch');
+        try {
+          outcomes[i] = await this.#statement(c, b);
+          await c.query('RELEASE SAVEPOINT batch');
+        } catch (e) {
+          if (!isSqlError(e)) throw e;
+          await c.query('ROLLBACK TO SAVEPOINT batch');
+          await c.query('RELEASE SAVEPOINT batch');
+          outcomes[i] = e;
+        }
+        if (outcomes[i]) failed.set(b.name, outcomes[i]);
+      }
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw e;
+    }
+    return { outcomes, committed: true };
   }
 
   #lostDuring(e) {
