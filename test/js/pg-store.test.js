@@ -248,11 +248,16 @@ describePg('PostgresStore on PostgreSQL', () => {
        CREATE TRIGGER no_bad BEFORE INSERT OR UPDATE ON "${schema}".lua_tasks_kv
          FOR EACH ROW EXECUTE FUNCTION "${schema}".no_bad()`,
     );
+    const q = await a.acquire('q');
     const three = w(3, 'bad');
     const four = w(4, 'x'); // same loop turn: same transaction, after 3
+    // Another name's batch in that transaction lands (3 is rolled back alone).
+    const other = a.write({ name: 'q', token: q.token, seq: 1, state: Buffer.from('q1'), writes: [] });
     await sleep(0);
     const five = w(5, 'x'); // while 3's transaction is in flight
     const outcomes = await Promise.allSettled([three, four, five]);
+    await expect(other).resolves.toBeUndefined();
+    expect(String(await a.load('q'))).toBe('q1');
     expect(outcomes[0]).toMatchObject({ status: 'rejected', reason: { message: 'no bad keys' } });
     expect(outcomes[1]).toMatchObject({ status: 'rejected' });
     expect(outcomes[1].reason.message).toMatch(/an earlier batch of "p" failed \(no bad keys\)/);
