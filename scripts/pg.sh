@@ -15,6 +15,8 @@
 # so the cluster tools and psql run as its owner. The tests create a database
 # of their own for each file and drop it after; the database lua_tasks is for
 # the examples (examples/fleet.js) and your own tries.
+# The role may signal backends (pg_signal_backend): a test's DROP DATABASE
+# ... WITH (FORCE) must end an autovacuum worker that entered its database.
 # The password is for a loopback test role only (LUA_TASKS_PG_PASSWORD
 # changes it); pg_hba.conf's Debian default allows it over TCP from 127.0.0.1.
 set -euo pipefail
@@ -82,6 +84,7 @@ start() {
   as_owner psql -p "$PORT" -X -q -v ON_ERROR_STOP=1 -v role="$ROLE" -v password="$PASSWORD" >/dev/null <<'SQL'
 SELECT format('CREATE ROLE %I', :'role') WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = :'role') \gexec
 SELECT format('ALTER ROLE %I LOGIN CREATEDB PASSWORD %L', :'role', :'password') \gexec
+SELECT format('GRANT pg_signal_backend TO %I', :'role') \gexec
 SELECT format('CREATE DATABASE %I OWNER %I', :'role', :'role') WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = :'role') \gexec
 SQL
   url

@@ -65,7 +65,18 @@ async function createDatabase() {
       const a = new Client({ connectionString: url });
       await a.connect();
       try {
-        await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+        // FORCE ends the sessions left in it; an autovacuum worker that
+        // entered it is not the role's to end unless it may signal backends
+        // (scripts/pg.sh grants that): then wait for the worker to leave.
+        for (let attempt = 1; ; attempt++) {
+          try {
+            await a.query(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+            return;
+          } catch (e) {
+            if (e.code !== '42501' || attempt === 50) throw e;
+            await new Promise((resolve) => setTimeout(resolve, 100));
+          }
+        }
       } finally {
         await a.end();
       }
