@@ -272,6 +272,7 @@ class Member extends EventEmitter {
     checkOp(name, op);
     this.#checkOpen();
     const deadline = Date.now() + this.#o.routeTimeoutMs;
+    const requestId = this.#router.newId(); // each time it is sent: served once
     let delay = 10;
     for (;;) {
       const h = this.#hosted.get(name);
@@ -298,14 +299,15 @@ class Member extends EventEmitter {
         const start = Date.now();
         let answer;
         try {
-          answer = await this.#router.request(holder, { name, op, args }, left);
+          answer = await this.#router.request(holder, { name, op, args }, left, requestId);
         } catch (e) {
           this.#routes.delete(name);
           throw e;
         }
         if (answer.unreached) {
-          // Nobody took it: the holder is gone or deaf. Its lease says
-          // whether it still holds the name (then wait for it to lapse).
+          // Not heard: the holder is gone, deaf or busy. Its lease says
+          // whether it still holds the name (then wait for it to lapse, or
+          // for it to hear the repeat).
           this.#routes.delete(name);
           if (Date.now() + delay < deadline) {
             await sleep(delay);

@@ -8,9 +8,11 @@
 // answer are one NOTIFY each: PostgreSQL delivers a notification to the
 // listeners connected when its transaction commits, in commit order, and
 // drops it for a member that is gone. The receiver acknowledges a request at
-// once (before serving it): a request not acknowledged within ackMs reached
-// no one (the member is gone, or its listening session broke), so it was not
-// served and may be sent elsewhere; one acknowledged but not answered in
+// once (before serving it). A request not acknowledged within ACK_MS went
+// unheard (the member is gone, its listening session broke, or its loop was
+// busy): the asker looks again and sends it again under the SAME id, and a
+// member serves an id once (a repeat gets the first one's answer), so a slow
+// holder never runs an operation twice. One acknowledged but not answered in
 // time rejects with ERR_FLEET_TIMEOUT (it may still be served).
 //
 // Payloads are v8-serialized values (members run the same package and trust
@@ -22,7 +24,8 @@ const { makeError } = require('./errors');
 
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;
-const ACK_MS = 2000;
+const ACK_MS = 500;
+const SERVED_KEPT_MS = 120000; // how long a served request's answer is kept for its repeats
 
 /** The channel a member with this store id listens on. */
 function channelOf(storeId) {
@@ -47,7 +50,8 @@ class FleetRouter {
   #connecting = null;
   #closed = false;
   #seq = 0;
-  #pending = new Map(); // request id -> { resolve, reject, timer }
+  #pending = new Map(); // request id -> { resolve, reject, timer, ackTimer }
+  #served = new Map(); // "<from> <id>" -> Promise of the answer's text: requests served, for their repeats
   #onRequest;
   #onWake;
   #onError;
@@ -141,10 +145,18 @@ class FleetRouter {
       if (p) clearTimeout(p.ackTimer);
     } else if (msg.t === 'req') {
       this.#notify(msg.from, encode({ t: 'ack', id: msg.id })).catch((e) => this.#onError(e));
-      this.#serve(msg);
+      const key = `${msg.from} ${msg.id}`;
+      let answer = this.#served.get(key);
+      if (!answer) {
+        answer = this.#serve(msg);
+        this.#served.set(key, answer);
+        setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
+      }
+      answer.then((text) => this.#notify(msg.from, text)).catch((e) => this.#onError(e));
     }
   }
 
+  // Serves a request: the text of its answer.
   async #serve(msg) {
     let answer;
     try {
@@ -160,22 +172,27 @@ class FleetRouter {
     } catch (e) {
       text = encode({ t: 'res', id: msg.id, error: errorRecord(e) });
     }
-    await this.#notify(msg.from, text).catch((e) => this.#onError(e));
+    return text;
   }
 
   #notify(channel, text) {
     return this.#pool.query('SELECT pg_notify($1, $2)', [channel, text]);
   }
 
+  /** A new request id: one per operation, kept by its repeats. */
+  newId() {
+    return ++this.#seq;
+  }
+
   /**
-   * Sends a request to the member with store id `to`.
+   * Sends a request to the member with store id `to`; `id` (from newId())
+   * is the operation's, the same for each time it is sent.
    * @returns {Promise<{ value?: *, error?: object, moved?: true, unreached?: true }>}
    *   its answer; unreached: not acknowledged in time (nobody served it)
    * @throws ERR_FLEET_TIMEOUT when acknowledged but not answered within `timeoutMs`
    */
-  async request(to, body, timeoutMs) {
+  async request(to, body, timeoutMs, id) {
     if (!this.#client) await this.#listen(); // its answer must find us listening
-    const id = ++this.#seq;
     let text;
     try {
       text = encode({ ...body, t: 'req', id, from: this.#channel });

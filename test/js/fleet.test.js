@@ -271,19 +271,25 @@ describePg('Fleet on PostgreSQL', () => {
     expect(log.every((e) => e.reason === 'takeover')).toBe(true);
   });
 
-  test('a Worker thread is a member like a process: names it holds are reached from the main thread', async () => {
+  // A member on a Worker thread hosting `name`: 'block <ms>' busies its loop,
+  // 'leave' leaves; it answers each with a message.
+  function workerMember(name) {
     const { Worker } = require('node:worker_threads');
-    const a = await join();
     const w = new Worker(
       `const { parentPort, workerData } = require('node:worker_threads');
        const { Fleet } = require(workerData.lib);
        const { FLEET_LUA } = require(workerData.lua);
        (async () => {
-         const m = await Fleet.join({ connectionString: workerData.url, schema: workerData.schema, leaseMs: 1000, idleMs: 0,
+         const m = await Fleet.join({ connectionString: workerData.url, schema: workerData.schema, leaseMs: 5000, idleMs: 0,
            runtime: { setup: (rt) => rt.load(FLEET_LUA + ' function whereami() return "worker" end') } });
-         await m.runtime('in-worker');
+         await m.runtime(workerData.name);
          parentPort.postMessage('ready');
-         parentPort.once('message', async () => { await m.leave(); parentPort.postMessage('left'); });
+         parentPort.on('message', async (cmd) => {
+           if (cmd === 'leave') { await m.leave(); parentPort.postMessage('left'); return; }
+           parentPort.postMessage('blocking');
+           const end = Date.now() + Number(cmd.split(' ')[1]);
+           while (Date.now() < end); // a loop busy with something else: no NOTIFY is read meanwhile
+         });
        })().catch((e) => parentPort.postMessage('failed: ' + e.stack));`,
       {
         eval: true,
@@ -292,10 +298,17 @@ describePg('Fleet on PostgreSQL', () => {
           lua: path.join(__dirname, 'fixtures', 'fleet-lua.js'),
           url: db.url,
           schema,
+          name,
         },
       },
     );
     const next = () => new Promise((resolve) => w.once('message', resolve));
+    return { w, next };
+  }
+
+  test('a Worker thread is a member like a process: names it holds are reached from the main thread', async () => {
+    const a = await join();
+    const { w, next } = workerMember('in-worker');
     try {
       expect(await next()).toBe('ready');
       await a.runtime('in-main');
@@ -303,6 +316,25 @@ describePg('Fleet on PostgreSQL', () => {
       expect(await a.call('in-worker', 'whereami')).toBe('worker'); // the main thread's runtimes have no whereami
       expect(a.hosted()).toEqual(['in-main']);
       expect(a.stats().routed).toBe(2);
+      w.postMessage('leave');
+      expect(await next()).toBe('left');
+    } finally {
+      await w.terminate();
+    }
+  });
+
+  test('a holder too busy to acknowledge in time gets the request again, and serves it once', async () => {
+    const a = await join();
+    const { w, next } = workerMember('slow');
+    try {
+      expect(await next()).toBe('ready');
+      const id = await a.spawn('slow', 'counter', { args: [2] });
+      w.postMessage('block 1800');
+      expect(await next()).toBe('blocking');
+      // Unacknowledged for 1.8 s (its lease of 5 s runs on): sent again, same id, every half second.
+      expect(await a.send('slow', id, 5)).toBe(true);
+      expect(await a.send('slow', id, 7)).toBe(true); // a repeat served twice would have ended the task: false
+      await until(async () => (await a.task('slow', id)).status === 'done', 'the counter done');
       w.postMessage('leave');
       expect(await next()).toBe('left');
     } finally {
