@@ -34,14 +34,16 @@
 'use strict';
 
 const { spawn } = require('child_process');
+const fs = require('fs');
+const os = require('os');
 const readline = require('readline');
 const { nowMs, median, percentile, check } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const LEASE_MS = env('W16_LEASE_MS', 2000);
 const ROUTE_NAMES = env('W16_ROUTE_NAMES', 4);
-const SEQ_SENDS = env('W16_SEQ_SENDS', 300);
-const MANY_SENDS = env('W16_MANY_SENDS', 3000);
+const SEQ_SENDS = env('W16_SEQ_SENDS', 200);
+const MANY_SENDS = env('W16_MANY_SENDS', 2000);
 const INFLIGHT = env('W16_INFLIGHT', 64);
 const ROUTE_REPS = env('W16_ROUTE_REPS', 3);
 const TAKEOVER_NAMES = env('W16_TAKEOVER_NAMES', 8);
@@ -49,10 +51,11 @@ const PARKED = env('W16_PARKED', 20);
 const PARKED_STEPS = 10;
 const TAKEOVER_REPS = env('W16_TAKEOVER_REPS', 3);
 const PROBE_MS = 20;
+const POLL_MS = Math.max(50, Math.min(1000, Math.floor(LEASE_MS / 4))); // Fleet.join's default pollMs
 const NAMES = env('W16_NAMES', 12);
 const TASKS = env('W16_TASKS', 20);
-const STEPS = env('W16_STEPS', 50);
-const THROUGHPUT_REPS = env('W16_THROUGHPUT_REPS', 2);
+const STEPS = env('W16_STEPS', 100);
+const THROUGHPUT_REPS = env('W16_THROUGHPUT_REPS', 3);
 const MEMBER_COUNTS = [1, 2, 3];
 const CALL_TIMEOUT_MS = 120000;
 
@@ -246,6 +249,7 @@ function commands(member) {
     // In each name, `tasks` durable jobs of `steps` steps; resolves once every
     // result is in and written.
     async work({ names, tasks, steps }) {
+      const cpu0 = process.cpuUsage();
       const t0 = nowMs();
       const rts = await Promise.all(names.map((name) => member.runtime(name)));
       const results = [];
@@ -255,9 +259,10 @@ function commands(member) {
       const sums = await Promise.all(results);
       await Promise.all(rts.map((rt) => rt.commit()));
       const ms = nowMs() - t0;
+      const cpu = process.cpuUsage(cpu0);
       for (const s of sums) check('a job sum', s, sumTo(steps));
       for (const rt of rts) check('jobs done in a runtime', await rt.call('jobs_done'), tasks);
-      return { ms };
+      return { ms, cpuMs: (cpu.user + cpu.system) / 1000 };
     },
   };
 }
@@ -409,7 +414,7 @@ async function pgDatabase(url) {
   await admin(`CREATE DATABASE ${name}`);
   const u = new URL(url);
   u.pathname = `/${name}`;
-  return { url: u.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return { url: u.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
 const IMPL = {
@@ -562,7 +567,7 @@ async function takeoverRows(db, all) {
         unit: 'ms',
         target: `≤ lease (${fmt(LEASE_MS)} ms) + restore (${fmt(restore)} ms)`,
         ok: first <= target,
-        note: `${why}; leaseMs ${fmt(LEASE_MS)}, a fresh call every ${PROBE_MS} ms from the survivor; restore: the slowest activation there (${fmt(TAKEOVER_NAMES)} runtimes × ${fmt(PARKED)} durable tasks replayed, ${PARKED_STEPS + 2} journal records each); median of ${rs.length}`,
+        note: `${why}; leaseMs ${fmt(LEASE_MS)} (members look for due names every ${fmt(POLL_MS)} ms), a fresh call every ${PROBE_MS} ms from the survivor; restore: the slowest activation there (${fmt(TAKEOVER_NAMES)} runtimes × ${fmt(PARKED)} durable tasks replayed, ${PARKED_STEPS + 2} journal records each); median of ${rs.length}`,
       },
       {
         case: CASES.takeoverAll,
@@ -579,40 +584,127 @@ async function takeoverRows(db, all) {
   return rows;
 }
 
+// CPU time (ms) of PostgreSQL's backends serving database `name`, by pid,
+// from /proc (Linux; the server on this machine): the members' share of
+// PostgreSQL's work (its WAL writer and checkpointer are not counted).
+async function backendCpu(client, name) {
+  const { rows } = await client.query('SELECT pid FROM pg_stat_activity WHERE datname = $1', [name]);
+  const tick = 1000 / 100; // USER_HZ: 100 on Linux
+  const out = new Map();
+  for (const { pid } of rows) {
+    try {
+      const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+      const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+      out.set(pid, (Number(f[11]) + Number(f[12])) * tick); // utime, stime
+    } catch {
+      return null; // not on this machine, or not readable: not counted
+    }
+  }
+  return out;
+}
+
+// Busy CPU time (ms) of the whole machine since boot, from /proc/stat (null elsewhere).
+function machineCpu() {
+  try {
+    const f = fs.readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1, 9).map(Number);
+    const idle = f[3] + f[4]; // idle, iowait
+    return ((f.reduce((a, b) => a + b, 0) - idle) * 1000) / 100;
+  } catch {
+    return null;
+  }
+}
+
+function cpuBetween(before, after) {
+  if (!before || !after) return null;
+  let ms = 0;
+  for (const [pid, t] of after) ms += t - (before.get(pid) || 0);
+  return ms;
+}
+
 // Row group 3.
 async function throughputRows(db, all) {
+  const { Client } = require('pg');
+  const admin = new Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    return await throughputOn(db, all, admin);
+  } finally {
+    await admin.end();
+  }
+}
+
+async function throughputOn(db, all, admin) {
   const names = Array.from({ length: NAMES }, (_, i) => `work-${i}`);
+  const steps = NAMES * TASKS * STEPS;
   const got = new Map(MEMBER_COUNTS.map((m) => [m, []]));
   let n = 0;
   for (let rep = 0; rep < THROUGHPUT_REPS + 1; rep++) {
     for (const m of MEMBER_COUNTS) {
       const spec = { url: db.url, schema: `w16_work_${n++}`, leaseMs: LEASE_MS };
-      const ps = await startMembers(
-        all,
-        Array.from({ length: m }, () => spec),
-      );
+      const specs = Array.from({ length: m }, () => spec);
+      const ps = await startMembers(all, specs);
       const shares = ps.map((_, i) => names.filter((_, j) => j % m === i));
       await Promise.all(ps.map((p, i) => p.call('prepare', { names: shares[i] })));
+      const pg0 = await backendCpu(admin, db.name);
+      const all0 = machineCpu();
       const t0 = nowMs();
-      await Promise.all(ps.map((p, i) => p.call('work', { names: shares[i], tasks: TASKS, steps: STEPS })));
+      const rs = await Promise.all(ps.map((p, i) => p.call('work', { names: shares[i], tasks: TASKS, steps: STEPS })));
       const ms = nowMs() - t0;
+      const all1 = machineCpu();
+      const pgMs = cpuBetween(pg0, await backendCpu(admin, db.name));
       await Promise.all(ps.map((p) => p.stop()));
-      if (rep > 0) got.get(m).push((NAMES * TASKS * STEPS) / (ms / 1000)); // the first round warms up
+      if (rep === 0) continue; // the first round warms up
+      got.get(m).push({
+        rate: steps / (ms / 1000),
+        memberUs: (rs.reduce((a, r) => a + r.cpuMs, 0) * 1000) / steps,
+        pgUs: pgMs === null ? null : (pgMs * 1000) / steps,
+        cores: (rs.reduce((a, r) => a + r.cpuMs, 0) + (pgMs || 0)) / ms,
+        machine: all0 === null ? null : (all1 - all0) / ms,
+      });
     }
   }
-  const base = median(got.get(1));
-  return MEMBER_COUNTS.map((m) => {
-    const v = median(got.get(m));
+  const med = (m, k) => median(got.get(m).map((r) => r[k]));
+  const base = med(1, 'rate');
+  const cores = os.cpus().length;
+  const rows = MEMBER_COUNTS.map((m) => {
+    const v = med(m, 'rate');
+    const pgUs = got.get(m).some((r) => r.pgUs === null) ? null : med(m, 'pgUs');
+    const memberUs = med(m, 'memberUs');
+    const cpu =
+      `CPU a step: members ${fmt(memberUs, 1)} µs` +
+      (pgUs === null ? '' : `, PostgreSQL's backends ${fmt(pgUs, 1)} µs`) +
+      `; ${fmt(med(m, 'cores'), 2)} of ${cores} cores busy with them` +
+      (got.get(m).some((r) => r.machine === null) ? '' : `, ${fmt(med(m, 'machine'), 2)} with everything`);
     return {
       case: CASES.throughput,
       impl: IMPL.members(m),
       value: v,
-      min: Math.min(...got.get(m)),
+      min: Math.min(...got.get(m).map((r) => r.rate)),
       unit: 'steps/s',
       ratio: v / base,
-      note: '',
+      note: `${m === 1 ? `every name on one member; ` : `${fmt(NAMES / m, 1)} names each; `}${cpu}; median of ${THROUGHPUT_REPS}`,
     };
   });
+  // What it predicts, from this run's own figures: whether the members
+  // waited or computed, the CPU ceiling of this machine, PostgreSQL's share.
+  const m = MEMBER_COUNTS[MEMBER_COUNTS.length - 1];
+  const busy = med(m, 'cores');
+  const machine = got.get(m).some((r) => r.machine === null) ? null : med(m, 'machine');
+  const memberUs = med(m, 'memberUs');
+  const pgUs = got.get(m).some((r) => r.pgUs === null) ? null : med(m, 'pgUs');
+  const perStep = memberUs + (pgUs || 0);
+  const waited =
+    machine !== null && machine >= cores * 0.9
+      ? `with ${m} members ${fmt(machine, 2)} of ${cores} cores were busy (${fmt(busy, 2)} with this run's members and PostgreSQL's backends, the rest other processes on the machine): the CPU ran out`
+      : `with ${m} members ${fmt(busy, 2)} of ${cores} cores were busy with them: they mostly waited (a member's store has one transaction in flight at a time, and a COMMIT waits for its WAL flush), and more members overlap those waits`;
+  const pgShare =
+    pgUs === null
+      ? "PostgreSQL's share was not measured (its backends' CPU is read from /proc)"
+      : `PostgreSQL's share (${fmt(pgUs, 1)} µs a step, one WAL) saturates the cores it is given: ≈ ${fmt(1e6 / pgUs)} steps/s a PostgreSQL core if it scaled linearly, which one WAL and its locks will not quite do`;
+  rows[rows.length - 1].note +=
+    `. What this predicts: ${waited}. With the machine to itself, its CPU ceiling would be ≈ ${cores} cores ÷ ${fmt(perStep, 1)} µs a step ≈ ${fmt((cores * 1e6) / perStep)} steps/s, PostgreSQL and the members sharing the cores. ` +
+    `Members share nothing but PostgreSQL (each its own names, leases, transactions), so on more cores steps/s should grow with members until ${pgShare}. A prediction from these figures, not measured`;
+  return rows;
 }
 
 async function run() {
