@@ -28,9 +28,15 @@
 // 3. Throughput: W16_NAMES names, each W16_TASKS durable tasks doing
 //    W16_STEPS tasks.step and a COMMIT, spread over 1, 2 and 3 member
 //    processes (each hosts its share of names): durable steps/s from the
-//    go to every result in and written, each member count round-robin.
+//    go to every result in and written, each member count round-robin (a
+//    new schema and new processes each rep). Beside it, the CPU a step
+//    cost the members (process.cpuUsage) and PostgreSQL's backends serving
+//    the run's database (/proc/PID/stat), and how busy the whole machine
+//    was (/proc/stat): the last row's note says what they predict for more
+//    cores. Checked: every job's sum, and each runtime's count of COMMITs.
 //
-// Without LUA_TASKS_PG_URL every row says it was not measured.
+// Without LUA_TASKS_PG_URL every row says it was not measured. Sizes are
+// W16_* knobs (below); the defaults run in about a minute here.
 'use strict';
 
 const { spawn } = require('child_process');
@@ -445,7 +451,9 @@ function notMeasured(why) {
     row(CASES.routeRate, IMPL.routed, 'msg/s'),
     row(CASES.routeRate, IMPL.local, 'msg/s'),
     row(CASES.takeover, IMPL.kill, 'ms', target),
+    row(CASES.takeoverAll, IMPL.kill, 'ms', target),
     row(CASES.takeover, IMPL.stop, 'ms', target),
+    row(CASES.takeoverAll, IMPL.stop, 'ms', target),
     ...MEMBER_COUNTS.map((m) => row(CASES.throughput, IMPL.members(m), 'steps/s')),
   ];
 }
