@@ -557,9 +557,15 @@ async function takeoverRows(db, all) {
 
   const rows = [];
   const pick = (rs, k) => rs.map((r) => r[k]);
-  for (const [signal, impl, why] of [
-    ['SIGKILL', IMPL.kill, 'its PostgreSQL session ends at once: its leases are taken without waiting for them'],
-    ['SIGSTOP', IMPL.stop, 'hung or cut off: its session stays, so its leases must lapse'],
+  const found = `a member finds a name to take at its next look (every ${fmt(POLL_MS)} ms) or when a routed call's wait for the holder's acknowledgement (2,000 ms in FleetRouter) ends`;
+  for (const [signal, impl, why, after] of [
+    ['SIGKILL', IMPL.kill, 'its PostgreSQL session ends at once: its leases are taken without waiting for them', found],
+    [
+      'SIGSTOP',
+      IMPL.stop,
+      'hung or cut off: its session stays, so its leases must lapse',
+      `each lease lapses ${fmt((LEASE_MS * 2) / 3)}-${fmt(LEASE_MS)} ms after the stop (renewed every third of it); then ${found}`,
+    ],
   ]) {
     const rs = got[signal];
     const restore = median(pick(rs, 'restoreMs'));
@@ -585,7 +591,7 @@ async function takeoverRows(db, all) {
         unit: 'ms',
         target: `≤ lease (${fmt(LEASE_MS)} ms) + restore (${fmt(restore)} ms)`,
         ok: allMs <= target,
-        note: `activated there by ${fmt(median(pick(rs, 'activatedMs')))} ms (${[...new Set(rs.flatMap((r) => r.reasons))].join(', ')}); a call made at the signal by a caller that knew the holder answered after ${fmt(median(pick(rs, 'atSignalMs')))} ms (it waits for the dead holder's acknowledgement first)`,
+        note: `activated there by ${fmt(median(pick(rs, 'activatedMs')))} ms (${[...new Set(rs.flatMap((r) => r.reasons))].join(', ')}); a call made at the signal by a caller that knew the holder answered after ${fmt(median(pick(rs, 'atSignalMs')))} ms (it waits for the dead holder's acknowledgement first); ${after}`,
       },
     );
   }
