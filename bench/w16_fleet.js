@@ -141,7 +141,13 @@ function commands(member) {
     const t0 = nowMs();
     await Promise.all(Array.from({ length: inflight }, one));
     const ms = nowMs() - t0;
-    return { ms, sent, p50: lat.length ? percentile(lat, 50) : null, p99: lat.length ? percentile(lat, 99) : null };
+    return {
+      ms,
+      sent,
+      hosted: member.hosted().length,
+      p50: lat.length ? percentile(lat, 50) : null,
+      p99: lat.length ? percentile(lat, 99) : null,
+    };
   }
 
   return {
@@ -184,8 +190,10 @@ function commands(member) {
     },
     // A call by name to each (routed when another member holds it).
     async ping({ names }) {
+      const before = member.stats().routed;
       for (const name of names) check(`ping ${name}`, await member.call(name, 'ping', name), name);
-      return member.stats().routed;
+      check('pings routed to the holder', member.stats().routed - before, names.length);
+      return names.length;
     },
     // Stops member process `pid` with `signal`, then calls every name, a
     // fresh call every PROBE_MS until each has answered.
@@ -468,6 +476,7 @@ async function routeRows(db, all) {
   let base = 0;
   const send = async (who, n, inflight) => {
     const r = await who.call('sends', { targets, n, inflight, base });
+    check('names hosted by the member sending', r.hosted, who === sender ? 0 : ROUTE_NAMES); // routed, or local
     base += n;
     for (const [name, s] of Object.entries(r.sent)) {
       want[name].n += s.n;
