@@ -113,6 +113,10 @@ StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
   if (access == Access::kReadWrite) {
     Exec("PRAGMA journal_mode=WAL");
     Exec("PRAGMA synchronous=FULL");
+    // A batch's savepoint keeps the pages it changes in a sub-journal: in a
+    // temp file by default, two pwrites a page. In memory, W13 (100 batches
+    // a transaction) goes from ~17,000 to ~22,000 COMMITs/s here.
+    Exec("PRAGMA temp_store=MEMORY");
     if (version < kStoreFormatVersion) {
       Exec("BEGIN IMMEDIATE");
       try {
