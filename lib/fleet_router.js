@@ -7,13 +7,14 @@
 // the lease row and reached without a registry of members. A request and its
 // answer are one NOTIFY each: PostgreSQL delivers a notification to the
 // listeners connected when its transaction commits, in commit order, and
-// drops it for a member that is gone. The receiver acknowledges a request at
-// once (before serving it). A request not acknowledged within ACK_MS went
-// unheard (the member is gone, its listening session broke, or its loop was
-// busy): the asker looks again and sends it again under the SAME id, and a
-// member serves an id once (a repeat gets the first one's answer), so a slow
-// holder never runs an operation twice. One acknowledged but not answered in
-// time rejects with ERR_FLEET_TIMEOUT (it may still be served).
+// drops it for a member that is gone. The receiver acknowledges a request
+// it has not answered within ACK_DELAY_MS. A request neither answered nor
+// acknowledged within ACK_MS went unheard (the member is gone, its listening
+// session broke, or its loop was busy): the asker looks again and sends it
+// again under the SAME id, and a member serves an id once (a repeat gets the
+// first one's answer), so a slow holder never runs an operation twice. One
+// acknowledged but not answered in time rejects with ERR_FLEET_TIMEOUT (it
+// may still be served).
 //
 // Payloads are v8-serialized values (members run the same package and trust
 // one another: they share the database), base64 in the NOTIFY's text, which
@@ -25,6 +26,7 @@ const { makeError } = require('./errors');
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;
 const ACK_MS = 500;
+const ACK_DELAY_MS = 50; // a request answered sooner is not acknowledged apart
 const SERVED_KEPT_MS = 120000; // how long a served request's answer is kept for its repeats
 
 /** The channel a member with this store id listens on. */
@@ -144,7 +146,11 @@ class FleetRouter {
       const p = this.#pending.get(msg.id);
       if (p) clearTimeout(p.ackTimer);
     } else if (msg.t === 'req') {
-      this.#notify(msg.from, encode({ t: 'ack', id: msg.id })).catch((e) => this.#onError(e));
+      // Acknowledged only if its answer is not sent first (an answer says it
+      // was heard): most requests cost two notifications, not three.
+      const ack = setTimeout(() => {
+        this.#notify(msg.from, encode({ t: 'ack', id: msg.id })).catch((e) => this.#onError(e));
+      }, ACK_DELAY_MS);
       const key = `${msg.from} ${msg.id}`;
       let answer = this.#served.get(key);
       if (!answer) {
@@ -152,7 +158,12 @@ class FleetRouter {
         this.#served.set(key, answer);
         setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
       }
-      answer.then((text) => this.#notify(msg.from, text)).catch((e) => this.#onError(e));
+      answer
+        .then((text) => {
+          clearTimeout(ack);
+          return this.#notify(msg.from, text);
+        })
+        .catch((e) => this.#onError(e));
     }
   }
 
@@ -175,8 +186,29 @@ class FleetRouter {
     return text;
   }
 
+  // Notifications made in one loop turn go in one statement (one round trip,
+  // one transaction: delivered in this order; PostgreSQL folds identical ones,
+  // which here are only repeats).
   #notify(channel, text) {
-    return this.#pool.query('SELECT pg_notify($1, $2)', [channel, text]);
+    return new Promise((resolve, reject) => {
+      this.#outbox.push({ channel, text, resolve, reject });
+      if (this.#outbox.length === 1) setImmediate(() => this.#flush());
+    });
+  }
+
+  #outbox = [];
+
+  async #flush() {
+    const batch = this.#outbox.splice(0);
+    try {
+      await this.#pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [
+        batch.map((n) => n.channel),
+        batch.map((n) => n.text),
+      ]);
+      for (const n of batch) n.resolve();
+    } catch (e) {
+      for (const n of batch) n.reject(e);
+    }
   }
 
   /** A new request id: one per operation, kept by its repeats. */
