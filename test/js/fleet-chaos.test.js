@@ -41,6 +41,7 @@ const IDLE_MS = 1000; // names idle between their bursts of messages hibernate
 const WAKE_AHEAD_MS = 300;
 const ROUTE_TIMEOUT_MS = 5000;
 const KILL_EVERY_MS = [2000, 4000];
+const PAUSE_MS = [1500, 3000]; // longer than a lease
 const IN_FLIGHT = 32; // operations the driver has outstanding at once
 const BURSTS = 3; // per name: the moments its messages are sent around
 const SETTLE_MS = 90000; // after the chaos: everything finishes within this
@@ -124,6 +125,7 @@ describePg('Fleet chaos', () => {
         unanswered: [],
         fenced: 0,
         taskErrors: [],
+        pauses: 0,
       };
 
       // ------------------------------------------------------------ members
@@ -152,6 +154,7 @@ describePg('Fleet chaos', () => {
           if (!opened.has(name) || opened.get(name).get(token) !== m.label) {
             problems.push(`${m.label} activated "${name}" under token ${token}, not the one it opened it with`);
           }
+          for (const [label, names] of hosting) if (label !== m.label) names.delete(name); // it moved
           hosting.get(m.label).add(name);
           if (orphaned.has(name)) {
             fig.takeoverMs.push(Date.now() - orphaned.get(name));
@@ -224,8 +227,9 @@ describePg('Fleet chaos', () => {
           const r = m.pending.get(msg.rid);
           if (!r) return;
           m.pending.delete(msg.rid);
-          if (msg.error) r.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code }));
-          else r.resolve(msg.value);
+          if (msg.error) {
+            r.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code, cause: msg.error.cause }));
+          } else r.resolve(msg.value);
         });
         m.exited = new Promise((resolve) =>
           p.on('exit', (code, signal) => {
@@ -271,10 +275,23 @@ describePg('Fleet chaos', () => {
       // A random live member that has joined.
       async function pick() {
         for (;;) {
-          const live = slots.filter((m) => m.alive && m.ready && !m.killed);
+          const live = slots.filter((m) => m.alive && m.ready && !m.killed && !m.paused);
           if (live.length) return live[Math.floor(Math.random() * live.length)];
           await sleep(20);
         }
+      }
+
+      // Stops m for ms (a long GC pause, or a partition that heals), then lets it go on.
+      async function pause(m, ms) {
+        m.paused = true;
+        fig.pauses++;
+        if (VERBOSE) {
+          process.stderr.write(`pause ${m.label} for ${ms} ms: it hosted ${[...hosting.get(m.label)].join(' ')}\n`);
+        }
+        m.p.kill('SIGSTOP');
+        await sleep(ms);
+        if (m.alive) m.p.kill('SIGCONT');
+        m.paused = false;
       }
 
       function kill(m) {
@@ -301,7 +318,9 @@ describePg('Fleet chaos', () => {
           try {
             return await gates[msg.op](async () => request(await pick(), msg));
           } catch (e) {
-            fig.errors[e.code || e.message] = (fig.errors[e.code || e.message] || 0) + 1;
+            const what = e.cause ? `${e.code} (${e.cause})` : e.code || e.message;
+            fig.errors[what] = (fig.errors[what] || 0) + 1;
+            if (VERBOSE && fig.errors[what] === 1) process.stderr.write(`first ${what}: ${e.message}\n`);
             if (Date.now() > giveUpAt) {
               throw new Error(`${msg.op} ${msg.name} never answered: ${e.message}`, { cause: e });
             }
@@ -382,16 +401,24 @@ describePg('Fleet chaos', () => {
         await sendAll(t);
       });
 
-      // Kills: one random member every 2-4 s, started again at once.
-      while (Date.now() - chaosStart < SECONDS * 1000) {
+      // Every 2-4 s one random member is SIGKILLed and started again at once;
+      // every third time instead one is paused past its leases (SIGSTOP, then
+      // SIGCONT): it wakes up holding runtimes that are no longer its own.
+      const resumed = [];
+      for (let event = 1; Date.now() - chaosStart < SECONDS * 1000; event++) {
         await sleep(KILL_EVERY_MS[0] + Math.floor(Math.random() * (KILL_EVERY_MS[1] - KILL_EVERY_MS[0])));
         if (Date.now() - chaosStart >= SECONDS * 1000) break;
         const victim = slots[Math.floor(Math.random() * MEMBERS)];
+        if (event % 3 === 0 && victim.alive && !victim.paused) {
+          resumed.push(pause(victim, PAUSE_MS[0] + Math.floor(Math.random() * (PAUSE_MS[1] - PAUSE_MS[0]))));
+          continue;
+        }
         kill(victim);
         startMember(victim.slot, victim.gen + 1);
         fig.restarts++;
       }
       const chaosEnd = Date.now();
+      await Promise.all(resumed);
       await Promise.all(work);
       const sentAt = Date.now();
 
@@ -527,6 +554,7 @@ describePg('Fleet chaos', () => {
         records: rows.length,
         cronFired: crons,
         kills: fig.kills,
+        pauses: fig.pauses,
         activations: fig.activations,
         takeovers: tk.length,
         takeoverMs: { p50: percentile(tk, 0.5), max: tk.length ? Math.max(...tk) : null },
@@ -536,6 +564,13 @@ describePg('Fleet chaos', () => {
         tokensOpened: [...opened.values()].reduce((a, m) => a + m.size, 0),
         tokensInRecords: tokensSeen,
         retriedErrors: fig.errors,
+        // Writes refused by fencing that someone heard of: a task failed by one,
+        // or an operation of the driver answered ERR_COMMIT_FAILED (ERR_STORE_LOCKED).
+        fencedWritesSeen:
+          fig.fenced +
+          Object.entries(fig.errors)
+            .filter(([k]) => k.includes('(ERR_STORE_LOCKED)'))
+            .reduce((a, [, n]) => a + n, 0),
         tasksFailedByFencing: fig.fenced,
         otherTaskErrors: fig.taskErrors.length,
         memberErrors: fig.memberErrors.length,
