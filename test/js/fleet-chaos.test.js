@@ -310,7 +310,7 @@ describePg('Fleet chaos', () => {
 
       // Spawns and sends queue apart: messages to spawned tasks need not wait for every spawn.
       const gates = { spawn: gate(IN_FLIGHT / 2), send: gate(IN_FLIGHT), task: gate(IN_FLIGHT) };
-      const giveUpAt = Date.now() + (SECONDS * 1000 + SETTLE_MS);
+      let giveUpAt = Date.now() + (SECONDS * 1000 + SETTLE_MS);
       // One operation through a random member, tried until it answers.
       async function operate(msg, onTry) {
         for (;;) {
@@ -430,7 +430,12 @@ describePg('Fleet chaos', () => {
           `SELECT count(*)::int AS n FROM ${kv} WHERE space = 1 AND key LIKE 'r/%/%/done/%'`,
         );
         if (rows[0].n >= TASKS) break;
-        if (Date.now() > giveUpAt) throw new Error(`only ${rows[0].n} of ${TASKS} tasks done after the chaos`);
+        if (Date.now() > giveUpAt) {
+          // Not all done: the checks below say what went wrong.
+          problems.push(`only ${rows[0].n} of ${TASKS} tasks recorded their end`);
+          giveUpAt = Date.now() + 30000;
+          break;
+        }
         if (VERBOSE) process.stderr.write(`chaos: ${rows[0].n} of ${TASKS} tasks done\n`);
         await sleep(250);
       }
@@ -584,8 +589,8 @@ describePg('Fleet chaos', () => {
         process.stdout.write(`member errors (first 10):\n${fig.memberErrors.slice(0, 10).join('\n')}\n`);
       }
 
-      expect(notDone.map((t) => [t.tag, statuses[tasks.indexOf(t)]])).toEqual([]);
-      expect(problems.slice(0, 20)).toEqual([]);
+      const notDoneShown = notDone.slice(0, 5).map((t) => [t.tag, statuses[tasks.indexOf(t)]]);
+      expect({ problems: problems.slice(0, 20), notDone: notDoneShown }).toEqual({ problems: [], notDone: [] });
       expect(fig.kills).toBeGreaterThan(0);
       expect(byTag.size).toBe(TASKS);
     },
