@@ -21,6 +21,7 @@
 class WakeIndex {
   #t;
   #lockPrefix;
+  #schema;
 
   /**
    * @param {string} schema the store's schema
@@ -30,14 +31,29 @@ class WakeIndex {
     this.#t = { wake: q('wake'), leases: q('leases') };
     // The advisory lock key of a name, as PostgresStore makes it.
     this.#lockPrefix = `${schema}.lua_tasks_`;
+    this.#schema = schema;
   }
 
   /** Creates the table if it is missing (the store made the schema and its leases table). */
   async create(pool) {
-    await pool.query(
-      `CREATE TABLE IF NOT EXISTS ${this.#t.wake} (name text PRIMARY KEY, wake_at timestamptz, claimed_until timestamptz)`,
-    );
-    await pool.query(`CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`);
+    // CREATE ... IF NOT EXISTS run by two sessions at once can fail (a
+    // duplicate key in pg_type): members joining together take turns, under
+    // the lock the store makes its tables under.
+    const c = await pool.connect();
+    try {
+      await c.query('BEGIN');
+      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${this.#schema}`]);
+      await c.query(
+        `CREATE TABLE IF NOT EXISTS ${this.#t.wake} (name text PRIMARY KEY, wake_at timestamptz, claimed_until timestamptz)`,
+      );
+      await c.query(`CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`);
+      await c.query('COMMIT');
+    } catch (e) {
+      await c.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      c.release();
+    }
   }
 
   // A statement's WHERE clause: `token` still holds the name's lease.

@@ -65,6 +65,13 @@ describePg('Fleet on PostgreSQL', () => {
     await Promise.all(members.splice(0).map((m) => m.leave()));
   });
 
+  test('members joining a new schema at once all join (its wake table is made once)', async () => {
+    // CREATE TABLE IF NOT EXISTS is not safe against itself: two at once
+    // could fail with a duplicate key in pg_type.
+    const joined = await Promise.all([join(), join(), join(), join()]);
+    expect(new Set(joined.map((m) => m.id)).size).toBe(4);
+  });
+
   test('an operation by name from a member that does not hold it is routed to the holder', async () => {
     const a = await join();
     const b = await join();
