@@ -365,7 +365,7 @@ class CommitQueue {
     }
     return makeError(
       'ERR_COMMIT_FAILED',
-      `COMMIT failed: the store could not save the state of "${name}": ${reasonText(e)}. The previous snapshot is intact.`,
+      `COMMIT failed: the store could not save the state of "${name}": ${reasonText(e).replace(/\.$/, '')}. The previous snapshot is intact.`,
       { cause: e },
     );
   }
