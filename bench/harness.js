@@ -184,7 +184,31 @@ function machine() {
   };
 }
 
+/**
+ * A database of the run's own on the PostgreSQL server of `url` (its role
+ * may CREATEDB): `{ url, name, drop() }`; drop() ends any session left in it.
+ * `tag` goes in its name (which workload made it).
+ */
+async function pgDatabase(url, tag) {
+  const { Client } = require('pg');
+  const name = `lua_tasks_bench_${tag}_${process.pid}_${Date.now()}`;
+  const admin = async (sql) => {
+    const c = new Client({ connectionString: url });
+    await c.connect();
+    try {
+      await c.query(sql);
+    } finally {
+      await c.end();
+    }
+  };
+  await admin(`CREATE DATABASE ${name}`);
+  const u = new URL(url);
+  u.pathname = `/${name}`;
+  return { url: u.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+}
+
 module.exports = {
+  pgDatabase,
   nowMs,
   median,
   percentile,

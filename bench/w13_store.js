@@ -40,7 +40,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { performance, monitorEventLoopDelay } = require('perf_hooks');
-const { nowMs, median, percentile, check, nodeChild } = require('./harness');
+const { nowMs, median, percentile, check, nodeChild, pgDatabase } = require('./harness');
 
 const PLAYERS = 100000;
 const TASKS = 100;
@@ -481,26 +481,10 @@ function missingRows(cases, impl, note) {
   }));
 }
 
-// A database of the run's own on the server of LUA_TASKS_PG_URL: its URL
-// and drop(), or null without that variable.
-async function pgDatabase() {
+// A database of the run's own on the server of LUA_TASKS_PG_URL, or null without that variable.
+function runDatabase() {
   const url = process.env.LUA_TASKS_PG_URL;
-  if (!url) return null;
-  const { Client } = require('pg');
-  const name = `lua_tasks_bench_${process.pid}_${Date.now()}`;
-  const admin = async (sql) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return { url: u.href, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
+  return url ? pgDatabase(url, 'w13') : null;
 }
 
 async function throughputRows(root) {
@@ -508,7 +492,7 @@ async function throughputRows(root) {
   const rows = [];
   const missing = new Map();
   const fills = new Map();
-  const db = await pgDatabase();
+  const db = await runDatabase();
   try {
     return await throughputOn(root, impls, rows, missing, fills, db);
   } finally {

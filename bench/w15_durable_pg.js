@@ -31,8 +31,7 @@
 'use strict';
 
 const fs = require('fs');
-const { randomBytes } = require('crypto');
-const { nowMs, median, check, nodeChild } = require('./harness');
+const { nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const TASKS = env('W15_TASKS', 100);
@@ -174,15 +173,6 @@ async function query(url, text) {
   }
 }
 
-// A database of this run's own on the server of `url`; drop() drops it, ending any session left in it.
-async function createDatabase(url) {
-  const name = `lua_tasks_w15_${randomBytes(6).toString('hex')}`;
-  await query(url, `CREATE DATABASE ${name}`);
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return { url: u.href, drop: () => query(url, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 // --------------------------------------------------------------- the parent
 
 const fmt = (n, digits = 0) =>
@@ -242,7 +232,7 @@ async function run() {
   for (let rep = 0; rep < REPS + 1; rep++) {
     for (const c of CASES) {
       for (const impl of IMPLS) {
-        const db = await createDatabase(url);
+        const db = await pgDatabase(url, 'w15');
         let r;
         try {
           r = nodeChild(__filename, [impl, c.tasks, c.steps, db.url], { timeoutMs: CHILD_TIMEOUT_MS });

@@ -43,7 +43,7 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const readline = require('readline');
-const { nowMs, median, percentile, check } = require('./harness');
+const { nowMs, median, percentile, check, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const LEASE_MS = env('W16_LEASE_MS', 2000);
@@ -412,25 +412,6 @@ async function startMembers(all, specs) {
 const fmt = (n, digits = 0) =>
   n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
-// A database of the run's own on the server of `url`: its URL and drop().
-async function pgDatabase(url) {
-  const { Client } = require('pg');
-  const name = `lua_tasks_bench_w16_${process.pid}_${Date.now()}`;
-  const admin = async (sql) => {
-    const c = new Client({ connectionString: url });
-    await c.connect();
-    try {
-      await c.query(sql);
-    } finally {
-      await c.end();
-    }
-  };
-  await admin(`CREATE DATABASE ${name}`);
-  const u = new URL(url);
-  u.pathname = `/${name}`;
-  return { url: u.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
-}
-
 const IMPL = {
   routed: 'lua-tasks fleet, routed (another member process)',
   local: 'lua-tasks fleet, local (on the holder)',
@@ -738,7 +719,7 @@ async function run() {
   if (!/^postgres(ql)?:\/\/\S+$/.test(url)) {
     throw new Error(`LUA_TASKS_PG_URL is not one postgres:// URL: ${JSON.stringify(url)}`);
   }
-  const db = await pgDatabase(url);
+  const db = await pgDatabase(url, 'w16');
   const all = [];
   try {
     return [...(await routeRows(db, all)), ...(await takeoverRows(db, all)), ...(await throughputRows(db, all))];
