@@ -304,24 +304,20 @@ class Member extends EventEmitter {
           this.#routes.delete(name);
           throw e;
         }
-        if (answer.unreached) {
-          // Not heard: the holder is gone, deaf or busy. Its lease says
-          // whether it still holds the name (then wait for it to lapse, or
-          // for it to hear the repeat).
-          this.#routes.delete(name);
-          if (Date.now() + delay < deadline) {
-            await sleep(delay);
-            delay = Math.min(delay * 2, 200);
-          }
-          continue;
-        }
-        if (!answer.moved) {
+        if (!answer.unreached && !answer.moved) {
           this.#routes.set(name, holder);
           this.#routed(name, op, Date.now() - start);
           if (answer.error) throw rebuild(answer.error);
           return answer.value;
         }
-        this.#routes.delete(name); // it moved: look again
+        // Not heard (the holder is gone, deaf or busy), or it no longer
+        // hosts the name (hibernating, dropping it): look again after a
+        // pause; the lease says who holds it by then.
+        this.#routes.delete(name);
+        if (Date.now() + delay < deadline) {
+          await sleep(delay);
+          delay = Math.min(delay * 2, 200);
+        }
         continue;
       }
       this.#routes.delete(name);
