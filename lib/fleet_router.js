@@ -21,6 +21,7 @@
 // PostgreSQL bounds at 8000 bytes.
 
 const v8 = require('node:v8');
+const { createHash } = require('node:crypto');
 const { makeError } = require('./errors');
 
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
@@ -32,6 +33,14 @@ const SERVED_KEPT_MS = 120000; // how long a served request's answer is kept for
 /** The channel a member with this store id listens on. */
 function channelOf(storeId) {
   return `lua_tasks_${String(storeId).replace(/-/g, '')}`;
+}
+
+// The channel every member of a schema listens on for "look for due names
+// now". A channel name is an identifier (at most 63 bytes): a long schema's
+// is hashed.
+function wakeChannelOf(schema) {
+  const tail = schema.length <= 40 ? schema : createHash('sha256').update(schema).digest('hex').slice(0, 40);
+  return `lua_tasks_wake_${tail}`;
 }
 
 function encode(value) {
@@ -74,7 +83,7 @@ class FleetRouter {
     this.#pool = o.pool;
     this.#connection = o.connection;
     this.#channel = channelOf(o.storeId);
-    this.#wakeChannel = `lua_tasks_wake_${o.schema}`;
+    this.#wakeChannel = wakeChannelOf(o.schema);
     this.#onRequest = o.onRequest;
     this.#onWake = o.onWake;
     this.#onError = o.onError;

@@ -34,7 +34,7 @@
 // lives in memory (the directory store is the one for millions of records).
 
 const os = require('node:os');
-const { randomUUID } = require('node:crypto');
+const { createHash, randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('./errors');
 const { checkName } = require('./store');
@@ -359,7 +359,10 @@ class PostgresStore {
 
   #statements() {
     const { snapshots, kv, leases } = this.#t;
-    const s = this.#schema;
+    // Prepared statements are named per schema (a connection may serve
+    // stores of several); PostgreSQL cuts names at 63 bytes, so the schema
+    // goes in as a hash, or two long schemas' statements would share a name.
+    const s = createHash('sha256').update(this.#schema).digest('hex').slice(0, 16);
     // $1 name, $2 token, $3 seq, $4 state, $5-$7 upserts (space, key, value), $8-$9 deletes (space, key)
     const apply = (fence) => `WITH fence AS (${fence}),
       snap AS (INSERT INTO ${snapshots} (name, seq, bytes) SELECT $1, $3, $4 FROM fence WHERE $4::bytea IS NOT NULL

@@ -213,6 +213,16 @@ describePg('Fleet on PostgreSQL', () => {
     await expect(a.call('moving', 'hello')).rejects.toMatchObject({ code: 'ERR_RUNTIME_CLOSED' });
   });
 
+  test('leave() tells the others at once, also in a schema of the longest name (63 bytes)', async () => {
+    schema = 's'.repeat(63); // channel and statement names are cut at 63 bytes by PostgreSQL
+    const a = await join({ pollMs: 600000 });
+    const b = await join({ pollMs: 600000 }); // no poll in the test's time: only leave()'s notice wakes b
+    await a.spawn('near', 'sleeper', { args: [0.3, 'n'] }); // a timer too near to hibernate
+    await a.leave();
+    await until(() => b.hosted().includes('near'), 'the takeover on notice', 5000);
+    expect(await b.call('near', 'hello', 1)).toBe('hello 1');
+  });
+
   test('a lease taken away (a partition) stops the runtime here; its writes are fenced', async () => {
     const a = await join();
     const lost = [];
