@@ -8,13 +8,17 @@
 // answer are one NOTIFY each: PostgreSQL delivers a notification to the
 // listeners connected when its transaction commits, in commit order, and
 // drops it for a member that is gone. The receiver acknowledges a request
-// it has not answered within ACK_DELAY_MS. A request neither answered nor
-// acknowledged within ACK_MS went unheard (the member is gone, its listening
-// session broke, or its loop was busy): the asker looks again and sends it
-// again under the SAME id, and a member serves an id once (a repeat gets the
-// first one's answer), so a slow holder never runs an operation twice. One
-// acknowledged but not answered in time rejects with ERR_FLEET_TIMEOUT (it
-// may still be served).
+// and serves it only once the acknowledgement is committed. A request not
+// acknowledged within ACK_MS was run by no one (the member is gone, its
+// listening session broke, or its loop was busy): the asker looks again and
+// sends it again under the SAME id, and a member serves an id once (a
+// repeat gets the first one's answer), so a slow holder never runs an
+// operation twice, and another holder runs it only if the first never
+// acknowledged it (if that one still ran it, its lease had lapsed: its writes
+// are fenced). One acknowledged but not answered in time rejects with
+// ERR_FLEET_TIMEOUT (it may still be served). While the asker's own
+// listening session is down it may miss acknowledgements: its requests then
+// wait for their answer or the timeout, never repeated elsewhere.
 //
 // Payloads are v8-serialized values (members run the same package and trust
 // one another: they share the database), base64 in the NOTIFY's text, which
@@ -27,7 +31,6 @@ const { makeError } = require('./errors');
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;
 const ACK_MS = 500;
-const ACK_DELAY_MS = 50; // a request answered sooner is not acknowledged apart
 const SERVED_KEPT_MS = 120000; // how long a served request's answer is kept for its repeats
 
 /** The channel a member with this store id listens on. */
@@ -119,6 +122,8 @@ class FleetRouter {
   // to this member time out, as for a member that is gone); a new one is made.
   #lost(client, e) {
     if (this.#client === client) this.#client = null;
+    // Acks may be lost with it: no request in flight counts as unheard.
+    for (const p of this.#pending.values()) clearTimeout(p.ackTimer);
     client.end().catch(() => {});
     if (this.#closed) return;
     this.#onError(e);
@@ -155,24 +160,19 @@ class FleetRouter {
       const p = this.#pending.get(msg.id);
       if (p) clearTimeout(p.ackTimer);
     } else if (msg.t === 'req') {
-      // Acknowledged only if its answer is not sent first (an answer says it
-      // was heard): most requests cost two notifications, not three.
-      const ack = setTimeout(() => {
-        this.#notify(msg.from, encode({ t: 'ack', id: msg.id })).catch((e) => this.#onError(e));
-      }, ACK_DELAY_MS);
+      // Served only once its acknowledgement is committed (so delivered to
+      // the asker, which listens): a request the asker saw no ack for was run
+      // by no one, and may go to another holder. Repeats of an id this
+      // member took get the first one's answer.
       const key = `${msg.from} ${msg.id}`;
+      const acked = this.#notify(msg.from, encode({ t: 'ack', id: msg.id }));
       let answer = this.#served.get(key);
       if (!answer) {
-        answer = this.#serve(msg);
+        answer = acked.then(() => this.#serve(msg));
         this.#served.set(key, answer);
         setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
       }
-      answer
-        .then((text) => {
-          clearTimeout(ack);
-          return this.#notify(msg.from, text);
-        })
-        .catch((e) => this.#onError(e));
+      answer.then((text) => this.#notify(msg.from, text)).catch((e) => this.#onError(e));
     }
   }
 
