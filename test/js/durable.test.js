@@ -6,7 +6,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime } = require('../..');
-const { sleep } = require('./helpers');
+const { sleep, until: loopUntil } = require('./helpers');
 
 const dirs = [];
 function tmpdir() {
@@ -49,6 +49,12 @@ end
 function sleeper() return coroutine.yield("FOR", 1, "HOURS") end
 `;
 
+// The instruction a live task waits on, or undefined.
+function waitingOn(rt, id) {
+  const t = rt.task(id);
+  return t && t.waiting ? t.waiting.instruction : undefined;
+}
+
 test('a durable task waits again after close and reopen, with its id, its deadline and its place', async () => {
   const dir = tmpdir();
   const calls = new Map();
@@ -57,7 +63,9 @@ test('a durable task waits again after close and reopen, with its id, its deadli
   const long = rt.spawn('sleeper', { durable: true });
   // A durable wait is reported once its record is written.
   expect(long.waiting).toEqual({ instruction: 'COMMIT' });
-  await sleep(150); // both steps done; quest waits INDEFINITELY
+  // Both steps done, quest waits INDEFINITELY (turns, not a fixed sleep: a
+  // sanitizer build under load is slower than any).
+  await loopUntil(() => waitingOn(rt, task.id) === 'INDEFINITELY' && waitingOn(rt, long.id) === 'FOR');
   const until = long.waiting.until;
   expect(until).toBeInstanceOf(Date);
   expect(rt.task(task.id).waiting.instruction).toBe('INDEFINITELY');
@@ -98,7 +106,7 @@ test('an idempotency key gives the live task, across a restart too', async () =>
   rt = await open(dir, QUEST);
   const ensured = rt.spawn('quest', { durable: true, key: 'quest:1', args: ['k', 1] });
   expect(ensured.id).toBe(first.id);
-  await sleep(60);
+  await loopUntil(() => waitingOn(rt, first.id) === 'INDEFINITELY');
   expect(rt.resume(first.id, 'hi')).toBe(true);
   expect(await ensured.result).toBe('did k1|hi');
   // Ended: the key still gives it, done, while it is retained (durableRetention).
@@ -163,7 +171,7 @@ test('clock and random reads replay as they were, and tasks.start is not started
   rt = await open(dir, source, calls);
   expect(rt.tasks()).toHaveLength(1); // the child is not started again
   const t = rt.spawn('reads', { durable: true, key: 'r' });
-  await sleep(20);
+  await loopUntil(() => waitingOn(rt, t.id) === 'INDEFINITELY');
   expect(rt.resume(t.id)).toBe(true);
   const replayed = await t.result;
   expect([...calls.keys()]).toEqual([replayed]); // what the first run saw, and effect() ran once
@@ -221,8 +229,7 @@ test('a JS call that returns a promise is journaled with its outcome, rejections
   };
   let rt = await Runtime.open({ name: 'game', store: dir, setup });
   const task = rt.spawn('fetcher', { durable: true, key: 'f' });
-  await sleep(50);
-  expect(task.waiting.instruction).toBe('INDEFINITELY');
+  await loopUntil(() => waitingOn(rt, task.id) === 'INDEFINITELY');
   await rt.close();
   rt = await Runtime.open({ name: 'game', store: dir, setup });
   const t = rt.spawn('fetcher', { durable: true, key: 'f' });
@@ -395,8 +402,7 @@ test('continue_as_new runs the entry again under the same id with a journal that
   const calls = new Map();
   let rt = await open(dir, source, calls);
   const task = rt.spawn('hourly', { durable: true, key: 'h', args: [1, 0] });
-  await sleep(150);
-  expect(rt.task(task.id).waiting.instruction).toBe('INDEFINITELY');
+  await loopUntil(() => waitingOn(rt, task.id) === 'INDEFINITELY');
   await rt.close();
   const { DirectoryStore } = require('../..');
   const store = new DirectoryStore(dir);
@@ -419,16 +425,16 @@ test('an UNTIL_NEXT instant missed while closed fires once at open, or is skippe
     const calls = new Map();
     let rt = await open(dir, source, calls);
     const task = rt.spawn('tick', { durable: true, key: 't' });
-    await sleep(20);
-    expect(rt.task(task.id).waiting.instruction).toBe('UNTIL_NEXT');
+    await loopUntil(() => waitingOn(rt, task.id) === 'UNTIL_NEXT');
     await rt.close();
     await sleep(1100); // the next second has passed
     rt = await open(dir, source, calls, { durableCatchUp: mode });
     const t = rt.spawn('tick', { durable: true, key: 't' });
-    await sleep(mode === 'once' ? 30 : 0);
     if (mode === 'once') {
+      await loopUntil(() => calls.get('tick') !== undefined);
       expect(calls.get('tick')).toBe(1); // fired at open
     } else {
+      await loopUntil(() => waitingOn(rt, t.id) === 'UNTIL_NEXT'); // its replay done
       expect(calls.get('tick')).toBeUndefined(); // waits for the next second instead
       expect(t.waiting.instruction).toBe('UNTIL_NEXT');
       expect(t.waiting.until.getTime()).toBeGreaterThan(Date.now());
