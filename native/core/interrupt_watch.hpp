@@ -25,12 +25,17 @@ class LuaHost;
 //    host code: JS is V8's to stop) at two samples in a row may be stuck;
 //  - it then signals that thread; the handler, running on the Lua thread,
 //    calls LuaHost::RequestInterrupt for each host running Lua, which sets a
-//    flag and a count hook of 1 on the running coroutine (lua_sethook is the
-//    one Lua call documented as safe from a signal handler);
-//  - at the next instruction the hook asks the embedder whether the thread
-//    is being torn down (the addon asks Node-API whether JS can still run).
-//    If not, the usual hook comes back and Lua goes on; if so, the host
-//    raises a kill on every instruction until Lua returns to its entry point.
+//    flag and, unless the running coroutine has a count hook already (the
+//    CPU budget's, or its own from an earlier round), a count hook of
+//    LuaHost::kWatchEvery instructions (lua_sethook is the one Lua call
+//    documented as safe from a signal handler). Setting a hook walks the
+//    coroutine's whole call stack, so it is done once per entry, not per round:
+//    a stack 200,000 calls deep made each round outlast the period under load;
+//  - at its next count the hook asks the embedder whether the thread is being
+//    torn down (the addon asks Node-API whether JS can still run). If not,
+//    Lua goes on (without a budget, the watch's hook stays until the
+//    outermost entry returns); if so, the host raises a kill on every
+//    instruction until Lua returns to its entry point.
 // Long C functions made bounded for the CPU budget ask the same flag at their
 // checkpoints, so a Worker's terminate() stops them too.
 // The cost when nothing is stuck: two relaxed stores per entry into Lua, and

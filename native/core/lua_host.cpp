@@ -103,33 +103,33 @@ LuaHost::~LuaHost() {
 
 void LuaHost::RequestInterrupt() noexcept {
   interrupt_pending_ = 1;
+  watch_hook_ = 1;
   // The innermost thread running Lua (coroutine.resume keeps running()), or
   // the one host code was entered on.
-  lua_sethook(running_ != nullptr ? running_ : current_, Hook, LUA_MASKCOUNT, 1);
+  lua_State* L = running_ != nullptr ? running_ : current_;
+  // A count hook already on it (the CPU budget's, every CpuBudget::kHookEvery
+  // instructions or fewer, or the watch's from an earlier round) sees the flag.
+  // Setting it again would walk L's whole call stack: lua_sethook marks every
+  // frame. 200,000 frames deep (a stack overflow on its way), under load, one
+  // walk took longer than the watch's period, so the thread did nothing else.
+  if ((lua_gethookmask(L) & LUA_MASKCOUNT) == 0) lua_sethook(L, Hook, LUA_MASKCOUNT, kWatchEvery);
 }
 
 void LuaHost::Hook(lua_State* L, lua_Debug* ar) { From(L)->OnHook(L); }
 
 void LuaHost::OnHook(lua_State* L) {
-  if (interrupt_pending_ != 0 || terminating_) {
-    if (InterruptDue()) RaiseTerminating(L);
-    RestoreHook(L);
-    return;
-  }
+  if ((interrupt_pending_ != 0 || terminating_) && InterruptDue()) RaiseTerminating(L);
   if (budget_) {
     budget_->OnHook(L);
-  } else {
-    RestoreHook(L);  // an interrupt's hook left on a thread another thread answered: drop it
+  } else if (watch_hook_ == 0) {
+    lua_sethook(L, nullptr, 0, 0);  // the watch's hook, left on a thread after its entry ended
   }
 }
 
-// The hook L runs under when no interrupt is pending: the budget's, or none.
-void LuaHost::RestoreHook(lua_State* L) {
-  if (budget_ && budget_->enabled()) {
-    lua_sethook(L, Hook, LUA_MASKCOUNT, budget_->killing() ? 1 : budget_->hook_every());
-  } else {
-    lua_sethook(L, nullptr, 0, 0);
-  }
+void LuaHost::EndWatch() {
+  watch_hook_ = 0;
+  // Its other threads drop the hook at their next count (OnHook).
+  if (!budget_ && !terminating_) lua_sethook(L_, nullptr, 0, 0);
 }
 
 bool LuaHost::InterruptDue() {

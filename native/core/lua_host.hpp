@@ -116,8 +116,11 @@ class LuaHost {
   // open). Read by the watchdog.
   bool RunningLua() const { return in_lua_.load(std::memory_order_relaxed); }
   // From the signal handler, on the Lua thread: have the running coroutine
-  // check at its next instruction. Async-signal-safe.
+  // check within kWatchEvery instructions. Without a CPU budget the watch's
+  // count hook it sets stays until the outermost entry returns, so later
+  // rounds only set the flag. Async-signal-safe.
   void RequestInterrupt() noexcept;
+  static constexpr int kWatchEvery = 1000;
   // True once the poll said the thread is being torn down: from then on Lua
   // is stopped at every instruction, and nothing should enter it.
   bool terminating() const { return terminating_; }
@@ -250,6 +253,8 @@ class LuaHost {
       host_->memory_.enforce = saved_enforce_;
       --host_->depth_;
       host_->entry_ = saved_entry_;
+      if (host_->depth_ == 0 && host_->watch_hook_ != 0) [[unlikely]]
+        host_->EndWatch();
       if (opened_) {
         CloseWindow();
       } else if (host_->budget_ && saved_running_ != nullptr) {
@@ -336,7 +341,7 @@ class LuaHost {
   static int l_traceback(lua_State* L);
   void SaveError(lua_State* L) noexcept;
   void OnHook(lua_State* L);
-  void RestoreHook(lua_State* L);
+  void EndWatch();
 
   MemoryBudget memory_;  // must outlive L_: it is the allocator's state
   bool closing_ = false;
@@ -357,6 +362,7 @@ class LuaHost {
   InterruptPoll poll_ = nullptr;
   void* poll_ctx_ = nullptr;
   volatile std::sig_atomic_t interrupt_pending_ = 0;  // set by the signal handler
+  volatile std::sig_atomic_t watch_hook_ = 0;  // the signal handler hooked a thread in the current outermost entry
   bool terminating_ = false;
   std::string message_;
   std::string traceback_;
