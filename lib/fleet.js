@@ -209,7 +209,10 @@ class Member extends EventEmitter {
     }
     if (options === null || typeof options !== 'object') {
       return Promise.reject(
-        makeError('ERR_INVALID_ARG_TYPE', `The "options" argument must be an object { key, args }.`),
+        makeError(
+          'ERR_INVALID_ARG_TYPE',
+          `The "options" argument of member.spawn must be an object { key?, args? }. Received ${typeName(options)}.`,
+        ),
       );
     }
     return this.#op(name, 'spawn', { entry, key: options.key, args: options.args || [] });
