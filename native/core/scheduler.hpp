@@ -296,8 +296,10 @@ class Scheduler {
   // yield or end whatever the code does) and returns the message: what the
   // journal holds at its position and what the code did (`now`).
   const std::string& Diverge(Journal* j, const char* now);
-  // Appends a record to t's journal (the embedder's: a JS call's outcome).
-  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload);
+  // Appends a record to t's journal (the embedder's: a JS call's outcome),
+  // with a call's or step's identity if given.
+  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
+                    std::optional<std::string_view> identity = std::nullopt);
   // The runtime is closing: ends that CancelAll makes are not journaled (the
   // durable tasks go on at the next open).
   void set_closing() { closing_ = true; }
