@@ -8,7 +8,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime, DirectoryStore } = require('../..');
-const { sleep, until: loopUntil } = require('./helpers');
+const { closeAfterTest, sleep, until: loopUntil } = require('./helpers');
 
 const dirs = [];
 function tmpdir() {
@@ -29,7 +29,7 @@ async function open(dir, source, calls = new Map(), errors = []) {
     calls.set(name, (calls.get(name) || 0) + 1);
     return value;
   };
-  return Runtime.open({
+  const rt = await Runtime.open({
     name: 'game',
     store: dir,
     setup: (r) => {
@@ -49,6 +49,7 @@ async function open(dir, source, calls = new Map(), errors = []) {
       r.load(source);
     },
   });
+  return closeAfterTest(rt); // closed however the test ends
 }
 
 // Runs `first` until the task waits INDEFINITELY, then reopens with `second`.
