@@ -255,8 +255,9 @@ Journal* DurableJournal(RuntimeCore* core) {
 
 // Copies the JS function's own `name` (a data property: no getter runs)
 // into buf, cut to Journal::kMaxIdentity bytes; 0 if it has none.
-size_t OwnName(RuntimeCore* core, JsRefBox* box, char (&buf)[Journal::kMaxIdentity + 1]) noexcept {
+size_t OwnName(RuntimeCore* core, lua_State* L, JsRefBox* box, char (&buf)[Journal::kMaxIdentity + 1]) noexcept {
   napi_env env = core->env;
+  LuaHost::HostSection section(core->host.get(), L);  // JS runs (lib/boundary.js readOwn), as in CallJs
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
   size_t len = 0;
@@ -291,7 +292,7 @@ std::string_view CallName(RuntimeCore* core, lua_State* L) {
   const char* s = lua_tolstring(L, lua_upvalueindex(2), &len);
   if (s == nullptr) {
     char buf[Journal::kMaxIdentity + 1];
-    len = OwnName(core, static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1))), buf);
+    len = OwnName(core, L, static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1))), buf);
     lua_pushlstring(L, buf, len);
     lua_replace(L, lua_upvalueindex(2));
     s = lua_tolstring(L, lua_upvalueindex(2), &len);

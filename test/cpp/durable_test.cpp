@@ -401,6 +401,18 @@ TEST_F(StepIdentityTest, ARecordWrittenWithoutAnIdentityReplaysUnderANamedStep) 
   EXPECT_EQ(Log(life.get()), "mg");  // the values in record order: what an unchecked record gives
 }
 
+TEST_F(StepIdentityTest, ANamedStepOutsideADurableTaskJustCallsItsFunction) {
+  auto life = Open(R"(function plain() return tasks.step("sum", function(a, b) return a + b, "x" end, 1, 2) end)");
+  lua_State* L = life->rt.host->main();
+  const int top = lua_gettop(L);
+  lua_getglobal(L, "plain");
+  ASSERT_EQ(lua_pcall(L, 0, LUA_MULTRET, 0), LUA_OK) << lua_tostring(L, -1);
+  ASSERT_EQ(lua_gettop(L), top + 2);
+  EXPECT_EQ(lua_tointeger(L, top + 1), 3);
+  EXPECT_STREQ(lua_tostring(L, top + 2), "x");
+  lua_settop(L, top);
+}
+
 TEST_F(StepIdentityTest, AStepNameIsAStringOfAtMost255Bytes) {
   auto life = Open(R"(
     function long() return pcall(tasks.step, string.rep("x", 256), function() end) end
