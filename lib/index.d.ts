@@ -40,6 +40,12 @@ export interface RuntimeOptions {
   timeZone?: string;
   /** Messages a task's mailbox holds before rt.send throws ERR_MAILBOX_FULL (tasks.send raises). @default 1000 */
   mailboxLimit?: number;
+  /** Largest encoded value a script may persist (a tasks.store value, tasks.state, a journal record, a message); past it ERR_STORE_LIMIT. @default memoryLimit, else 2^30 */
+  maxValueBytes?: number;
+  /** tasks.store writes (keys and values) that may wait for a COMMIT; past it tasks.store.set raises ERR_STORE_LIMIT. @default memoryLimit, else no bound */
+  maxPendingBytes?: number;
+  /** Payload bytes one run of a durable task's journal may hold; past it ERR_STORE_LIMIT (use tasks.continue_as_new). @default memoryLimit, else no bound */
+  maxJournalBytes?: number;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';

@@ -122,6 +122,9 @@ class Runtime extends EventEmitter {
    * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
    * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
    * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
+   * @param {number} [options.maxValueBytes] largest encoded value a script may persist (default memoryLimit, else 2^30)
+   * @param {number} [options.maxPendingBytes] tasks.store bytes that may wait for a COMMIT (default memoryLimit, else no bound)
+   * @param {number} [options.maxJournalBytes] payload bytes of one run of a durable journal (default memoryLimit, else no bound)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -132,7 +135,12 @@ class Runtime extends EventEmitter {
     // idle runtime nothing references can be collected.
     const persist = options && options[PERSIST];
     this.#native = new binding.NativeRuntime(
-      { ...opts, hasStore: Boolean(persist), storeCacheBytes: persist ? persist.storeCacheBytes : undefined },
+      {
+        ...opts,
+        hasStore: Boolean(persist),
+        storeCacheBytes: persist ? persist.storeCacheBytes : undefined,
+        storeLimits: persist ? persist.storeLimits : undefined,
+      },
       opts.print,
       Runtime.#dispatchEnd,
       this,

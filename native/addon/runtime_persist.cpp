@@ -63,7 +63,7 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
   std::string error;
   CodecFailure failure;
   if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
-                   &failure)) {
+                   &failure, CodecGuard{.memory = &core->host->memory(), .stop = core->host.get()})) {
     ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
   }
   SetTasksState(L, base + 1);

@@ -36,6 +36,7 @@ const char* RecordKindName(RecordKind kind) {
 
 Journal::Journal(std::string id, std::vector<std::string> replay)
     : id_(std::move(id)), replay_(std::move(replay)), cursor_(replay_.empty() ? 0 : 1), seq_(replay_.size()) {
+  for (const std::string& r : replay_) bytes_ += r.size();
   if (cursor_ >= replay_.size()) EndReplay();
 }
 
@@ -72,6 +73,7 @@ std::string Journal::Seal(RecordKind kind, std::string_view payload) {
 
 void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out) {
   out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload)});
+  bytes_ += payload.size();
 }
 
 void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
@@ -84,6 +86,7 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
   out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kStart, start)});
   seq_ = 1;
+  bytes_ = start.size();
   EndReplay();
 }
 
@@ -136,10 +139,20 @@ namespace {
 constexpr char kScalars = 1;
 enum : char { kNil, kFalse, kTrue, kInteger, kFloat, kString };
 
+// Strings past this many bytes in all take the codec, which writes a
+// repeated string once (return s, s, s ... of one big string).
+constexpr size_t kMaxScalarStringBytes = 4096;
+
 bool AllScalars(lua_State* L, int first, int n) {
+  size_t strings = 0;
   for (int i = 0; i < n; ++i) {
     const int t = lua_type(L, first + i);
-    if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING) return false;
+    if (t == LUA_TSTRING) {
+      strings += lua_rawlen(L, first + i);
+      if (strings > kMaxScalarStringBytes) return false;
+    } else if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER) {
+      return false;
+    }
   }
   return true;
 }
@@ -231,11 +244,19 @@ int PushScalars(lua_State* L, std::string_view in, std::string* error) {
 
 }  // namespace
 
-bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
+bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, const CodecGuard& guard,
+                  CodecFailure* failure) {
   const int first = lua_gettop(L) - n + 1;
   if (AllScalars(L, first, n)) {
     EncodeScalars(L, first, n, out);
-    return true;
+    if (out->size() <= guard.max_bytes) {
+      if (failure != nullptr) *failure = CodecFailure::kNone;
+      return true;
+    }
+    out->clear();
+    *error = "value: encodes to more than " + std::to_string(guard.max_bytes) + " bytes";
+    if (failure != nullptr) *failure = CodecFailure::kTooLarge;
+    return false;
   }
   lua_createtable(L, n, 1);
   for (int i = 0; i < n; ++i) {
@@ -244,7 +265,7 @@ bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
   }
   lua_pushinteger(L, n);
   lua_setfield(L, -2, "n");
-  const bool ok = EncodeState(L, -1, out, error, "value");
+  const bool ok = EncodeState(L, -1, out, error, "value", guard, failure);
   lua_pop(L, 1);
   return ok;
 }

@@ -27,6 +27,7 @@
 #include <lua.hpp>
 
 #include "keyed_store.hpp"
+#include "state_codec.hpp"
 #include "yield_instruction.hpp"
 
 namespace lua_tasks {
@@ -74,6 +75,9 @@ class Journal {
   const std::string& id() const { return id_; }
   // Records written so far (the next record's seq).
   size_t size() const { return seq_; }
+  // Payload bytes of this run's records (replayed and appended): what
+  // maxJournalBytes bounds (persist_limits.hpp).
+  size_t bytes() const { return bytes_; }
 
   // ---- Replay ----
   bool replaying() const { return cursor_ < replay_.size(); }
@@ -138,11 +142,15 @@ class Journal {
   std::vector<std::string> replay_;
   size_t cursor_ = 0;
   size_t seq_ = 0;
+  size_t bytes_ = 0;
 };
 
 // The `n` values on top of L as one payload (a table { n = n, ... } in the
 // codec). False with *error if one cannot persist. Caller holds a HostSection.
-bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error);
+// `guard` bounds the payload's size (a too large one fails kTooLarge, in
+// *failure when given) and asks the stop check.
+bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, const CodecGuard& guard = {},
+                  CodecFailure* failure = nullptr);
 // Pushes the message of the error value at `idx` as a string: an error that
 // cannot persist (a JS error object) is journaled as its message. Never
 // raises (a __tostring that fails gives a fixed text).

@@ -302,6 +302,13 @@ class Scheduler {
   const std::string& Diverge(Journal* j, const char* now);
   // Appends a record to t's journal (the embedder's: a JS call's outcome).
   void AppendRecord(Journal* j, RecordKind kind, std::string_view payload);
+  // Encodes the n values on L's top as a payload for a record of j, within
+  // maxValueBytes and what maxJournalBytes leaves it (persist_limits.hpp).
+  // False with *error; *limit says a limit refused it (ERR_STORE_LIMIT).
+  // Caller holds a HostSection.
+  bool EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit = nullptr);
+  // Whether a record of `bytes` payload bytes fits j's limits; else *error.
+  bool RecordFits(Journal* j, size_t bytes, std::string* error) const;
   // The runtime is closing: ends that CancelAll makes are not journaled (the
   // durable tasks go on at the next open).
   void set_closing() { closing_ = true; }

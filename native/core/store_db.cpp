@@ -64,14 +64,14 @@ std::string ColumnBytes(SqliteStatement& s, int col) {
 }  // namespace
 
 bool SnapshotChecks(std::string_view bytes, std::string* why) {
-  // "LTST", version 3, ..., u32 little-endian CRC-32C of everything before it.
+  // "LTST", version 3 or 4, ..., u32 little-endian CRC-32C of everything before it.
   constexpr size_t kHeader = 5;
   constexpr size_t kTrailer = 4;
   if (bytes.size() < kHeader + kTrailer || bytes.substr(0, 4) != "LTST") {
     *why = "not a lua-tasks value snapshot";
     return false;
   }
-  if (static_cast<uint8_t>(bytes[4]) != 3) {
+  if (const uint8_t v = static_cast<uint8_t>(bytes[4]); v != 3 && v != 4) {
     *why = "value snapshot version " + std::to_string(static_cast<uint8_t>(bytes[4])) + " is not supported";
     return false;
   }

@@ -392,6 +392,26 @@ TEST_F(StateCodec, DecodesUnderTheMemoryLimitOfItsGuard) {
   lua_pop(L, 1);
 }
 
+// Work done on a script's behalf stops when the host says stop (taskTimeout,
+// worker.terminate()): both directions ask the guard every check interval.
+TEST_F(StateCodec, BothDirectionsStopWhenTheirGuardSaysStop) {
+  Do(R"(v = {} for i = 1, 20000 do v[i] = { i, "distinct value " .. i } end)");
+  const std::string bytes = Encode("");
+  LuaHost::HostSection section(host.get(), L);
+  host->set_interrupt_poll([](void*) { return true; }, nullptr);
+  host->RequestInterrupt();
+  lua_getglobal(L, "v");
+  std::string out, error;
+  CodecFailure failure;
+  EXPECT_FALSE(EncodeState(L, -1, &out, &error, "state", CodecGuard{.stop = host.get()}, &failure));
+  EXPECT_EQ(failure, CodecFailure::kStopped);
+  lua_pop(L, 1);
+  const int top = lua_gettop(L);
+  EXPECT_FALSE(DecodeState(L, bytes, &error, &failure, CodecGuard{.stop = host.get()}));
+  EXPECT_EQ(failure, CodecFailure::kStopped);
+  EXPECT_EQ(lua_gettop(L), top);
+}
+
 TEST_F(StateCodec, DistinctEqualTablesStayDistinct) {
   Do("v = { {}, {} }");
   RoundTrip();
