@@ -215,7 +215,7 @@ void RuntimeCore::BeginRestore(napi_value buffer) {
     // (ERR_MEMORY_LIMIT) and is left as it is, for an open with a larger one.
     decoder_ = std::make_unique<StateDecoder>(
         L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length),
-        CodecGuard{.memory = &host->memory(), .stop = host.get()});
+        Decoding(host.get()));
     // Unlike the encoder, the decoder does not mind Lua running beside it,
     // but it keeps the collector stopped while it is unfinished.
     if (LuaRunning(host.get())) AdvanceRestore(nullptr, 0);

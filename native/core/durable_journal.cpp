@@ -291,9 +291,9 @@ void PushErrorMessage(lua_State* L, int idx) {
   }
 }
 
-int PushValues(lua_State* L, std::string_view payload, std::string* error) {
+int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard) {
   if (!payload.empty() && payload[0] == kScalars) return PushScalars(L, payload, error);
-  if (!DecodeState(L, payload, error)) return -1;
+  if (!DecodeState(L, payload, error, nullptr, guard)) return -1;
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
     *error = "a journal record that is not a list of values";

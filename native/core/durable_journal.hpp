@@ -156,7 +156,8 @@ bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, con
 // raises (a __tostring that fails gives a fixed text).
 void PushErrorMessage(lua_State* L, int idx);
 // Pushes the values of a payload; returns how many, or -1 with *error.
+// `guard`: decodes under its memory limit and stop check (state_codec.hpp).
 // Caller holds a HostSection.
-int PushValues(lua_State* L, std::string_view payload, std::string* error);
+int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard = {});
 
 }  // namespace lua_tasks

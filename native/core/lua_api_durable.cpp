@@ -42,7 +42,7 @@ int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua
     return -1;
   }
   std::string error;
-  const int n = PushValues(L, j->Next(), &error);
+  const int n = PushValues(L, j->Next(), &error, Decoding(s->host()));
   if (!j->replaying()) j->EndReplay();
   if (n < 0) {
     lua_pushfstring(L, "durable task %s: a journal record does not read: %s", j->id().c_str(), error.c_str());

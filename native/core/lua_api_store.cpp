@@ -150,7 +150,7 @@ Outcome Fetch(lua_State* L, KeyedStore* store, std::string_view key) {
   }
   const MemoryBudget& memory = host->memory();
   const size_t before = memory.used;
-  StateDecoder decoder(L, bytes, CodecGuard{.memory = &memory, .stop = host});
+  StateDecoder decoder(L, bytes, Decoding(host));
   if (decoder.Finish() != CodecProgress::kDone) {
     if (decoder.failure() == CodecFailure::kStopped) return Outcome::kStop;
     PushQuoted(L, key.data(), key.size());

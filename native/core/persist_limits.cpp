@@ -2,7 +2,16 @@
 // PersistLimits: the bytes a script may make its runtime encode, hold for writing and persist.
 #include "persist_limits.hpp"
 
+#include "lua_host.hpp"
+
 namespace lua_tasks {
+
+CodecGuard Decoding(LuaHost* host) {
+  CodecGuard g;
+  g.memory = &host->memory();
+  g.stop = host;
+  return g;
+}
 
 std::string ByteCount(size_t n) {
   if (n >= (size_t{1} << 20) && n % (size_t{1} << 20) == 0) return std::to_string(n >> 20) + " MiB";

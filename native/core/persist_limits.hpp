@@ -44,6 +44,10 @@ struct PersistLimits {
   }
 };
 
+// The codec guard of a decode done on a script's behalf (tasks.store.get,
+// a restore, a replay): under host's memoryLimit, asking it to stop.
+CodecGuard Decoding(LuaHost* host);
+
 // "1 MiB", "512 KiB", "300 bytes": a limit as a message shows it.
 std::string ByteCount(size_t n);
 

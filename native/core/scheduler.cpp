@@ -806,7 +806,7 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
     if (j->next_kind() != RecordKind::kMessage) return -1;
     LuaHost::HostSection section(host_, L);
     std::string error;
-    const int n = PushValues(L, j->Next(), &error);
+    const int n = PushValues(L, j->Next(), &error, Decoding(host_));
     if (!j->replaying()) j->EndReplay();
     return n < 0 ? -3 : n;
   }

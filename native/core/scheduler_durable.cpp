@@ -253,7 +253,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
       int n;
       {
         LuaHost::HostSection section(host_, host_->current());
-        n = PushValues(t->co, j->Next(), &error);
+        n = PushValues(t->co, j->Next(), &error, Decoding(host_));
       }
       if (!j->replaying()) j->EndReplay();
       if (n < 0) {
