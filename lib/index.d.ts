@@ -44,7 +44,7 @@ export interface RuntimeOptions {
   maxValueBytes?: number;
   /** tasks.store writes (keys and values) that may wait for a COMMIT; past it tasks.store.set raises ERR_STORE_LIMIT. @default memoryLimit, else no bound */
   maxPendingBytes?: number;
-  /** Payload bytes one run of a durable task's journal may hold; past it ERR_STORE_LIMIT (use tasks.continue_as_new). @default memoryLimit, else no bound */
+  /** Bytes one run of a durable task's journal may hold (payloads, 32 bytes a record besides); past it ERR_STORE_LIMIT (use tasks.continue_as_new). @default memoryLimit, else 64 MiB */
   maxJournalBytes?: number;
 }
 

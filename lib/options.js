@@ -78,13 +78,20 @@ function conversionLimitOf(given, memoryLimit) {
 
 // The codec's own ceiling on one encoded value (native/core/state_codec.hpp).
 const MAX_ENCODED_VALUE = 2 ** 30;
+// The defaults without memoryLimit. A journal is bounded even then: every
+// record costs the store a row until the task ends, and ending it deletes
+// them all (64 MiB is about 1.5 million small records).
+const UNLIMITED = {
+  maxValueBytes: MAX_ENCODED_VALUE,
+  maxPendingBytes: Number.MAX_SAFE_INTEGER,
+  maxJournalBytes: 64 * 2 ** 20,
+};
 
 /**
  * The persistence limits (docs/security.md#persistence-routes): each option
  * as given, else tied to memoryLimit (an encoded value stays about the size
  * it has in Lua, so a state under memoryLimit encodes under it too), else
- * the codec's ceiling for a value and no bound for the totals, as Lua's own
- * memory has none then.
+ * UNLIMITED's.
  * @param {object} options
  * @param {number|undefined} memoryLimit
  * @returns {{ maxValueBytes: number, maxPendingBytes: number, maxJournalBytes: number }}
@@ -94,8 +101,7 @@ function persistLimitsOf(options, memoryLimit) {
   for (const name of ['maxValueBytes', 'maxPendingBytes', 'maxJournalBytes']) {
     const v = options[name];
     if (v === undefined) {
-      const unbounded = name === 'maxValueBytes' ? MAX_ENCODED_VALUE : Number.MAX_SAFE_INTEGER;
-      out[name] = memoryLimit ? Math.min(memoryLimit, unbounded) : unbounded;
+      out[name] = memoryLimit ? Math.min(memoryLimit, UNLIMITED[name]) : UNLIMITED[name];
       continue;
     }
     if (typeof v !== 'number') throw invalidType(`options.${name}`, 'a number of bytes', v);

@@ -124,7 +124,7 @@ class Runtime extends EventEmitter {
    * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
    * @param {number} [options.maxValueBytes] largest encoded value a script may persist (default memoryLimit, else 2^30)
    * @param {number} [options.maxPendingBytes] tasks.store bytes that may wait for a COMMIT (default memoryLimit, else no bound)
-   * @param {number} [options.maxJournalBytes] payload bytes of one run of a durable journal (default memoryLimit, else no bound)
+   * @param {number} [options.maxJournalBytes] bytes of one run of a durable journal, 32 a record besides its payload (default memoryLimit, else 64 MiB)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {

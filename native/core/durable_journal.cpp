@@ -36,7 +36,7 @@ const char* RecordKindName(RecordKind kind) {
 
 Journal::Journal(std::string id, std::vector<std::string> replay)
     : id_(std::move(id)), replay_(std::move(replay)), cursor_(replay_.empty() ? 0 : 1), seq_(replay_.size()) {
-  for (const std::string& r : replay_) bytes_ += r.size();
+  for (const std::string& r : replay_) bytes_ += r.size() + kRecordOverhead;
   if (cursor_ >= replay_.size()) EndReplay();
 }
 
@@ -73,7 +73,7 @@ std::string Journal::Seal(RecordKind kind, std::string_view payload) {
 
 void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out) {
   out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload)});
-  bytes_ += payload.size();
+  bytes_ += payload.size() + kRecordOverhead;
 }
 
 void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
@@ -86,7 +86,7 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
   out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kStart, start)});
   seq_ = 1;
-  bytes_ = start.size();
+  bytes_ = start.size() + kRecordOverhead;
   EndReplay();
 }
 

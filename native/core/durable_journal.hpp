@@ -75,9 +75,12 @@ class Journal {
   const std::string& id() const { return id_; }
   // Records written so far (the next record's seq).
   size_t size() const { return seq_; }
-  // Payload bytes of this run's records (replayed and appended): what
-  // maxJournalBytes bounds (persist_limits.hpp).
+  // Bytes of this run's records (replayed and appended), each its payload
+  // and kRecordOverhead: what maxJournalBytes bounds (persist_limits.hpp).
   size_t bytes() const { return bytes_; }
+  // What a record costs the store beyond its payload (its key, kind and
+  // checksum, about): a loop of tiny records is bounded by count too.
+  static constexpr size_t kRecordOverhead = 32;
 
   // ---- Replay ----
   bool replaying() const { return cursor_ < replay_.size(); }

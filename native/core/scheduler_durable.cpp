@@ -124,7 +124,8 @@ bool Scheduler::RecordFits(Journal* j, size_t bytes, std::string* error) const {
              LimitAdvice("maxValueBytes", limits.value_bytes);
     return false;
   }
-  if (bytes > limits.journal_bytes || j->bytes() > limits.journal_bytes - bytes) {
+  const size_t cost = bytes + Journal::kRecordOverhead;
+  if (cost > limits.journal_bytes || j->bytes() > limits.journal_bytes - cost) {
     *error = JournalFull(*j, bytes, limits.journal_bytes);
     return false;
   }
@@ -133,7 +134,8 @@ bool Scheduler::RecordFits(Journal* j, size_t bytes, std::string* error) const {
 
 bool Scheduler::EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit) {
   const PersistLimits& limits = persist_limits_;
-  const size_t room = j->bytes() < limits.journal_bytes ? limits.journal_bytes - j->bytes() : 0;
+  const size_t used = j->bytes() + Journal::kRecordOverhead;
+  const size_t room = used < limits.journal_bytes ? limits.journal_bytes - used : 0;
   CodecFailure failure;
   const bool ok = EncodeValues(L, n, payload, error, limits.Encoding(host_, room), &failure);
   if (limit != nullptr) *limit = failure == CodecFailure::kTooLarge;

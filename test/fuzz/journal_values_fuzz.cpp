@@ -23,18 +23,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int n = lua_tasks::PushValues(L, payload, &error);
   if (n < 0) {
     if (error.empty() || lua_gettop(L) != top) __builtin_trap();
-    return 0;
-  }
-  if (lua_gettop(L) != top + n) __builtin_trap();
-  std::string again;
-  lua_tasks::CodecFailure failure;
-  const size_t max = 16 + size;
-  if (lua_tasks::EncodeValues(L, n, &again, &error, lua_tasks::CodecGuard{.max_bytes = max}, &failure)) {
-    if (again.size() > max) __builtin_trap();
-    lua_settop(L, top);
-    if (lua_tasks::PushValues(L, again, &error) != n) __builtin_trap();
-  } else if (failure != lua_tasks::CodecFailure::kTooLarge && failure != lua_tasks::CodecFailure::kValue) {
-    __builtin_trap();
+  } else {
+    if (lua_gettop(L) != top + n) __builtin_trap();
+    std::string again;
+    lua_tasks::CodecFailure failure;
+    const size_t max = 16 + size;
+    if (lua_tasks::EncodeValues(L, n, &again, &error, lua_tasks::CodecGuard{.max_bytes = max}, &failure)) {
+      if (again.size() > max) __builtin_trap();
+      lua_settop(L, top);
+      if (lua_tasks::PushValues(L, again, &error) != n) __builtin_trap();
+    } else if (failure != lua_tasks::CodecFailure::kTooLarge && failure != lua_tasks::CodecFailure::kValue) {
+      __builtin_trap();
+    }
   }
   lua_settop(L, top);
   lua_gc(L, LUA_GCCOLLECT);
