@@ -32,9 +32,10 @@ const { makeError } = require('./errors');
 // The database's file name in the directory (native/core/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
 // What a snapshot file of the store before v2 starts with: "LTST" and its
-// format version (2: lua-tasks 0.1, no checksum; 3: checksummed).
+// format version (native/core/state_codec.cpp: 2, no checksum; 3,
+// checksummed; 4, with string references).
 const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
-const SNAPSHOT_VERSIONS = [2, 3];
+const SNAPSHOT_VERSIONS = [2, 3, 4];
 
 // Names become file names: keep them to a safe, portable alphabet.
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
