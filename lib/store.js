@@ -5,6 +5,9 @@
 // How and why (docs/persistence.md, The directory store):
 //   <dir>/lua-tasks.sqlite (+ -wal, -shm)  every name's data: tasks.state
 //                                    snapshots, keyed values, owners' tokens
+//   <dir>/lua-tasks.mark             the count of transactions acknowledged,
+//                                    outside the WAL (native/core/store_mark.hpp):
+//                                    an open whose database is behind it fails
 //   <dir>/<name>.lock                the owner's OS lock (flock, native/core/file_lock.hpp)
 //                                    and its record {"pid","host","thread","since","token"}
 //   <dir>/<name>.state               a snapshot of the store before v2: imported
@@ -176,6 +179,20 @@ function looksLikeSnapshot(bytes) {
 // (store) -> its NativeStore, opened: for the tests' fault injection only.
 let nativeOf;
 
+// The stores whose NativeStore is open on this thread, closed at exit: a
+// process that ends with process.exit() runs no finalizer, and without a
+// close its last transactions would live in the -wal only (a lost -wal
+// would then lose them). close() checkpoints the -wal into the database.
+const live = new Set(); // WeakRef<DirectoryStore>
+const forget = new FinalizationRegistry((ref) => live.delete(ref));
+let closeAtExit;
+process.once('exit', () => {
+  for (const ref of live) {
+    const store = ref.deref();
+    if (store) closeAtExit(store);
+  }
+});
+
 /**
  * Stores every runtime's state of a directory in `<dir>/lua-tasks.sqlite`,
  * one owner per name.
@@ -200,9 +217,11 @@ class DirectoryStore {
   #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns
   #native = null; // the NativeStore, opened at first use (the directory exists then)
   #closed = false;
+  #ref = new WeakRef(this); // this store's entry in `live` while its NativeStore is open
 
   static {
     nativeOf = (store) => store.#open();
+    closeAtExit = (store) => store.#native && store.#native.close();
   }
 
   /** @param {string} dir created if missing */
@@ -240,8 +259,9 @@ class DirectoryStore {
     return path.join(this.dir, `${name}.lock`);
   }
 
-  // The NativeStore, opened (with the directory) at first use.
-  #open() {
+  // The NativeStore, opened (with the directory) at first use. `name`: the
+  // runtime whose use opened it, named by an ERR_STORE_CORRUPT of the open.
+  #open(name) {
     if (this.#closed) {
       throw makeError(
         'ERR_INVALID_STATE',
@@ -250,7 +270,19 @@ class DirectoryStore {
     }
     if (!this.#native) {
       fsSync.mkdirSync(this.dir, { recursive: true });
-      this.#native = new binding.NativeStore(this.dir);
+      try {
+        this.#native = new binding.NativeStore(this.dir);
+      } catch (e) {
+        if (e && e.code === 'ERR_STORE_CORRUPT' && name !== undefined) {
+          throw makeError('ERR_STORE_CORRUPT', `Runtime "${name}" cannot be opened from ${this.dir}: ${e.message}`, {
+            path: e.path,
+            cause: e,
+          });
+        }
+        throw e;
+      }
+      live.add(this.#ref);
+      forget.register(this, this.#ref, this.#ref);
     }
     return this.#native;
   }
@@ -299,7 +331,7 @@ class DirectoryStore {
     this.#leases.set(name, lease);
     const release = () => this.#release(name, lease);
     try {
-      await this.#open().claim(name, token);
+      await this.#open(name).claim(name, token);
       await this.#migrate(name, { quiet: true });
     } catch (e) {
       await release();
@@ -313,7 +345,16 @@ class DirectoryStore {
     if (this.#leases.get(name) === lease) this.#leases.delete(name);
     // Writes already handed over land first: the next owner never has one
     // of them land over its own (its token would refuse them anyway).
-    lease.released = Promise.allSettled([...lease.inflight]).then(() => lease.handle.release());
+    lease.released = Promise.allSettled([...lease.inflight]).then(() => {
+      lease.handle.release();
+      // The store's last runtime closed: its -wal into the database, so a
+      // -wal lost from now on loses nothing. A failed checkpoint leaves the
+      // data in the -wal, durable and guarded by the mark: nothing to report.
+      if (this.#leases.size === 0 && this.#native && !this.#closed) {
+        return this.#native.checkpoint().catch(() => {});
+      }
+      return undefined;
+    });
     return lease.released;
   }
 
@@ -340,7 +381,7 @@ class DirectoryStore {
         { path: file },
       );
     }
-    await this.#open().importSnapshot(name, bytes);
+    await this.#open(name).importSnapshot(name, bytes);
     try {
       await fs.rename(file, `${file}.migrated`);
     } catch (e) {
@@ -355,7 +396,7 @@ class DirectoryStore {
   async load(name) {
     checkName(name);
     await this.#migrate(name);
-    return this.#open().load(name);
+    return this.#open(name).load(name);
   }
 
   /**
@@ -405,7 +446,7 @@ class DirectoryStore {
       );
     }
     if (lease && seq !== undefined && seq < lease.lastSeq) return lease.newest;
-    const written = this.#open()
+    const written = this.#open(name)
       .write({ ...b, token: token ?? 0 })
       .catch((e) => {
         if (e && e.code === 'ERR_STORE_LOCKED') {
@@ -442,7 +483,7 @@ class DirectoryStore {
   reader(name) {
     checkName(name);
     // (the key spaces it keeps are DirectoryStore.prototype.spaces)
-    const native = () => this.#open();
+    const native = () => this.#open(name);
     return {
       get: (key, space = 1) => native().get(name, key, space),
       keys: (prefix = '', after = '', limit = -1, space = 1) =>
@@ -469,7 +510,9 @@ class DirectoryStore {
     const inflight = [...this.#leases.values()].flatMap((l) => [...l.inflight]);
     await Promise.allSettled(inflight);
     this.#closed = true;
-    if (this.#native) this.#native.close();
+    live.delete(this.#ref);
+    forget.unregister(this.#ref);
+    if (this.#native) this.#native.close(); // checkpoints the -wal into the database
   }
 }
 
