@@ -443,8 +443,8 @@ void StoreDb::CheckNeighbors(std::string_view name, int space, std::string_view 
     if (static_cast<uint32_t>(static_cast<uint64_t>(*sum) >> 32) != KeySum(n, sp, k)) {
       throw StoreError(StoreFailure::kCorrupt, 0, 0,
                        "Cannot tell whether " + Quote(key) + " of runtime \"" + std::string(name) +
-                           "\" exists: the record stored where it would be has a damaged key (it reads as " +
-                           Quote(k) + " of \"" + n + "\", space " + std::to_string(sp) +
+                           "\" exists: the record stored where it would be has a damaged key (it reads as " + Quote(k) +
+                           " of \"" + n + "\", space " + std::to_string(sp) +
                            ", and its row checksum does not match) in " + path_ +
                            ". The database is damaged: restore the directory from a backup.");
     }

@@ -36,9 +36,7 @@ std::string DirOf(const std::string& path) {
 }  // namespace
 
 StoreWriter::StoreWriter(const std::string& path, std::function<void()> wake)
-    : db_(path, StoreDb::Access::kReadWrite),
-      mark_(DirOf(path) + "/" + kStoreMarkFile),
-      wake_(std::move(wake)) {
+    : db_(path, StoreDb::Access::kReadWrite), mark_(DirOf(path) + "/" + kStoreMarkFile), wake_(std::move(wake)) {
   CheckMark();
   thread_ = std::thread([this] { Run(); });
 }
@@ -57,14 +55,16 @@ void StoreWriter::CheckMark() {
   throw StoreError(
       StoreFailure::kCorrupt, 0, 0,
       "The store database " + db_.path() + " is behind its high-water mark " + mark_.path() + ": it holds " +
-          std::to_string(have) + " write transactions and " + std::to_string(*mark) + " were acknowledged, so the last " +
-          std::to_string(*mark - have) +
+          std::to_string(have) + " write transactions and " + std::to_string(*mark) +
+          " were acknowledged, so the last " + std::to_string(*mark - have) +
           " (with every COMMIT, lease and import of any runtime of " + dir +
           " in them) are missing. Its write-ahead log " + db_.path() +
           "-wal was deleted, truncated or damaged, or the database was replaced by an older copy. Nothing was "
-          "changed. To proceed, restore " + dir +
+          "changed. To proceed, restore " +
+          dir +
           " from a backup taken with its -wal file, or, to accept the loss and go on with what the database "
-          "holds, delete " + mark_.path() + " (the next open writes a new mark).");
+          "holds, delete " +
+          mark_.path() + " (the next open writes a new mark).");
 }
 
 StoreWriter::~StoreWriter() {
@@ -216,8 +216,8 @@ void StoreWriter::RunWrites(std::vector<StoreJob*>& writes, std::vector<StoreOut
     // written into files the directory no longer has.
     if (const std::optional<std::string> why = db_.Unlinked()) {
       throw StoreError(StoreFailure::kIo, SQLITE_IOERR, ENOENT,
-                       "The store directory " + DirOf(db_.path()) + " was removed or changed while the store was open (" +
-                           *why +
+                       "The store directory " + DirOf(db_.path()) +
+                           " was removed or changed while the store was open (" + *why +
                            "): nothing of this write was done, as it would go to files no longer in the directory "
                            "and be lost. Close the store; what it held is gone unless restored from a backup.");
     }

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Tests for StoreWriter: batches all or nothing, many to one transaction, token fencing, loads in order, damage made loud.
+// Tests for StoreWriter: batches all or nothing, many to one transaction, token fencing, loads in order, damage made
+// loud.
 #include "store_writer.hpp"
 
 #include <cerrno>

@@ -578,7 +578,9 @@ describe('damage', () => {
     );
     expect(err).toMatchObject({ code: 'ERR_STORE_CORRUPT' });
     expect(err.message).toContain(`Runtime "acked" cannot be opened from ${dir}`);
-    expect(err.message).toMatch(/is behind its high-water mark .*lua-tasks\.mark: it holds \d+ write transactions and \d+ were acknowledged, so the last \d+ .* are missing/);
+    expect(err.message).toMatch(
+      /is behind its high-water mark .*lua-tasks\.mark: it holds \d+ write transactions and \d+ were acknowledged, so the last \d+ .* are missing/,
+    );
     expect(err.message).toContain(`delete ${path.join(dir, 'lua-tasks.mark')}`);
   });
 
