@@ -9,6 +9,7 @@
 #include <array>
 #include <bit>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -24,6 +25,7 @@ constexpr size_t kSlotSize = 64;
 constexpr off_t kSlotOffset[2] = {0, 512};
 constexpr size_t kRecord = 20;  // "LTMK", u32 version, u64 count, u32 crc
 constexpr uint32_t kMarkVersion = 1;
+constexpr std::chrono::milliseconds kSyncInterval{1000};
 
 uint32_t Little(uint32_t v) {
   if constexpr (std::endian::native == std::endian::big) return __builtin_bswap32(v);
@@ -195,6 +197,10 @@ void StoreMark::SyncLoop() {
     // nothing to report to a batch that is durable already.
     fdatasync(fd_);
     lock.lock();
+    // At most one sync per kSyncInterval: one per transaction, beside the
+    // -wal's own, made each transaction ~15% slower (the disk's flushes
+    // queue behind each other); once a second costs nothing measurable.
+    cv_.wait_for(lock, kSyncInterval, [this] { return stopping_; });
   }
 }
 

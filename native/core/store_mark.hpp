@@ -26,9 +26,10 @@ inline constexpr char kStoreMarkFile[] = "lua-tasks.mark";
 // is raised only after the COMMIT is durable, and never lowered (a file lock
 // orders the writers of several processes). The write is a pwrite into the
 // page cache, before the batches are acknowledged, so it survives SIGKILL
-// exactly; its fdatasync runs on a thread of its own, off the COMMIT path, so
-// after a power cut the mark may lag the database by the last transactions
-// (then their loss is not detected; nothing is ever reported falsely).
+// exactly. Its fdatasync runs on a thread of its own, off the COMMIT path,
+// at most once a second and when the mark closes, so after a power cut the
+// mark may lag the database by up to a second of transactions (then their
+// loss is not detected; nothing is ever reported falsely).
 //
 // Format: two 64-byte slots at offsets 0 and 512 (separate sectors, so a
 // torn write spoils one at most), each "LTMK", u32 version 1, u64 count,
