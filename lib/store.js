@@ -297,7 +297,10 @@ class DirectoryStore {
    *   included); `err.holder` is `{ pid, host, since, thread }`, or null when
    *   the holder has not written its record yet; `err.path` is the lock file.
    *   ERR_STORE_CORRUPT when `<name>.state` is not a snapshot (it is left as
-   *   it was). A system error (code, syscall, path) when a file cannot be used.
+   *   it was), or when the database is behind its high-water mark
+   *   (`lua-tasks.mark`: acknowledged transactions are missing, its -wal was
+   *   lost); the message names the name, what is missing and how to proceed.
+   *   A system error (code, syscall, path) when a file cannot be used.
    */
   async acquire(name) {
     const lockPath = this.#lockPath(name);
@@ -432,7 +435,8 @@ class DirectoryStore {
    *   until the promise settles (the values of `writes` are copied).
    * @returns {Promise<void>}
    * @throws ERR_STORE_LOCKED (refused: nothing of it written); the cause of a
-   *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's): nothing of it written.
+   *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's; ENOENT when
+   *   the directory or its database was removed while open): nothing of it written.
    */
   async write(batch) {
     const b = checkBatch(batch);
@@ -500,7 +504,9 @@ class DirectoryStore {
   }
 
   /**
-   * Finishes the writes handed over and closes the database connections.
+   * Finishes the writes handed over, checkpoints the -wal into the database
+   * and closes the database connections. (The last lease's release
+   * checkpoints too, and process exit closes every store still open.)
    * Idempotent. Release the leases first; the GC closes a store nothing
    * references, this closes it now.
    * @returns {Promise<void>}
