@@ -24,10 +24,7 @@ StoreOutcome FailedOutcome(uint64_t id, const std::exception& e) {
   return FailedOutcome(id, StoreError(StoreFailure::kIo, 0, 0, e.what()));
 }
 
-}  // namespace
-
-namespace {
-
+// The directory of a path (the database's: where its mark lives).
 std::string DirOf(const std::string& path) {
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string(".") : path.substr(0, slash);
