@@ -619,6 +619,22 @@ describe('damage', () => {
     await rt.close();
   });
 
+  test("the store's last runtime closing checkpoints: the -wal is empty while the store stays open", async () => {
+    const store = new DirectoryStore(dir);
+    const wal = path.join(dir, 'lua-tasks.sqlite-wal');
+    const a = await Runtime.open({ name: 'a', store });
+    const b = await Runtime.open({ name: 'b', store });
+    for (const rt of [a, b]) {
+      rt.load('tasks.state.v = 1');
+      await rt.commit();
+    }
+    await a.close();
+    expect(fs.statSync(wal).size).toBeGreaterThan(0); // b is still open
+    await b.close();
+    expect(fs.statSync(wal).size).toBe(0);
+    await store.close();
+  });
+
   test('a bit flipped in a stored key: neither the record it was nor the key it became reads, both ERR_STORE_CORRUPT', async () => {
     const store = new DirectoryStore(dir);
     const rt = await Runtime.open({ name: 'keys', store });
