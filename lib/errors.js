@@ -21,6 +21,7 @@ const codes = Object.freeze({
   ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT', // the store did not answer within storeTimeout
   ERR_MAILBOX_FULL: 'ERR_MAILBOX_FULL', // rt.send: the task's mailbox holds mailboxLimit messages
   ERR_FLEET_TIMEOUT: 'ERR_FLEET_TIMEOUT', // a fleet operation by name found no member that answered in time
+  ERR_STORE_LIMIT: 'ERR_STORE_LIMIT', // a write outside the store's limits (store.limits), refused alone
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
   ERR_INVALID_ARG_VALUE: 'ERR_INVALID_ARG_VALUE',
   ERR_OUT_OF_RANGE: 'ERR_OUT_OF_RANGE',
@@ -113,6 +114,7 @@ const byCode = {
   ERR_STORE_CORRUPT: StoreError,
   ERR_STORE_TIMEOUT: StoreError,
   ERR_FLEET_TIMEOUT: StoreError,
+  ERR_STORE_LIMIT: StoreError,
 };
 
 // "[string \"x\"]:3: msg" or "name:3: msg" -> { source, line }

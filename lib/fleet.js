@@ -44,7 +44,6 @@ const OPS = ['spawn', 'send', 'resume', 'cancel', 'call', 'task'];
 // Waits a hibernated runtime can be closed at: a timer (woken by the index),
 // or something only an operation by name ends.
 const SLEEPING = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT', 'INDEFINITELY', 'RECEIVE', 'JOIN']);
-const TIMED = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT']);
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -461,7 +460,9 @@ class Member extends EventEmitter {
     let wakeAt = null;
     for (const t of rt.tasks()) {
       if (t.status !== 'waiting' || !SLEEPING.has(t.waiting.instruction)) return false;
-      if (TIMED.has(t.waiting.instruction) && t.waiting.until) {
+      // Every deadline a waiting task has is its own wake time, whatever
+      // it waits for (a tasks.receive(timeout) too).
+      if (t.waiting.until) {
         const at = t.waiting.until.getTime();
         if (wakeAt === null || at < wakeAt) wakeAt = at;
       }
