@@ -281,6 +281,9 @@ function alive(pid) {
 
 // A PostgreSQL error (it has a SQLSTATE): the connection is still usable.
 const isSqlError = (e) => Boolean(e) && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
+// An SQL error that ends its session (FATAL: admin_shutdown, a connection
+// failure, an idle transaction timed out): nothing more runs on it.
+const connectionGone = (e) => e.severity === 'FATAL' || /^(08|57P0)/.test(e.code) || e.code === '25P03';
 
 // SQLSTATEs that say "try again later", not "this batch is wrong": the
 // server is shutting down or restarting (57P01-57P03), out of connections
@@ -340,7 +343,13 @@ function overLimits(b, limits) {
     } else if (keyBytes > limits.maxKeyBytes) {
       out.push({ space: w.space, key: w.key, bytes: keyBytes, limit: limits.maxKeyBytes, what: 'key-size' });
     } else if (w.value && w.value.byteLength > limits.maxValueBytes) {
-      out.push({ space: w.space, key: w.key, bytes: w.value.byteLength, limit: limits.maxValueBytes, what: 'value-size' });
+      out.push({
+        space: w.space,
+        key: w.key,
+        bytes: w.value.byteLength,
+        limit: limits.maxValueBytes,
+        what: 'value-size',
+      });
     }
   }
   if (out.length === 0 && total > limits.maxBatchBytes) {
@@ -348,7 +357,9 @@ function overLimits(b, limits) {
     for (const w of b.writes) {
       out.push({ space: w.space, key: w.key, bytes: total, limit: limits.maxBatchBytes, what: 'batch-size' });
     }
-    if (out.length === 0) out.push({ space: 0, key: null, bytes: total, limit: limits.maxBatchBytes, what: 'batch-size' });
+    if (out.length === 0) {
+      out.push({ space: 0, key: null, bytes: total, limit: limits.maxBatchBytes, what: 'batch-size' });
+    }
   }
   return out;
 }
@@ -357,12 +368,18 @@ function overLimits(b, limits) {
 // first write at fault, its size and the limit; `refused` lists them all.
 function limitError(b, refused) {
   const r = refused[0];
-  const where = r.space === 1 ? `tasks.store key ${JSON.stringify(r.key)}` : r.key === null ? 'the tasks.state snapshot' : `record ${JSON.stringify(r.key)} (space ${r.space})`;
-  let why;
-  if (r.what === 'key-nul') why = `${where} holds a NUL character, which PostgreSQL text cannot keep (limits.keyForbidsNul)`;
-  else if (r.what === 'key-size') why = `the key of ${where} is ${r.bytes} bytes, over limits.maxKeyBytes (${r.limit})`;
-  else if (r.what === 'batch-size') why = `the batch is ${MiB(r.bytes)}, over limits.maxBatchBytes (${MiB(r.limit)}): commit less at a time`;
-  else why = `${where} is ${MiB(r.bytes)}, over limits.maxValueBytes (${MiB(r.limit)})`;
+  const where =
+    r.space === 1
+      ? `tasks.store key ${JSON.stringify(r.key)}`
+      : r.key === null
+        ? 'the tasks.state snapshot'
+        : `record ${JSON.stringify(r.key)} (space ${r.space})`;
+  const why =
+    {
+      'key-nul': `${where} holds a NUL character, which PostgreSQL text cannot keep (limits.keyForbidsNul)`,
+      'key-size': `the key of ${where} is ${r.bytes} bytes, over limits.maxKeyBytes (${r.limit})`,
+      'batch-size': `the batch is ${MiB(r.bytes)}, over limits.maxBatchBytes (${MiB(r.limit)}): commit less at a time`,
+    }[r.what] || `${where} is ${MiB(r.bytes)}, over limits.maxValueBytes (${MiB(r.limit)})`;
   const more = refused.length > 1 ? ` (${refused.length} writes refused in all)` : '';
   return makeError(
     'ERR_STORE_LIMIT',
@@ -1108,7 +1125,7 @@ class PostgresStore {
       return { outcomes, committed: true };
     } catch (e) {
       if (!alone) await c.query('ROLLBACK').catch(() => {});
-      if (!isSqlError(e)) throw e; // the connection broke: the transaction is gone
+      if (!isSqlError(e) || connectionGone(e)) throw e; // the connection broke: the transaction is gone
       if (alone) return { outcomes: [e], committed: false };
     }
     return this.#applySavepoints(c, group);
@@ -1153,7 +1170,7 @@ class PostgresStore {
           outcomes[i] = await this.#statement(c, b, params);
           await c.query('RELEASE SAVEPOINT batch');
         } catch (e) {
-          if (!isSqlError(e)) throw e;
+          if (!isSqlError(e) || connectionGone(e)) throw e;
           await c.query('ROLLBACK TO SAVEPOINT batch');
           await c.query('RELEASE SAVEPOINT batch');
           outcomes[i] = e;

@@ -142,8 +142,13 @@ class Runtime extends EventEmitter {
     if (persist) {
       this.#name = persist.name;
       this.#lease = persist.lease;
-      this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease, (e) =>
-        this.#storeHealth(e),
+      this.#commits = new CommitQueue(
+        this.#native,
+        persist.store,
+        persist.name,
+        persist.storeTimeout,
+        persist.lease,
+        (e) => this.#storeHealth(e),
       );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
