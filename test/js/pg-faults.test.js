@@ -150,6 +150,33 @@ describePg('PostgresStore faults', () => {
     }
   }, 180000);
 
+  test('an acquire that meets a lease row locked by a stalled transaction is refused while it stalls (lock_timeout)', async () => {
+    // leaseMs 1000: lock_timeout 250 ms on lease statements.
+    const store = new PostgresStore({ connectionString: db.url, schema: 'stall', leaseMs: 1000 });
+    const { Client } = require('pg');
+    const stalled = new Client({ connectionString: db.url });
+    try {
+      await (await store.acquire('n')).release(); // the row exists, free
+      await stalled.connect();
+      // A holder paused inside its write transaction holds its lease row so.
+      await stalled.query('BEGIN');
+      await stalled.query(`SELECT 1 FROM "stall".lua_tasks_leases WHERE name = 'n' FOR UPDATE`);
+      let released = false;
+      const timer = setTimeout(() => {
+        released = true;
+        stalled.query('ROLLBACK').catch(() => {});
+      }, 15000);
+      const err = await store.acquire('n').catch((e) => e);
+      clearTimeout(timer);
+      // Refused while the row is still locked, not once it is let go.
+      expect(released).toBe(false);
+      expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED' });
+    } finally {
+      await stalled.end().catch(() => {});
+      await store.close();
+    }
+  }, 30000);
+
   describe('limits', () => {
     let store;
     let n = 0;
