@@ -177,6 +177,82 @@ describePg('PostgresStore faults', () => {
     }
   }, 30000);
 
+  test("a holder paused inside a write transaction (SIGSTOP) holds another store's acquire only until idle_in_transaction_session_timeout", async () => {
+    // leaseMs 1000: the child's transactions end 1 s after they go idle.
+    const spec = { url: db.url, schema: 'paused', tasks: 2, steps: 500, leaseMs: 1000, runtimes: 2 };
+    const p = spawn(process.execPath, [CHILD, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+    const exited = new Promise((resolve) => p.once('exit', resolve));
+    let text = '';
+    p.stdout.on('data', (d) => {
+      text += d;
+    });
+    const { Client } = require('pg');
+    const admin = new Client({ connectionString: db.url });
+    const store = new PostgresStore({ connectionString: db.url, schema: 'paused', leaseMs: 1000 });
+    let stopped = false;
+    let resume = null;
+    try {
+      while (!text.includes('ready\n')) await sleep(10);
+      await admin.connect();
+      // Until one of the child's writes waits, on our lock, inside a
+      // transaction of several batches (BEGIN ... COMMIT): stop the child
+      // there, then let the write go on: its transaction sits idle, holding
+      // the lease rows it locked.
+      for (let round = 0; round < 50 && !stopped; round++) {
+        await admin.query('BEGIN');
+        await admin.query('LOCK TABLE "paused".lua_tasks_kv IN SHARE ROW EXCLUSIVE MODE');
+        for (const end = Date.now() + 2000; Date.now() < end;) {
+          const { rows } = await admin.query(
+            `SELECT count(*)::int AS n, bool_or(xact_start < query_start) AS inside FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name = 'lua_tasks_fault' AND wait_event_type = 'Lock'`,
+          );
+          if (rows[0].n > 0) {
+            if (rows[0].inside) {
+              p.kill('SIGSTOP');
+              stopped = true;
+            }
+            break;
+          }
+          await sleep(2);
+        }
+        await admin.query('COMMIT');
+      }
+      expect(stopped).toBe(true);
+      // Its process stays stopped for 15 s at most: another store's acquire
+      // of its name must not wait for it.
+      resume = setTimeout(() => {
+        stopped = false;
+        p.kill('SIGCONT');
+      }, 15000);
+      // Both names: the one whose lease row the idle transaction locked is
+      // among them (the other's batch had not run).
+      const leases = [];
+      for (const name of ['faults', 'faults2']) {
+        let lease = null;
+        while (!lease && stopped) {
+          lease = await store.acquire(name).catch((e) => {
+            if (e.code !== 'ERR_STORE_LOCKED') throw e;
+            return null;
+          });
+          if (!lease) await sleep(100);
+        }
+        leases.push(lease);
+      }
+      expect({ acquired: leases.every(Boolean), whileStopped: stopped }).toEqual({
+        acquired: true,
+        whileStopped: true,
+      });
+      for (const l of leases) await l.release();
+    } finally {
+      clearTimeout(resume);
+      p.kill('SIGCONT');
+      p.kill('SIGKILL');
+      await exited;
+      await admin.end().catch(() => {});
+      await store.close();
+    }
+  }, 60000);
+
   describe('limits', () => {
     let store;
     let n = 0;
