@@ -17,6 +17,8 @@
 //   outages                  [{ label, inject(ctx) -> Promise<number> }]: each ends the
 //                            store's connections while a write is in flight (the
 //                            number ended); for a store that has connections
+//   serverRestart            { setup() -> { store, restart(), teardown() } }: a store on
+//                            a server of the test's own, which restart() restarts
 'use strict';
 
 const path = require('node:path');
@@ -345,6 +347,44 @@ function describeStore(adapter) {
         ]);
         await b.close();
       });
+    }
+
+    if (adapter.serverRestart) {
+      test("a server restart during durable COMMITs: no crash, every durable task's COMMITs wait and land once", async () => {
+        const server = await adapter.serverRestart.setup();
+        try {
+          const a = await Runtime.open({ name: 'restart', store: server.store });
+          let effects = 0;
+          a.set('effect', () => effects++);
+          a.load(`function work(id, n)
+              for i = 1, n do
+                tasks.step(function() effect(); tasks.store.set(id .. "/" .. i, i) end)
+                coroutine.yield("COMMIT")
+              end
+              return n
+            end`);
+          const health = [];
+          a.on('storehealth', (e) => health.push(e.ok));
+          const ids = ['a', 'b', 'c'];
+          const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 60] }).result);
+          await sleep(50);
+          await server.restart();
+          expect(await Promise.all(results)).toEqual([60, 60, 60]);
+          expect(effects).toBe(180); // each step once: no task failed and ran again
+          expect(health[0]).toBe(false);
+          expect(health[health.length - 1]).toBe(true);
+          await a.close();
+          const b = await Runtime.open({ name: 'restart', store: server.store });
+          expect(
+            b.load(
+              'local n = 0; for _, id in ipairs({ "a", "b", "c" }) do n = n + #tasks.store.keys(id .. "/") end; return n',
+            ),
+          ).toEqual([180]);
+          await b.close();
+        } finally {
+          await server.teardown();
+        }
+      }, 120000);
     }
 
     test('SIGKILL at random moments: no acknowledged COMMIT lost, no snapshot torn, records and snapshot agree, nothing left behind', async () => {

@@ -4,7 +4,7 @@
 const path = require('node:path');
 const { PostgresStore } = require('../..');
 const { describeStore } = require('./store-conformance');
-const { describePg, createDatabase, query } = require('./pg-helpers');
+const { describePg, createDatabase, query, privateCluster } = require('./pg-helpers');
 
 // Each test its own schema in the file's database.
 let db;
@@ -66,6 +66,22 @@ describePg('PostgresStore', () => {
         inject: (ctx) => endMidWrite(ctx),
       },
     ],
+    // A cluster of the test's own (never the shared server), restarted with
+    // pg_ctl restart -m fast: every session ends, the server comes back.
+    serverRestart: {
+      async setup() {
+        const cluster = await privateCluster();
+        const store = new PostgresStore({ connectionString: cluster.url, leaseMs: LEASE_MS });
+        return {
+          store,
+          restart: () => cluster.restart('fast'),
+          async teardown() {
+            await store.close().catch(() => {});
+            await cluster.stop();
+          },
+        };
+      },
+    },
     kills: Number(process.env.LUA_TASKS_PG_KILLS || 100),
   });
 });
