@@ -170,11 +170,6 @@ class CommitQueue {
     return typeof this.#store.write === 'function';
   }
 
-  /** Whether the store's writes are failing transiently: since when, and the last error (null when they work). */
-  get down() {
-    return this.#down === null ? null : { ...this.#down };
-  }
-
   /** Whether no write is in flight or waiting. */
   get idle() {
     return this.#writing === null && this.#pending.length === 0;

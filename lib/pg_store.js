@@ -27,6 +27,17 @@
 // batch applies nothing, the others of its transaction land, and a takeover
 // waits for the transaction that holds the row. One transaction is in flight
 // at a time, FIFO, so a name's batches apply in the order they were handed over.
+// A batch is checked against the store's limits and its parameters built in
+// write(), before it joins a transaction: one that cannot be written is
+// refused alone (ERR_STORE_LIMIT) and the others of its turn land.
+//
+// Faults. Every client checked out has an 'error' listener and is released
+// broken after a failure, so a reset or a server restart never crashes the
+// process; errors say whether they are transient (err.transient: the same
+// batch may land later, and the runtime tries a durable task's COMMIT again).
+// A transaction left idle (its holder paused) is ended by PostgreSQL after
+// idle_in_transaction_session_timeout, and lease statements wait for a row
+// lock at most lock_timeout, so a paused holder holds no acquire past them.
 //
 // Reads. PostgreSQL cannot be read synchronously from the loop, so
 // reader(name) answers from the name's keyed rows loaded by acquire(), kept
@@ -1372,4 +1383,4 @@ class PostgresStore {
   }
 }
 
-module.exports = { PostgresStore, isTransient };
+module.exports = { PostgresStore };
