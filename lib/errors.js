@@ -113,8 +113,8 @@ const byCode = {
   ERR_STORE_LOCKED: StoreError,
   ERR_STORE_CORRUPT: StoreError,
   ERR_STORE_TIMEOUT: StoreError,
-  ERR_STORE_LIMIT: StoreError,
   ERR_FLEET_TIMEOUT: StoreError,
+  ERR_STORE_LIMIT: StoreError,
 };
 
 // "[string \"x\"]:3: msg" or "name:3: msg" -> { source, line }

@@ -37,17 +37,17 @@ function durableRetentionOf(v) {
 
 /**
  * What the store declares it takes (its optional `limits`: docs/persistence.md
- * #what-a-store-takes), checked: Lua refuses a key or value past them at the
+ * #store-limits), checked: Lua refuses a key or value past them at the
  * call (tasks.store.set, COMMIT) instead of the store refusing a whole batch.
  * @param {object} store
- * @returns {{ maxKeyBytes?: number, maxValueBytes?: number, keyForbidsNul: boolean }}
+ * @returns {{ maxKeyBytes?: number, maxValueBytes?: number, maxBatchBytes?: number, keyForbidsNul: boolean }}
  */
 function storeLimitsOf(store) {
   const limits = store.limits;
   if (limits === undefined) return { keyForbidsNul: false };
   if (limits === null || typeof limits !== 'object') throw invalidType('store.limits', 'an object', limits);
   const out = { keyForbidsNul: false };
-  for (const field of ['maxKeyBytes', 'maxValueBytes']) {
+  for (const field of ['maxKeyBytes', 'maxValueBytes', 'maxBatchBytes']) {
     const v = limits[field];
     if (v === undefined) continue;
     if (!Number.isSafeInteger(v) || v < 1) {

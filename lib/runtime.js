@@ -150,7 +150,14 @@ class Runtime extends EventEmitter {
     if (persist) {
       this.#name = persist.name;
       this.#lease = persist.lease;
-      this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
+      this.#commits = new CommitQueue(
+        this.#native,
+        persist.store,
+        persist.name,
+        persist.storeTimeout,
+        persist.lease,
+        (e) => this.#storeHealth(e),
+      );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
       this.#durable = persist.durable;
@@ -164,10 +171,22 @@ class Runtime extends EventEmitter {
 
   // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
   // Key 0: durable tasks journaled records, to be written soon.
-  static #dispatchCommit = (rt, _bytes, settle, key, token) => {
+  static #dispatchCommit = (rt, durable, settle, key, token) => {
     if (key === 0) rt.#commits.flushSoon();
-    else rt.#commits.request({ settle, key, token });
+    else rt.#commits.request({ settle, key, token, durable: durable === true });
   };
+
+  // The store's writes fail transiently (a durable committer waits for them
+  // to work again), or work again: 'storehealth' (docs/persistence.md#faults).
+  #storeHealth(event) {
+    if (this.listenerCount('storehealth') > 0) this.emit('storehealth', event);
+    else if (!event.ok) {
+      process.emitWarning(
+        `lua-tasks: the store's writes of "${this.#name}" fail (${event.error && event.error.message}); durable tasks wait for it and retry.`,
+        { code: 'LUA_TASKS_STORE' },
+      );
+    }
+  }
 
   /**
    * Creates a runtime with a persistent `tasks.state`, restored from the

@@ -177,6 +177,14 @@ function looksLikeSnapshot(bytes) {
   return bytes.length >= 5 && bytes.subarray(0, 4).equals(SNAPSHOT_MAGIC) && SNAPSHOT_VERSIONS.includes(bytes[4]);
 }
 
+// DirectoryStore.prototype.limits.
+const DIRECTORY_LIMITS = Object.freeze({
+  maxKeyBytes: 64 * 1024,
+  maxValueBytes: 256 * 1024 * 1024,
+  maxBatchBytes: 768 * 1024 * 1024,
+  keyForbidsNul: false,
+});
+
 // (store) -> its NativeStore, opened: for the tests' fault injection only.
 let nativeOf;
 
@@ -213,6 +221,18 @@ class DirectoryStore {
   /** The key spaces this store keeps (docs/design.md#the-store-interface): tasks.store, journals, inboxes. */
   get spaces() {
     return [1, 2, 3];
+  }
+
+  /**
+   * What one write may carry (docs/persistence.md#store-limits): SQLite
+   * keeps any bytes in a key (NUL too) and up to 1e9 bytes in a value
+   * (SQLITE_MAX_LENGTH); the bounds here leave room under that for the
+   * record's header and keep one write's copies (the writer thread's, the
+   * WAL's) well inside memory.
+   * @returns {{ maxKeyBytes: number, maxValueBytes: number, maxBatchBytes: number, keyForbidsNul: boolean }}
+   */
+  get limits() {
+    return DIRECTORY_LIMITS;
   }
 
   #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns

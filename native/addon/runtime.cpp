@@ -41,6 +41,9 @@ void SetPersistLimits(const Napi::Object& options, PersistLimits* limits) {
   v = SIZE_MAX;
   bytes(declared.Get("maxKeyBytes"), &v);
   limits->key_bytes = std::min(limits->key_bytes, v);
+  v = SIZE_MAX;
+  bytes(declared.Get("maxBatchBytes"), &v);  // what one COMMIT may carry: the pending writes too
+  limits->pending_bytes = std::min(limits->pending_bytes, v);
   limits->key_nul = !declared.Get("keyForbidsNul").ToBoolean();
 }
 
