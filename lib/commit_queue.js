@@ -11,6 +11,48 @@ const SLICE_MS = 4;
 
 const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 
+// A durable committer held back by a transient failure is tried again after
+// RETRY_MIN_MS, doubling up to RETRY_MAX_MS (with up to a quarter of jitter,
+// so the runtimes of a member that lost PostgreSQL do not come back at once).
+const RETRY_MIN_MS = 50;
+const RETRY_MAX_MS = 2000;
+
+// Node's socket errors: the store is not there (yet, again).
+const TRANSIENT_CODES = new Set([
+  'ERR_STORE_TIMEOUT',
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Whether a store's failure is transient: the same write may land later (the
+ * store says so with `err.transient`, or it is a timeout or a socket error).
+ * A limit (`ERR_STORE_LIMIT`), a fenced write (`ERR_STORE_LOCKED`) or any
+ * other error is permanent.
+ * @param {*} e the store's error
+ * @returns {boolean}
+ */
+function isTransient(e) {
+  if (!e || typeof e !== 'object') return false;
+  if (typeof e.transient === 'boolean') return e.transient;
+  return TRANSIENT_CODES.has(e.code);
+}
+
+// The writes a store refused for good (err.refused, as PostgresStore gives
+// them): "space/key" of each, or null when the error names none.
+function refusedKeys(e) {
+  if (!e || typeof e !== 'object' || !Array.isArray(e.refused)) return null;
+  const out = new Set();
+  for (const r of e.refused) if (r && typeof r.key === 'string') out.add(`${r.space ?? 1}/${r.key}`);
+  return out;
+}
+
 /**
  * tasks.store's writes as the batch carries them, from native.takeWrites()'s
  * packed form ([keys, bytes, ends]: the values one after another in one
@@ -99,6 +141,11 @@ class CommitQueue {
   #keepOutcomes = false;
   #flushAsked = false; // flushSoon: a microtask will ask for a write
   #retry = null; // flushSoon after a failed write: the timer of its next try
+  #held = []; // durable committers whose write failed transiently: asked again when #heldTimer fires
+  #heldTimer = null;
+  #backoff = 0; // ms before the held committers are asked again (0: none failed since the last success)
+  #down = null; // { since, error } while writes fail transiently
+  #onHealth; // (event) => void: the store's writes failing transiently, or working again
 
   /**
    * @param {object} native the runtime's native object (lock, unlock, snapshotBegin/Step/Abort)
@@ -106,8 +153,11 @@ class CommitQueue {
    * @param {string} name the runtime's name in the store
    * @param {number} timeout ms a save may take (0: unbounded)
    * @param {{ token?: * } | null} lease the store's lease on the name, if it gives one
+   * @param {(event: { ok: boolean, error?: Error, since: number, downMs?: number }) => void} [onHealth]
+   *   told when writes begin to fail transiently (ok false) and when one lands again (ok true)
    */
-  constructor(native, store, name, timeout, lease) {
+  constructor(native, store, name, timeout, lease, onHealth) {
+    this.#onHealth = onHealth || (() => {});
     this.#native = native;
     this.#store = store;
     this.#name = name;
@@ -126,8 +176,10 @@ class CommitQueue {
   }
 
   /**
-   * Asks for a durable snapshot. `task`: { settle, key, token } for a task's
-   * COMMIT (told through settle), or undefined for rt.commit().
+   * Asks for a durable snapshot. `task`: { settle, key, token, durable } for a
+   * task's COMMIT (told through settle), or undefined for rt.commit(). A
+   * durable task's COMMIT whose write fails transiently is not told: it is
+   * asked again, with backoff, until a write lands or fails for good.
    * @returns {Promise<void>|undefined} for rt.commit(): resolves once
    *   written, or rejects ERR_COMMIT_FAILED; for a task, nothing (settle tells it)
    */
@@ -242,7 +294,10 @@ class CommitQueue {
       'ERR_RUNTIME_CLOSED',
       `The runtime "${this.#name}" was closed before this commit's snapshot was taken: nothing was written for it.`,
     );
-    for (const m of this.#pending.splice(0)) CommitQueue.#settled(m, err);
+    if (this.#heldTimer) clearTimeout(this.#heldTimer);
+    this.#heldTimer = null;
+    // Held durable committers: their journal goes on at the next open.
+    for (const m of [...this.#pending.splice(0), ...this.#held.splice(0)]) CommitQueue.#settled(m, err);
     this.#outcomes.clear();
     return this.#writing ? this.#writing : Promise.resolve();
   }
@@ -308,24 +363,66 @@ class CommitQueue {
       error = e;
     }
     unlock();
+    const cause = error === null ? null : error.cause !== undefined ? error.cause : error;
+    const transient = error !== null && isTransient(cause);
+    // A failed batch's writes go into the next COMMIT's, unless set again
+    // since; those the store refused for good are dropped (they would fail
+    // every later COMMIT of the runtime), and the refusal says which.
+    const refused = error === null ? null : refusedKeys(cause);
+    const kept = (list) => (refused === null ? list : list.filter((w) => !refused.has(`${w.space ?? 1}/${w.key}`)));
     if (keyed && !this.#closed) {
-      // A failed batch's writes go into the next COMMIT's, unless set again since.
       if (error === null) native.confirmWrites();
-      else native.putBackWrites(keyed);
+      else native.putBackWrites(kept(keyed));
     }
-    if (journal && error !== null && !this.#closed) native.putBackJournal(journal);
+    if (journal && error !== null && !this.#closed) native.putBackJournal(kept(journal));
+    this.#health(error, transient);
     for (const m of group) {
+      if (transient && m.task && m.task.durable && !this.#closed) {
+        this.#held.push(m); // its task stays at its COMMIT (or wait): asked again soon
+        continue;
+      }
       if (m.task && !this.#closed) {
         m.task.settle(m.task.key, m.task.token, error === null, error === null ? undefined : error);
       }
       CommitQueue.#settled(m, error);
     }
+    if (this.#held.length > 0) this.#askHeldAgain();
     if (!this.#keepOutcomes) {
       // Let the outcome promises settle first; a task that is cancelled
       // after this point was told its COMMIT's result already.
       await null;
-      for (const m of group) if (m.task) this.#outcomes.delete(m.task.key);
+      for (const m of group) if (m.task && m.ok !== undefined) this.#outcomes.delete(m.task.key);
     }
+  }
+
+  // Writes failing transiently, and working again, are told once each.
+  #health(error, transient) {
+    if (error === null) {
+      this.#backoff = 0;
+      if (this.#down === null) return;
+      const { since } = this.#down;
+      this.#down = null;
+      this.#onHealth({ ok: true, since, downMs: Date.now() - since });
+    } else if (transient && this.#down === null) {
+      this.#down = { since: Date.now(), error };
+      this.#onHealth({ ok: false, error, since: this.#down.since });
+    } else if (transient) {
+      this.#down.error = error;
+    }
+  }
+
+  // The held committers are asked again after the backoff (a timer that
+  // keeps the process alive: they are work in progress).
+  #askHeldAgain() {
+    if (this.#heldTimer || this.#closed) return;
+    this.#backoff = Math.min(this.#backoff === 0 ? RETRY_MIN_MS : this.#backoff * 2, RETRY_MAX_MS);
+    const ms = this.#backoff + Math.floor(Math.random() * (this.#backoff / 4));
+    this.#heldTimer = setTimeout(() => {
+      this.#heldTimer = null;
+      if (this.#closed || this.#held.length === 0) return;
+      this.#pending.push(...this.#held.splice(0));
+      if (this.#writing === null && this.#next === null) this.#write();
+    }, ms);
   }
 
   // The snapshot, encoded a slice at a time while the lock is held.
@@ -354,6 +451,15 @@ class CommitQueue {
         { cause: e },
       );
     }
+    if (e && e.code === 'ERR_STORE_LIMIT') {
+      // The refused writes are dropped (docs/persistence.md#store-limits): the
+      // runtime's later COMMITs do not carry them.
+      return makeError(
+        'ERR_STORE_LIMIT',
+        `COMMIT failed: ${reasonText(e).replace(/\.$/, '')}. The refused writes were dropped; the others of "${name}" go with its next COMMIT.`,
+        { cause: e, refused: e.refused },
+      );
+    }
     if (e && e.replaced === true) {
       // The store's own error may say all this already: its cause is the news.
       const text = reasonText(e.cause !== undefined ? e.cause : e);
@@ -371,4 +477,4 @@ class CommitQueue {
   }
 }
 
-module.exports = { CommitQueue, withTimeout, reasonText, nextTurn, SLICE_MS };
+module.exports = { CommitQueue, withTimeout, reasonText, nextTurn, isTransient, SLICE_MS };

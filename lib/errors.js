@@ -19,6 +19,7 @@ const codes = Object.freeze({
   ERR_STORE_LOCKED: 'ERR_STORE_LOCKED', // the name is open elsewhere (err.holder says where)
   ERR_STORE_CORRUPT: 'ERR_STORE_CORRUPT', // the saved snapshot does not read (checksum, truncation, format)
   ERR_STORE_TIMEOUT: 'ERR_STORE_TIMEOUT', // the store did not answer within storeTimeout
+  ERR_STORE_LIMIT: 'ERR_STORE_LIMIT', // a write past a persistence limit (maxValueBytes, maxPendingBytes, maxJournalBytes, the store's limits)
   ERR_MAILBOX_FULL: 'ERR_MAILBOX_FULL', // rt.send: the task's mailbox holds mailboxLimit messages
   ERR_FLEET_TIMEOUT: 'ERR_FLEET_TIMEOUT', // a fleet operation by name found no member that answered in time
   ERR_INVALID_ARG_TYPE: 'ERR_INVALID_ARG_TYPE',
@@ -113,6 +114,7 @@ const byCode = {
   ERR_STORE_CORRUPT: StoreError,
   ERR_STORE_TIMEOUT: StoreError,
   ERR_FLEET_TIMEOUT: StoreError,
+  ERR_STORE_LIMIT: StoreError,
 };
 
 // "[string \"x\"]:3: msg" or "name:3: msg" -> { source, line }

@@ -44,7 +44,6 @@ const OPS = ['spawn', 'send', 'resume', 'cancel', 'call', 'task'];
 // Waits a hibernated runtime can be closed at: a timer (woken by the index),
 // or something only an operation by name ends.
 const SLEEPING = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT', 'INDEFINITELY', 'RECEIVE', 'JOIN']);
-const TIMED = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT']);
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
@@ -122,8 +121,10 @@ function checkOp(name, op) {
  * A member of a fleet: hosts named runtimes on a shared PostgreSQL store and
  * serves operations by name for the whole fleet. Made by Fleet.join().
  * Events: 'activate' { name, token, reason, ms }, 'hibernate' { name, wakeAt },
- * 'lost' { name, token }, 'route' { name, op, ms }, 'error' (a background failure;
- * without a listener it becomes a process warning).
+ * 'lost' { name, token }, 'route' { name, op, ms }, 'storehealth' { name, ok, error?,
+ * since, downMs? } (a hosted runtime's writes fail transiently, or work again:
+ * docs/fleet.md#faults), 'error' (a background failure, an outage's first
+ * failed write included; without a listener it becomes a process warning).
  */
 class Member extends EventEmitter {
   #o;
@@ -375,6 +376,12 @@ class Member extends EventEmitter {
         await rt.close(); // left meanwhile: leave() saw this activation pending and waits for it
         this.#checkOpen();
       }
+      // Its store's writes failing transiently (PostgreSQL unreachable):
+      // told as the member's, once per outage and name.
+      rt.on('storehealth', (e) => {
+        if (this.listenerCount('storehealth') > 0) this.emit('storehealth', { name, ...e });
+        if (!e.ok) this.#report(e.error);
+      });
       const lease = this.#store.lease(name);
       entry.rt = rt;
       entry.token = lease ? lease.token : 0;
@@ -461,7 +468,9 @@ class Member extends EventEmitter {
     let wakeAt = null;
     for (const t of rt.tasks()) {
       if (t.status !== 'waiting' || !SLEEPING.has(t.waiting.instruction)) return false;
-      if (TIMED.has(t.waiting.instruction) && t.waiting.until) {
+      // Every deadline a waiting task has is its own wake time, whatever
+      // it waits for (a tasks.receive(timeout) too).
+      if (t.waiting.until) {
         const at = t.waiting.until.getTime();
         if (wakeAt === null || at < wakeAt) wakeAt = at;
       }

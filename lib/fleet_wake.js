@@ -40,6 +40,13 @@ class WakeIndex {
     // duplicate key in pg_type): members joining together take turns, under
     // the lock the store makes its tables under.
     const c = await pool.connect();
+    // While checked out a client's 'error' (its connection reset, the
+    // server restarting) is ours to hear: unheard, it kills the process.
+    let broken;
+    const onError = (e) => {
+      broken = broken || e;
+    };
+    c.on('error', onError);
     try {
       await c.query('BEGIN');
       await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${this.#schema}`]);
@@ -49,10 +56,12 @@ class WakeIndex {
       await c.query(`CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`);
       await c.query('COMMIT');
     } catch (e) {
+      broken = broken || e;
       await c.query('ROLLBACK').catch(() => {});
       throw e;
     } finally {
-      c.release();
+      c.removeListener('error', onError);
+      c.release(broken); // a client that failed is dropped, not handed back
     }
   }
 

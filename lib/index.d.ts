@@ -40,6 +40,12 @@ export interface RuntimeOptions {
   timeZone?: string;
   /** Messages a task's mailbox holds before rt.send throws ERR_MAILBOX_FULL (tasks.send raises). @default 1000 */
   mailboxLimit?: number;
+  /** Largest encoded value a script may persist (a tasks.store value, tasks.state, a journal record, a message); past it ERR_STORE_LIMIT. @default memoryLimit, else 2^30 */
+  maxValueBytes?: number;
+  /** tasks.store writes (keys and values) that may wait for a COMMIT; past it tasks.store.set raises ERR_STORE_LIMIT. @default memoryLimit, else no bound */
+  maxPendingBytes?: number;
+  /** Bytes one run of a durable task's journal may hold (payloads, 32 bytes a record besides); past it ERR_STORE_LIMIT (use tasks.continue_as_new). @default memoryLimit, else 64 MiB */
+  maxJournalBytes?: number;
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
@@ -126,6 +132,31 @@ export interface Store {
   locate?(name: string): string;
   /** The key spaces a keyed store keeps: durable tasks need 2 (journals) and 3 (inboxes). */
   readonly spaces?: readonly number[];
+  /** What one write may carry; a write outside it is refused alone (ERR_STORE_LIMIT). */
+  readonly limits?: StoreLimits;
+}
+
+/** What one write to a store may carry (docs/persistence.md#store-limits). */
+export interface StoreLimits {
+  /** UTF-8 bytes of a key. */
+  readonly maxKeyBytes: number;
+  /** Bytes of one value (and of the tasks.state snapshot). */
+  readonly maxValueBytes: number;
+  /** Bytes of one batch: snapshot, keys and values together. */
+  readonly maxBatchBytes: number;
+  /** Whether a key may not hold a NUL character (PostgreSQL text). */
+  readonly keyForbidsNul: boolean;
+}
+
+/** The runtime's store writes fail transiently (ok false), or land again (ok true). */
+export interface StoreHealth {
+  ok: boolean;
+  /** The last failure (ok false). */
+  error?: Error;
+  /** When the writes began to fail (ms since the epoch). */
+  since: number;
+  /** How long they failed (ok true). */
+  downMs?: number;
 }
 
 /** A batch of `DirectoryStore.write`: everything one COMMIT makes durable, all or nothing. */
@@ -160,6 +191,8 @@ export class DirectoryStore implements Store {
   readonly dir: string;
   /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
   readonly spaces: readonly number[];
+  /** Keys up to 65,536 bytes (NUL allowed), values up to 256 MiB, batches up to 768 MiB. */
+  readonly limits: StoreLimits;
   /** Takes the name (ERR_STORE_LOCKED with `holder` and `path` if it is open elsewhere) and migrates a `<name>.state` file. */
   acquire(name: string): Promise<StoreLease>;
   load(name: string): Promise<Buffer | null>;
@@ -202,6 +235,8 @@ export class PostgresStore implements Store {
   constructor(options: PostgresStoreOptions);
   /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
   readonly spaces: readonly number[];
+  /** Keys up to 2,048 bytes without NUL, values up to 64 MiB, batches up to 512 MiB. */
+  readonly limits: StoreLimits;
   /** Takes the name's lease (ERR_STORE_LOCKED with `holder` and `expiresAt` while another holder's runs). */
   acquire(name: string): Promise<StoreLease>;
   load(name: string): Promise<Buffer | null>;
@@ -354,6 +389,8 @@ export class Runtime extends EventEmitter {
   /** Frees the state at once; a write in flight goes on, and the name stays owned until it settles. */
   closeSync(): void;
   on(event: 'taskdone', listener: (task: Task, value: unknown) => void): this;
+  /** The store's writes fail transiently (durable tasks' COMMITs wait and retry), or land again. */
+  on(event: 'storehealth', listener: (health: StoreHealth) => void): this;
   /**
    * A task started from JS was cancelled (rt.cancel, task.cancel, its signal,
    * tasks.cancel in Lua, close); `error` is what its result rejects with:

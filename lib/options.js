@@ -27,6 +27,9 @@ const RUNTIME_OPTIONS = Object.freeze([
   'taskTimeout',
   'timeZone',
   'mailboxLimit',
+  'maxValueBytes',
+  'maxPendingBytes',
+  'maxJournalBytes',
 ]);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
@@ -71,6 +74,47 @@ function conversionLimitOf(given, memoryLimit) {
   }
   if (memoryLimit) return Math.min(4 * memoryLimit, Number.MAX_SAFE_INTEGER);
   return Math.floor(v8.getHeapStatistics().heap_size_limit / 4);
+}
+
+// The codec's own ceiling on one encoded value (native/core/state_codec.hpp).
+const MAX_ENCODED_VALUE = 2 ** 30;
+// The defaults without memoryLimit. A journal is bounded even then: every
+// record costs the store a row until the task ends, and ending it deletes
+// them all (64 MiB is about 1.5 million small records).
+const UNLIMITED = {
+  maxValueBytes: MAX_ENCODED_VALUE,
+  maxPendingBytes: Number.MAX_SAFE_INTEGER,
+  maxJournalBytes: 64 * 2 ** 20,
+};
+
+/**
+ * The persistence limits (docs/security.md#persistence-routes): each option
+ * as given, else tied to memoryLimit (an encoded value stays about the size
+ * it has in Lua, so a state under memoryLimit encodes under it too), else
+ * UNLIMITED's.
+ * @param {object} options
+ * @param {number|undefined} memoryLimit
+ * @returns {{ maxValueBytes: number, maxPendingBytes: number, maxJournalBytes: number }}
+ */
+function persistLimitsOf(options, memoryLimit) {
+  const out = {};
+  for (const name of ['maxValueBytes', 'maxPendingBytes', 'maxJournalBytes']) {
+    const v = options[name];
+    if (v === undefined) {
+      out[name] = memoryLimit ? Math.min(memoryLimit, UNLIMITED[name]) : UNLIMITED[name];
+      continue;
+    }
+    if (typeof v !== 'number') throw invalidType(`options.${name}`, 'a number of bytes', v);
+    const max = name === 'maxValueBytes' ? MAX_ENCODED_VALUE : Number.MAX_SAFE_INTEGER;
+    if (!Number.isSafeInteger(v) || v < 1 || v > max) {
+      throw makeError(
+        'ERR_OUT_OF_RANGE',
+        `The "options.${name}" option must be a positive integer number of bytes up to ${max === MAX_ENCODED_VALUE ? '2^30' : '2^53 - 1'}. Received ${typeName(v)}.`,
+      );
+    }
+    out[name] = v;
+  }
+  return out;
 }
 
 function normalizeOptions(options) {
@@ -187,6 +231,7 @@ function normalizeOptions(options) {
     out.memoryLimit = memoryLimit;
   }
   out.conversionLimit = conversionLimitOf(options.conversionLimit, out.memoryLimit);
+  Object.assign(out, persistLimitsOf(options, out.memoryLimit));
   if (print !== undefined && typeof print !== 'function') throw invalidType('options.print', 'a function', print);
   out.print = print || defaultPrint;
   return out;

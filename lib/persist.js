@@ -35,6 +35,38 @@ function durableRetentionOf(v) {
   return v;
 }
 
+/**
+ * What the store declares it takes (its optional `limits`: docs/persistence.md
+ * #store-limits), checked: Lua refuses a key or value past them at the
+ * call (tasks.store.set, COMMIT) instead of the store refusing a whole batch.
+ * @param {object} store
+ * @returns {{ maxKeyBytes?: number, maxValueBytes?: number, maxBatchBytes?: number, keyForbidsNul: boolean }}
+ */
+function storeLimitsOf(store) {
+  const limits = store.limits;
+  if (limits === undefined) return { keyForbidsNul: false };
+  if (limits === null || typeof limits !== 'object') throw invalidType('store.limits', 'an object', limits);
+  const out = { keyForbidsNul: false };
+  for (const field of ['maxKeyBytes', 'maxValueBytes', 'maxBatchBytes']) {
+    const v = limits[field];
+    if (v === undefined) continue;
+    if (!Number.isSafeInteger(v) || v < 1) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `The store's "limits.${field}" must be a positive integer number of bytes. Received ${typeName(v)}.`,
+      );
+    }
+    out[field] = v;
+  }
+  if (limits.keyForbidsNul !== undefined) {
+    if (typeof limits.keyForbidsNul !== 'boolean') {
+      throw invalidType('store.limits.keyForbidsNul', 'a boolean', limits.keyForbidsNul);
+    }
+    out.keyForbidsNul = limits.keyForbidsNul;
+  }
+  return out;
+}
+
 function storeCacheBytesOf(v) {
   if (v === undefined) return DEFAULT_STORE_CACHE_BYTES;
   if (!Number.isSafeInteger(v) || v < 0) {
@@ -166,6 +198,7 @@ async function openStore(options) {
         lease,
         storeTimeout: timeout,
         storeCacheBytes: cacheBytes,
+        storeLimits: storeLimitsOf(st),
         reader,
         setup,
         durableRetention: retention,
@@ -188,9 +221,13 @@ async function restore(native, bytes, name, where) {
     native.restoreBegin(bytes);
     while (!native.restoreStep(SLICE_MS)) await nextTurn();
   } catch (e) {
+    // A state that does not fit memoryLimit is intact: it stays as it is,
+    // and an open with a larger limit reads it.
+    const tooBig = e.code === 'ERR_MEMORY_LIMIT';
     throw makeError(
-      e.code === 'ERR_STORE_CORRUPT' ? e.code : 'ERR_STORE_CORRUPT',
-      `Cannot restore the saved state of runtime "${name}" from ${where}: ${stripPeriod(e.message)}.`,
+      tooBig ? e.code : 'ERR_STORE_CORRUPT',
+      `Cannot restore the saved state of runtime "${name}" from ${where}: ${stripPeriod(e.message)}.` +
+        (tooBig ? ' The saved state is left as it is: open the runtime with a larger memoryLimit to read it.' : ''),
       { cause: e },
     );
   }

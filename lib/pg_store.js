@@ -27,6 +27,17 @@
 // batch applies nothing, the others of its transaction land, and a takeover
 // waits for the transaction that holds the row. One transaction is in flight
 // at a time, FIFO, so a name's batches apply in the order they were handed over.
+// A batch is checked against the store's limits and its parameters built in
+// write(), before it joins a transaction: one that cannot be written is
+// refused alone (ERR_STORE_LIMIT) and the others of its turn land.
+//
+// Faults. Every client checked out has an 'error' listener and is released
+// broken after a failure, so a reset or a server restart never crashes the
+// process; errors say whether they are transient (err.transient: the same
+// batch may land later, and the runtime tries a durable task's COMMIT again).
+// A transaction left idle (its holder paused) is ended by PostgreSQL after
+// idle_in_transaction_session_timeout, and lease statements wait for a row
+// lock at most lock_timeout, so a paused holder holds no acquire past them.
 //
 // Reads. PostgreSQL cannot be read synchronously from the loop, so
 // reader(name) answers from the name's keyed rows loaded by acquire(), kept
@@ -49,6 +60,29 @@ const SCHEMA_RE = /^[a-z_][a-z0-9_]{0,62}$/;
 // this host whose process is gone (its socket closes at once, its backend
 // ends a moment later).
 const DEAD_HOLDER_WAIT_MS = 3000;
+
+// What one write may carry (the store's `limits`, docs/persistence.md). Keys
+// are text: PostgreSQL's text cannot hold NUL, and a key is a btree entry,
+// which must fit in a third of a page (8 KiB pages: ~2,700 bytes with the
+// name and space beside it). Values travel as raw bytes (binary parameters,
+// never bytea's hex text, which doubles them inside one V8 string); a value's
+// bound keeps its copies (the Bind message, the backend's) small against
+// PostgreSQL's 1 GB per message and per field, and a batch's total under it.
+const LIMITS = Object.freeze({
+  maxKeyBytes: 2048,
+  maxValueBytes: 64 * 1024 * 1024,
+  maxBatchBytes: 512 * 1024 * 1024,
+  keyForbidsNul: true,
+});
+
+// node-pg's own parameter conversion (what client.query applies to each value).
+function loadPgUtils() {
+  try {
+    return require('pg/lib/utils').prepareValue;
+  } catch {
+    return (v) => v; // a pg without it: client.query converts them
+  }
+}
 
 /** The `pg` package, required at first use. */
 function loadPg() {
@@ -164,12 +198,6 @@ function checkBatch(batch) {
         `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
       );
     }
-    if (w.key.includes('\0')) {
-      throw makeError(
-        'ERR_INVALID_ARG_VALUE',
-        `The key ${JSON.stringify(w.key)} of "${name}" holds a NUL character, which PostgreSQL text cannot keep.`,
-      );
-    }
     const space = w.space === undefined ? 1 : w.space;
     if (!Number.isInteger(space) || space < 1 || space > 2 ** 31 - 1) {
       throw makeError(
@@ -264,6 +292,112 @@ function alive(pid) {
 
 // A PostgreSQL error (it has a SQLSTATE): the connection is still usable.
 const isSqlError = (e) => Boolean(e) && typeof e.code === 'string' && /^[0-9A-Z]{5}$/.test(e.code);
+// An SQL error that ends its session (FATAL: admin_shutdown, a connection
+// failure, an idle transaction timed out): nothing more runs on it.
+const connectionGone = (e) => e.severity === 'FATAL' || /^(08|57P0)/.test(e.code) || e.code === '25P03';
+
+// SQLSTATEs that say "try again later", not "this batch is wrong": the
+// server is shutting down or restarting (57P01-57P03), out of connections
+// (53300) or resources (53xxx), the connection failed (08xxx), a lock or
+// statement timed out (55P03, 57014), a deadlock or serialization failure
+// (40001, 40P01), or the session sat idle in a transaction too long (25P03).
+const TRANSIENT_SQL = /^(08...|53...|57P0[123]|55P03|57014|40001|40P01|25P03)$/;
+// Node's socket errors: the server is not there (yet, again).
+const TRANSIENT_NET = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ECONNABORTED',
+  'EPIPE',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+]);
+
+/**
+ * Whether a failure of PostgreSQL is transient (the same write may succeed
+ * later): a broken or refused connection, a server shutting down, a timeout.
+ * node-pg's own "Connection terminated" errors carry no code: any error that
+ * is not an SQL error and not one of ours is the connection's.
+ * @param {*} e
+ * @returns {boolean}
+ */
+function isTransient(e) {
+  if (!e || typeof e !== 'object') return false;
+  if (e.transient === true) return true;
+  if (e.permanent === true) return false;
+  const code = typeof e.code === 'string' ? e.code : '';
+  if (TRANSIENT_NET.has(code) || TRANSIENT_SQL.test(code)) return true;
+  if (code.startsWith('ERR_') || isSqlError(e)) return false;
+  return /connection|terminat|timeout|socket/i.test(String(e.message));
+}
+
+const MiB = (n) => `${(n / 1048576).toFixed(n < 1048576 ? 3 : 1)} MiB`;
+
+/**
+ * The writes of a batch its store's limits refuse: [{ space, key, bytes,
+ * limit, what }] (none: it fits). `what`: 'key-nul', 'key-size',
+ * 'value-size', 'state-size', 'batch-size'.
+ */
+function overLimits(b, limits) {
+  const out = [];
+  let total = b.state ? b.state.byteLength : 0;
+  if (b.state && b.state.byteLength > limits.maxValueBytes) {
+    out.push({ space: 0, key: null, bytes: b.state.byteLength, limit: limits.maxValueBytes, what: 'state-size' });
+  }
+  for (const w of b.writes) {
+    const keyBytes = Buffer.byteLength(w.key);
+    total += keyBytes + (w.value ? w.value.byteLength : 0);
+    if (limits.keyForbidsNul && w.key.includes('\0')) {
+      out.push({ space: w.space, key: w.key, bytes: keyBytes, limit: null, what: 'key-nul' });
+    } else if (keyBytes > limits.maxKeyBytes) {
+      out.push({ space: w.space, key: w.key, bytes: keyBytes, limit: limits.maxKeyBytes, what: 'key-size' });
+    } else if (w.value && w.value.byteLength > limits.maxValueBytes) {
+      out.push({
+        space: w.space,
+        key: w.key,
+        bytes: w.value.byteLength,
+        limit: limits.maxValueBytes,
+        what: 'value-size',
+      });
+    }
+  }
+  if (out.length === 0 && total > limits.maxBatchBytes) {
+    // No one write is at fault: the batch as a whole is dropped.
+    for (const w of b.writes) {
+      out.push({ space: w.space, key: w.key, bytes: total, limit: limits.maxBatchBytes, what: 'batch-size' });
+    }
+    if (out.length === 0) {
+      out.push({ space: 0, key: null, bytes: total, limit: limits.maxBatchBytes, what: 'batch-size' });
+    }
+  }
+  return out;
+}
+
+// The refusal of a batch by the store's limits: ERR_STORE_LIMIT naming the
+// first write at fault, its size and the limit; `refused` lists them all.
+function limitError(b, refused) {
+  const r = refused[0];
+  const where =
+    r.space === 1
+      ? `tasks.store key ${JSON.stringify(r.key)}`
+      : r.key === null
+        ? 'the tasks.state snapshot'
+        : `record ${JSON.stringify(r.key)} (space ${r.space})`;
+  const why =
+    {
+      'key-nul': `${where} holds a NUL character, which PostgreSQL text cannot keep (limits.keyForbidsNul)`,
+      'key-size': `the key of ${where} is ${r.bytes} bytes, over limits.maxKeyBytes (${r.limit})`,
+      'batch-size': `the batch is ${MiB(r.bytes)}, over limits.maxBatchBytes (${MiB(r.limit)}): commit less at a time`,
+    }[r.what] || `${where} is ${MiB(r.bytes)}, over limits.maxValueBytes (${MiB(r.limit)})`;
+  const more = refused.length > 1 ? ` (${refused.length} writes refused in all)` : '';
+  return makeError(
+    'ERR_STORE_LIMIT',
+    `The batch of "${b.name}" was refused by PostgresStore: ${why}${more}. Nothing of it was written: PostgresStore can never take such a write.`,
+    { refused, permanent: true },
+  );
+}
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
@@ -273,10 +407,13 @@ const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
  */
 function laterRefused(b, earlier) {
   const message = `The batch of "${b.name}"${b.seq === undefined ? '' : ` (seq ${b.seq})`} was not written: an earlier batch of "${b.name}" failed (${earlier.message}), and this one was taken after it.`;
-  if (typeof earlier.code === 'string' && earlier.code.startsWith('ERR_')) {
-    return makeError(earlier.code, message, { cause: earlier });
+  // Refused for the earlier one's sake: transient if that was (this one may
+  // land when tried again), never a limit of its own.
+  const transient = isTransient(earlier);
+  if (typeof earlier.code === 'string' && earlier.code.startsWith('ERR_') && earlier.code !== 'ERR_STORE_LIMIT') {
+    return makeError(earlier.code, message, { cause: earlier, transient });
   }
-  return Object.assign(new Error(message), { code: earlier.code, cause: earlier });
+  return Object.assign(new Error(message), { code: transient ? earlier.code : undefined, cause: earlier, transient });
 }
 
 /**
@@ -322,6 +459,8 @@ class PostgresStore {
   #releasing = new Set(); // release()s in progress
   #stats = { transactions: 0, batches: 0 };
   #closed = false;
+  #idleTxMs; // idle_in_transaction_session_timeout of the store's transactions
+  #lockTimeoutMs; // lock_timeout of its lease queries
 
   /** @param {PostgresStoreOptions} options */
   constructor(options) {
@@ -339,8 +478,18 @@ class PostgresStore {
       this.#connection = pool.options && typeof pool.options === 'object' ? pool.options : null;
     }
     // An idle connection that breaks (the server restarted) is dropped by the
-    // pool and replaced at the next query: nothing to report then.
-    if (this.#ownPool) this.#pool.on('error', () => {});
+    // pool and replaced at the next query: nothing to report then. A pool
+    // given with no listener gets one too: an unheard 'error' of one of the
+    // store's idle connections would kill the process.
+    if (this.#ownPool || (typeof this.#pool.listenerCount === 'function' && this.#pool.listenerCount('error') === 0)) {
+      if (typeof this.#pool.on === 'function') this.#pool.on('error', () => {});
+    }
+    // A session of the store's open transaction (its holder paused: SIGSTOP,
+    // a long GC) is ended by PostgreSQL after this, so its row locks never
+    // hold another member's acquire past the lease; lease queries wait for a
+    // row lock at most lockTimeoutMs (then the name counts as held).
+    this.#idleTxMs = Math.max(Math.floor(leaseMs / 2), 1000);
+    this.#lockTimeoutMs = Math.max(Math.floor(leaseMs / 4), 250);
     this.#target = this.#describe();
     const q = (table) => `"${schema}"."${PREFIX}${table}"`;
     this.#t = { meta: q('meta'), snapshots: q('snapshots'), kv: q('kv'), leases: q('leases') };
@@ -363,14 +512,18 @@ class PostgresStore {
     // stores of several); PostgreSQL cuts names at 63 bytes, so the schema
     // goes in as a hash, or two long schemas' statements would share a name.
     const s = createHash('sha256').update(this.#schema).digest('hex').slice(0, 16);
-    // $1 name, $2 token, $3 seq, $4 state, $5-$7 upserts (space, key, value), $8-$9 deletes (space, key)
+    // $1 name, $2 token, $3 seq, $4 state, $5-$9 upserts (space, key, the
+    // values one after another, each one's start (from 1) and length),
+    // $10-$11 deletes (space, key). The values travel as one binary bytea:
+    // a bytea[] parameter goes as hex text, twice their size in one string.
     const apply = (fence) => `WITH fence AS (${fence}),
       snap AS (INSERT INTO ${snapshots} (name, seq, bytes) SELECT $1, $3, $4 FROM fence WHERE $4::bytea IS NOT NULL
         ON CONFLICT (name) DO UPDATE SET seq = EXCLUDED.seq, bytes = EXCLUDED.bytes RETURNING 1),
       up AS (INSERT INTO ${kv} (name, space, key, value)
-        SELECT $1, u.space, u.key, u.value FROM fence, unnest($5::int[], $6::text[], $7::bytea[]) AS u(space, key, value)
+        SELECT $1, u.space, u.key, substring($7::bytea FROM u.start FOR u.len)
+        FROM fence, unnest($5::int[], $6::text[], $8::int[], $9::int[]) AS u(space, key, start, len)
         ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value RETURNING 1),
-      del AS (DELETE FROM ${kv} USING fence, unnest($8::int[], $9::text[]) AS d(space, key)
+      del AS (DELETE FROM ${kv} USING fence, unnest($10::int[], $11::text[]) AS d(space, key)
         WHERE ${kv}.name = $1 AND ${kv}.space = d.space AND ${kv}.key = d.key RETURNING 1)
       SELECT count(*)::int AS fenced FROM fence`;
     return {
@@ -386,8 +539,11 @@ class PostgresStore {
         name: `lua_tasks_take_${s}`,
         // Free, released, expired, or its holder's session ended ($3: this
         // store got the advisory lock, and the holder had held it).
-        text: `INSERT INTO ${leases} AS l (name, token, holder, locked, expires_at)
-          VALUES ($1, 1, $2, $3, now() + $4 * interval '1 millisecond')
+        // $5 lock_timeout: set before the row's lock is waited for (the
+        // source row is made first), for this statement only.
+        text: `WITH cfg AS (SELECT set_config('lock_timeout', $5, true) AS t)
+          INSERT INTO ${leases} AS l (name, token, holder, locked, expires_at)
+          SELECT $1::text, 1, $2::jsonb, $3::boolean, now() + $4::float8 * interval '1 millisecond' FROM cfg
           ON CONFLICT (name) DO UPDATE SET token = l.token + 1, holder = EXCLUDED.holder,
             locked = EXCLUDED.locked, expires_at = EXCLUDED.expires_at
           WHERE l.holder IS NULL OR l.expires_at <= now() OR (l.locked AND $3)
@@ -395,7 +551,10 @@ class PostgresStore {
       },
       renew: {
         name: `lua_tasks_renew_${s}`,
-        text: `UPDATE ${leases} SET expires_at = now() + $3 * interval '1 millisecond', locked = locked OR $4
+        // locked = $4: the lock session may have ended since (a restart):
+        // the row says what holds now. $5 lock_timeout, as for take.
+        text: `UPDATE ${leases} SET expires_at = now() + $3 * interval '1 millisecond', locked = $4
+          FROM (SELECT set_config('lock_timeout', $5, true) AS t) cfg
           WHERE name = $1 AND token = $2 AND holder IS NOT NULL RETURNING expires_at`,
       },
     };
@@ -423,22 +582,30 @@ class PostgresStore {
   #connectFailed(e) {
     return Object.assign(
       new Error(`Cannot connect to PostgreSQL (${this.#target}): ${e && e.message ? e.message : String(e)}`),
-      { code: e && e.code, cause: e },
+      { code: e && e.code, cause: e, transient: isTransient(e) },
     );
   }
 
   // fn(client) on a connection of the pool; a connection that saw an error
   // is dropped rather than handed back (it may be mid-transaction or broken).
+  // The listener is there while the client is checked out: node-pg emits
+  // 'error' on a client whose connection breaks (a reset, the server's
+  // restart, pg_terminate_backend), and an unheard 'error' kills the process.
   async #with(fn) {
     const client = await this.#connect();
-    let failed = false;
+    let broken = null;
+    const onError = (e) => {
+      broken = broken || e || new Error('connection error');
+    };
+    client.on('error', onError);
     try {
       return await fn(client);
     } catch (e) {
-      failed = true;
+      broken = broken || e || new Error('query failed');
       throw e;
     } finally {
-      client.release(failed ? true : undefined);
+      client.removeListener('error', onError);
+      client.release(broken || undefined);
     }
   }
 
@@ -500,8 +667,20 @@ class PostgresStore {
       this.#lock = (async () => {
         let client;
         let release = null;
+        // The session is gone, and its locks with it: the next lock query
+        // opens another, and each lease's next renewal takes its lock again
+        // (until then its row says unlocked, so no member reads the missing
+        // lock as its holder's death). The leases stand until they expire
+        // or are taken over.
+        const gone = () => {
+          if (this.#lockClient !== client) return;
+          this.#lockClient = null;
+          this.#lock = null;
+          for (const lease of this.#leases.values()) lease.locked = false;
+        };
         if (this.#connection) {
           client = new this.#pg.Client(this.#connection);
+          client.on('error', gone); // from the start: a reset during connect() is heard too
           try {
             await client.connect();
           } catch (e) {
@@ -509,16 +688,10 @@ class PostgresStore {
           }
         } else {
           client = await this.#connect(); // a pool without options: keep one of its connections
+          client.on('error', gone);
           release = () => client.release(true);
         }
-        client.on('error', () => {
-          // The session is gone, and its locks with it: the next acquire opens
-          // another. The leases stand until they expire or are taken over.
-          if (this.#lock && this.#lockClient === client) this.#lock = null;
-        });
-        client.on('end', () => {
-          if (this.#lock && this.#lockClient === client) this.#lock = null;
-        });
+        client.on('end', gone);
         this.#lockClient = client;
         this.#lockRelease = release;
         const socket = client.connection && client.connection.stream;
@@ -644,8 +817,13 @@ class PostgresStore {
           .rows[0].got;
         const sent = Date.now();
         const { rows } = await this.#with((c) =>
-          c.query({ ...this.#sql.take, values: [name, lease.holder, got, this.#leaseMs] }),
-        );
+          c.query({ ...this.#sql.take, values: [name, lease.holder, got, this.#leaseMs, `${this.#lockTimeoutMs}ms`] }),
+        ).catch((e) => {
+          // Its row is locked by a transaction that outlasted lock_timeout
+          // (its holder is paused or slow): held, as far as we can tell now.
+          if (e && e.code === '55P03') return { rows: [] };
+          throw e;
+        });
         if (rows.length) {
           lease.token = Number(rows[0].token);
           lease.expiresAt = rows[0].expires_at;
@@ -712,7 +890,10 @@ class PostgresStore {
       }
       const sent = Date.now();
       const { rows } = await this.#with((c) =>
-        c.query({ ...this.#sql.renew, values: [lease.name, lease.token, this.#leaseMs, got] }),
+        c.query({
+          ...this.#sql.renew,
+          values: [lease.name, lease.token, this.#leaseMs, lease.locked || got, `${this.#lockTimeoutMs}ms`],
+        }),
       );
       if (rows.length) {
         lease.expiresAt = rows[0].expires_at;
@@ -833,7 +1014,21 @@ class PostgresStore {
       );
     }
     if (lease && seq !== undefined && seq < lease.lastSeq) return lease.newest;
-    const entry = { b, lease, resolve: null, reject: null, done: null };
+    // Checked and built here, before any transaction: a batch the store
+    // cannot take is refused alone, and the others of its turn still land.
+    const refused = overLimits(b, LIMITS);
+    if (refused.length > 0) throw limitError(b, refused);
+    let params;
+    try {
+      params = this.#params(b);
+    } catch (e) {
+      throw makeError(
+        'ERR_STORE_LIMIT',
+        `The batch of "${name}" was refused by PostgresStore: its parameters could not be built (${e && e.message}). Nothing of it was written.`,
+        { cause: e, permanent: true, refused: b.writes.map((w) => ({ space: w.space, key: w.key, what: 'params' })) },
+      );
+    }
+    const entry = { b, params, lease, resolve: null, reject: null, done: null };
     const written = new Promise((resolve, reject) => {
       entry.resolve = resolve;
       entry.reject = reject;
@@ -879,6 +1074,10 @@ class PostgresStore {
       // COMMIT leaves its outcome unknown, as the message says.
       const err = isSqlError(e) || (e && e.cause) ? e : this.#lostDuring(e);
       outcomes = group.map(() => err);
+    }
+    // Said on the error, for the runtime: a transient failure is tried again.
+    for (const err of outcomes) {
+      if (err && typeof err === 'object' && err.transient === undefined) err.transient = isTransient(err);
     }
     const failed = new Map(); // name -> the error of its first failed batch
     for (let i = 0; i < group.length; i++) {
@@ -930,14 +1129,14 @@ class PostgresStore {
     }
     const alone = group.length === 1 && this.#ownPool;
     try {
-      if (!alone) await c.query(this.#ownPool ? 'BEGIN' : 'BEGIN; SET LOCAL synchronous_commit = on');
+      if (!alone) await c.query(this.#begin());
       const outcomes = [];
-      for (const { b } of group) outcomes.push(await this.#statement(c, b));
+      for (const { b, params } of group) outcomes.push(await this.#statement(c, b, params));
       if (!alone) await c.query('COMMIT');
       return { outcomes, committed: true };
     } catch (e) {
       if (!alone) await c.query('ROLLBACK').catch(() => {});
-      if (!isSqlError(e)) throw e; // the connection broke: the transaction is gone
+      if (!isSqlError(e) || connectionGone(e)) throw e; // the connection broke: the transaction is gone
       if (alone) return { outcomes: [e], committed: false };
     }
     return this.#applySavepoints(c, group);
@@ -945,11 +1144,16 @@ class PostgresStore {
 
   #synced = new WeakSet(); // connections of the own pool with synchronous_commit on
 
+  // BEGIN, with the transaction's settings (one round trip).
+  #begin() {
+    return `BEGIN; SET LOCAL synchronous_commit = on; SET LOCAL idle_in_transaction_session_timeout = ${this.#idleTxMs}`;
+  }
+
   // One batch's statement: null if written, the refusal if its token is stale.
-  async #statement(c, b) {
+  async #statement(c, b, params) {
     const { rows } = await c.query({
       ...this.#sql[b.token === undefined ? 'unfenced' : 'fenced'],
-      values: this.#params(b),
+      values: params,
     });
     if (rows[0].fenced !== 0) return null;
     return makeError(
@@ -963,10 +1167,10 @@ class PostgresStore {
   async #applySavepoints(c, group) {
     const outcomes = new Array(group.length).fill(null);
     const failed = new Map();
-    await c.query('BEGIN; SET LOCAL synchronous_commit = on');
+    await c.query(this.#begin());
     try {
       for (let i = 0; i < group.length; i++) {
-        const { b } = group[i];
+        const { b, params } = group[i];
         const earlier = failed.get(b.name);
         if (earlier) {
           outcomes[i] = laterRefused(b, earlier);
@@ -974,10 +1178,10 @@ class PostgresStore {
         }
         await c.query('SAVEPOINT batch');
         try {
-          outcomes[i] = await this.#statement(c, b);
+          outcomes[i] = await this.#statement(c, b, params);
           await c.query('RELEASE SAVEPOINT batch');
         } catch (e) {
-          if (!isSqlError(e)) throw e;
+          if (!isSqlError(e) || connectionGone(e)) throw e;
           await c.query('ROLLBACK TO SAVEPOINT batch');
           await c.query('RELEASE SAVEPOINT batch');
           outcomes[i] = e;
@@ -997,25 +1201,41 @@ class PostgresStore {
       new Error(
         `The connection to PostgreSQL (${this.#target}) failed during a write transaction: ${e && e.message ? e.message : String(e)}. If it failed during COMMIT, PostgreSQL may have committed it.`,
       ),
-      { code: e && e.code, cause: e },
+      // Transient: the same batch written again is harmless (its rows are
+      // upserts and deletes of the same values).
+      { code: e && e.code, cause: e, transient: true },
     );
   }
 
+  // The statement's parameters, in the form node-pg sends (prepareValue:
+  // arrays become their text here, not inside the transaction), so that a
+  // batch whose parameters cannot be made fails alone, before BEGIN.
   #params(b) {
     const up = b.writes.filter((w) => w.value !== null);
     const del = b.writes.filter((w) => w.value === null);
-    return [
+    const starts = [];
+    let at = 1;
+    for (const w of up) {
+      starts.push(at);
+      at += w.value.byteLength;
+    }
+    const values = [
       b.name,
       b.token === undefined ? null : b.token,
       b.seq === undefined ? null : b.seq,
       b.state === null ? null : Buffer.from(b.state.buffer, b.state.byteOffset, b.state.byteLength),
       up.map((w) => w.space),
       up.map((w) => w.key),
-      up.map((w) => w.value),
+      Buffer.concat(up.map((w) => w.value)),
+      starts,
+      up.map((w) => w.value.byteLength),
       del.map((w) => w.space),
       del.map((w) => w.key),
     ];
+    return values.map((v) => (Array.isArray(v) ? this.#prepare(v) : v));
   }
+
+  #prepare = loadPgUtils();
 
   /** Checks the schema and makes its tables if missing (acquire() does it too). */
   async ready() {
@@ -1031,6 +1251,15 @@ class PostgresStore {
   /** The schema its tables are in. */
   get schema() {
     return this.#schema;
+  }
+
+  /**
+   * What one write may carry; larger or other writes are refused with
+   * ERR_STORE_LIMIT, alone (docs/persistence.md#store-limits).
+   * @returns {{ maxKeyBytes: number, maxValueBytes: number, maxBatchBytes: number, keyForbidsNul: boolean }}
+   */
+  get limits() {
+    return LIMITS;
   }
 
   /** The lease time in milliseconds. */

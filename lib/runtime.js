@@ -122,6 +122,9 @@ class Runtime extends EventEmitter {
    * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
    * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
    * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
+   * @param {number} [options.maxValueBytes] largest encoded value a script may persist (default memoryLimit, else 2^30)
+   * @param {number} [options.maxPendingBytes] tasks.store bytes that may wait for a COMMIT (default memoryLimit, else no bound)
+   * @param {number} [options.maxJournalBytes] bytes of one run of a durable journal, 32 a record besides its payload (default memoryLimit, else 64 MiB)
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -132,7 +135,12 @@ class Runtime extends EventEmitter {
     // idle runtime nothing references can be collected.
     const persist = options && options[PERSIST];
     this.#native = new binding.NativeRuntime(
-      { ...opts, hasStore: Boolean(persist), storeCacheBytes: persist ? persist.storeCacheBytes : undefined },
+      {
+        ...opts,
+        hasStore: Boolean(persist),
+        storeCacheBytes: persist ? persist.storeCacheBytes : undefined,
+        storeLimits: persist ? persist.storeLimits : undefined,
+      },
       opts.print,
       Runtime.#dispatchEnd,
       this,
@@ -142,7 +150,14 @@ class Runtime extends EventEmitter {
     if (persist) {
       this.#name = persist.name;
       this.#lease = persist.lease;
-      this.#commits = new CommitQueue(this.#native, persist.store, persist.name, persist.storeTimeout, persist.lease);
+      this.#commits = new CommitQueue(
+        this.#native,
+        persist.store,
+        persist.name,
+        persist.storeTimeout,
+        persist.lease,
+        (e) => this.#storeHealth(e),
+      );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
       this.#durable = persist.durable;
@@ -156,10 +171,22 @@ class Runtime extends EventEmitter {
 
   // A task yielded COMMIT: the queue writes a snapshot and wakes it through settle.
   // Key 0: durable tasks journaled records, to be written soon.
-  static #dispatchCommit = (rt, _bytes, settle, key, token) => {
+  static #dispatchCommit = (rt, durable, settle, key, token) => {
     if (key === 0) rt.#commits.flushSoon();
-    else rt.#commits.request({ settle, key, token });
+    else rt.#commits.request({ settle, key, token, durable: durable === true });
   };
+
+  // The store's writes fail transiently (a durable committer waits for them
+  // to work again), or work again: 'storehealth' (docs/persistence.md#faults).
+  #storeHealth(event) {
+    if (this.listenerCount('storehealth') > 0) this.emit('storehealth', event);
+    else if (!event.ok) {
+      process.emitWarning(
+        `lua-tasks: the store's writes of "${this.#name}" fail (${event.error && event.error.message}); durable tasks wait for it and retry.`,
+        { code: 'LUA_TASKS_STORE' },
+      );
+    }
+  }
 
   /**
    * Creates a runtime with a persistent `tasks.state`, restored from the

@@ -5,6 +5,9 @@
 // How and why (docs/persistence.md, The directory store):
 //   <dir>/lua-tasks.sqlite (+ -wal, -shm)  every name's data: tasks.state
 //                                    snapshots, keyed values, owners' tokens
+//   <dir>/lua-tasks.mark             the count of transactions acknowledged,
+//                                    outside the WAL (native/core/store_mark.hpp):
+//                                    an open whose database is behind it fails
 //   <dir>/<name>.lock                the owner's OS lock (flock, native/core/file_lock.hpp)
 //                                    and its record {"pid","host","thread","since","token"}
 //   <dir>/<name>.state               a snapshot of the store before v2: imported
@@ -32,9 +35,10 @@ const { makeError } = require('./errors');
 // The database's file name in the directory (native/core/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
 // What a snapshot file of the store before v2 starts with: "LTST" and its
-// format version (2: lua-tasks 0.1, no checksum; 3: checksummed).
+// format version (native/core/state_codec.cpp: 2, no checksum; 3,
+// checksummed; 4, with string references).
 const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
-const SNAPSHOT_VERSIONS = [2, 3];
+const SNAPSHOT_VERSIONS = [2, 3, 4];
 
 // Names become file names: keep them to a safe, portable alphabet.
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -173,8 +177,30 @@ function looksLikeSnapshot(bytes) {
   return bytes.length >= 5 && bytes.subarray(0, 4).equals(SNAPSHOT_MAGIC) && SNAPSHOT_VERSIONS.includes(bytes[4]);
 }
 
+// DirectoryStore.prototype.limits.
+const DIRECTORY_LIMITS = Object.freeze({
+  maxKeyBytes: 64 * 1024,
+  maxValueBytes: 256 * 1024 * 1024,
+  maxBatchBytes: 768 * 1024 * 1024,
+  keyForbidsNul: false,
+});
+
 // (store) -> its NativeStore, opened: for the tests' fault injection only.
 let nativeOf;
+
+// The stores whose NativeStore is open on this thread, closed at exit: a
+// process that ends with process.exit() runs no finalizer, and without a
+// close its last transactions would live in the -wal only (a lost -wal
+// would then lose them). close() checkpoints the -wal into the database.
+const live = new Set(); // WeakRef<DirectoryStore>
+const forget = new FinalizationRegistry((ref) => live.delete(ref));
+let closeAtExit;
+process.once('exit', () => {
+  for (const ref of live) {
+    const store = ref.deref();
+    if (store) closeAtExit(store);
+  }
+});
 
 /**
  * Stores every runtime's state of a directory in `<dir>/lua-tasks.sqlite`,
@@ -197,12 +223,26 @@ class DirectoryStore {
     return [1, 2, 3];
   }
 
+  /**
+   * What one write may carry (docs/persistence.md#store-limits): SQLite
+   * keeps any bytes in a key (NUL too) and up to 1e9 bytes in a value
+   * (SQLITE_MAX_LENGTH); the bounds here leave room under that for the
+   * record's header and keep one write's copies (the writer thread's, the
+   * WAL's) well inside memory.
+   * @returns {{ maxKeyBytes: number, maxValueBytes: number, maxBatchBytes: number, keyForbidsNul: boolean }}
+   */
+  get limits() {
+    return DIRECTORY_LIMITS;
+  }
+
   #leases = new Map(); // name -> { token, handle, lastSeq, newest, inflight, released }: names this store owns
   #native = null; // the NativeStore, opened at first use (the directory exists then)
   #closed = false;
+  #ref = new WeakRef(this); // this store's entry in `live` while its NativeStore is open
 
   static {
     nativeOf = (store) => store.#open();
+    closeAtExit = (store) => store.#native && store.#native.close();
   }
 
   /** @param {string} dir created if missing */
@@ -240,8 +280,9 @@ class DirectoryStore {
     return path.join(this.dir, `${name}.lock`);
   }
 
-  // The NativeStore, opened (with the directory) at first use.
-  #open() {
+  // The NativeStore, opened (with the directory) at first use. `name`: the
+  // runtime whose use opened it, named by an ERR_STORE_CORRUPT of the open.
+  #open(name) {
     if (this.#closed) {
       throw makeError(
         'ERR_INVALID_STATE',
@@ -250,7 +291,19 @@ class DirectoryStore {
     }
     if (!this.#native) {
       fsSync.mkdirSync(this.dir, { recursive: true });
-      this.#native = new binding.NativeStore(this.dir);
+      try {
+        this.#native = new binding.NativeStore(this.dir);
+      } catch (e) {
+        if (e && e.code === 'ERR_STORE_CORRUPT' && name !== undefined) {
+          throw makeError('ERR_STORE_CORRUPT', `Runtime "${name}" cannot be opened from ${this.dir}: ${e.message}`, {
+            path: e.path,
+            cause: e,
+          });
+        }
+        throw e;
+      }
+      live.add(this.#ref);
+      forget.register(this, this.#ref, this.#ref);
     }
     return this.#native;
   }
@@ -265,7 +318,10 @@ class DirectoryStore {
    *   included); `err.holder` is `{ pid, host, since, thread }`, or null when
    *   the holder has not written its record yet; `err.path` is the lock file.
    *   ERR_STORE_CORRUPT when `<name>.state` is not a snapshot (it is left as
-   *   it was). A system error (code, syscall, path) when a file cannot be used.
+   *   it was), or when the database is behind its high-water mark
+   *   (`lua-tasks.mark`: acknowledged transactions are missing, its -wal was
+   *   lost); the message names the name, what is missing and how to proceed.
+   *   A system error (code, syscall, path) when a file cannot be used.
    */
   async acquire(name) {
     const lockPath = this.#lockPath(name);
@@ -299,7 +355,7 @@ class DirectoryStore {
     this.#leases.set(name, lease);
     const release = () => this.#release(name, lease);
     try {
-      await this.#open().claim(name, token);
+      await this.#open(name).claim(name, token);
       await this.#migrate(name, { quiet: true });
     } catch (e) {
       await release();
@@ -313,7 +369,16 @@ class DirectoryStore {
     if (this.#leases.get(name) === lease) this.#leases.delete(name);
     // Writes already handed over land first: the next owner never has one
     // of them land over its own (its token would refuse them anyway).
-    lease.released = Promise.allSettled([...lease.inflight]).then(() => lease.handle.release());
+    lease.released = Promise.allSettled([...lease.inflight]).then(() => {
+      lease.handle.release();
+      // The store's last runtime closed: its -wal into the database, so a
+      // -wal lost from now on loses nothing. A failed checkpoint leaves the
+      // data in the -wal, durable and guarded by the mark: nothing to report.
+      if (this.#leases.size === 0 && this.#native && !this.#closed) {
+        return this.#native.checkpoint().catch(() => {});
+      }
+      return undefined;
+    });
     return lease.released;
   }
 
@@ -340,7 +405,7 @@ class DirectoryStore {
         { path: file },
       );
     }
-    await this.#open().importSnapshot(name, bytes);
+    await this.#open(name).importSnapshot(name, bytes);
     try {
       await fs.rename(file, `${file}.migrated`);
     } catch (e) {
@@ -355,7 +420,7 @@ class DirectoryStore {
   async load(name) {
     checkName(name);
     await this.#migrate(name);
-    return this.#open().load(name);
+    return this.#open(name).load(name);
   }
 
   /**
@@ -391,7 +456,8 @@ class DirectoryStore {
    *   until the promise settles (the values of `writes` are copied).
    * @returns {Promise<void>}
    * @throws ERR_STORE_LOCKED (refused: nothing of it written); the cause of a
-   *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's): nothing of it written.
+   *   failed transaction (its code: EIO, ENOSPC, ... or SQLite's; ENOENT when
+   *   the directory or its database was removed while open): nothing of it written.
    */
   async write(batch) {
     const b = checkBatch(batch);
@@ -405,7 +471,7 @@ class DirectoryStore {
       );
     }
     if (lease && seq !== undefined && seq < lease.lastSeq) return lease.newest;
-    const written = this.#open()
+    const written = this.#open(name)
       .write({ ...b, token: token ?? 0 })
       .catch((e) => {
         if (e && e.code === 'ERR_STORE_LOCKED') {
@@ -442,7 +508,7 @@ class DirectoryStore {
   reader(name) {
     checkName(name);
     // (the key spaces it keeps are DirectoryStore.prototype.spaces)
-    const native = () => this.#open();
+    const native = () => this.#open(name);
     return {
       get: (key, space = 1) => native().get(name, key, space),
       keys: (prefix = '', after = '', limit = -1, space = 1) =>
@@ -459,7 +525,9 @@ class DirectoryStore {
   }
 
   /**
-   * Finishes the writes handed over and closes the database connections.
+   * Finishes the writes handed over, checkpoints the -wal into the database
+   * and closes the database connections. (The last lease's release
+   * checkpoints too, and process exit closes every store still open.)
    * Idempotent. Release the leases first; the GC closes a store nothing
    * references, this closes it now.
    * @returns {Promise<void>}
@@ -469,7 +537,9 @@ class DirectoryStore {
     const inflight = [...this.#leases.values()].flatMap((l) => [...l.inflight]);
     await Promise.allSettled(inflight);
     this.#closed = true;
-    if (this.#native) this.#native.close();
+    live.delete(this.#ref);
+    forget.unregister(this.#ref);
+    if (this.#native) this.#native.close(); // checkpoints the -wal into the database
   }
 }
 

@@ -114,6 +114,7 @@ Napi::Function NativeStore::Init(Napi::Env env) {
                          InstanceMethod<&NativeStore::JS_load>("load"),
                          InstanceMethod<&NativeStore::JS_claim>("claim"),
                          InstanceMethod<&NativeStore::JS_importSnapshot>("importSnapshot"),
+                         InstanceMethod<&NativeStore::JS_checkpoint>("checkpoint"),
                          InstanceMethod<&NativeStore::JS_get>("get"),
                          InstanceMethod<&NativeStore::JS_keys>("keys"),
                          InstanceMethod<&NativeStore::JS_stats>("stats"),
@@ -331,6 +332,12 @@ Napi::Value NativeStore::JS_importSnapshot(const Napi::CallbackInfo& info) {
   std::string name = StringArg(info, 0, "The name");
   std::string bytes = BytesOf(env, info[1], "The snapshot");
   return Queue(env, StoreImport{name, std::move(bytes)}, Pending::Kind::kImport, name);
+}
+
+Napi::Value NativeStore::JS_checkpoint(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CheckOpen(env, "checkpoint");
+  return Queue(env, StoreCheckpoint{}, Pending::Kind::kCheckpoint, std::string());
 }
 
 Napi::Value NativeStore::JS_get(const Napi::CallbackInfo& info) {

@@ -23,10 +23,11 @@ namespace lua_tasks {
 //   load(name) -> Promise<Buffer|null>           on the writer thread, after the writes before it
 //   claim(name, token) -> Promise<void>          records the owner's fencing token
 //   importSnapshot(name, bytes) -> Promise<bool> a migrated snapshot, unless the name has one
+//   checkpoint() -> Promise<void>                the -wal into the database, truncated (after the writes before it)
 //   get(name, key) -> Buffer|null                synchronous: a read-only connection on this thread
 //   keys(name, prefix, after, limit) -> string[] synchronous, bytewise order
 //   stats() -> { transactions, batches }
-//   close()                                      finishes what was submitted, settles it; idempotent
+//   close()                                      finishes what was submitted, settles it, checkpoints; idempotent
 //   failNextTransactions(n)                      tests: the next n transactions fail at COMMIT
 // The writer's outcomes come back through a uv_async handle. A Worker that
 // exits with writes in flight stops the writer (it finishes them) and closes
@@ -42,7 +43,7 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   struct Handles;
   struct Pending {
     Napi::Promise::Deferred deferred;
-    enum class Kind : uint8_t { kWrite, kLoad, kClaim, kImport } kind;
+    enum class Kind : uint8_t { kWrite, kLoad, kClaim, kImport, kCheckpoint } kind;
     std::string name;
     Napi::Reference<Napi::Value> lent;  // a Buffer whose bytes the writer reads (StoreBatch::borrowed_state)
   };
@@ -51,6 +52,7 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   Napi::Value JS_load(const Napi::CallbackInfo& info);
   Napi::Value JS_claim(const Napi::CallbackInfo& info);
   Napi::Value JS_importSnapshot(const Napi::CallbackInfo& info);
+  Napi::Value JS_checkpoint(const Napi::CallbackInfo& info);
   Napi::Value JS_get(const Napi::CallbackInfo& info);
   Napi::Value JS_keys(const Napi::CallbackInfo& info);
   Napi::Value JS_stats(const Napi::CallbackInfo& info);

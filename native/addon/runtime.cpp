@@ -14,12 +14,38 @@
 #include "cron_schedule.hpp"
 #include "durable_journal.hpp"
 #include "lua_api_resolve.hpp"
+#include "persist_limits.hpp"
 #include "lua_value.hpp"
 #include "task_codes.hpp"
 
 namespace lua_tasks {
 
 namespace {
+
+// The persistence limits lib/options.js resolved (maxValueBytes, ...) and
+// what the store declares it takes (storeLimits, from lib/persist.js).
+void SetPersistLimits(const Napi::Object& options, PersistLimits* limits) {
+  const auto bytes = [](Napi::Value v, size_t* out) {
+    if (v.IsNumber()) *out = static_cast<size_t>(std::min(v.As<Napi::Number>().DoubleValue(), 1.8e19));
+  };
+  bytes(options.Get("maxValueBytes"), &limits->value_bytes);
+  bytes(options.Get("maxPendingBytes"), &limits->pending_bytes);
+  bytes(options.Get("maxJournalBytes"), &limits->journal_bytes);
+  limits->value_bytes = std::min(limits->value_bytes, kMaxStateBytes);
+  Napi::Value store = options.Get("storeLimits");
+  if (!store.IsObject()) return;
+  const Napi::Object declared = store.As<Napi::Object>();
+  size_t v = SIZE_MAX;
+  bytes(declared.Get("maxValueBytes"), &v);
+  limits->value_bytes = std::min(limits->value_bytes, v);
+  v = SIZE_MAX;
+  bytes(declared.Get("maxKeyBytes"), &v);
+  limits->key_bytes = std::min(limits->key_bytes, v);
+  v = SIZE_MAX;
+  bytes(declared.Get("maxBatchBytes"), &v);  // what one COMMIT may carry: the pending writes too
+  limits->pending_bytes = std::min(limits->pending_bytes, v);
+  limits->key_nul = !declared.Get("keyForbidsNul").ToBoolean();
+}
 
 // print(...) -> the JS print function (upvalue 1), one string per call, the
 // arguments joined by tabs as Lua's own print does. Pure Lua API: may raise.
@@ -141,6 +167,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   } else {
     core_->scheduler->set_default_zone(ProcessZone());
   }
+  SetPersistLimits(options, &core_->scheduler->persist_limits());
   Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/options.js checks)
   if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
   lua_State* L = core_->host->main();

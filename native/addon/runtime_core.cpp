@@ -8,6 +8,7 @@
 #include "convert.hpp"
 #include "errors.hpp"
 #include "js_ref.hpp"
+#include "persist_limits.hpp"
 #include "state_codec.hpp"
 #include "store_reader.hpp"
 #include "tasks_state.hpp"
@@ -123,14 +124,21 @@ bool LuaRunning(LuaHost* host) {
 
 }  // namespace
 
+std::string RuntimeCore::SnapshotError(const StateEncoder& encoder) const {
+  if (encoder.failure() == CodecFailure::kTooLarge) {
+    return encoder.error() + ": " + LimitAdvice("maxValueBytes", scheduler->persist_limits().value_bytes);
+  }
+  return encoder.error();
+}
+
 bool RuntimeCore::Snapshot(SnapshotBytes* out, std::string* error) {
   lua_State* L = host->current();
   LuaHost::HostSection section(host.get(), L);
   PushTasksState(L);
-  StateEncoder encoder(L, -1, "state");
+  StateEncoder encoder(L, -1, "state", scheduler->persist_limits().Encoding(host.get()));
   lua_pop(L, 1);
   if (encoder.Finish() != CodecProgress::kDone) {
-    *error = encoder.error();
+    *error = SnapshotError(encoder);
     return false;
   }
   *out = encoder.TakeBytes();
@@ -147,7 +155,7 @@ void RuntimeCore::BeginSnapshot() {
   {
     LuaHost::HostSection section(host.get(), L);  // a restore in progress finishes here
     PushTasksState(L);
-    encoder_ = std::make_unique<StateEncoder>(L, -1, "state");
+    encoder_ = std::make_unique<StateEncoder>(L, -1, "state", scheduler->persist_limits().Encoding(host.get()));
     lua_pop(L, 1);
     if (LuaRunning(host.get())) encoder_->Finish();
   }
@@ -174,9 +182,10 @@ bool RuntimeCore::StepSnapshot(int64_t budget_ns, SnapshotBytes* out) {
     case CodecProgress::kFailed:
       break;
   }
-  const std::string error = encoder_->error();
+  const std::string error = SnapshotError(*encoder_);
+  const bool too_large = encoder_->failure() == CodecFailure::kTooLarge;
   AbortSnapshot();
-  ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED", "COMMIT failed: " + error + ".");
+  ThrowError(Napi::Env(env), too_large ? "ERR_STORE_LIMIT" : "ERR_COMMIT_FAILED", "COMMIT failed: " + error + ".");
 }
 
 void RuntimeCore::AbortSnapshot() {
@@ -202,8 +211,11 @@ void RuntimeCore::BeginRestore(napi_value buffer) {
   lua_State* L = host->current();
   {
     LuaHost::HostSection section(host.get(), L);  // a snapshot in progress finishes here
-    decoder_ =
-        std::make_unique<StateDecoder>(L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length));
+    // Under the memory limit: a snapshot that cannot fit fails the open
+    // (ERR_MEMORY_LIMIT) and is left as it is, for an open with a larger one.
+    decoder_ = std::make_unique<StateDecoder>(
+        L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length),
+        Decoding(host.get()));
     // Unlike the encoder, the decoder does not mind Lua running beside it,
     // but it keeps the collector stopped while it is unfinished.
     if (LuaRunning(host.get())) AdvanceRestore(nullptr, 0);
@@ -306,7 +318,9 @@ void RuntimeCore::OnCommit(Task& task) {
     napi_value argv[5], fn, recv, ignored;
     napi_get_reference_value(env, commit_, &fn);
     napi_get_reference_value(env, owner_, &argv[0]);
-    napi_get_undefined(env, &argv[1]);
+    // Whether the committer is durable: a durable task's COMMIT outlives a
+    // transient store failure (lib/commit_queue.js retries it).
+    napi_get_boolean(env, task.durable, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);
     napi_create_uint32(env, task.NewAwaitToken(), &argv[4]);

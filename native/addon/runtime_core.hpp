@@ -63,6 +63,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // Encodes tasks.state at once into *out; false with *error if it cannot
   // persist. (snapshot(): the one-shot form of the job below.)
   bool Snapshot(SnapshotBytes* out, std::string* error);
+  // A failed snapshot's message: the encoder's, with the limit's advice
+  // when the state passed maxValueBytes.
+  std::string SnapshotError(const StateEncoder& encoder) const;
 
   // ---- Snapshot and restore in slices (runtime_persist.cpp's snapshot*/restore*) ----
   //

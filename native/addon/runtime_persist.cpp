@@ -11,6 +11,7 @@
 #include "convert.hpp"
 #include "durable_journal.hpp"
 #include "errors.hpp"
+#include "persist_limits.hpp"
 #include "state_codec.hpp"
 #include "store_reader.hpp"
 #include "tasks_state.hpp"
@@ -63,7 +64,7 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
   std::string error;
   CodecFailure failure;
   if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
-                   &failure)) {
+                   &failure, Decoding(core->host.get()))) {
     ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
   }
   SetTasksState(L, base + 1);

@@ -76,6 +76,8 @@ const char* ErrorCodeName(ErrorCode code) {
       return "ERR_COMMIT_FAILED";
     case ErrorCode::kNondeterminism:
       return "ERR_NONDETERMINISM";
+    case ErrorCode::kStoreLimit:
+      return "ERR_STORE_LIMIT";
   }
   return "ERR_LUA_RUNTIME";
 }

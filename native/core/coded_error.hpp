@@ -21,6 +21,7 @@ enum class ErrorCode : uint8_t {
   kBadYield,        // ERR_BAD_YIELD: a bad yield instruction, unit, duration, time or cron string
   kCommitFailed,    // ERR_COMMIT_FAILED: a COMMIT that cannot be made (no store)
   kNondeterminism,  // ERR_NONDETERMINISM: a durable task's replay met code that did something else
+  kStoreLimit,      // ERR_STORE_LIMIT: a write or journal record past a persistence limit (persist_limits.hpp)
 };
 const char* ErrorCodeName(ErrorCode code);
 

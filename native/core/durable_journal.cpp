@@ -2,6 +2,7 @@
 // Journal: what entered one durable task from outside, in order (see durable_journal.hpp).
 #include "durable_journal.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -43,6 +44,7 @@ const char* RecordKindName(RecordKind kind) {
 
 Journal::Journal(std::string id, std::vector<std::string> replay)
     : id_(std::move(id)), replay_(std::move(replay)), cursor_(replay_.empty() ? 0 : 1), seq_(replay_.size()) {
+  for (const std::string& r : replay_) bytes_ += r.size() + kRecordOverhead;
   if (cursor_ >= replay_.size()) EndReplay();
 }
 
@@ -86,6 +88,7 @@ std::string Journal::Seal(RecordKind kind, std::string_view payload, std::option
 void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
                      std::optional<std::string_view> identity) {
   out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload, identity)});
+  bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
 }
 
 std::string_view Journal::SplitIdentity(std::string_view payload, std::optional<std::string_view>* identity) {
@@ -117,6 +120,7 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
   out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kStart, start)});
   seq_ = 1;
+  bytes_ = start.size() + kRecordOverhead;
   EndReplay();
 }
 
@@ -174,10 +178,20 @@ namespace {
 constexpr char kScalars = 1;
 enum : char { kNil, kFalse, kTrue, kInteger, kFloat, kString };
 
+// Strings past this many bytes in all take the codec, which writes a
+// repeated string once (return s, s, s ... of one big string).
+constexpr size_t kMaxScalarStringBytes = 4096;
+
 bool AllScalars(lua_State* L, int first, int n) {
+  size_t strings = 0;
   for (int i = 0; i < n; ++i) {
     const int t = lua_type(L, first + i);
-    if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER && t != LUA_TSTRING) return false;
+    if (t == LUA_TSTRING) {
+      strings += lua_rawlen(L, first + i);
+      if (strings > kMaxScalarStringBytes) return false;
+    } else if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER) {
+      return false;
+    }
   }
   return true;
 }
@@ -269,11 +283,19 @@ int PushScalars(lua_State* L, std::string_view in, std::string* error) {
 
 }  // namespace
 
-bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
+bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, const CodecGuard& guard,
+                  CodecFailure* failure) {
   const int first = lua_gettop(L) - n + 1;
   if (AllScalars(L, first, n)) {
     EncodeScalars(L, first, n, out);
-    return true;
+    if (out->size() <= guard.max_bytes) {
+      if (failure != nullptr) *failure = CodecFailure::kNone;
+      return true;
+    }
+    out->clear();
+    *error = "value: encodes to more than " + std::to_string(guard.max_bytes) + " bytes";
+    if (failure != nullptr) *failure = CodecFailure::kTooLarge;
+    return false;
   }
   lua_createtable(L, n, 1);
   for (int i = 0; i < n; ++i) {
@@ -282,7 +304,7 @@ bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error) {
   }
   lua_pushinteger(L, n);
   lua_setfield(L, -2, "n");
-  const bool ok = EncodeState(L, -1, out, error, "value");
+  const bool ok = EncodeState(L, -1, out, error, "value", guard, failure);
   lua_pop(L, 1);
   return ok;
 }
@@ -308,9 +330,9 @@ void PushErrorMessage(lua_State* L, int idx) {
   }
 }
 
-int PushValues(lua_State* L, std::string_view payload, std::string* error) {
+int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard) {
   if (!payload.empty() && payload[0] == kScalars) return PushScalars(L, payload, error);
-  if (!DecodeState(L, payload, error)) return -1;
+  if (!DecodeState(L, payload, error, nullptr, guard)) return -1;
   if (!lua_istable(L, -1)) {
     lua_pop(L, 1);
     *error = "a journal record that is not a list of values";

@@ -30,6 +30,7 @@
 #include <lua.hpp>
 
 #include "keyed_store.hpp"
+#include "state_codec.hpp"
 #include "yield_instruction.hpp"
 
 namespace lua_tasks {
@@ -77,6 +78,12 @@ class Journal {
   const std::string& id() const { return id_; }
   // Records written so far (the next record's seq).
   size_t size() const { return seq_; }
+  // Bytes of this run's records (replayed and appended), each its payload
+  // and kRecordOverhead: what maxJournalBytes bounds (persist_limits.hpp).
+  size_t bytes() const { return bytes_; }
+  // What a record costs the store beyond its payload (its key, kind and
+  // checksum, about): a loop of tiny records is bounded by count too.
+  static constexpr size_t kRecordOverhead = 32;
 
   // ---- Replay ----
   bool replaying() const { return cursor_ < replay_.size(); }
@@ -156,17 +163,22 @@ class Journal {
   std::vector<std::string> replay_;
   size_t cursor_ = 0;
   size_t seq_ = 0;
+  size_t bytes_ = 0;
 };
 
 // The `n` values on top of L as one payload (a table { n = n, ... } in the
 // codec). False with *error if one cannot persist. Caller holds a HostSection.
-bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error);
+// `guard` bounds the payload's size (a too large one fails kTooLarge, in
+// *failure when given) and asks the stop check.
+bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, const CodecGuard& guard = {},
+                  CodecFailure* failure = nullptr);
 // Pushes the message of the error value at `idx` as a string: an error that
 // cannot persist (a JS error object) is journaled as its message. Never
 // raises (a __tostring that fails gives a fixed text).
 void PushErrorMessage(lua_State* L, int idx);
 // Pushes the values of a payload; returns how many, or -1 with *error.
+// `guard`: decodes under its memory limit and stop check (state_codec.hpp).
 // Caller holds a HostSection.
-int PushValues(lua_State* L, std::string_view payload, std::string* error);
+int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard = {});
 
 }  // namespace lua_tasks

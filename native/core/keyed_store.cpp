@@ -22,13 +22,17 @@ const KeyedWrite* KeyedStore::Ordered::Find(std::string_view key) const {
   return it == index.end() ? nullptr : &entries[it->second];
 }
 
+size_t KeyedStore::WriteBytes(const KeyedWrite& w) { return w.key.size() + (w.value ? w.value->size() : 0); }
+
 void KeyedStore::Ordered::Put(std::string_view key, std::optional<std::string> value) {
   auto [it, added] = index.try_emplace(std::string(key), entries.size());
   if (added) {
     entries.push_back({std::string(key), std::move(value)});
   } else {
+    bytes -= WriteBytes(entries[it->second]);
     entries[it->second].value = std::move(value);  // keeps its first position
   }
+  bytes += WriteBytes(entries[it->second]);
 }
 
 void KeyedStore::set_reader(std::unique_ptr<KeyedReader> reader) {

@@ -72,6 +72,14 @@ class KeyedStore {
   void Delete(std::string_view key);
   // Keys set or deleted since the last take.
   size_t dirty_count() const { return dirty_.size(); }
+  // Bytes (keys and values) written and not yet durable: dirty and in
+  // flight. What maxPendingBytes bounds (persist_limits.hpp).
+  size_t pending_bytes() const { return dirty_.bytes + flight_.bytes; }
+  // What `key`'s dirty write holds now (0 if none): a new Set replaces it.
+  size_t dirty_bytes_of(std::string_view key) const {
+    const KeyedWrite* w = dirty_.Find(key);
+    return w != nullptr ? WriteBytes(*w) : 0;
+  }
 
   // ---- Reads (read-your-writes) ----
   enum class Read : uint8_t { kFound, kMissing, kFailed };
@@ -97,9 +105,11 @@ class KeyedStore {
 
  private:
   // Insertion-ordered map: the batch order is deterministic.
+  static size_t WriteBytes(const KeyedWrite& w);
   struct Ordered {
     std::vector<KeyedWrite> entries;
     std::unordered_map<std::string, size_t> index;  // key -> position in entries
+    size_t bytes = 0;                               // WriteBytes of every entry
     const KeyedWrite* Find(std::string_view key) const;
     void Put(std::string_view key, std::optional<std::string> value);
     bool empty() const { return entries.empty(); }
@@ -107,6 +117,7 @@ class KeyedStore {
     void clear() {
       entries.clear();
       index.clear();
+      bytes = 0;
     }
   };
   // A committed record: its bytes, or none (known absent).

@@ -20,9 +20,15 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
                    std::optional<std::string_view> identity) {
   LuaHost::HostSection section(s->host(), L);
   std::string payload, error;
-  if (!EncodeValues(L, n, &payload, &error)) {
-    lua_pushfstring(L, "durable task %s: %s cannot be journaled: %s", j->id().c_str(), RecordKindName(kind),
-                    error.c_str());
+  bool limit = false;
+  if (!s->EncodeRecord(j, L, n, &payload, &error, &limit)) {
+    if (limit) {
+      PushCodedError(L, ErrorCode::kStoreLimit,
+                     ("durable task " + j->id() + ": " + RecordKindName(kind) + " cannot be journaled: " + error).c_str());
+    } else {
+      lua_pushfstring(L, "durable task %s: %s cannot be journaled: %s", j->id().c_str(), RecordKindName(kind),
+                      error.c_str());
+    }
     return false;
   }
   s->AppendRecord(j, kind, payload, identity);
@@ -42,7 +48,7 @@ int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::s
   }
   j->Next();
   std::string error;
-  const int n = PushValues(L, values, &error);
+  const int n = PushValues(L, values, &error, Decoding(s->host()));
   if (!j->replaying()) j->EndReplay();
   if (n < 0) {
     lua_pushfstring(L, "durable task %s: a journal record does not read: %s", j->id().c_str(), error.c_str());
@@ -119,6 +125,19 @@ void PushEntry(lua_State* L, const char* entry, const char* who) {
   }
 }
 
+// Pushes why a start record's arguments did not encode: past maxValueBytes
+// (an ERR_STORE_LIMIT value), or a value that cannot persist.
+void PushStartError(lua_State* L, Scheduler* s, const char* who, const std::string& error, CodecFailure failure) {
+  if (failure == CodecFailure::kTooLarge) {
+    PushCodedError(L, ErrorCode::kStoreLimit,
+                   (std::string(who) + ": its arguments " + error + ": " +
+                    LimitAdvice("maxValueBytes", s->persist_limits().value_bytes))
+                       .c_str());
+  } else {
+    lua_pushfstring(L, "%s: its arguments must persist: %s", who, error.c_str());
+  }
+}
+
 // Encodes the journal's entry, key and the `nargs` values on top of L as
 // the start record of its next run (tasks.continue_as_new). False with the
 // message pushed if one cannot persist.
@@ -133,9 +152,11 @@ bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
   }
   for (int i = 0; i < nargs; ++i) lua_pushvalue(L, first + i);
   std::string error;
-  const bool ok = EncodeValues(L, nargs + 2, &j->restart_start, &error);
+  CodecFailure failure;
+  const bool ok = EncodeValues(L, nargs + 2, &j->restart_start, &error,
+                               s->persist_limits().Encoding(s->host()), &failure);
   lua_pop(L, nargs + 2);
-  if (!ok) lua_pushfstring(L, "tasks.continue_as_new: its arguments must persist: %s", error.c_str());
+  if (!ok) PushStartError(L, s, "tasks.continue_as_new", error, failure);
   return ok;
 }
 
@@ -182,10 +203,11 @@ bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
   LuaHost::HostSection section(s->host(), L);
   for (int i = 0; i < count; ++i) lua_pushvalue(L, first + i);
   std::string start, error;
-  const bool ok = EncodeValues(L, count, &start, &error);
+  CodecFailure failure;
+  const bool ok = EncodeValues(L, count, &start, &error, s->persist_limits().Encoding(s->host()), &failure);
   lua_pop(L, count);
   if (!ok) {
-    lua_pushfstring(L, "tasks.start_durable: its arguments must persist: %s", error.c_str());
+    PushStartError(L, s, "tasks.start_durable", error, failure);
     return false;
   }
   s->PrepareDurable("", std::move(start), {}, entry);
@@ -219,6 +241,19 @@ int l_start_durable(lua_State* L) {
   return 1;
 }
 
+// Journals that the patch `name` is taken; false with an ERR_STORE_LIMIT
+// value pushed when the record does not fit the journal's limits.
+bool JournalPatch(Scheduler* s, Journal* j, lua_State* L, std::string_view name) {
+  LuaHost::HostSection section(s->host(), L);
+  std::string error;
+  if (!s->RecordFits(j, name.size(), &error)) {
+    PushCodedError(L, ErrorCode::kStoreLimit, ("tasks.patched: " + error).c_str());
+    return false;
+  }
+  s->AppendRecord(j, RecordKind::kPatch, name);
+  return true;
+}
+
 // tasks.patched(name) -> boolean: whether the running code may take the new
 // path named `name` (docs/durable.md#changing-code). A live run takes it
 // and journals that it did; a replay takes it only where its journal says
@@ -243,10 +278,7 @@ int l_patched(lua_State* L) {
     lua_pushboolean(L, taken);
     return 1;
   }
-  {
-    LuaHost::HostSection section(s->host(), L);
-    s->AppendRecord(j, RecordKind::kPatch, std::string_view(name, n));
-  }
+  if (!JournalPatch(s, j, L, std::string_view(name, n))) return lua_error(L);
   lua_pushboolean(L, 1);
   return 1;
 }

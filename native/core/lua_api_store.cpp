@@ -13,11 +13,14 @@
 #include "lua_api_store.hpp"
 
 #include <cstdio>
+#include <cstring>
 #include <string>
 #include <vector>
 
+#include "coded_error.hpp"
 #include "keyed_store.hpp"
 #include "lua_host.hpp"
+#include "persist_limits.hpp"
 #include "scheduler.hpp"
 #include "state_codec.hpp"
 #include "utf8.hpp"
@@ -28,6 +31,30 @@ namespace {
 
 KeyedStore* Store(lua_State* L) {
   return static_cast<KeyedStore*>(lua_touserdata(L, lua_upvalueindex(2)));
+}
+
+const PersistLimits& Limits(lua_State* L) {
+  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)))->persist_limits();
+}
+
+// How a helper below ended: the C function raises accordingly, once the
+// helper's C++ objects are gone.
+enum class Outcome : uint8_t {
+  kOk,
+  kError,  // an error message is pushed
+  kLimit,  // an ERR_STORE_LIMIT message is pushed
+  kStop,   // the stop check said stop: raise it (LuaHost::RaiseStop)
+};
+
+int Raise(lua_State* L, Outcome outcome) {
+  switch (outcome) {
+    case Outcome::kLimit:
+      return RaiseCodedError(L, ErrorCode::kStoreLimit, lua_tostring(L, -1));
+    case Outcome::kStop:
+      return LuaHost::RaiseStop(L);
+    default:
+      return lua_error(L);
+  }
 }
 
 // Raises unless the runtime has a store that reads keyed values.
@@ -71,7 +98,8 @@ void PushQuoted(lua_State* L, const char* s, size_t n) {
   luaL_pushresult(&b);
 }
 
-// The key at `arg`: a string of 1-512 bytes of valid UTF-8, else raises.
+// The key at `arg`: a string of 1-512 bytes of valid UTF-8 that the store
+// takes (its declared limits: a shorter maximum, no NUL), else raises.
 const char* CheckKey(lua_State* L, int arg, size_t* n) {
   if (lua_type(L, arg) != LUA_TSTRING) luaL_typeerror(L, arg, "string key");
   const char* key = lua_tolstring(L, arg, n);
@@ -85,36 +113,55 @@ const char* CheckKey(lua_State* L, int arg, size_t* n) {
     PushQuoted(L, key, *n);
     luaL_argerror(L, arg, lua_pushfstring(L, "key %s is not valid UTF-8", lua_tostring(L, -1)));
   }
+  const PersistLimits& limits = Limits(L);
+  if (*n > limits.key_bytes) {
+    PushQuoted(L, key, *n);
+    lua_pushfstring(L, "bad argument #%d: key %s is %d bytes; the runtime's store takes keys of at most %d bytes",
+                    arg, lua_tostring(L, -1), static_cast<int>(*n), static_cast<int>(limits.key_bytes));
+    RaiseCodedError(L, ErrorCode::kStoreLimit, lua_tostring(L, -1));
+  }
+  if (!limits.key_nul && std::memchr(key, 0, *n) != nullptr) {
+    PushQuoted(L, key, *n);
+    lua_pushfstring(L, "bad argument #%d: key %s holds a NUL byte, which the runtime's store does not take in keys",
+                    arg, lua_tostring(L, -1));
+    RaiseCodedError(L, ErrorCode::kStoreLimit, lua_tostring(L, -1));
+  }
   return key;
 }
 
-// Pushes the newest value of `key` (a fresh decoded copy), or nil. Returns
-// false with the message pushed instead. Stack: +1.
-bool Fetch(lua_State* L, KeyedStore* store, std::string_view key) {
-  LuaHost::HostSection section(LuaHost::From(L), L);
+// Pushes the newest value of `key` (a fresh decoded copy), or nil, decoded
+// under the memory limit and the stop check. Stack: +1.
+Outcome Fetch(lua_State* L, KeyedStore* store, std::string_view key) {
+  LuaHost* host = LuaHost::From(L);
+  LuaHost::HostSection section(host, L);
   std::string bytes;
   std::string error;
   switch (store->Get(key, &bytes, &error)) {
     case KeyedStore::Read::kMissing:
       lua_pushnil(L);
-      return true;
+      return Outcome::kOk;
     case KeyedStore::Read::kFailed:
       PushQuoted(L, key.data(), key.size());
       lua_pushfstring(L, "tasks.store.get: cannot read %s from the store: %s", lua_tostring(L, -1), error.c_str());
       lua_remove(L, -2);
-      return false;
+      return Outcome::kError;
     case KeyedStore::Read::kFound:
       break;
   }
-  const MemoryBudget& memory = LuaHost::From(L)->memory();
+  const MemoryBudget& memory = host->memory();
   const size_t before = memory.used;
-  StateDecoder decoder(L, bytes);
+  StateDecoder decoder(L, bytes, Decoding(host));
   if (decoder.Finish() != CodecProgress::kDone) {
+    if (decoder.failure() == CodecFailure::kStopped) return Outcome::kStop;
     PushQuoted(L, key.data(), key.size());
-    lua_pushfstring(L, "tasks.store.get: the stored value of %s does not read: %s", lua_tostring(L, -1),
-                    decoder.error().c_str());
+    if (decoder.failure() == CodecFailure::kNoRoom) {
+      lua_pushfstring(L, "not enough memory: tasks.store.get(%s): %s", lua_tostring(L, -1), decoder.error().c_str());
+    } else {
+      lua_pushfstring(L, "tasks.store.get: the stored value of %s does not read: %s", lua_tostring(L, -1),
+                      decoder.error().c_str());
+    }
     lua_remove(L, -2);
-    return false;
+    return Outcome::kError;
   }
   decoder.PushResult(L);
   // Decoded with the limit lifted (a HostSection): a value that took the
@@ -125,24 +172,45 @@ bool Fetch(lua_State* L, KeyedStore* store, std::string_view key) {
     lua_pushfstring(L, "not enough memory: tasks.store.get(%s) would take the state past its memoryLimit (%d KiB)",
                     lua_tostring(L, -1), static_cast<int>(memory.limit / 1024));
     lua_remove(L, -2);
-    return false;
+    return Outcome::kError;
   }
-  return true;
+  return Outcome::kOk;
 }
 
-// Encodes the value at `idx` and buffers it as key's new value. Returns false
-// with the encoder's message pushed ("store[\"k\"].f: cannot persist a
-// function"), `root` being the path's start. Stack: +0, or +1 on failure.
-bool Encode(lua_State* L, KeyedStore* store, std::string_view key, int idx, const char* root) {
-  LuaHost::HostSection section(LuaHost::From(L), L);
-  StateEncoder encoder(L, idx, root);
+// Encodes the value at `idx` and buffers it as key's new value, within
+// maxValueBytes and maxPendingBytes. On failure the message is pushed
+// ("store[\"k\"].f: cannot persist a function"), `root` being the path's
+// start. Stack: +0, or +1 on failure.
+Outcome Encode(lua_State* L, KeyedStore* store, std::string_view key, int idx, const char* root) {
+  LuaHost* host = LuaHost::From(L);
+  LuaHost::HostSection section(host, L);
+  const PersistLimits& limits = Limits(L);
+  StateEncoder encoder(L, idx, root, limits.Encoding(host));
   if (encoder.Finish() != CodecProgress::kDone) {
-    lua_pushfstring(L, "tasks.store.set: %s", encoder.error().c_str());
-    return false;
+    switch (encoder.failure()) {
+      case CodecFailure::kStopped:
+        return Outcome::kStop;
+      case CodecFailure::kTooLarge:
+        lua_pushfstring(L, "tasks.store.set: %s: %s", encoder.error().c_str(),
+                        LimitAdvice("maxValueBytes", limits.value_bytes).c_str());
+        return Outcome::kLimit;
+      default:
+        lua_pushfstring(L, "tasks.store.set: %s", encoder.error().c_str());
+        return Outcome::kError;
+    }
   }
-  const SnapshotBytes bytes = encoder.TakeBytes();
+  SnapshotBytes bytes = encoder.TakeBytes();
+  const size_t pending = store->pending_bytes() - store->dirty_bytes_of(key) + key.size() + bytes.size();
+  if (pending > limits.pending_bytes) {
+    lua_pushfstring(L,
+                    "tasks.store.set: %s of %s bytes would make %s bytes of tasks.store writes wait for a COMMIT; %s. "
+                    "COMMIT (coroutine.yield(\"COMMIT\")) before writing more",
+                    root, std::to_string(bytes.size()).c_str(), std::to_string(pending).c_str(),
+                    LimitAdvice("maxPendingBytes", limits.pending_bytes).c_str());
+    return Outcome::kLimit;
+  }
   store->Set(key, std::string(bytes.view()));
-  return true;
+  return Outcome::kOk;
 }
 
 void Remove(lua_State* L, KeyedStore* store, std::string_view key) {
@@ -174,7 +242,8 @@ int l_store_get(lua_State* L) {
   KeyedStore* store = NeedStore(L, "get");
   size_t n;
   const char* key = CheckKey(L, 1, &n);
-  if (!Fetch(L, store, std::string_view(key, n))) return lua_error(L);
+  const Outcome outcome = Fetch(L, store, std::string_view(key, n));
+  if (outcome != Outcome::kOk) return Raise(L, outcome);
   return 1;
 }
 
@@ -187,7 +256,8 @@ int l_store_set(lua_State* L) {
   lua_settop(L, 2);
   PushQuoted(L, key, n);
   const char* root = lua_pushfstring(L, "store[%s]", lua_tostring(L, -1));  // slot 4: alive until we return
-  if (!Encode(L, store, std::string_view(key, n), 2, root)) return lua_error(L);
+  const Outcome outcome = Encode(L, store, std::string_view(key, n), 2, root);
+  if (outcome != Outcome::kOk) return Raise(L, outcome);
   return 0;
 }
 

@@ -752,7 +752,11 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
     } else {
       LuaHost::HostSection section(host_, from);
       std::string payload;
-      if (!EncodeValues(from, nargs, &payload, &last_send_error_)) {
+      CodecFailure failure;
+      if (!EncodeValues(from, nargs, &payload, &last_send_error_, persist_limits_.Encoding(host_), &failure)) {
+        if (failure == CodecFailure::kTooLarge) {
+          last_send_error_ += ": " + LimitAdvice("maxValueBytes", persist_limits_.value_bytes);
+        }
         lua_pop(from, nargs);
         return SendResult::kNotPersistable;
       }
@@ -802,7 +806,7 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
     if (j->next_kind() != RecordKind::kMessage) return -1;
     LuaHost::HostSection section(host_, L);
     std::string error;
-    const int n = PushValues(L, j->Next(), &error);
+    const int n = PushValues(L, j->Next(), &error, Decoding(host_));
     if (!j->replaying()) j->EndReplay();
     return n < 0 ? -3 : n;
   }
@@ -836,7 +840,7 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
   if (j != nullptr) {
     LuaHost::HostSection section(host_, L);
     std::string payload, error;
-    if (!EncodeValues(L, n, &payload, &error)) {
+    if (!EncodeRecord(j, L, n, &payload, &error)) {
       lua_pop(L, n);
       return -3;
     }

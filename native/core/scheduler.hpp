@@ -18,6 +18,7 @@
 #include "durable_journal.hpp"
 #include "lua_host.hpp"
 #include "lua_ref.hpp"
+#include "persist_limits.hpp"
 #include "recent_results.hpp"
 #include "ring_queue.hpp"
 #include "task.hpp"
@@ -250,6 +251,9 @@ class Scheduler {
 
   // Whether COMMIT is available (the runtime has a store).
   void set_has_store(bool v) { has_store_ = v; }
+  // What scripts may make this runtime persist (persist_limits.hpp).
+  PersistLimits& persist_limits() { return persist_limits_; }
+  const PersistLimits& persist_limits() const { return persist_limits_; }
   bool has_store() const { return has_store_; }
   // The write of t's COMMIT settled, with the `nargs` values ((true) or
   // (false, error)) pushed onto t->co: releases t's lock and queues t at the
@@ -300,6 +304,13 @@ class Scheduler {
   // with a call's or step's identity if given.
   void AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
                     std::optional<std::string_view> identity = std::nullopt);
+  // Encodes the n values on L's top as a payload for a record of j, within
+  // maxValueBytes and what maxJournalBytes leaves it (persist_limits.hpp).
+  // False with *error; *limit says a limit refused it (ERR_STORE_LIMIT).
+  // Caller holds a HostSection.
+  bool EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit = nullptr);
+  // Whether a record of `bytes` payload bytes fits j's limits; else *error.
+  bool RecordFits(Journal* j, size_t bytes, std::string* error) const;
   // The runtime is closing: ends that CancelAll makes are not journaled (the
   // durable tasks go on at the next open).
   void set_closing() { closing_ = true; }
@@ -380,6 +391,7 @@ class Scheduler {
   int locks_ = 0;
   const date::time_zone* default_zone_ = nullptr;
   bool has_store_ = false;
+  PersistLimits persist_limits_;
   uint32_t mailbox_limit_ = kDefaultMailboxLimit;
   struct Deferred {
     uint64_t key;

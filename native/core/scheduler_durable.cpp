@@ -107,6 +107,47 @@ void Scheduler::AppendRecord(Journal* j, RecordKind kind, std::string_view paylo
   TellJournal();
 }
 
+namespace {
+
+std::string JournalFull(const Journal& j, size_t bytes, size_t limit) {
+  return "durable task " + j.id() + ": a record of " + std::to_string(bytes) + " bytes would take its journal past " +
+         std::to_string(limit) + " bytes (it holds " + std::to_string(j.bytes()) + "); " +
+         LimitAdvice("maxJournalBytes", limit) +
+         ", or end this run with tasks.continue_as_new(...) to start the task again with an empty journal";
+}
+
+}  // namespace
+
+bool Scheduler::RecordFits(Journal* j, size_t bytes, std::string* error) const {
+  const PersistLimits& limits = persist_limits_;
+  if (bytes > limits.value_bytes) {
+    *error = "durable task " + j->id() + ": a record of " + std::to_string(bytes) + " bytes; " +
+             LimitAdvice("maxValueBytes", limits.value_bytes);
+    return false;
+  }
+  const size_t cost = bytes + Journal::kRecordOverhead;
+  if (cost > limits.journal_bytes || j->bytes() > limits.journal_bytes - cost) {
+    *error = JournalFull(*j, bytes, limits.journal_bytes);
+    return false;
+  }
+  return true;
+}
+
+bool Scheduler::EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit) {
+  const PersistLimits& limits = persist_limits_;
+  const size_t used = j->bytes() + Journal::kRecordOverhead;
+  const size_t room = used < limits.journal_bytes ? limits.journal_bytes - used : 0;
+  CodecFailure failure;
+  const bool ok = EncodeValues(L, n, payload, error, limits.Encoding(host_, room), &failure);
+  if (limit != nullptr) *limit = failure == CodecFailure::kTooLarge;
+  if (failure == CodecFailure::kTooLarge) {
+    *error = room < limits.value_bytes
+                 ? JournalFull(*j, room + 1, limits.journal_bytes)
+                 : *error + ": " + LimitAdvice("maxValueBytes", limits.value_bytes);
+  }
+  return ok;
+}
+
 const std::string& Scheduler::Diverge(Journal* j, const char* now) {
   if (!j->diverged) {
     j->diverged = true;
@@ -145,7 +186,7 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   bool ok;
   {
     LuaHost::HostSection section(host_, host_->current());
-    ok = EncodeValues(t->co, nargs, &payload, &error);
+    ok = EncodeRecord(j, t->co, nargs, &payload, &error);
     if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit) && nargs == 2 && !lua_toboolean(t->co, -2)) {
       // A rejection whose error cannot persist (a JS error object): the
       // task gets it as it is; the journal keeps its message, which a
@@ -221,7 +262,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
       int n;
       {
         LuaHost::HostSection section(host_, host_->current());
-        n = PushValues(t->co, j->Next(), &error);
+        n = PushValues(t->co, j->Next(), &error, Decoding(host_));
       }
       if (!j->replaying()) j->EndReplay();
       if (n < 0) {
@@ -316,9 +357,9 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
     lua_pushnil(co);
   }
   std::string payload, error;
-  if (!EncodeValues(co, 4, &payload, &error)) {
+  if (!EncodeValues(co, 4, &payload, &error, persist_limits_.Encoding(host_))) {
     lua_pop(co, 1);
-    lua_pushnil(co);  // a result that cannot persist: kept as nil
+    lua_pushnil(co);  // a result that cannot persist, or past maxValueBytes: kept as nil
     EncodeValues(co, 4, &payload, &error);
   }
   lua_settop(co, top);

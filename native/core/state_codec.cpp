@@ -4,7 +4,7 @@
 // HOW: one pass over the value graph writes a tagged, little-endian stream,
 // then a checksum of it.
 //
-//   "LTST" 0x03                  magic and format version
+//   "LTST" 0x04                  magic and format version
 //   value                        the root
 //   u32 crc                      CRC-32C (crc32c.hpp) of every byte before it
 // value:
@@ -23,10 +23,17 @@
 //   0x07 varint k                the table with ordinal k, already begun
 //                                earlier in the stream: shared references
 //                                and cycles come back as one table
+//   0x0A (same as 0x05)          a string of kMinSharedString bytes or more
+//                                that a 0x09 below refers to again
+//   0x09 varint k                the string with string ordinal k: every
+//                                string of kMinSharedString bytes or more
+//                                (0x05 or 0x0A) takes the next one, in
+//                                stream order
 // varint: 7 bits a byte, low group first, high bit set on all but the last.
 //
-// Version 2 (written by 0.1.0) is the same without the checksum; it is still
-// read, unchecked, so states saved before the checksum existed load.
+// Version 3 is the same without 0x09 and 0x0A; version 2 (written by 0.1.0)
+// is version 3 without the checksum. Both are still read (version 2
+// unchecked), so states saved before load.
 //
 // WHY this shape:
 // - Fixed-width pair counts let the encoder walk each table once (lua_next)
@@ -40,6 +47,12 @@
 //   before it builds anything: a damaged file is refused whole, never loaded
 //   as different data. CRC-32C detects every error of up to 3 bits at these
 //   sizes, and any burst up to 32 bits.
+// - A string is written once and referred back to, as a table is: the bytes
+//   a value encodes to stay close to the memory it holds in Lua (one 64 KiB
+//   string in 16,000 slots of a table is ~250 KiB of Lua memory; written out
+//   in full each time it was 1 GiB). Identity is Lua's own (the string
+//   object), so short strings, interned by Lua, share too; below
+//   kMinSharedString bytes a reference saves too little to pay its lookup.
 // - Decoding trusts no count: each table's pairs, plus the pairs still owed
 //   by the tables around it, must fit in the bytes left (a pair takes at
 //   least 2 bytes), and a string's length must too. So a corrupt or hostile
@@ -71,6 +84,7 @@
 #endif
 
 #include "crc32c.hpp"
+#include "lua_host.hpp"
 #include "lua_ref.hpp"
 #include "utf8.hpp"
 
@@ -79,12 +93,11 @@ namespace lua_tasks {
 namespace {
 
 constexpr char kMagic[4] = {'L', 'T', 'S', 'T'};
-constexpr uint8_t kVersion = 3;           // written
+constexpr uint8_t kVersion = 4;           // written
+constexpr uint8_t kNoStringRefs = 3;      // still read: before string references
 constexpr uint8_t kUncheckedVersion = 2;  // still read: 0.1.0 wrote it, without the checksum
 constexpr size_t kHeaderSize = 5;
 constexpr size_t kTrailerSize = 4;  // the CRC-32C
-// The stream before the checksum, so that the whole stays within kMaxStateBytes.
-constexpr size_t kMaxBody = kMaxStateBytes - kTrailerSize;
 // Bytes of checksum work per unit of StateEncoder's check interval.
 constexpr size_t kCrcBytesPerUnit = 256;
 
@@ -98,7 +111,11 @@ enum Tag : uint8_t {
   kTable = 6,
   kRef = 7,
   kSharedTable = 8,
+  kStringRef = 9,
+  kSharedString = 10,
 };
+// Strings this long or longer take a string ordinal (format above).
+constexpr size_t kMinSharedString = 16;
 
 // Table header after its tag: pair count and array hint, both u32.
 constexpr size_t kTableHeader = 8;
@@ -498,9 +515,20 @@ lua_State* MainThread(lua_State* L) {
 enum class Stage : uint8_t { kStart, kBody, kChecksum, kDone, kFailed };
 
 // How much work a Step does between clock checks, and until when. A unit is
-// a value, or 256 bytes of string or checksum.
+// a value, or 256 bytes of string or checksum. At each check it also asks
+// the job's CodecGuard: a stop due, or (decoding) the state past its limit,
+// halts the job.
 class Slice {
  public:
+  enum class Halt : uint8_t { kNone, kStop, kMemory };
+  explicit Slice(const CodecGuard& guard) : guard_(guard) {}
+  const CodecGuard& guard() const { return guard_; }
+  Halt halt() const { return halt_; }
+  // The state's memory would pass its limit with `more` bytes.
+  bool OverMemory(size_t more) const {
+    const MemoryBudget* m = guard_.memory;
+    return m != nullptr && m->limit != 0 && (m->used > m->limit || more > m->limit - m->used);
+  }
   void set_interval(uint32_t units) {
     interval_ = std::max<uint32_t>(units, 1);
     work_ = std::min<int64_t>(work_, interval_);
@@ -510,19 +538,32 @@ class Slice {
     clock_ = clock;
     deadline_ = clock != nullptr ? clock->MonoNs() + budget_ns : 0;
   }
-  // Called at a point where the job can stop: true once the budget is spent.
-  // Reads the clock once per interval.
+  // Called at a point where the job can stop: true once the budget is spent
+  // or the job must halt (halt() says which). Reads the clock once per interval.
   bool Due() {
     if (work_ > 0) [[likely]]
       return false;
     work_ = interval_;
-    return clock_ != nullptr && clock_->MonoNs() >= deadline_;
+    return Halted() || (clock_ != nullptr && clock_->MonoNs() >= deadline_);
   }
   // The same for bulk work (the checksum) done a chunk at a time.
-  bool DueNow() const { return clock_ != nullptr && clock_->MonoNs() >= deadline_; }
+  bool DueNow() { return Halted() || (clock_ != nullptr && clock_->MonoNs() >= deadline_); }
   void Spend(int64_t units) { work_ -= units; }
 
  private:
+  bool Halted() {
+    if (halt_ == Halt::kNone) {
+      if (guard_.stop != nullptr && guard_.stop->StopDue()) {
+        halt_ = Halt::kStop;
+      } else if (OverMemory(0)) {
+        halt_ = Halt::kMemory;
+      }
+    }
+    return halt_ != Halt::kNone;
+  }
+
+  CodecGuard guard_;
+  Halt halt_ = Halt::kNone;
   const Clock* clock_ = nullptr;
   int64_t deadline_ = 0;
   uint32_t interval_ = StateEncoder::kCheckInterval;
@@ -539,7 +580,10 @@ class Slice {
 // slot of the frame below it, or the root.
 class StateEncoder::Impl {
  public:
-  Impl(lua_State* L, int idx, const char* root) : root_(root) {
+  Impl(lua_State* L, int idx, const char* root, const CodecGuard& guard)
+      : root_(root),
+        max_body_(std::clamp(guard.max_bytes, kHeaderSize + kTrailerSize + 1, kMaxStateBytes) - kTrailerSize),
+        slice_(guard) {
     frames_.reserve(kMaxStateDepth);  // never reallocates: frames are held by pointer
     const int abs = lua_absindex(L, idx);
     T_ = lua_newthread(L);
@@ -562,12 +606,16 @@ class StateEncoder::Impl {
       }
       case Stage::kBody: {
         const CodecProgress r = Body();
+        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
         if (r != CodecProgress::kDone) return r;
         stage_ = Stage::kChecksum;
         [[fallthrough]];
       }
-      case Stage::kChecksum:
-        return Checksum();
+      case Stage::kChecksum: {
+        const CodecProgress r = Checksum();
+        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
+        return r;
+      }
       case Stage::kDone:
         return CodecProgress::kDone;
       case Stage::kFailed:
@@ -674,8 +722,19 @@ class StateEncoder::Impl {
       case LUA_TSTRING: {
         size_t n;
         const char* s = lua_tolstring(T_, slot, &n);  // a string already: no conversion
+        if (n >= kMinSharedString) {
+          const TableIds::Entry* seen =
+              string_ids_.FindOrAdd({s, string_ids_.size(), static_cast<uint32_t>(w_.size())});
+          if (seen != nullptr) {
+            *w_.At(seen->offset) = kSharedString;
+            char* p = w_.Room(11);
+            p[0] = kStringRef;
+            w_.Commit(1 + StoreVarint(p + 1, seen->ordinal));
+            return true;
+          }
+        }
         // Checked before Room(): a huge string fails without being copied.
-        if (n > kMaxBody - w_.size()) return TooLarge();
+        if (n > max_body_ - std::min(max_body_, w_.size())) return TooLarge();
         char* p = w_.Room(11 + n);
         p[0] = kString;
         const size_t h = 1 + StoreVarint(p + 1, n);
@@ -721,7 +780,7 @@ class StateEncoder::Impl {
     ++f->count;  // each pair adds at least 2 bytes, so the size check below bounds it
     f->has_key = false;
     f->phase = kNext;
-    return w_.size() <= kMaxBody || TooLarge();
+    return w_.size() <= max_body_ || TooLarge();
   }
 
   void EndTable(const Frame& f) {
@@ -763,7 +822,18 @@ class StateEncoder::Impl {
     }
   }
 
-  bool TooLarge() { return Fail("snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB"); }
+  bool TooLarge() {
+    if (max_body_ + kTrailerSize == kMaxStateBytes) {
+      return Fail("snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB");
+    }
+    return Fail("encodes to more than " + std::to_string(max_body_ + kTrailerSize) + " bytes", CodecFailure::kTooLarge);
+  }
+
+  // The guard said stop: the job ends now.
+  CodecProgress Halted() {
+    Fail("stopped", CodecFailure::kStopped);
+    return Failed();
+  }
 
   // The path to the value being written, in Lua syntax: state.a[3]["b c"].
   // It is made of the key of each frame that has one open.
@@ -840,11 +910,13 @@ class StateEncoder::Impl {
   }
 
   const char* root_;
+  size_t max_body_;          // the stream before the checksum stays within this
   Writer w_;                 // the snapshot being written
   SnapshotBytes done_;       // the snapshot once written
   lua_State* T_ = nullptr;   // the job's thread: owned through thread_, null once ended
   LuaRef thread_;            // anchors T_ (and so every value on it) until the job ends
   TableIds ids_;             // every table begun so far
+  TableIds string_ids_;      // every string of kMinSharedString bytes or more written so far
   std::vector<Frame> frames_;  // the open tables, root first
   Slice slice_;
   Stage stage_ = Stage::kStart;
@@ -860,8 +932,8 @@ void SnapshotBytes::Free() noexcept {
   size_ = capacity_ = 0;
 }
 
-StateEncoder::StateEncoder(lua_State* L, int idx, const char* root_name)
-    : impl_(std::make_unique<Impl>(L, idx, root_name)) {}
+StateEncoder::StateEncoder(lua_State* L, int idx, const char* root_name, CodecGuard guard)
+    : impl_(std::make_unique<Impl>(L, idx, root_name, guard)) {}
 StateEncoder::~StateEncoder() = default;
 CodecProgress StateEncoder::Step(const Clock* clock, int64_t budget_ns) {
   try {
@@ -886,8 +958,13 @@ void StateEncoder::set_check_interval(uint32_t units) { impl_->slice().set_inter
 // value.
 class StateDecoder::Impl {
  public:
-  Impl(lua_State* L, std::string_view bytes)
-      : bytes_(bytes), begin_(bytes.data()), p_(bytes.data()), end_(bytes.data() + bytes.size()), strings_(kCache) {
+  Impl(lua_State* L, std::string_view bytes, const CodecGuard& guard)
+      : bytes_(bytes),
+        begin_(bytes.data()),
+        p_(bytes.data()),
+        end_(bytes.data() + bytes.size()),
+        strings_(kCache),
+        slice_(guard) {
     frames_.reserve(kMaxStateDepth);  // never reallocates: frames are held by pointer
     main_ = MainThread(L);
     collecting_ = lua_gc(main_, LUA_GCISRUNNING) == 1;
@@ -906,6 +983,7 @@ class StateDecoder::Impl {
         [[fallthrough]];
       case Stage::kChecksum: {
         const CodecProgress r = Checksum();
+        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
         if (r != CodecProgress::kDone) return r;
         if (!lua_checkstack(T_, 8 + StringCache::kSlots)) {
           return Fail("not enough memory for the Lua stack", CodecFailure::kNoRoom), Failed();
@@ -918,6 +996,7 @@ class StateDecoder::Impl {
       }
       case Stage::kBody: {
         const CodecProgress r = Body();
+        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
         if (r != CodecProgress::kDone) return r;
         if (p_ != end_) return Fail("bytes after the value"), Failed();
         stage_ = Stage::kDone;
@@ -952,7 +1031,7 @@ class StateDecoder::Impl {
   }
 
  private:
-  static constexpr int kRefs = 1;   // the slot of the shared-tables table
+  static constexpr int kRefs = 1;   // the slot of the shared values' table: ordinal + 1 -> table, -(ordinal + 1) -> string
   static constexpr int kCache = 2;  // the first string cache slot
 
   enum Phase : uint8_t {
@@ -980,20 +1059,21 @@ class StateDecoder::Impl {
     }
     if (n < kHeaderSize) return Refuse("corrupt state snapshot: truncated header");
     const uint8_t version = static_cast<uint8_t>(begin_[4]);
-    if (version != kVersion && version != kUncheckedVersion) {
+    if (version != kVersion && version != kNoStringRefs && version != kUncheckedVersion) {
       return Refuse("state snapshot version " + std::to_string(version) +
-                    " is not supported (this build reads versions " + std::to_string(kUncheckedVersion) + " and " +
+                    " is not supported (this build reads versions " + std::to_string(kUncheckedVersion) + " to " +
                     std::to_string(kVersion) + ")");
     }
     if (n > kMaxStateBytes) {
       return Refuse("state snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB");
     }
-    if (version == kVersion) {
+    const bool checked = version != kUncheckedVersion;
+    if (checked) {
       if (n < kHeaderSize + kTrailerSize) return Refuse("corrupt state snapshot: truncated checksum");
       end_ -= kTrailerSize;
     }
     p_ = begin_ + kHeaderSize;
-    crc_done_ = version == kVersion ? 0 : Size();  // version 2 has nothing to check
+    crc_done_ = checked ? 0 : Size();  // version 2 has nothing to check
     return true;
   }
 
@@ -1124,17 +1204,36 @@ class StateDecoder::Impl {
         }
         return Read::kValue;
       }
-      case kString: {
+      case kString:
+      case kSharedString: {
         uint64_t n;
         if (!Varint(&n)) return Read::kError;
         if (n > static_cast<uint64_t>(end_ - p_)) return Fail("string length past the end"), Read::kError;
         if (n <= StringCache::kMaxLen) {
           strings_.Push(T_, p_, n, begin_ + bytes_.size());
         } else {
+          if (slice_.OverMemory(n)) return OverLimit(), Read::kError;
           lua_pushlstring(T_, p_, n);
           slice_.Spend(static_cast<int64_t>(n / kCrcBytesPerUnit));
         }
         p_ += n;
+        if (n >= kMinSharedString) {
+          const uint64_t ordinal = strings_seen_++;
+          if (tag == kSharedString) {
+            lua_pushvalue(T_, -1);
+            lua_rawseti(T_, kRefs, -static_cast<lua_Integer>(ordinal) - 1);
+          }
+        }
+        return Read::kValue;
+      }
+      case kStringRef: {
+        uint64_t ordinal;
+        if (!Varint(&ordinal)) return Read::kError;
+        if (ordinal >= strings_seen_) return Fail("reference to a string not yet seen"), Read::kError;
+        if (lua_rawgeti(T_, kRefs, -static_cast<lua_Integer>(ordinal) - 1) != LUA_TSTRING) {
+          lua_pop(T_, 1);
+          return Fail("reference to a string not marked shared"), Read::kError;
+        }
         return Read::kValue;
       }
       case kTable:
@@ -1145,6 +1244,7 @@ class StateDecoder::Impl {
         if (!Varint(&ordinal)) return Read::kError;
         if (ordinal >= tables_) return Fail("reference to a table not yet seen"), Read::kError;
         if (lua_rawgeti(T_, kRefs, static_cast<lua_Integer>(ordinal) + 1) != LUA_TTABLE) {
+          lua_pop(T_, 1);
           return Fail("reference to a table not marked shared"), Read::kError;
         }
         return Read::kValue;
@@ -1168,6 +1268,8 @@ class StateDecoder::Impl {
     if (narr > count) return Fail("array size larger than the table");
     // Every pair owed, here and by the enclosing tables, needs 2 bytes.
     if (2 * (owed_ + count) > static_cast<uint64_t>(end_ - p_)) return Fail("table count past the end");
+    // Its parts are allocated whole (a slot of 16 bytes, a node of 24).
+    if (slice_.OverMemory(16 * narr + 24 * (count - narr))) return OverLimit();
     // Both fit in int: count <= kMaxStateBytes / 2.
     lua_createtable(T_, static_cast<int>(narr), static_cast<int>(count - narr));
     const uint64_t ordinal = tables_++;
@@ -1201,6 +1303,22 @@ class StateDecoder::Impl {
     }
     return false;
   }
+  // Decoding would take the state past its memoryLimit (CodecGuard::memory).
+  bool OverLimit() {
+    return Fail("it needs more memory than the state's memoryLimit (" +
+                    std::to_string(slice_.guard().memory->limit >> 10) + " KiB) leaves",
+                CodecFailure::kNoRoom);
+  }
+  // The guard halted the job: a stop, or the memory limit.
+  CodecProgress Halted() {
+    if (slice_.halt() == Slice::Halt::kStop) {
+      Fail("stopped", CodecFailure::kStopped);
+    } else {
+      OverLimit();
+    }
+    return Failed();
+  }
+
   // An error in the header or the checksum: the whole snapshot is refused.
   bool Refuse(const std::string& what) {
     error_ = what;
@@ -1243,12 +1361,14 @@ class StateDecoder::Impl {
   uint32_t crc_ = 0;  // of bytes_[0, crc_done_)
   size_t crc_done_ = 0;
   uint64_t tables_ = 0;  // tables begun so far: the next ordinal
+  uint64_t strings_seen_ = 0;  // strings of kMinSharedString bytes or more so far: the next string ordinal
   uint64_t owed_ = 0;    // pairs the open tables still expect, beyond the current ones
   std::string error_;
   CodecFailure failure_ = CodecFailure::kNone;
 };
 
-StateDecoder::StateDecoder(lua_State* L, std::string_view bytes) : impl_(std::make_unique<Impl>(L, bytes)) {}
+StateDecoder::StateDecoder(lua_State* L, std::string_view bytes, CodecGuard guard)
+    : impl_(std::make_unique<Impl>(L, bytes, guard)) {}
 StateDecoder::~StateDecoder() = default;
 CodecProgress StateDecoder::Step(const Clock* clock, int64_t budget_ns) {
   try {
@@ -1266,20 +1386,24 @@ void StateDecoder::set_check_interval(uint32_t units) { impl_->slice().set_inter
 // ---------------------------------------------------------------------------
 // One-shot
 
-bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name) {
-  StateEncoder e(L, idx, root_name);
+bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name,
+                 const CodecGuard& guard, CodecFailure* failure) {
+  StateEncoder e(L, idx, root_name, guard);
   if (e.Finish() != CodecProgress::kDone) {
     out->clear();
     *error = e.error();
+    if (failure != nullptr) *failure = e.failure();
     return false;
   }
   out->assign(e.bytes());
   error->clear();
+  if (failure != nullptr) *failure = CodecFailure::kNone;
   return true;
 }
 
-bool DecodeState(lua_State* L, std::string_view bytes, std::string* error, CodecFailure* failure) {
-  StateDecoder d(L, bytes);
+bool DecodeState(lua_State* L, std::string_view bytes, std::string* error, CodecFailure* failure,
+                 const CodecGuard& guard) {
+  StateDecoder d(L, bytes, guard);
   CodecFailure why = CodecFailure::kNone;
   if (d.Finish() != CodecProgress::kDone) {
     *error = d.error();

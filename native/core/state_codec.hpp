@@ -12,8 +12,11 @@
 #include <lua.hpp>
 
 #include "clock.hpp"
+#include "memory_budget.hpp"
 
 namespace lua_tasks {
+
+class LuaHost;
 
 // Deepest table nesting a snapshot may have (the root table is depth 1). Both
 // directions keep a frame per level (no C recursion), and two or three Lua
@@ -32,9 +35,32 @@ enum class CodecFailure : uint8_t {
   // Encoding: a value that cannot persist, nesting past kMaxStateDepth, or
   // a snapshot past kMaxStateBytes. (The state is at fault.)
   kValue,
-  // Either way: out of memory (the Lua stack, the output, the table index).
+  // Either way: out of memory (the Lua stack, the output, the table index),
+  // or, decoding under a CodecGuard's memory, past the state's memoryLimit.
   // Neither the bytes nor the state are at fault.
   kNoRoom,
+  // Encoding: the snapshot would pass the CodecGuard's max_bytes (the
+  // caller's limit, e.g. maxValueBytes: the caller names it).
+  kTooLarge,
+  // Either way: the CodecGuard's host said stop (taskTimeout, or the thread
+  // shuts down): the caller raises LuaHost::RaiseStop once the job is gone.
+  kStopped,
+};
+
+// What a job may spend beyond its format's own limits, for work done on a
+// script's behalf (docs/security.md#persistence-routes). The defaults bound
+// nothing more.
+struct CodecGuard {
+  // Encoding: the largest snapshot, checksum included (at most kMaxStateBytes).
+  size_t max_bytes = kMaxStateBytes;
+  // Decoding: fails (kNoRoom) once the state holds more than memory->limit
+  // (when not 0): the job runs under a HostSection, where the allocator does
+  // not refuse, so it checks for itself every check interval and before
+  // each long string.
+  const MemoryBudget* memory = nullptr;
+  // Both: asks stop->StopDue() every check interval and fails (kStopped)
+  // when it answers true.
+  LuaHost* stop = nullptr;
 };
 
 // A finished snapshot, in one block of its own: the addon hands it to a JS
@@ -101,7 +127,7 @@ class StateEncoder {
   // Starts encoding the value at `idx` of L (any thread of the state; L's
   // stack is left as it was). Error paths start with `root_name` in Lua
   // syntax: "state.players[3].onHit: cannot persist a function".
-  StateEncoder(lua_State* L, int idx, const char* root_name = "state");
+  StateEncoder(lua_State* L, int idx, const char* root_name = "state", CodecGuard guard = {});
   ~StateEncoder();
   StateEncoder(const StateEncoder&) = delete;
   StateEncoder& operator=(const StateEncoder&) = delete;
@@ -139,7 +165,7 @@ class StateDecoder {
   // decoded stays live until the end, so a collection would be wasted work,
   // and no finalizer runs in the middle); it runs again when the job ends or
   // is dropped, unless it was stopped before.
-  StateDecoder(lua_State* L, std::string_view bytes);
+  StateDecoder(lua_State* L, std::string_view bytes, CodecGuard guard = {});
   ~StateDecoder();
   StateDecoder(const StateDecoder&) = delete;
   StateDecoder& operator=(const StateDecoder&) = delete;
@@ -165,11 +191,14 @@ class StateDecoder {
 // One-shot encode of the value at `idx` of L into *out (replacing its
 // contents). Returns false, with *out empty, and sets *error (as
 // StateEncoder::error). Stack unchanged. Caller holds a HostSection.
-bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name = "state");
+// *failure, when given, says why.
+bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name = "state",
+                 const CodecGuard& guard = {}, CodecFailure* failure = nullptr);
 
 // One-shot decode: pushes the value onto L. Returns false (nothing pushed)
 // and sets *error, and *failure when given, for bytes that are not a
 // complete, valid snapshot. Caller holds a HostSection.
-bool DecodeState(lua_State* L, std::string_view bytes, std::string* error, CodecFailure* failure = nullptr);
+bool DecodeState(lua_State* L, std::string_view bytes, std::string* error, CodecFailure* failure = nullptr,
+                 const CodecGuard& guard = {});
 
 }  // namespace lua_tasks

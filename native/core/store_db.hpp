@@ -16,8 +16,9 @@ namespace lua_tasks {
 // The database's file name in the store directory (plus its -wal and -shm).
 inline constexpr char kStoreDbFile[] = "lua-tasks.sqlite";
 // The schema's version, in PRAGMA user_version. A database of a higher one
-// was written by a newer lua-tasks and is refused.
-inline constexpr int kStoreFormatVersion = 1;
+// was written by a newer lua-tasks and is refused; a lower one is upgraded
+// when the writer opens it (1 -> 2: kv.sum and the commits counter).
+inline constexpr int kStoreFormatVersion = 2;
 // tasks.store records in kv.space; 2 journal, 3 inbox, 4 timers are reserved.
 inline constexpr int kSpaceStore = 1;
 
@@ -81,6 +82,18 @@ class StoreDb {
 
   // Transactions (read-write only). Begin takes the write lock at once.
   void Begin();
+  // Counts the write transaction in progress (inside it) and returns the
+  // database's new count: what StoreMark compares with.
+  int64_t CountCommit();
+  // The count of write transactions the database holds.
+  int64_t Commits();
+  // Why the database or its -wal is no longer the file this connection
+  // writes (the directory was removed, a file deleted or replaced), or
+  // nullopt when both are still in place. Two stat()s.
+  std::optional<std::string> Unlinked();
+  // Copies the WAL into the database and truncates it, when no other
+  // connection is reading (else as much as it can). Throws on failure.
+  void Checkpoint();
   void Commit();
   void Rollback() noexcept;
   void Savepoint();
@@ -100,10 +113,15 @@ class StoreDb {
 
   // The tasks.state snapshot of `name` as stored (the runtime's decoder checks it).
   std::optional<std::string> LoadSnapshot(std::string_view name);
-  // A keyed value; its checksum is verified (a failure names the name and key).
+  // A keyed value. Its row checksum (over the name, space, key and value)
+  // and, in space 1, the value's own are verified; a miss verifies the keys
+  // of the rows beside where the key would be, so a damaged key neither
+  // answers for another key nor makes its record vanish silently. A failure
+  // names the name and key.
   std::optional<std::string> Get(std::string_view name, int space, std::string_view key);
   // Keys of `name` in `space` that start with `prefix` and sort after `after`
   // (bytewise; empty: from the first), at most `limit` (negative: all).
+  // Each key listed is verified against its row's key checksum.
   std::vector<std::string> Keys(std::string_view name, int space, std::string_view prefix, std::string_view after,
                                 int64_t limit);
 
@@ -117,8 +135,20 @@ class StoreDb {
   SqliteConnection db_;
   SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   SqliteStatement owner_get_, owner_set_, snap_put_, snap_import_, snap_get_, kv_put_, kv_del_, kv_get_;
-  SqliteStatement keys_bounded_, keys_open_;
+  SqliteStatement keys_bounded_, keys_open_, next_row_, prev_row_;
+  SqliteStatement count_commit_, commits_;
+  // The files this connection opened: (device, inode) of the database, and
+  // of its -wal once it exists (0, 0: not seen yet).
+  uint64_t db_dev_ = 0, db_ino_ = 0, wal_dev_ = 0, wal_ino_ = 0;
+  void CheckNeighbors(std::string_view name, int space, std::string_view key);
 };
+
+// A keyed row's checksum, kv.sum: the high 32 bits are the CRC-32C of the
+// row's (name, space, key), the low 32 bits that CRC continued over the
+// value. Rows written by format 1 have none (NULL): only a space 1 value's
+// own CRC checks them.
+int64_t RowSum(std::string_view name, int space, std::string_view key, std::string_view value);
+uint32_t KeySum(std::string_view name, int space, std::string_view key);
 
 // Whether `bytes` is a checksummed state codec snapshot whose CRC32C holds;
 // when not, *why says what is wrong (lowercase).

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "store_db.hpp"
+#include "store_mark.hpp"
 
 namespace lua_tasks {
 
@@ -31,7 +32,11 @@ struct StoreImport {  // a migrated snapshot: written unless the name has one
   std::string name;
   std::string bytes;
 };
-using StoreJobBody = std::variant<StoreBatch, StoreLoad, StoreClaim, StoreImport>;
+// Moves the -wal into the database and truncates it (a store's last runtime
+// closed: a -wal lost later then loses nothing). Like a load, it runs after
+// the writes before it, outside a transaction.
+struct StoreCheckpoint {};
+using StoreJobBody = std::variant<StoreBatch, StoreLoad, StoreClaim, StoreImport, StoreCheckpoint>;
 struct StoreJob {
   uint64_t id = 0;
   StoreJobBody body;
@@ -62,6 +67,13 @@ struct StoreOutcome {
 // commit with one fsync. Jobs run in the order submitted; a load first
 // commits the writes before it, then reads outside any transaction.
 //
+// Damage made loud: each transaction is counted in the database and, once
+// committed, in the directory's StoreMark; the open refuses a database whose
+// count is below the mark (ERR_STORE_CORRUPT: its -wal was lost). Before each
+// COMMIT the writer checks that its files are still in the directory
+// (StoreDb::Unlinked) and fails the whole transaction if not, as it would
+// land in unlinked files. Stop() checkpoints the -wal into the database.
+//
 // `wake` is called on the writer thread whenever outcomes are ready; the
 // owner then calls TakeOutcomes (from any thread).
 class StoreWriter {
@@ -71,7 +83,9 @@ class StoreWriter {
     uint64_t batches = 0;       // batches committed in them
   };
 
-  // Opens the database (throws StoreError) and starts the thread.
+  // Opens the database and its mark, checks that the database is not behind
+  // the mark (StoreError kCorrupt, naming what is missing), and starts the
+  // thread. Throws StoreError.
   StoreWriter(const std::string& path, std::function<void()> wake);
   ~StoreWriter();  // Stop()
   StoreWriter(const StoreWriter&) = delete;
@@ -90,9 +104,12 @@ class StoreWriter {
   void Run();
   void RunWrites(std::vector<StoreJob*>& writes, std::vector<StoreOutcome>& out);
   void RunLoad(const StoreJob& job, std::vector<StoreOutcome>& out);
+  void RunCheckpoint(const StoreJob& job, std::vector<StoreOutcome>& out);
+  void CheckMark();
   void Publish(std::vector<StoreOutcome> out);
 
   StoreDb db_;
+  StoreMark mark_;  // <dir>/lua-tasks.mark, beside db_
   std::function<void()> wake_;
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -101,7 +118,7 @@ class StoreWriter {
   bool stopping_ = false;
   Stats stats_;
   std::atomic<int> fail_next_{0};
-  std::thread thread_;  // last: starts once everything above exists
+  std::thread thread_;  // started by the constructor once the mark checked
 };
 
 }  // namespace lua_tasks

@@ -330,6 +330,88 @@ TEST_F(StateCodec, KeepsSharedReferencesAndCycles) {
   EXPECT_TRUE(Eval("not rawequal(back, v) and not rawequal(back.a, v.a)"));
 }
 
+// One string in many places is written once: the encoding stays close to
+// the memory the value holds in Lua (a script cannot make a small table
+// encode to gigabytes).
+TEST_F(StateCodec, WritesARepeatedStringOnce) {
+  Do(R"(local s = string.rep("x", 65536)
+    v = { s = s, t = { s, s } }
+    for i = 1, 16000 do v[i] = s end)");
+  const std::string bytes = Encode("");
+  EXPECT_LT(bytes.size(), size_t{65536} + 16000 * 12);
+  RoundTrip();
+  EXPECT_TRUE(Eval("back[1] == v.s and back[16000] == v.s and back.t[2] == v.s and #back == 16000"));
+}
+
+TEST_F(StateCodec, RoundTripsSharedStringsAsKeysAndValues) {
+  Do(R"(local k = "a key long enough to be shared"
+    local w = "a value long enough to be shared"
+    v = { [k] = w, inner = { [k] = k, [w] = { w } }, short = "ab", again = "ab" })");
+  RoundTrip();
+  EXPECT_TRUE(Eval("back['a key long enough to be shared'] == 'a value long enough to be shared'"));
+  EXPECT_TRUE(Eval("back.inner['a value long enough to be shared'][1] == 'a value long enough to be shared'"));
+}
+
+TEST_F(StateCodec, RefusesAReferenceToAStringNotMarkedShared) {
+  const std::string s16(16, 'q');
+  EXPECT_EQ(DecodeError(Checked(TableHeader(2) + "\x03" + std::string(8, '\0') + "\x05\x10" + s16 + "\x03" +
+                                std::string("\x01\0\0\0\0\0\0\0", 8) + std::string("\x09\x00", 2))),
+            "corrupt state snapshot: reference to a string not marked shared at byte 52");
+}
+
+TEST_F(StateCodec, RefusesToEncodePastTheGuardsSize) {
+  Do(R"(v = {} for i = 1, 1000 do v[i] = "distinct " .. i end)");
+  LuaHost::HostSection section(host.get(), L);
+  lua_getglobal(L, "v");
+  std::string out, error;
+  CodecFailure failure;
+  EXPECT_FALSE(EncodeState(L, -1, &out, &error, "state", CodecGuard{.max_bytes = 4096}, &failure));
+  EXPECT_EQ(failure, CodecFailure::kTooLarge);
+  EXPECT_NE(error.find("encodes to more than 4096 bytes"), std::string::npos) << error;
+  EXPECT_TRUE(out.empty());
+  EXPECT_TRUE(EncodeState(L, -1, &out, &error, "state", CodecGuard{.max_bytes = 1 << 20}, &failure)) << error;
+  lua_pop(L, 1);
+}
+
+TEST_F(StateCodec, DecodesUnderTheMemoryLimitOfItsGuard) {
+  Do(R"(v = {} for i = 1, 20000 do v[i] = { i, "distinct value " .. i } end)");
+  const std::string bytes = Encode("");
+  LuaHost::HostSection section(host.get(), L);
+  MemoryBudget& memory = host->memory();
+  const size_t saved = memory.limit;
+  memory.limit = memory.used + (size_t{256} << 10);  // room for far less than the value
+  std::string error;
+  CodecFailure failure;
+  const int top = lua_gettop(L);
+  EXPECT_FALSE(DecodeState(L, bytes, &error, &failure, CodecGuard{.memory = &memory}));
+  EXPECT_EQ(failure, CodecFailure::kNoRoom);
+  EXPECT_NE(error.find("memoryLimit"), std::string::npos) << error;
+  EXPECT_EQ(lua_gettop(L), top);
+  memory.limit = saved;
+  EXPECT_TRUE(DecodeState(L, bytes, &error, &failure, CodecGuard{.memory = &memory})) << error;
+  lua_pop(L, 1);
+}
+
+// Work done on a script's behalf stops when the host says stop (taskTimeout,
+// worker.terminate()): both directions ask the guard every check interval.
+TEST_F(StateCodec, BothDirectionsStopWhenTheirGuardSaysStop) {
+  Do(R"(v = {} for i = 1, 20000 do v[i] = { i, "distinct value " .. i } end)");
+  const std::string bytes = Encode("");
+  LuaHost::HostSection section(host.get(), L);
+  host->set_interrupt_poll([](void*) { return true; }, nullptr);
+  host->RequestInterrupt();
+  lua_getglobal(L, "v");
+  std::string out, error;
+  CodecFailure failure;
+  EXPECT_FALSE(EncodeState(L, -1, &out, &error, "state", CodecGuard{.stop = host.get()}, &failure));
+  EXPECT_EQ(failure, CodecFailure::kStopped);
+  lua_pop(L, 1);
+  const int top = lua_gettop(L);
+  EXPECT_FALSE(DecodeState(L, bytes, &error, &failure, CodecGuard{.stop = host.get()}));
+  EXPECT_EQ(failure, CodecFailure::kStopped);
+  EXPECT_EQ(lua_gettop(L), top);
+}
+
 TEST_F(StateCodec, DistinctEqualTablesStayDistinct) {
   Do("v = { {}, {} }");
   RoundTrip();
@@ -481,9 +563,10 @@ TEST_F(StateCodec, RefusesForeignBuffers) {
   EXPECT_EQ(DecodeError("{\"json\": true}"), "not a lua-tasks state snapshot (bad magic)");
   EXPECT_EQ(DecodeError("LTS"), "corrupt state snapshot: truncated header");
   EXPECT_EQ(DecodeError(Snapshot("\x02", 1)),
-            "state snapshot version 1 is not supported (this build reads versions 2 and 3)");
-  EXPECT_EQ(DecodeError(Snapshot("\x02", 4)),
-            "state snapshot version 4 is not supported (this build reads versions 2 and 3)");
+            "state snapshot version 1 is not supported (this build reads versions 2 to 4)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 5)),
+            "state snapshot version 5 is not supported (this build reads versions 2 to 4)");
+  EXPECT_EQ(DecodeError(Snapshot("\x02", 4)), "corrupt state snapshot: truncated checksum");
   EXPECT_EQ(DecodeError(Snapshot("\x02", 3)), "corrupt state snapshot: truncated checksum");
   EXPECT_EQ(DecodeError(Snapshot(std::string("\x02\x00\x00\x00\x00", 5), 3)),
             "corrupt state snapshot: checksum mismatch");
@@ -499,7 +582,8 @@ TEST_F(StateCodec, RefusesCorruptStructure) {
   const CorruptRow rows[] = {
       {"", "truncated value at byte 5"},
       {std::string("\x02\x00", 2), "bytes after the value at byte 6"},
-      {"\x09", "unknown value tag 9 at byte 5"},
+      {"\x0b", "unknown value tag 11 at byte 5"},
+      {"\x09\x7f", "reference to a string not yet seen at byte 7"},
       {"\xff", "unknown value tag 255 at byte 5"},
       {"\x03\x01\x02", "truncated number at byte 6"},
       {"\x05\x05"
@@ -591,10 +675,10 @@ TEST_F(StateCodec, SurvivesFlippedBytes) {
 // ---------------------------------------------------------------------------
 // The checksum
 
-TEST_F(StateCodec, WritesVersion3WithTheChecksumOfEverythingBefore) {
+TEST_F(StateCodec, WritesVersion4WithTheChecksumOfEverythingBefore) {
   const std::string bytes = Encode("v = { a = 1 }");
   ASSERT_GT(bytes.size(), 9u);
-  EXPECT_EQ(bytes.substr(0, 5), std::string("LTST\x03", 5));
+  EXPECT_EQ(bytes.substr(0, 5), std::string("LTST\x04", 5));
   const std::string_view body = std::string_view(bytes).substr(0, bytes.size() - 4);
   const uint32_t crc = Crc32c::Update(0, body);
   std::string trailer;
@@ -652,7 +736,7 @@ TEST_F(StateCodec, RefusesEverySingleBitFlip) {
 
 TEST_F(StateCodec, ClassifiesEveryDecodeFailureAsCorrupt) {
   const std::string rows[] = {"", "XXXX\x03", "LTS", Snapshot("\x02", 9), Snapshot("\x02", 3), Checked("") + "",
-                              Checked("\x09"), Checked(TableHeader(3) + "\x02\x02")};
+                              Checked("\x0b"), Checked(TableHeader(3) + "\x02\x02")};
   for (const std::string& bytes : rows) {
     LuaHost::HostSection section(host.get(), L);
     std::string error;
@@ -822,7 +906,7 @@ TEST_F(StateCodec, TheDecoderStopsTheCollectorUntilItEnds) {
     EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 0);
   }  // dropped half done
   EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
-  EXPECT_EQ(DecodeError(Checked("\x09")), "corrupt state snapshot: unknown value tag 9 at byte 5");
+  EXPECT_EQ(DecodeError(Checked("\x0b")), "corrupt state snapshot: unknown value tag 11 at byte 5");
   EXPECT_EQ(lua_gc(L, LUA_GCISRUNNING), 1);
 }
 

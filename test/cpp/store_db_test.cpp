@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: MIT
-// Tests for StoreDb: schema and version, reads after writes, key listing, corrupt values.
+// Tests for StoreDb: schema and version, reads after writes, key listing, corrupt values and keys, unlinked files.
 #include "store_db.hpp"
 
 #include <sqlite3.h>
 
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -87,32 +88,143 @@ TEST(StoreDbTest, KeysInBytewiseOrderWithPrefixAfterAndLimit) {
   EXPECT_EQ(r.Keys("a", 2, "", "", -1), Keys{});  // another space
 }
 
+// Runs `sql` on a connection of its own (the damage a test makes).
+void Exec(const std::string& db, const std::string& sql) {
+  sqlite3* raw = nullptr;
+  ASSERT_EQ(sqlite3_open(db.c_str(), &raw), SQLITE_OK);
+  char* err = nullptr;
+  EXPECT_EQ(sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, &err), SQLITE_OK) << (err ? err : "");
+  sqlite3_free(err);
+  sqlite3_close(raw);
+}
+
+// The message of the StoreError `fn` throws, which must be kCorrupt.
+template <typename Fn>
+std::string Corrupt(Fn fn) {
+  try {
+    fn();
+  } catch (const StoreError& e) {
+    EXPECT_EQ(e.failure(), StoreFailure::kCorrupt) << e.what();
+    return e.what();
+  }
+  ADD_FAILURE() << "no error";
+  return "";
+}
+
 TEST(StoreDbTest, ACorruptValueIsAnErrorNamingTheNameAndKey) {
+  // Rows: the row checksum catches it; a format 1 row (no sum), the value's own CRC.
+  for (const char* clear_sum : {"", ", sum = NULL"}) {
+    TempDir dir;
+    StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+    Put(w, "game", {"player/1"});
+    // Flip one bit of the value's string, inside the blob, through SQLite.
+    std::string value = ValueSnapshot("player/1");
+    value[8] = static_cast<char>(value[8] ^ 0x04);
+    std::string hex;
+    for (unsigned char c : value) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+    Exec(dir.Db(), "UPDATE kv SET value = x'" + hex + "'" + clear_sum);
+    StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+    const std::string m = Corrupt([&] { r.Get("game", kSpaceStore, "player/1"); });
+    EXPECT_NE(m.find("store[\"player/1\"] of runtime \"game\""), std::string::npos) << m;
+    EXPECT_NE(m.find(*clear_sum ? "checksum mismatch" : "row checksum"), std::string::npos) << m;
+    EXPECT_EQ(r.Keys("game", kSpaceStore, "", "", -1), Keys{"player/1"});  // listing reads no value
+  }
+}
+
+// Regression (issue 32): a bit flipped in a stored key made its record
+// vanish, and answer for the key it became.
+TEST(StoreDbTest, ADamagedKeyNeitherAnswersForAnotherKeyNorVanishes) {
   TempDir dir;
   StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
-  Put(w, "game", {"player/1"});
-  // Flip one bit of the value's string, inside the blob, through SQLite.
-  sqlite3* raw = nullptr;
-  ASSERT_EQ(sqlite3_open(dir.Db().c_str(), &raw), SQLITE_OK);
-  std::string value = ValueSnapshot("player/1");
-  value[8] = static_cast<char>(value[8] ^ 0x04);
-  sqlite3_stmt* s = nullptr;
-  ASSERT_EQ(sqlite3_prepare_v2(raw, "UPDATE kv SET value = ?1", -1, &s, nullptr), SQLITE_OK);
-  sqlite3_bind_blob(s, 1, value.data(), static_cast<int>(value.size()), SQLITE_TRANSIENT);
-  EXPECT_EQ(sqlite3_step(s), SQLITE_DONE);
-  sqlite3_finalize(s);
-  sqlite3_close(raw);
+  Put(w, "game", {"player/1", "player/3", "player/5"});
+  Put(w, "other", {"x"});
+  // '1' (0x31) -> '0' (0x30): the row stays between its neighbours, as a bit
+  // flipped in the file leaves it.
+  Exec(dir.Db(), "UPDATE kv SET key = 'player/0' WHERE key = 'player/1'");
   StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
-  try {
-    r.Get("game", kSpaceStore, "player/1");
-    FAIL() << "no error";
-  } catch (const StoreError& e) {
-    EXPECT_EQ(e.failure(), StoreFailure::kCorrupt);
-    const std::string m = e.what();
-    EXPECT_NE(m.find("store[\"player/1\"] of runtime \"game\""), std::string::npos) << m;
-    EXPECT_NE(m.find("checksum mismatch"), std::string::npos) << m;
+  std::string m = Corrupt([&] { r.Get("game", kSpaceStore, "player/0"); });
+  EXPECT_NE(m.find("store[\"player/0\"] of runtime \"game\" is corrupt (its row checksum"), std::string::npos) << m;
+  m = Corrupt([&] { r.Get("game", kSpaceStore, "player/1"); });
+  EXPECT_NE(m.find("Cannot tell whether store[\"player/1\"] of runtime \"game\" exists"), std::string::npos) << m;
+  EXPECT_NE(m.find("it reads as store[\"player/0\"] of \"game\", space 1"), std::string::npos) << m;
+  m = Corrupt([&] { r.Keys("game", kSpaceStore, "", "", -1); });
+  EXPECT_NE(m.find("store[\"player/0\"] has a damaged key"), std::string::npos) << m;
+  // Damage is reported near it only: the rest reads.
+  EXPECT_EQ(r.Get("game", kSpaceStore, "player/5"), ValueSnapshot("player/5"));
+  EXPECT_EQ(r.Get("game", kSpaceStore, "player/9"), std::nullopt);
+  EXPECT_EQ(r.Get("other", kSpaceStore, "x"), ValueSnapshot("x"));
+}
+
+TEST(StoreDbTest, ADamagedNameOrSpaceIsCaughtToo) {
+  for (const char* damage : {"UPDATE kv SET name = 'gamd'", "UPDATE kv SET space = 3"}) {
+    TempDir dir;
+    StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+    Put(w, "game", {"player/1"});
+    Exec(dir.Db(), damage);
+    StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+    const std::string m = Corrupt([&] { r.Get("game", kSpaceStore, "player/1"); });
+    EXPECT_NE(m.find("has a damaged key"), std::string::npos) << damage << ": " << m;
   }
-  EXPECT_EQ(r.Keys("game", kSpaceStore, "", "", -1), Keys{"player/1"});  // listing reads no value
+}
+
+TEST(StoreDbTest, AFormat1DatabaseIsUpgradedAndItsRowsStillRead) {
+  TempDir dir;
+  Exec(dir.Db(),
+       "CREATE TABLE snapshots(name TEXT PRIMARY KEY, seq INTEGER NOT NULL, bytes BLOB NOT NULL);"
+       "CREATE TABLE kv(name TEXT NOT NULL, space INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,"
+       " PRIMARY KEY (name, space, key)) WITHOUT ROWID;"
+       "CREATE TABLE owners(name TEXT PRIMARY KEY, token INTEGER NOT NULL);"
+       "PRAGMA user_version = 1;");
+  {
+    StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);  // the upgrade
+  }
+  // An old row: no sum. It reads, checked by the value's own CRC.
+  const std::string v = ValueSnapshot("old");
+  std::string hex;
+  for (unsigned char c : v) hex += "0123456789abcdef"[c >> 4], hex += "0123456789abcdef"[c & 15];
+  Exec(dir.Db(), "INSERT INTO kv(name, space, key, value) VALUES('a', 1, 'k', x'" + hex + "')");
+  StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+  EXPECT_EQ(w.Commits(), 0);
+  Put(w, "a", {"new"});
+  StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+  EXPECT_EQ(r.Get("a", kSpaceStore, "k"), v);
+  EXPECT_EQ(r.Get("a", kSpaceStore, "new"), ValueSnapshot("new"));
+  EXPECT_EQ(r.Keys("a", kSpaceStore, "", "", -1), (Keys{"k", "new"}));
+  EXPECT_EQ(r.Get("a", kSpaceStore, "j"), std::nullopt);  // a miss beside an old row
+}
+
+TEST(StoreDbTest, EachWriteTransactionIsCounted) {
+  TempDir dir;
+  StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+  EXPECT_EQ(w.Commits(), 0);
+  w.Begin();
+  EXPECT_EQ(w.CountCommit(), 1);
+  w.Commit();
+  w.Begin();
+  EXPECT_EQ(w.CountCommit(), 2);
+  w.Rollback();  // a rolled back transaction is not
+  StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+  EXPECT_EQ(r.Commits(), 1);
+}
+
+// Regression (issue 32): with the directory removed, COMMITs were
+// acknowledged into unlinked files.
+TEST(StoreDbTest, UnlinkedFilesAreNoticed) {
+  for (const char* gone : {"lua-tasks.sqlite", "lua-tasks.sqlite-wal", ""}) {
+    TempDir dir;
+    StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+    Put(w, "a", {"k"});
+    EXPECT_EQ(w.Unlinked(), std::nullopt);
+    const std::filesystem::path d = std::filesystem::path(dir.Db()).parent_path();
+    if (*gone) {
+      std::filesystem::remove(d / gone);
+    } else {
+      std::filesystem::remove_all(d);
+    }
+    const std::optional<std::string> why = w.Unlinked();
+    ASSERT_TRUE(why.has_value()) << gone;
+    EXPECT_NE(why->find(" is gone ("), std::string::npos) << *why;
+  }
 }
 
 TEST(StoreDbTest, SnapshotChecksRefusesDamagedAndForeignBytes) {
@@ -144,7 +256,7 @@ TEST(StoreDbTest, ANewerFormatVersionIsRefusedNamingBothNumbers) {
       EXPECT_EQ(e.failure(), StoreFailure::kCorrupt);
       const std::string m = e.what();
       EXPECT_NE(m.find("format version 7"), std::string::npos) << m;
-      EXPECT_NE(m.find("reads format version 1 only"), std::string::npos) << m;
+      EXPECT_NE(m.find("reads format version 2 only"), std::string::npos) << m;
     }
   }
 }
@@ -163,7 +275,7 @@ TEST(StoreDbTest, SchemaVersionAndJournalMode) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "1");
+  EXPECT_EQ(one("PRAGMA user_version"), "2");
   EXPECT_EQ(one("PRAGMA journal_mode"), "wal");
   sqlite3_close(raw);
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Fuzz target: DecodeState on arbitrary bytes never crashes; what it decodes re-encodes and
-// decodes; a decode in slices (a stop at every value) ends the same way.
+// decodes; a decode in slices (a stop at every value) ends the same way; a decode under a
+// memory limit it may pass fails cleanly (kNoRoom, the stack as it was).
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -34,12 +35,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const int top = lua_gettop(L);
   // Most inputs get a valid header, so the fuzzer spends its time on the
   // body; inputs that start with the magic keep theirs, to reach the header
-  // checks too. Half of the others become version 3 with a correct checksum,
+  // checks too. Half of the others become version 4 with a correct checksum,
   // so the structure behind the checksum is fuzzed as well.
   std::string input;
   const bool own_header = size >= 4 && std::memcmp(data, "LTST", 4) == 0;
   const bool checked = !own_header && size > 0 && (data[0] & 1) != 0;
-  if (!own_header) input.assign(checked ? "LTST\x03" : "LTST\x02", 5);
+  if (!own_header) input.assign(checked ? "LTST\x04" : "LTST\x02", 5);
   input.append(reinterpret_cast<const char*>(data) + (checked ? 1 : 0), size - (checked ? 1 : 0));
   if (checked) {
     const uint32_t crc = lua_tasks::Crc32c::Update(0, input);
@@ -67,6 +68,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if ((p == lua_tasks::CodecProgress::kDone) != ok) __builtin_trap();
     if (!ok && sliced.error() != first_error) __builtin_trap();
     if (lua_gettop(L) != top) __builtin_trap();
+  }
+  {
+    lua_tasks::MemoryBudget& memory = host->memory();
+    const size_t saved = memory.limit;
+    memory.limit = memory.used + 64 * size;  // tight: many inputs decode past it
+    lua_tasks::CodecFailure failure;
+    const bool fits = lua_tasks::DecodeState(L, input, &error, &failure, lua_tasks::CodecGuard{.memory = &memory});
+    memory.limit = saved;
+    if (fits != ok && failure != lua_tasks::CodecFailure::kNoRoom) __builtin_trap();
+    if (lua_gettop(L) != top + (fits ? 1 : 0)) __builtin_trap();
+    lua_settop(L, top);
   }
   if (lua_gc(L, LUA_GCISRUNNING) != 1) __builtin_trap();  // every job gave the collector back
   lua_gc(L, LUA_GCCOLLECT);

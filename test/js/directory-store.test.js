@@ -434,7 +434,7 @@ describe('the database', () => {
     );
     expect(err).toMatchObject({ code: 'ERR_STORE_CORRUPT' });
     expect(err.message).toMatch(
-      /has format version 7, written by a newer lua-tasks; this one reads format version 1 only/,
+      /has format version 7, written by a newer lua-tasks; this one reads format version 2 only/,
     );
     expect(err.message).toContain(file);
   });
@@ -535,5 +535,145 @@ describe('Runtime.open', () => {
     const b = await Runtime.open({ name: 'inflight', store: dir });
     expect(b.load('return tasks.state.v')).toEqual([42]);
     await b.close();
+  });
+});
+
+// Issue 32: damage to the directory store is loud, never a silent loss.
+describe('damage', () => {
+  const db = () => path.join(dir, 'lua-tasks.sqlite');
+  const removeWal = () => {
+    for (const f of ['lua-tasks.sqlite-wal', 'lua-tasks.sqlite-shm']) fs.rmSync(path.join(dir, f), { force: true });
+  };
+  // A child that COMMITs tasks.state.n = 1..count under `name`, prints each
+  // acknowledged one, then runs `end` (JS, with rt in scope).
+  const committer = (name, count, end) => `
+    const { Runtime } = require(${JSON.stringify(entry)});
+    (async () => {
+      const rt = await Runtime.open({ name: ${JSON.stringify(name)}, store: ${JSON.stringify(dir)} });
+      for (let i = 1; i <= ${count}; i++) {
+        rt.load('tasks.state.n = ' + i);
+        await rt.commit();
+        process.stdout.write('acked ' + i + '\\n');
+      }
+      ${end}
+    })();`;
+
+  const walDamage = {
+    deleted: removeWal,
+    'truncated to half': () => {
+      const wal = path.join(dir, 'lua-tasks.sqlite-wal');
+      fs.truncateSync(wal, Math.floor(fs.statSync(wal).size / 2));
+    },
+    'damaged (a byte flipped in its middle)': () => {
+      const wal = path.join(dir, 'lua-tasks.sqlite-wal');
+      const bytes = fs.readFileSync(wal);
+      bytes[Math.floor(bytes.length / 2)] ^= 0xff;
+      fs.writeFileSync(wal, bytes);
+    },
+  };
+
+  test.each(Object.keys(walDamage))(
+    'the -wal %s after SIGKILL: the open fails ERR_STORE_CORRUPT naming the store, the name and what is missing',
+    async (damage) => {
+      const child = spawn(process.execPath, ['-e', committer('acked', 20, 'setInterval(() => {}, 1000);')], {
+        stdio: ['ignore', 'pipe', 'inherit'],
+      });
+      let out = '';
+      await new Promise((resolve) => {
+        child.stdout.on('data', (d) => {
+          out += d;
+          if (out.includes('acked 20\n')) resolve();
+        });
+      });
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.on('exit', resolve));
+      walDamage[damage]();
+      const err = await Runtime.open({ name: 'acked', store: dir }).then(
+        () => null,
+        (e) => e,
+      );
+      expect(err).toMatchObject({ code: 'ERR_STORE_CORRUPT' });
+      expect(err.message).toContain(`Runtime "acked" cannot be opened from ${dir}`);
+      expect(err.message).toMatch(
+        /is behind its high-water mark .*lua-tasks\.mark: it holds \d+ write transactions and \d+ were acknowledged, so the last \d+ .* are missing/,
+      );
+      expect(err.message).toContain(`delete ${path.join(dir, 'lua-tasks.mark')}`);
+      // Deleting the mark accepts the loss: the name opens with what the database holds.
+      fs.rmSync(path.join(dir, 'lua-tasks.mark'));
+      const rt = await Runtime.open({ name: 'acked', store: dir });
+      expect(rt.load('return tasks.state.n')[0] ?? 0).toBeLessThan(20);
+      await rt.close();
+    },
+  );
+
+  test.each([
+    ['rt.close() then process.exit()', 'await rt.close(); process.exit(0);'],
+    ['process.exit() with the runtime open', 'process.exit(0);'],
+  ])('after %s the database holds everything: a -wal lost then loses nothing', async (_, end) => {
+    const r = await runNode(['-e', committer('clean', 7, end)]);
+    expect(r).toMatchObject({ code: 0, stderr: '' });
+    expect(r.stdout).toContain('acked 7\n');
+    removeWal();
+    const rt = await Runtime.open({ name: 'clean', store: dir });
+    expect(rt.load('return tasks.state.n')).toEqual([7]);
+    await rt.close();
+  });
+
+  test("the store's last runtime closing checkpoints: the -wal is empty while the store stays open", async () => {
+    const store = new DirectoryStore(dir);
+    const wal = path.join(dir, 'lua-tasks.sqlite-wal');
+    const a = await Runtime.open({ name: 'a', store });
+    const b = await Runtime.open({ name: 'b', store });
+    for (const rt of [a, b]) {
+      rt.load('tasks.state.v = 1');
+      await rt.commit();
+    }
+    await a.close();
+    expect(fs.statSync(wal).size).toBeGreaterThan(0); // b is still open
+    await b.close();
+    expect(fs.statSync(wal).size).toBe(0);
+    await store.close();
+  });
+
+  test('a bit flipped in a stored key: neither the record it was nor the key it became reads, both ERR_STORE_CORRUPT', async () => {
+    const store = new DirectoryStore(dir);
+    const rt = await Runtime.open({ name: 'keys', store });
+    rt.load('for i = 1, 3 do tasks.store.set("player/" .. i, { score = i }) end');
+    await rt.commit();
+    await rt.close();
+    await store.close(); // checkpointed: the keys are in the database file
+    const bytes = fs.readFileSync(db());
+    const at = bytes.indexOf('player/1');
+    expect(at).toBeGreaterThan(0);
+    expect(bytes.indexOf('player/1', at + 1)).toBe(-1);
+    bytes[at + 7] ^= 0x01; // '1' -> '0'
+    fs.writeFileSync(db(), bytes);
+    const again = new DirectoryStore(dir);
+    const r = again.reader('keys');
+    for (const key of ['player/0', 'player/1']) {
+      expect(() => r.get(key)).toThrow(
+        expect.objectContaining({ code: 'ERR_STORE_CORRUPT', message: expect.stringContaining(db()) }),
+      );
+    }
+    expect(() => r.keys('player/')).toThrow(expect.objectContaining({ code: 'ERR_STORE_CORRUPT' }));
+    expect(r.get('player/3')).not.toBeNull(); // the rest still reads
+    await again.close();
+  });
+
+  test('the store directory removed while open: a COMMIT fails ERR_COMMIT_FAILED naming it, never acknowledged', async () => {
+    const rt = await Runtime.open({ name: 'gone', store: dir });
+    rt.load('tasks.state.v = 1');
+    await rt.commit();
+    fs.rmSync(dir, { recursive: true, force: true });
+    for (const v of [2, 3]) {
+      rt.load(`tasks.state.v = ${v}`);
+      const err = await rt.commit().then(
+        () => null,
+        (e) => e,
+      );
+      expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED', cause: { code: 'ENOENT' } });
+      expect(err.message).toContain(`The store directory ${dir} was removed or changed while the store was open`);
+    }
+    await rt.close();
   });
 });

@@ -101,4 +101,82 @@ async function query(dbUrl, text, values) {
   }
 }
 
-module.exports = { describePg, createDatabase, query, pgUrl: url };
+/**
+ * A PostgreSQL cluster of the caller's own, for tests that stop or restart
+ * the server (never the shared one): initdb and pg_ctl from PG_BIN in a
+ * temp directory, on a free port, run as the `postgres` user when this
+ * process is root (PostgreSQL refuses to run as root). `stop()` stops it and
+ * removes its directory.
+ * @returns {Promise<{ url: string, port: number, dir: string, restart(mode?: string): Promise<void>,
+ *   stop(): Promise<void> }>} url: a database `lua_tasks` of role `lua_tasks`
+ */
+async function privateCluster() {
+  const fs = require('node:fs');
+  const os = require('node:os');
+  const path = require('node:path');
+  const net = require('node:net');
+  const { execFileSync } = require('node:child_process');
+  const bin = process.env.PG_BIN || '/usr/lib/postgresql/15/bin';
+  const root = process.getuid && process.getuid() === 0;
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-pg-'));
+  const port = await new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address();
+      srv.close(() => resolve(p));
+    });
+  });
+  const as = (cmd, args) => {
+    const full = path.join(bin, cmd);
+    // From a directory the postgres user can read (not the test's cwd).
+    const opts = { cwd: dir, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000 };
+    return root
+      ? execFileSync('runuser', ['-u', 'postgres', '--', full, ...args], opts)
+      : execFileSync(full, args, opts);
+  };
+  if (root) execFileSync('chown', ['postgres:postgres', dir]);
+  const data = path.join(dir, 'data');
+  const log = path.join(dir, 'log');
+  as('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  fs.appendFileSync(
+    path.join(data, 'postgresql.conf'),
+    `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = 40\nshared_buffers = 16MB\n`,
+  );
+  const ctl = (args) => as('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', ...args]);
+  ctl(['start']);
+  const psql = (sql) => as('psql', ['-h', dir, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-qAtc', sql]);
+  psql("CREATE ROLE lua_tasks LOGIN PASSWORD 'lua_tasks'");
+  psql('CREATE DATABASE lua_tasks OWNER lua_tasks');
+  psql('GRANT pg_signal_backend TO lua_tasks');
+  let stopped = false;
+  return {
+    url: `postgres://lua_tasks:lua_tasks@127.0.0.1:${port}/lua_tasks`,
+    port,
+    dir,
+    /** pg_ctl restart (mode 'fast': sessions are ended, the server comes back). */
+    restart(mode = 'fast') {
+      // Off the loop: the process's own connections see the restart as it happens.
+      const { execFile } = require('node:child_process');
+      const args = ['-D', data, '-l', log, '-w', '-t', '60', 'restart', '-m', mode];
+      const full = path.join(bin, 'pg_ctl');
+      return new Promise((resolve, reject) => {
+        const cb = (err, _out, errText) =>
+          err ? reject(new Error(`pg_ctl restart failed: ${errText || err.message}`)) : resolve();
+        if (root) execFile('runuser', ['-u', 'postgres', '--', full, ...args], { cwd: dir }, cb);
+        else execFile(full, args, { cwd: dir }, cb);
+      });
+    },
+    async stop() {
+      if (stopped) return;
+      stopped = true;
+      try {
+        ctl(['stop', '-m', 'immediate']);
+      } finally {
+        fs.rmSync(dir, { recursive: true, force: true });
+      }
+    },
+  };
+}
+
+module.exports = { describePg, createDatabase, query, privateCluster, pgUrl: url };

@@ -88,7 +88,7 @@ describe('the checksum', () => {
     await a.commit();
     a.closeSync();
     await rewriteSnapshot('old', (v3) => {
-      expect(v3.subarray(0, 5)).toEqual(Buffer.from('LTST\x03', 'latin1'));
+      expect(v3.subarray(0, 5)).toEqual(Buffer.from('LTST\x04', 'latin1'));
       const v2 = Buffer.from(v3.subarray(0, v3.length - 4));
       v2[4] = 2;
       return v2;

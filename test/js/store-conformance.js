@@ -14,6 +14,11 @@
 //   faults                   [{ label, inject(ctx) -> undo() }]: each makes the
 //                            store's next saves fail at one of its steps
 //   kills                    how many SIGKILLs the kill test makes (default 200)
+//   outages                  [{ label, inject(ctx) -> Promise<number> }]: each ends the
+//                            store's connections while a write is in flight (the
+//                            number ended); for a store that has connections
+//   serverRestart            { setup() -> { store, restart(), teardown() } }: a store on
+//                            a server of the test's own, which restart() restarts
 'use strict';
 
 const path = require('node:path');
@@ -306,6 +311,80 @@ function describeStore(adapter) {
         expect(b.load('return tasks.state.v')).toEqual([2]);
         await b.close();
       });
+    }
+
+    for (const outage of adapter.outages || []) {
+      test(`${outage.label}: no crash, a durable task's COMMITs wait and land, an ephemeral COMMIT fails clearly, the runtime goes on`, async () => {
+        const a = await open('outage');
+        a.load(`function work(n)
+            for i = 1, n do
+              tasks.step(function() tasks.store.set("k" .. i, i) end)
+              coroutine.yield("COMMIT")
+            end
+            return n
+          end`);
+        const health = [];
+        a.on('storehealth', (e) => health.push(e.ok));
+        const durable = a.spawn('work', { durable: true, args: [30] }).result;
+        const ended = await outage.inject(ctx);
+        expect(ended).toBeGreaterThan(0);
+        expect(await durable).toBe(30);
+        // The outage was told, then its end.
+        expect(health).toEqual([false, true]);
+        // An ephemeral COMMIT meets the next outage: it fails, and says so.
+        const ephemeral = a.spawn('work', { args: [30] }).result.then(
+          () => null,
+          (e) => e,
+        );
+        await outage.inject(ctx);
+        const err = await ephemeral;
+        expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+        await a.commit(); // usable: the next one lands
+        await a.close();
+        const b = await open('outage');
+        expect(b.load('local n = 0; for i = 1, 30 do n = n + (tasks.store.get("k" .. i) or 0) end; return n')).toEqual([
+          465,
+        ]);
+        await b.close();
+      });
+    }
+
+    if (adapter.serverRestart) {
+      test("a server restart during durable COMMITs: no crash, every durable task's COMMITs wait and land once", async () => {
+        const server = await adapter.serverRestart.setup();
+        try {
+          const a = await Runtime.open({ name: 'restart', store: server.store });
+          let effects = 0;
+          a.set('effect', () => effects++);
+          a.load(`function work(id, n)
+              for i = 1, n do
+                tasks.step(function() effect(); tasks.store.set(id .. "/" .. i, i) end)
+                coroutine.yield("COMMIT")
+              end
+              return n
+            end`);
+          const health = [];
+          a.on('storehealth', (e) => health.push(e.ok));
+          const ids = ['a', 'b', 'c'];
+          const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 60] }).result);
+          await sleep(50);
+          await server.restart();
+          expect(await Promise.all(results)).toEqual([60, 60, 60]);
+          expect(effects).toBe(180); // each step once: no task failed and ran again
+          expect(health[0]).toBe(false);
+          expect(health[health.length - 1]).toBe(true);
+          await a.close();
+          const b = await Runtime.open({ name: 'restart', store: server.store });
+          expect(
+            b.load(
+              'local n = 0; for _, id in ipairs({ "a", "b", "c" }) do n = n + #tasks.store.keys(id .. "/") end; return n',
+            ),
+          ).toEqual([180]);
+          await b.close();
+        } finally {
+          await server.teardown();
+        }
+      }, 120000);
     }
 
     test('SIGKILL at random moments: no acknowledged COMMIT lost, no snapshot torn, records and snapshot agree, nothing left behind', async () => {

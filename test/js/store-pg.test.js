@@ -4,7 +4,7 @@
 const path = require('node:path');
 const { PostgresStore } = require('../..');
 const { describeStore } = require('./store-conformance');
-const { describePg, createDatabase, query } = require('./pg-helpers');
+const { describePg, createDatabase, query, privateCluster } = require('./pg-helpers');
 
 // Each test its own schema in the file's database.
 let db;
@@ -23,7 +23,12 @@ describePg('PostgresStore', () => {
     label: 'PostgresStore',
     async setup() {
       const schema = `conf_${++schemas}`;
-      const store = new PostgresStore({ connectionString: db.url, schema, leaseMs: LEASE_MS });
+      // Its sessions are named for the schema: an outage ends exactly them.
+      const store = new PostgresStore({
+        connectionString: `${db.url}?application_name=${schema}`,
+        schema,
+        leaseMs: LEASE_MS,
+      });
       // The schema made and the connections open (each a SCRAM handshake)
       // before the test: the storeTimeout tests time one hung call, not these.
       await (await store.acquire('warm-up')).release();
@@ -55,6 +60,28 @@ describePg('PostgresStore', () => {
         inject: (ctx) => failWith(ctx, 'AFTER INSERT OR UPDATE', 'CONSTRAINT', 'DEFERRABLE INITIALLY DEFERRED'),
       },
     ],
+    outages: [
+      {
+        label: "the store's sessions ended mid-COMMIT (pg_terminate_backend)",
+        inject: (ctx) => endMidWrite(ctx),
+      },
+    ],
+    // A cluster of the test's own (never the shared server), restarted with
+    // pg_ctl restart -m fast: every session ends, the server comes back.
+    serverRestart: {
+      async setup() {
+        const cluster = await privateCluster();
+        const store = new PostgresStore({ connectionString: cluster.url, leaseMs: LEASE_MS });
+        return {
+          store,
+          restart: () => cluster.restart('fast'),
+          async teardown() {
+            await store.close().catch(() => {});
+            await cluster.stop();
+          },
+        };
+      },
+    },
     kills: Number(process.env.LUA_TASKS_PG_KILLS || 100),
   });
 });
@@ -73,4 +100,32 @@ async function failWith(ctx, when, kind, deferral = '') {
        FOR EACH ROW EXECUTE FUNCTION ${s}.injected_fault()`,
   );
   return () => query(db.url, `DROP TRIGGER injected_fault ON ${s}.lua_tasks_snapshots`);
+}
+
+// Holds a lock on the keyed-rows table until one of the store's writes waits
+// on it, then ends every session of the store (that write's among them).
+// Resolves with the number of sessions ended.
+async function endMidWrite(ctx) {
+  const { Client } = require('pg');
+  const admin = new Client({ connectionString: db.url });
+  await admin.connect();
+  try {
+    await admin.query('BEGIN');
+    await admin.query(`LOCK TABLE "${ctx.schema}".lua_tasks_kv IN SHARE ROW EXCLUSIVE MODE`);
+    const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
+      WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`;
+    for (const end = Date.now() + 5000; Date.now() < end;) {
+      if ((await admin.query(waiting, [ctx.schema])).rows[0].n > 0) break;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    const { rows } = await admin.query(
+      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+       WHERE datname = current_database() AND application_name = $1`,
+      [ctx.schema],
+    );
+    await admin.query('COMMIT');
+    return rows[0].n;
+  } finally {
+    await admin.end();
+  }
 }
