@@ -21,6 +21,8 @@
 
 #include "lua_api_durable.hpp"
 
+#include <algorithm>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -251,34 +253,96 @@ Journal* DurableJournal(RuntimeCore* core) {
   return j != nullptr && j->in_step == 0 ? j : nullptr;  // inside a step, the step's record holds it
 }
 
+// Copies the JS function's own `name` (a data property: no getter runs)
+// into buf, cut to Journal::kMaxIdentity bytes; 0 if it has none.
+size_t OwnName(RuntimeCore* core, lua_State* L, JsRefBox* box, char (&buf)[Journal::kMaxIdentity + 1]) noexcept {
+  napi_env env = core->env;
+  LuaHost::HostSection section(core->host.get(), L);  // JS runs (lib/boundary.js readOwn), as in CallJs
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
+  size_t len = 0;
+  try {
+    napi_value argv[2];
+    argv[0] = BoxValue(box);
+    if (argv[0] != nullptr && napi_create_string_utf8(env, "name", 4, &argv[1]) == napi_ok) {
+      napi_value name = CallHelper(env, AddonData::From(env)->read_own, 2, argv);
+      napi_valuetype type;
+      if (napi_typeof(env, name, &type) != napi_ok || type != napi_string ||
+          napi_get_value_string_utf8(env, name, buf, sizeof buf, &len) != napi_ok) {
+        len = 0;
+      }
+    }
+  } catch (...) {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(env, &ignored);
+    len = 0;
+  }
+  napi_close_handle_scope(env, scope);
+  return len;
+}
+
+// The identity a durable task's journal gives a call of the running JS
+// function: upvalue 2 of its closure, the global name rt.set gave it, else
+// (set on first use) its own `name`, "" if it has none. A name, not the
+// call's place in the Lua code: it stays the same when lines move, and a
+// different function or another order of calls shows. Valid while the
+// closure lives. May raise (memory).
+std::string_view CallName(RuntimeCore* core, lua_State* L) {
+  size_t len;
+  const char* s = lua_tolstring(L, lua_upvalueindex(2), &len);
+  if (s == nullptr) {
+    char buf[Journal::kMaxIdentity + 1];
+    len = OwnName(core, L, static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1))), buf);
+    lua_pushlstring(L, buf, len);
+    lua_replace(L, lua_upvalueindex(2));
+    s = lua_tolstring(L, lua_upvalueindex(2), &len);
+  }
+  return {s, len};
+}
+
 // Records a JS call's outcome for a durable task (docs/durable.md): (true,
-// its value) or (false, the error's message). `n`: its values on top, or -1
-// with the error on top. Returns n, or -1 with an error on top.
-int JournalCall(RuntimeCore* core, Journal* j, lua_State* L, int n) {
+// its value) or (false, the error's message), under the function's name.
+// `n`: its values on top, or -1 with the error on top. Returns n, or -1
+// with an error on top.
+int JournalCall(RuntimeCore* core, Journal* j, lua_State* L, int n, std::optional<std::string_view> name) {
   Scheduler* s = core->scheduler.get();
   if (n < 0) {
     lua_pushboolean(L, 0);
     PushErrorMessage(L, -2);  // a JS error object is journaled as its message
-    if (!JournalValues(s, j, RecordKind::kCall, L, 2)) return -1;
+    if (!JournalValues(s, j, RecordKind::kCall, L, 2, name)) return -1;
     lua_pop(L, 2);
     return -1;
   }
   lua_pushboolean(L, 1);
   lua_insert(L, -n - 1);
-  const bool ok = JournalValues(s, j, RecordKind::kCall, L, n + 1);
+  const bool ok = JournalValues(s, j, RecordKind::kCall, L, n + 1, name);
   if (!ok) return -1;
   lua_remove(L, -n - 1);
   return n;
 }
 
+// Keeps the name of the JS call whose promise the task now awaits, for the
+// record written when it settles (without memory for it, the record goes
+// without a name: unchecked on replay).
+void AwaitCall(Journal* j, std::string_view name) noexcept {
+  try {
+    j->awaiting_call.emplace(name);
+  } catch (...) {
+    j->awaiting_call.reset();
+  }
+}
+
 int l_js_call(lua_State* L) {
   LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   RuntimeCore* core = CoreOf(L);
+  // Taken before the call: nothing that may raise runs between the call and its record.
+  std::optional<std::string_view> name;
   if (Journal* j = DurableJournal(core)) {
+    name = CallName(core, L);
     if (j->replaying()) {
       // Replay: the outcome it had, JS not called again.
       lua_settop(L, 0);
-      const int n = ReplayValues(core->scheduler.get(), j, RecordKind::kCall, "a JS call", L);
+      const int n = ReplayValues(core->scheduler.get(), j, RecordKind::kCall, name, L);
       if (n < 0) return lua_error(L);
       if (!lua_toboolean(L, 1)) {
         lua_settop(L, 2);
@@ -289,8 +353,11 @@ int l_js_call(lua_State* L) {
     }
   }
   int n = CallJs(L);
-  if (n == kSuspend) return Suspend(L);  // a Promise: its outcome is journaled when it settles
-  if (Journal* j = DurableJournal(core)) n = JournalCall(core, j, L, n);
+  if (n == kSuspend) {  // a Promise: its outcome is journaled when it settles
+    if (Journal* j = DurableJournal(core); j != nullptr && name) AwaitCall(j, *name);
+    return Suspend(L);
+  }
+  if (Journal* j = DurableJournal(core)) n = JournalCall(core, j, L, n, name);
   if (n < 0) return lua_error(L);
   return n;
 }
@@ -571,7 +638,17 @@ void RegisterJsRef(RuntimeCore* core, lua_State* L, bool trusted_objects) {
 
 void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable) {
   NewBox(core, L, v, callable ? kFunction : kObject);
-  if (callable) lua_pushcclosure(L, l_js_call, 1);
+  if (callable) {
+    lua_pushnil(L);  // its name in durable journals, set by NameJsFunction or on first use (CallName)
+    lua_pushcclosure(L, l_js_call, 2);
+  }
+}
+
+void NameJsFunction(lua_State* L, int idx, std::string_view name) {
+  if (lua_tocfunction(L, idx) != l_js_call) return;
+  idx = lua_absindex(L, idx);
+  lua_pushlstring(L, name.data(), std::min(name.size(), Journal::kMaxIdentity));
+  lua_setupvalue(L, idx, 2);
 }
 
 void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown) {

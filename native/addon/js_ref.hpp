@@ -2,6 +2,8 @@
 // JsRef: a JS value held by Lua, as a capability: a function to call, an object to read, an error value.
 #pragma once
 
+#include <string_view>
+
 #include <node_api.h>
 
 #include <lua.hpp>
@@ -23,6 +25,11 @@ void RegisterJsRef(RuntimeCore* core, lua_State* L, bool trusted_objects);
 // fields are the object's own data properties. A strong reference keeps `v`
 // alive until Lua collects the value (or the state closes).
 void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable);
+
+// Names the JS function at `idx` (a Lua function from PushJsRef; anything
+// else is left alone) `name` in durable journals: rt.set gives the global's
+// name, which the Lua code calls it by. Stack unchanged. Raises (memory).
+void NameJsFunction(lua_State* L, int idx, std::string_view name);
 
 // If the Lua value at `idx` holds a JS value (from PushJsRef or
 // PushJsError), returns it; else nullptr. Stack unchanged.

@@ -175,6 +175,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   RegisterJsRef(core_.get(), L, options.Get("trustedObjects").ToBoolean());
   if (info[1].IsFunction()) {
     PushJsRef(core_.get(), L, info[1], true);
+    NameJsFunction(L, -1, "print");
     lua_pushcclosure(L, l_print, 1);
     lua_setglobal(L, "print");
   }
@@ -240,6 +241,7 @@ Napi::Value Runtime::JS_set(const Napi::CallbackInfo& info) {
     lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_GLOBALS);
     lua_pushlstring(L, name.data(), name.size());
     PushJs(core, L, info[1]);
+    NameJsFunction(L, -1, name);  // a durable task's journal knows its calls by this name
     core->CheckMemory(L, stack.top(), before);
     lua_rawset(L, -3);
     return env.Undefined();

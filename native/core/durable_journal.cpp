@@ -2,6 +2,7 @@
 // Journal: what entered one durable task from outside, in order (see durable_journal.hpp).
 #include "durable_journal.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -9,6 +10,13 @@
 #include "state_codec.hpp"
 
 namespace lua_tasks {
+
+namespace {
+// A call's or step's identity: this byte, its length (one byte), its bytes,
+// then the values' payload. No values' payload starts with it (kScalars is
+// 1, the codec's magic "L"), so a record without one reads as before.
+constexpr char kIdentityTag = 2;
+}  // namespace
 
 const char* RecordKindName(RecordKind kind) {
   switch (kind) {
@@ -61,19 +69,45 @@ std::string Journal::KeyOf(std::string_view id, size_t seq) {
   return key;
 }
 
-std::string Journal::Seal(RecordKind kind, std::string_view payload) {
+std::string Journal::Seal(RecordKind kind, std::string_view payload, std::optional<std::string_view> identity) {
   std::string bytes;
-  bytes.reserve(payload.size() + 5);
+  const std::string_view id = identity ? identity->substr(0, kMaxIdentity) : std::string_view();
+  bytes.reserve(payload.size() + 5 + (identity ? id.size() + 2 : 0));
   bytes.push_back(static_cast<char>(kind));
+  if (identity) {
+    bytes.push_back(kIdentityTag);
+    bytes.push_back(static_cast<char>(id.size()));
+    bytes.append(id);
+  }
   bytes.append(payload);
   const uint32_t crc = Crc32c::Update(0, bytes);
   for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(crc >> (8 * i)));
   return bytes;
 }
 
-void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out) {
-  out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload)});
-  bytes_ += payload.size() + kRecordOverhead;
+void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
+                     std::optional<std::string_view> identity) {
+  out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload, identity)});
+  bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
+}
+
+std::string_view Journal::SplitIdentity(std::string_view payload, std::optional<std::string_view>* identity) {
+  identity->reset();
+  if (payload.size() < 2 || payload[0] != kIdentityTag) return payload;
+  const size_t n = static_cast<uint8_t>(payload[1]);
+  if (payload.size() < 2 + n) return payload;  // does not read: the values' decoder says so
+  *identity = payload.substr(2, n);
+  return payload.substr(2 + n);
+}
+
+std::string Journal::DescribeIdentity(RecordKind kind, std::optional<std::string_view> identity) {
+  std::string out = RecordKindName(kind);
+  if (!identity) return out;
+  if (kind == RecordKind::kCall) {
+    if (identity->empty()) return out + " to an anonymous JS function";
+    return out.append(" to ").append(*identity);
+  }
+  return out.append(" \"").append(*identity).append("\"");
 }
 
 void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
@@ -126,6 +160,11 @@ std::string Journal::Describe(RecordKind kind, std::string_view payload) {
     if (DecodeYield(payload, &y)) {
       return std::string("a yield (") + WaitKindName(y.kind) + ")";
     }
+  }
+  if (kind == RecordKind::kCall || kind == RecordKind::kStep) {
+    std::optional<std::string_view> identity;
+    SplitIdentity(payload, &identity);
+    return DescribeIdentity(kind, identity);
   }
   return RecordKindName(kind);
 }

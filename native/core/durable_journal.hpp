@@ -11,7 +11,10 @@
 //
 // A record is one byte of kind, then its payload (a yield's fields, or the
 // codec's bytes of a table { n = count, values... }), then the CRC-32C of
-// both, 4 bytes little-endian: a damaged record is refused, never replayed. Records are stored as
+// both, 4 bytes little-endian: a damaged record is refused, never replayed.
+// A JS call's or a step's payload may start with its identity (what the code
+// called, checked on replay: docs/durable.md#changing-code); records written
+// before identities existed have none and replay unchecked. Records are stored as
 // keyed writes in space 2 under "<task id>/<seq, 10 digits>" (docs/design.md
 // #the-store-interface), so a task's records sort in order.
 #pragma once
@@ -36,8 +39,8 @@ enum class RecordKind : char {
   kStart = 'A',    // the entry (a global name or mod.fn path), its arguments, the idempotency key
   kYield = 'Y',    // a yield instruction the task waited on (YieldRecord)
   kIn = 'I',       // the values that wait ended with
-  kCall = 'C',     // a JS function's outcome: ok, then its value or error message
-  kStep = 'S',     // tasks.step's results
+  kCall = 'C',     // a JS function's outcome: its name, then ok, then its value or error message
+  kStep = 'S',     // tasks.step's results, after its name if it has one
   kValue = 'V',    // a clock or random read, or a tasks call on other tasks
   kMessage = 'M',  // a message taken from the mailbox
   kEnd = 'E',      // how the task ended (written as the task's records are deleted)
@@ -92,8 +95,10 @@ class Journal {
   void EndReplay();
 
   // ---- Live ----
-  // Appends a record (seq size()) and its keyed write to *out.
-  void Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out);
+  // Appends a record (seq size()) and its keyed write to *out; `identity`
+  // (a kCall's or kStep's, at most kMaxIdentity bytes) goes before the payload.
+  void Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
+              std::optional<std::string_view> identity = std::nullopt);
   // The task ended: deletes of its records into *out; with `end` (an end
   // record's payload) record 0 becomes that end record instead, kept while
   // finished tasks are retained (docs/durable.md#retention).
@@ -101,8 +106,18 @@ class Journal {
   // A new run of the same task (tasks.continue_as_new): every record goes
   // and `start` becomes record 0.
   void Restart(std::string_view start, std::vector<SpacedWrite>* out);
-  // A record as stored: kind, payload, CRC.
-  static std::string Seal(RecordKind kind, std::string_view payload);
+  // A record as stored: kind, identity if any, payload, CRC.
+  static std::string Seal(RecordKind kind, std::string_view payload,
+                          std::optional<std::string_view> identity = std::nullopt);
+  // The longest identity a record keeps (its length is one byte); longer
+  // JS function names are cut, longer step names refused.
+  static constexpr size_t kMaxIdentity = 255;
+  // A record's payload without its identity, which goes to *identity (none
+  // in a record written without one: an unnamed step, an older version).
+  static std::string_view SplitIdentity(std::string_view payload, std::optional<std::string_view>* identity);
+  // What a call or step with `identity` is, for a divergence message
+  // ("a JS call to grant", "tasks.step \"pay\"").
+  static std::string DescribeIdentity(RecordKind kind, std::optional<std::string_view> identity);
 
   static std::string KeyOf(std::string_view id, size_t seq);
   // A stored record checked and its CRC taken off; false if it is damaged.
@@ -132,6 +147,9 @@ class Journal {
   YieldRecord held;
   int64_t held_next = 0;  // a replayed UNTIL_NEXT: its next instant from now (skipping those missed)
   int64_t held_mono_start = 0;
+  // The identity of the JS call whose promise the task awaits: its record
+  // is written when the promise settles (none: tasks.await of a promise).
+  std::optional<std::string> awaiting_call;
   // Inside tasks.step: what the step reads (JS calls, clocks, messages) is
   // not journaled on its own; the step's results are the record.
   int in_step = 0;

@@ -16,7 +16,8 @@
 
 namespace lua_tasks {
 
-bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int n) {
+bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int n,
+                   std::optional<std::string_view> identity) {
   LuaHost::HostSection section(s->host(), L);
   std::string payload, error;
   bool limit = false;
@@ -30,19 +31,24 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
     }
     return false;
   }
-  s->AppendRecord(j, kind, payload);
+  s->AppendRecord(j, kind, payload, identity);
   return true;
 }
 
-int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, const char* now, lua_State* L) {
+int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::string_view> identity, lua_State* L) {
   LuaHost::HostSection section(s->host(), L);
-  if (j->next_kind() != kind) {
-    const std::string& m = s->Diverge(j, now);
+  std::optional<std::string_view> was;
+  const std::string_view values = Journal::SplitIdentity(j->Peek(), &was);
+  // Either side without an identity (a record of an older version, an
+  // unnamed step) is not checked: a name added or taken away replays.
+  if (j->next_kind() != kind || (was && identity && *was != *identity)) {
+    const std::string& m = s->Diverge(j, Journal::DescribeIdentity(kind, identity).c_str());
     PushCodedError(L, ErrorCode::kNondeterminism, m.c_str());
     return -1;
   }
+  j->Next();
   std::string error;
-  const int n = PushValues(L, j->Next(), &error, Decoding(s->host()));
+  const int n = PushValues(L, values, &error, Decoding(s->host()));
   if (!j->replaying()) j->EndReplay();
   if (n < 0) {
     lua_pushfstring(L, "durable task %s: a journal record does not read: %s", j->id().c_str(), error.c_str());
@@ -65,30 +71,42 @@ Journal* RunningJournal(Scheduler* s) {
   return j != nullptr && j->in_step == 0 ? j : nullptr;
 }
 
-// tasks.step(fn, ...): fn's results. In a durable task fn runs once: a
-// replay returns what it returned then (and fn cannot wait: a step is one
-// stretch of code whose effects and record land in one batch).
+// tasks.step([name,] fn, ...): fn's results. In a durable task fn runs once:
+// a replay returns what it returned then (and fn cannot wait: a step is one
+// stretch of code whose effects and record land in one batch). A named
+// step's replay checks the name: an unnamed step has no identity that
+// survives an edit of the lines above it (docs/durable.md#changing-code).
 int l_step(lua_State* L) {
   Scheduler* s = Sched(L);
-  luaL_checktype(L, 1, LUA_TFUNCTION);
+  // tasks.step(name, fn, ...): the name is the step's identity, checked on
+  // replay; it stays at index 1 (alive) while fn runs.
+  const int base = lua_type(L, 1) == LUA_TSTRING ? 1 : 0;
+  std::optional<std::string_view> name;
+  if (base == 1) {
+    size_t len;
+    const char* text = lua_tolstring(L, 1, &len);
+    luaL_argcheck(L, len <= Journal::kMaxIdentity, 1, "a step's name is at most 255 bytes");
+    name = std::string_view(text, len);
+  }
+  luaL_checktype(L, base + 1, LUA_TFUNCTION);
   Journal* j = RunningJournal(s);
   if (j != nullptr && j->replaying()) {
-    lua_settop(L, 0);
-    const int n = ReplayValues(s, j, RecordKind::kStep, "tasks.step", L);
+    lua_settop(L, base);
+    const int n = ReplayValues(s, j, RecordKind::kStep, name, L);
     return n < 0 ? lua_error(L) : n;
   }
   if (j == nullptr) {
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    lua_call(L, lua_gettop(L) - base - 1, LUA_MULTRET);
+    return lua_gettop(L) - base;
   }
   // Protected, so that the step's mark comes off however it ends; its error
   // goes on as it was raised.
   ++j->in_step;
-  const int status = lua_pcall(L, lua_gettop(L) - 1, LUA_MULTRET, 0);
+  const int status = lua_pcall(L, lua_gettop(L) - base - 1, LUA_MULTRET, 0);
   --j->in_step;
   if (status != LUA_OK) return lua_error(L);
-  const int n = lua_gettop(L);
-  if (!JournalValues(s, j, RecordKind::kStep, L, n)) return lua_error(L);
+  const int n = lua_gettop(L) - base;
+  if (!JournalValues(s, j, RecordKind::kStep, L, n, name)) return lua_error(L);
   return n;
 }
 
@@ -313,7 +331,7 @@ int JournaledCall(lua_State* L, Scheduler* s, lua_CFunction wrapped) {
   if (j == nullptr) return wrapped(L);
   if (j->replaying()) {
     lua_settop(L, 0);
-    const int n = ReplayValues(s, j, RecordKind::kValue, "a clock or random read or a tasks call", L);
+    const int n = ReplayValues(s, j, RecordKind::kValue, std::nullopt, L);
     return n < 0 ? lua_error(L) : n;
   }
   const int n = wrapped(L);

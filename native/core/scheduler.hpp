@@ -300,8 +300,10 @@ class Scheduler {
   // yield or end whatever the code does) and returns the message: what the
   // journal holds at its position and what the code did (`now`).
   const std::string& Diverge(Journal* j, const char* now);
-  // Appends a record to t's journal (the embedder's: a JS call's outcome).
-  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload);
+  // Appends a record to t's journal (the embedder's: a JS call's outcome),
+  // with a call's or step's identity if given.
+  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
+                    std::optional<std::string_view> identity = std::nullopt);
   // Encodes the n values on L's top as a payload for a record of j, within
   // maxValueBytes and what maxJournalBytes leaves it (persist_limits.hpp).
   // False with *error; *limit says a limit refused it (ERR_STORE_LIMIT).

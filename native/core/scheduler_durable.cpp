@@ -101,8 +101,9 @@ void Scheduler::TellJournal() {
   hooks_->OnJournal();
 }
 
-void Scheduler::AppendRecord(Journal* j, RecordKind kind, std::string_view payload) {
-  j->Append(kind, payload, &journal_writes_);
+void Scheduler::AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
+                             std::optional<std::string_view> identity) {
+  j->Append(kind, payload, &journal_writes_, identity);
   TellJournal();
 }
 
@@ -178,6 +179,8 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   if (j == nullptr) return nargs;
   const WaitKind w = j->awaiting;
   j->awaiting = WaitKind::kNone;
+  std::optional<std::string> call;  // the JS call whose promise settled, if one
+  call.swap(j->awaiting_call);
   if (w == WaitKind::kNone || j->replaying()) return nargs;  // a first run, a preemption, a replayed outcome
   std::string payload, error;
   bool ok;
@@ -206,7 +209,11 @@ int Scheduler::JournalIn(Task* t, int nargs) {
     FailDurable(t, "durable task " + j->id() + ": the values it was resumed with cannot be journaled: " + error);
     return -1;
   }
-  AppendRecord(j, w == WaitKind::kPromise ? RecordKind::kCall : RecordKind::kIn, payload);
+  if (w == WaitKind::kPromise) {
+    AppendRecord(j, RecordKind::kCall, payload, call ? std::optional<std::string_view>(*call) : std::nullopt);
+  } else {
+    AppendRecord(j, RecordKind::kIn, payload);
+  }
   return nargs;
 }
 

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Tests for durable tasks with a fake clock: journal records, replay to the same wait and deadline, divergence.
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -25,6 +27,33 @@ TEST(JournalTest, RecordsAreSealedAndADamagedOneIsRefused) {
   EXPECT_FALSE(Journal::Unseal(&r));
   std::string tiny = "abc";
   EXPECT_FALSE(Journal::Unseal(&tiny));
+}
+
+TEST(JournalTest, AnIdentityGoesBeforeThePayloadAndARecordWithoutOneReadsAsBefore) {
+  std::string r = Journal::Seal(RecordKind::kStep, "payload", std::string_view("pay"));
+  ASSERT_TRUE(Journal::Unseal(&r));
+  std::optional<std::string_view> identity;
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "payload");
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(*identity, "pay");
+  EXPECT_EQ(Journal::Describe(RecordKind::kStep, std::string_view(r).substr(1)), "tasks.step \"pay\"");
+  // An anonymous JS function has an empty identity, which is not none.
+  r = Journal::Seal(RecordKind::kCall, "v", std::string_view());
+  ASSERT_TRUE(Journal::Unseal(&r));
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "v");
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call to an anonymous JS function");
+  // A record of an older version: no identity, the payload as it was.
+  r = Journal::Seal(RecordKind::kCall, "\x01rest");
+  ASSERT_TRUE(Journal::Unseal(&r));
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "\x01rest");
+  EXPECT_FALSE(identity);
+  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call");
+  // A name longer than a record keeps is cut.
+  r = Journal::Seal(RecordKind::kCall, "v", std::string(300, 'x'));
+  ASSERT_TRUE(Journal::Unseal(&r));
+  Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
+  EXPECT_EQ(identity->size(), Journal::kMaxIdentity);
 }
 
 TEST(JournalTest, KeysSortInRecordOrder) {
@@ -265,6 +294,138 @@ TEST_F(DurableTest, CodeThatYieldsOtherwiseFailsWithNondeterminism) {
   EXPECT_NE(second->hooks.ends[0].find("a yield (FOR)"), std::string::npos);
   // The journal stays for code that replays it.
   EXPECT_EQ(store.count(Journal::KeyOf(id, 1)), 1u);
+}
+
+// Two named steps in the first run; `second`: the code a restart meets.
+// Returns the ends of the second life.
+class StepIdentityTest : public DurableTest {
+ protected:
+  std::vector<std::string> Replay(const char* first, const char* second, std::string* log) {
+    std::string id;
+    {
+      auto life = Open(first);
+      id = StartNew(life.get(), "f");
+    }
+    auto life = Open(second);
+    const uint64_t key = Restore(life.get(), id, "f");
+    if (life->hooks.ends.empty()) {
+      lua_State* L = life->rt.host->main();
+      EXPECT_EQ(life->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+    }
+    *log = Log(life.get());
+    return life->hooks.ends;
+  }
+};
+
+constexpr const char* kNamedSteps = R"(
+  function f()
+    local a = tasks.step("gold", function() note("gold ran") return "g" end)
+    local b = tasks.step("mail", function() note("mail ran") return "m" end)
+    coroutine.yield("INDEFINITELY")
+    note(a .. b)
+  end)";
+
+TEST_F(StepIdentityTest, SwappedNamedStepsFailWithNondeterminismNamingBoth) {
+  std::string log;
+  const auto ends = Replay(kNamedSteps, R"(
+    function f()
+      local b = tasks.step("mail", function() note("mail ran") return "m" end)
+      local a = tasks.step("gold", function() note("gold ran") return "g" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)",
+                           &log);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_NE(ends[0].find("diverged from its journal at record 1"), std::string::npos) << ends[0];
+  EXPECT_NE(ends[0].find("the journal holds tasks.step \"gold\", the code now made tasks.step \"mail\""),
+            std::string::npos)
+      << ends[0];
+  EXPECT_EQ(log, "");  // neither step ran again
+}
+
+TEST_F(StepIdentityTest, UnchangedNamedStepsReplayWithoutRunningAgain) {
+  std::string log;
+  const auto ends = Replay(kNamedSteps, kNamedSteps, &log);
+  EXPECT_EQ(ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+}
+
+TEST_F(StepIdentityTest, AStepWithoutANameOnEitherSideIsNotChecked) {
+  // Names added by the new code to steps recorded without one (as an older
+  // version wrote them) replay; so do unnamed steps whose lines moved.
+  const char* unnamed = R"(
+    function f()
+      local a = tasks.step(function() note("gold ran") return "g" end)
+      local b = tasks.step(function() note("mail ran") return "m" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)";
+  std::string log;
+  EXPECT_EQ(Replay(unnamed, kNamedSteps, &log), std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+  EXPECT_EQ(Replay(kNamedSteps, unnamed, &log), std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+}
+
+TEST_F(StepIdentityTest, ARecordWrittenWithoutAnIdentityReplaysUnderANamedStep) {
+  std::string id;
+  {
+    auto life = Open(kNamedSteps);
+    id = StartNew(life.get(), "f");
+  }
+  // Rewrite the step records as a version without identities wrote them.
+  int rewritten = 0;
+  for (auto& [k, v] : store) {
+    if (k.rfind(id + "/", 0) != 0) continue;
+    std::string r = v;
+    ASSERT_TRUE(Journal::Unseal(&r));
+    std::optional<std::string_view> identity;
+    const std::string_view values = Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
+    if (static_cast<RecordKind>(r[0]) != RecordKind::kStep || !identity) continue;
+    v = Journal::Seal(RecordKind::kStep, values);
+    ++rewritten;
+  }
+  EXPECT_EQ(rewritten, 2);
+  auto life = Open(R"(
+    function f()
+      local b = tasks.step("mail", function() note("mail ran") return "m" end)
+      local a = tasks.step("gold", function() note("gold ran") return "g" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)");  // swapped: an old record cannot tell, and replays
+  const uint64_t key = Restore(life.get(), id, "f");
+  EXPECT_TRUE(life->hooks.ends.empty());
+  lua_State* L = life->rt.host->main();
+  EXPECT_EQ(life->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(life->hooks.ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(Log(life.get()), "mg");  // the values in record order: what an unchecked record gives
+}
+
+TEST_F(StepIdentityTest, ANamedStepOutsideADurableTaskJustCallsItsFunction) {
+  auto life = Open(R"(function plain() return tasks.step("sum", function(a, b) return a + b, "x" end, 1, 2) end)");
+  lua_State* L = life->rt.host->main();
+  const int top = lua_gettop(L);
+  lua_getglobal(L, "plain");
+  ASSERT_EQ(lua_pcall(L, 0, LUA_MULTRET, 0), LUA_OK) << lua_tostring(L, -1);
+  ASSERT_EQ(lua_gettop(L), top + 2);
+  EXPECT_EQ(lua_tointeger(L, top + 1), 3);
+  EXPECT_STREQ(lua_tostring(L, top + 2), "x");
+  lua_settop(L, top);
+}
+
+TEST_F(StepIdentityTest, AStepNameIsAStringOfAtMost255Bytes) {
+  auto life = Open(R"(
+    function long() return pcall(tasks.step, string.rep("x", 256), function() end) end
+    function bad() return pcall(tasks.step, "name", 42) end)");
+  lua_State* L = life->rt.host->main();
+  for (const char* fn : {"long", "bad"}) {
+    lua_getglobal(L, fn);
+    ASSERT_EQ(lua_pcall(L, 0, 2, 0), LUA_OK);
+    EXPECT_FALSE(lua_toboolean(L, -2)) << fn;
+    const std::string m = lua_tostring(L, -1);
+    lua_pop(L, 2);
+    EXPECT_NE(m.find(std::string(fn) == "long" ? "at most 255 bytes" : "bad argument #2"), std::string::npos) << m;
+  }
 }
 
 }  // namespace
