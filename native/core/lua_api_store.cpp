@@ -33,6 +33,10 @@ KeyedStore* Store(lua_State* L) {
   return static_cast<KeyedStore*>(lua_touserdata(L, lua_upvalueindex(2)));
 }
 
+// A value this large took long enough to encode or decode to charge the
+// running thread's CPU budget for it.
+constexpr size_t kChargeFrom = size_t{64} << 10;
+
 const PersistLimits& Limits(lua_State* L) {
   return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)))->persist_limits();
 }
@@ -164,6 +168,7 @@ Outcome Fetch(lua_State* L, KeyedStore* store, std::string_view key) {
     return Outcome::kError;
   }
   decoder.PushResult(L);
+  if (bytes.size() >= kChargeFrom) host->Charge(L);
   // Decoded with the limit lifted (a HostSection): a value that took the
   // state past memoryLimit is refused as any allocation past it would be.
   if (memory.limit != 0 && memory.used > memory.limit && memory.used > before) {
@@ -200,6 +205,9 @@ Outcome Encode(lua_State* L, KeyedStore* store, std::string_view key, int idx, c
     }
   }
   SnapshotBytes bytes = encoder.TakeBytes();
+  // Long work the instruction count did not see: the next instruction reads
+  // the clock (as the bounded library functions do).
+  if (bytes.size() >= kChargeFrom) host->Charge(L);
   const size_t pending = store->pending_bytes() - store->dirty_bytes_of(key) + key.size() + bytes.size();
   if (pending > limits.pending_bytes) {
     lua_pushfstring(L,

@@ -245,6 +245,7 @@ const SPINNERS = [
   ['tasks.store.delete', 'while true do tasks.store.delete("k") end'],
   ['tasks.store.keys', 'while true do tasks.store.keys("") end'],
   ['tasks.step', 'while true do tasks.step(function() return big end) end', true],
+  ['tasks.step with a name', 'while true do tasks.step("s", function() return big end) end', true],
   ['tasks.patched', 'local i = 0 while true do i = i + 1 tasks.patched("p" .. i) end', true],
   ['tasks.send to a durable task', 'local me = tasks.current_id() while true do pcall(tasks.send, me, big) end', true],
   ['os.time, math.random (journaled reads)', 'while true do os.time() math.random() end', true],
