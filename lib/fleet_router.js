@@ -234,7 +234,10 @@ class FleetRouter {
     }
     const { text, moved } = await this.#serve(msg);
     if (moved) {
-      await this.#pool.query(`DELETE FROM ${this.#requests} WHERE id = $1 AND claimed_by = $2`, [key, this.#storeId]);
+      await this.#pool.query(
+        `UPDATE ${this.#requests} SET claimed_by = NULL, at = now() WHERE id = $1 AND claimed_by = $2`,
+        [key, this.#storeId],
+      );
       this.#served.delete(key); // not run here: a repeat claims again
     }
     return text;
