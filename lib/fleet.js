@@ -9,7 +9,9 @@
 // - Operations by name (spawn, send, resume, cancel, call, task) run where
 //   the name is: here if this member hosts it, else at its holder (the lease
 //   row names the holder's store id; FleetRouter reaches it by NOTIFY), else
-//   the name is activated here.
+//   the name is activated here. A request that was sent runs at most once:
+//   whoever runs it (the holder, or this member after a takeover) claims its
+//   row in PostgreSQL first (FleetRouter).
 // - The wake index (WakeIndex) says which names must run: active ones, and
 //   hibernated ones from their earliest timer on. Every member polls it and
 //   claims what is due and unheld (SKIP LOCKED): a hibernated name whose
