@@ -9,7 +9,9 @@
 // - Operations by name (spawn, send, resume, cancel, call, task) run where
 //   the name is: here if this member hosts it, else at its holder (the lease
 //   row names the holder's store id; FleetRouter reaches it by NOTIFY), else
-//   the name is activated here.
+//   the name is activated here. A request that was sent runs at most once:
+//   whoever runs it (the holder, or this member after a takeover) claims its
+//   row in PostgreSQL first (FleetRouter).
 // - The wake index (WakeIndex) says which names must run: active ones, and
 //   hibernated ones from their earliest timer on. Every member polls it and
 //   claims what is due and unheld (SKIP LOCKED): a hibernated name whose
@@ -271,31 +273,46 @@ class Member extends EventEmitter {
     }
   }
 
-  // Runs an operation where the name is.
+  // Runs an operation where the name is. Once it has been sent to another
+  // member, its request row exists and whoever runs it claims it first: so
+  // does this member before running it itself (docs/fleet.md#at-most-once).
   async #op(name, op, args) {
     checkOp(name, op);
     this.#checkOpen();
     const deadline = Date.now() + this.#o.routeTimeoutMs;
     const requestId = this.#router.newId(); // each time it is sent: served once
+    let sent = false; // its request row exists
+    let claimedBy = null; // the member that claimed it: only its answer counts
     let delay = 10;
     for (;;) {
-      const h = this.#hosted.get(name);
-      if (h && h.state === 'active') {
-        h.lastUsed = Date.now();
-        return execute(h.rt, op, args);
-      }
-      if (h) {
-        await h.settled;
-        continue;
-      }
-      let holder = this.#routes.get(name);
-      if (holder === undefined) {
-        try {
-          await this.#activate(name, 'call');
+      let holder = claimedBy;
+      if (!holder) {
+        const h = this.#hosted.get(name);
+        if (h && h.state === 'active') {
+          if (sent) {
+            const c = await this.#router.claim(requestId);
+            if (!c.ok) {
+              if (!c.by) throw unclaimable(name, op);
+              claimedBy = c.by;
+              continue;
+            }
+          }
+          h.lastUsed = Date.now();
+          return execute(h.rt, op, args);
+        }
+        if (h) {
+          await h.settled;
           continue;
-        } catch (e) {
-          if (!e || e.code !== 'ERR_STORE_LOCKED') throw e;
-          holder = e.holder && e.holder.store;
+        }
+        holder = this.#routes.get(name);
+        if (holder === undefined) {
+          try {
+            await this.#activate(name, 'call');
+            continue;
+          } catch (e) {
+            if (!e || e.code !== 'ERR_STORE_LOCKED') throw e;
+            holder = e.holder && e.holder.store;
+          }
         }
       }
       const left = deadline - Date.now();
@@ -303,20 +320,22 @@ class Member extends EventEmitter {
         const start = Date.now();
         let answer;
         try {
-          answer = await this.#router.request(holder, { name, op, args }, left, requestId);
+          answer = await this.#router.request(holder, { name, op, args }, left, requestId, !sent);
+          sent = true;
         } catch (e) {
           this.#routes.delete(name);
           throw e;
         }
         if (!answer.unreached && !answer.moved) {
-          this.#routes.set(name, holder);
+          if (!claimedBy) this.#routes.set(name, holder);
           this.#routed(name, op, Date.now() - start);
           if (answer.error) throw rebuild(answer.error);
           return answer.value;
         }
         // Not heard (the holder is gone, deaf or busy), or it no longer
-        // hosts the name (hibernating, dropping it): look again after a
-        // pause; the lease says who holds it by then.
+        // hosts the name (hibernating, dropping it; it gave its claim back):
+        // look again after a pause; the lease says who holds it by then.
+        if (answer.moved) claimedBy = null;
         this.#routes.delete(name);
         if (Date.now() + delay < deadline) {
           await sleep(delay);
@@ -328,7 +347,9 @@ class Member extends EventEmitter {
       if (Date.now() + delay >= deadline) {
         throw makeError(
           'ERR_FLEET_TIMEOUT',
-          `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
+          claimedBy
+            ? `The ${op} of "${name}" was claimed by another member (${claimedBy}), which did not answer within ${this.#o.routeTimeoutMs} ms: it may still be served there, and nowhere else.`
+            : `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
           { name, op },
         );
       }
@@ -436,6 +457,7 @@ class Member extends EventEmitter {
       }
     }
     if (this.#left) return;
+    await this.#router.prune();
     const due = await this.#wake.claimDue(this.#pool, CLAIM_BATCH, this.#o.leaseMs);
     await Promise.all(
       due.map(({ name, takeover }) =>
@@ -523,6 +545,7 @@ class Member extends EventEmitter {
       hosted: Object.keys(leases).length,
       leases,
       ...this.#stats,
+      claimsLost: this.#router.claimsLost,
       routeLatencyMs: { p50: at(0.5), p99: at(0.99), samples: sorted.length },
     };
   }
@@ -566,6 +589,16 @@ class Member extends EventEmitter {
     if (this.#store) await this.#store.close();
     if (this.#pool) await this.#pool.end();
   }
+}
+
+// A routed operation whose request row is gone (past its deadline, or lost
+// by PostgreSQL): nobody may run it now, and it may have run at its holder.
+function unclaimable(name, op) {
+  return makeError(
+    'ERR_FLEET_TIMEOUT',
+    `The ${op} of "${name}" was sent to a member that did not acknowledge it, and its request record is gone (its deadline passed, or PostgreSQL restarted): it was not run here, and may have run there.`,
+    { name, op },
+  );
 }
 
 // An operation on a runtime hosted here.

@@ -7,18 +7,27 @@
 // the lease row and reached without a registry of members. A request and its
 // answer are one NOTIFY each: PostgreSQL delivers a notification to the
 // listeners connected when its transaction commits, in commit order, and
-// drops it for a member that is gone. The receiver acknowledges a request
-// and serves it only once the acknowledgement is committed. A request not
-// acknowledged within ACK_MS was run by no one (the member is gone, its
-// listening session broke, or its loop was busy): the asker looks again and
-// sends it again under the SAME id, and a member serves an id once (a
-// repeat gets the first one's answer), so a slow holder never runs an
-// operation twice, and another holder runs it only if the first never
-// acknowledged it (if that one still ran it, its lease had lapsed: its writes
-// are fenced). One acknowledged but not answered in time rejects with
-// ERR_FLEET_TIMEOUT (it may still be served). While the asker's own
-// listening session is down it may miss acknowledgements: its requests then
-// wait for their answer or the timeout, never repeated elsewhere.
+// drops it for a member that is gone.
+//
+// At most once, by construction. A request is a row of
+// <schema>.lua_tasks_requests (id, claimed_by, at, expires_at), inserted by
+// the asker in the transaction of its first NOTIFY, and whoever runs it
+// claims the row first: the receiver in the transaction of its
+// acknowledgement (no acknowledgement, and no run, if another claimed it),
+// the asker before running it itself (its fallback when no acknowledgement
+// came within ACK_MS and the name came to it). One UPDATE on one row decides,
+// so no pause, timeout or repeat runs an operation twice, whatever the
+// members' clocks say. A repeat (the same id, sent again) to the member that
+// claimed it gets the first one's answer. A receiver that claimed a request
+// but no longer hosts the name gives its claim back before answering
+// "moved". The row lives until the asker's deadline (expires_at, on
+// PostgreSQL's clock); a row past it is claimed by nobody, so pruning it is
+// safe, and a row that is missing (pruned, or lost: the table is UNLOGGED,
+// emptied by a crash of PostgreSQL) is claimed by nobody either: losing
+// rows can only make a request fail, never run twice. One acknowledged but
+// not answered in time rejects with ERR_FLEET_TIMEOUT (it may still be
+// served, once). While the asker's own listening session is down it may miss
+// acknowledgements: its requests then wait for their answer or the timeout.
 //
 // Payloads are v8-serialized values (members run the same package and trust
 // one another: they share the database), base64 in the NOTIFY's text, which
@@ -32,6 +41,7 @@ const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;
 const ACK_MS = 500;
 const SERVED_KEPT_MS = 120000; // how long a served request's answer is kept for its repeats
+const PRUNE_EVERY_MS = 60000;
 
 /** The channel a member with this store id listens on. */
 function channelOf(storeId) {
@@ -57,6 +67,11 @@ function decode(text) {
 class FleetRouter {
   #pg;
   #pool;
+  #requests; // "<schema>"."lua_tasks_requests"
+  #schema;
+  #storeId;
+  #pruned = 0;
+  #claimsLost = 0;
   #connection;
   #channel;
   #wakeChannel;
@@ -86,15 +101,48 @@ class FleetRouter {
     this.#pool = o.pool;
     this.#connection = o.connection;
     this.#channel = channelOf(o.storeId);
+    this.#storeId = o.storeId;
+    this.#schema = o.schema;
+    this.#requests = `"${o.schema}"."lua_tasks_requests"`;
     this.#wakeChannel = wakeChannelOf(o.schema);
     this.#onRequest = o.onRequest;
     this.#onWake = o.onWake;
     this.#onError = o.onError;
   }
 
-  /** Connects the listening session (LISTEN on its channels). */
+  /** Makes the requests table if it is missing, and connects the listening session (LISTEN on its channels). */
   async start() {
+    await this.#create();
     await this.#listen();
+  }
+
+  // CREATE ... IF NOT EXISTS run by two sessions at once can fail (a
+  // duplicate key in pg_type): members joining together take turns, under
+  // the lock the store makes its tables under. UNLOGGED: no WAL for a row
+  // that lives seconds; a crash of PostgreSQL empties the table, and a
+  // missing row is claimed by nobody (see the header).
+  async #create() {
+    const c = await this.#pool.connect();
+    let broken;
+    const onError = (e) => {
+      broken = broken || e;
+    };
+    c.on('error', onError); // a client's 'error' unheard while checked out kills the process
+    try {
+      await c.query('BEGIN');
+      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${this.#schema}`]);
+      await c.query(
+        `CREATE UNLOGGED TABLE IF NOT EXISTS ${this.#requests} (id text PRIMARY KEY, claimed_by text, at timestamptz, expires_at timestamptz NOT NULL)`,
+      );
+      await c.query('COMMIT');
+    } catch (e) {
+      broken = broken || e;
+      await c.query('ROLLBACK').catch(() => {});
+      throw e;
+    } finally {
+      c.removeListener('error', onError);
+      c.release(broken);
+    }
   }
 
   #listen() {
@@ -160,23 +208,42 @@ class FleetRouter {
       const p = this.#pending.get(msg.id);
       if (p) clearTimeout(p.ackTimer);
     } else if (msg.t === 'req') {
-      // Served only once its acknowledgement is committed (so delivered to
-      // the asker, which listens): a request the asker saw no ack for was run
-      // by no one, and may go to another holder. Repeats of an id this
-      // member took get the first one's answer.
+      // Acknowledged only with its claim (one transaction): a request the
+      // asker saw no ack for was claimed by no one here, and one another
+      // member claimed is neither acknowledged nor run here. Repeats of an
+      // id this member claimed get the first one's answer.
       const key = `${msg.from} ${msg.id}`;
-      const acked = this.#notify(msg.from, encode({ t: 'ack', id: msg.id }));
+      const claimed = this.#notify(msg.from, encode({ t: 'ack', id: msg.id }), { claim: key });
       let answer = this.#served.get(key);
       if (!answer) {
-        answer = acked.then(() => this.#serve(msg));
+        answer = this.#take(msg, key, claimed);
         this.#served.set(key, answer);
         setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
       }
-      answer.then((text) => this.#notify(msg.from, text)).catch((e) => this.#onError(e));
+      answer.then((text) => text && this.#notify(msg.from, text)).catch((e) => this.#onError(e));
     }
   }
 
-  // Serves a request: the text of its answer.
+  // A request this member received: served if it claimed it; null if another
+  // member did (that one answers). A "moved" answer gives the claim back
+  // first, so whoever hosts the name now may claim and run it.
+  async #take(msg, key, claimed) {
+    if (!(await claimed)) {
+      this.#claimsLost++;
+      return null;
+    }
+    const { text, moved } = await this.#serve(msg);
+    if (moved) {
+      await this.#pool.query(
+        `UPDATE ${this.#requests} SET claimed_by = NULL, at = now() WHERE id = $1 AND claimed_by = $2`,
+        [key, this.#storeId],
+      );
+      this.#served.delete(key); // not run here: a repeat claims again
+    }
+    return text;
+  }
+
+  // Serves a request: the text of its answer, and whether it said "moved".
   async #serve(msg) {
     let answer;
     try {
@@ -192,15 +259,19 @@ class FleetRouter {
     } catch (e) {
       text = encode({ t: 'res', id: msg.id, error: errorRecord(e) });
     }
-    return text;
+    return { text, moved: answer.moved === true };
   }
 
   // Notifications made in one loop turn go in one statement (one round trip,
   // one transaction: delivered in this order; PostgreSQL folds identical ones,
-  // which here are only repeats).
-  #notify(channel, text) {
+  // which here are only repeats), with the request rows they open and the
+  // claims they carry. `also.open` { id, ms }: the request row to insert
+  // (expiring in ms); `also.claim`: the request id this notification
+  // acknowledges, sent only if this member claims it (or had).
+  // Resolves whether it was sent.
+  #notify(channel, text, also = {}) {
     return new Promise((resolve, reject) => {
-      this.#outbox.push({ channel, text, resolve, reject });
+      this.#outbox.push({ channel, text, ...also, resolve, reject });
       if (this.#outbox.length === 1) setImmediate(() => this.#flush());
     });
   }
@@ -209,15 +280,78 @@ class FleetRouter {
 
   async #flush() {
     const batch = this.#outbox.splice(0);
+    const simple = batch.every((n) => !n.open && !n.claim);
     try {
-      await this.#pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [
-        batch.map((n) => n.channel),
-        batch.map((n) => n.text),
-      ]);
-      for (const n of batch) n.resolve();
+      if (simple) {
+        await this.#pool.query('SELECT pg_notify(c, p) FROM unnest($1::text[], $2::text[]) AS t(c, p)', [
+          batch.map((n) => n.channel),
+          batch.map((n) => n.text),
+        ]);
+        for (const n of batch) n.resolve(true);
+        return;
+      }
+      // The claims see the rows as the statement began: a row opened in
+      // this same statement is one this member asked, never one it claims.
+      const { rows } = await this.#pool.query(
+        `WITH n AS (SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::float8[])
+                      WITH ORDINALITY AS t(c, p, claim, open, ms, i)),
+          opened AS (INSERT INTO ${this.#requests} (id, expires_at)
+                     SELECT DISTINCT ON (open) open, now() + ms * interval '1 millisecond' FROM n WHERE open IS NOT NULL
+                     ON CONFLICT (id) DO NOTHING),
+          claimed AS (UPDATE ${this.#requests} r SET claimed_by = $6, at = now()
+                      WHERE r.id IN (SELECT claim FROM n WHERE claim IS NOT NULL) AND r.expires_at > now()
+                        AND (r.claimed_by IS NULL OR r.claimed_by = $6)
+                      RETURNING r.id)
+        SELECT i::int, pg_notify(c, p) FROM n WHERE claim IS NULL OR claim IN (SELECT id FROM claimed)`,
+        [
+          batch.map((n) => n.channel),
+          batch.map((n) => n.text),
+          batch.map((n) => n.claim || null),
+          batch.map((n) => (n.open ? n.open.id : null)),
+          batch.map((n) => (n.open ? n.open.ms : null)),
+          this.#storeId,
+        ],
+      );
+      const sent = new Set(rows.map((r) => r.i));
+      batch.forEach((n, k) => n.resolve(sent.has(k + 1)));
     } catch (e) {
       for (const n of batch) n.reject(e);
     }
+  }
+
+  /**
+   * Claims a request this member asked, to run it itself (its fallback):
+   * `{ ok: true }`, or `{ ok: false, by }`: the store id of the member that
+   * claimed it (that one answers it), or null when its row is gone (its
+   * deadline passed, or PostgreSQL lost it): then nobody may run it.
+   */
+  async claim(id) {
+    const key = `${this.#channel} ${id}`;
+    const { rows } = await this.#pool.query(
+      `WITH c AS (UPDATE ${this.#requests} SET claimed_by = $2, at = now()
+                  WHERE id = $1 AND expires_at > now() AND (claimed_by IS NULL OR claimed_by = $2) RETURNING id)
+       SELECT (SELECT count(*) FROM c)::int AS mine, (SELECT claimed_by FROM ${this.#requests} WHERE id = $1) AS by`,
+      [key, this.#storeId],
+    );
+    if (rows[0].mine === 1) return { ok: true };
+    return { ok: false, by: rows[0].by || null };
+  }
+
+  /** Requests whose member claims were lost to another (not run here). */
+  get claimsLost() {
+    return this.#claimsLost;
+  }
+
+  /**
+   * Deletes the request rows past their deadline, at most once a minute: no
+   * one may claim them any more (the claims check expires_at), so their
+   * absence changes nothing.
+   */
+  async prune() {
+    const now = Date.now();
+    if (now - this.#pruned < PRUNE_EVERY_MS) return;
+    this.#pruned = now;
+    await this.#pool.query(`DELETE FROM ${this.#requests} WHERE expires_at < now()`);
   }
 
   /** A new request id: one per operation, kept by its repeats. */
@@ -227,12 +361,13 @@ class FleetRouter {
 
   /**
    * Sends a request to the member with store id `to`; `id` (from newId())
-   * is the operation's, the same for each time it is sent.
+   * is the operation's, the same for each time it is sent; `first`: its
+   * first time, which makes its request row (expiring in `timeoutMs`).
    * @returns {Promise<{ value?: *, error?: object, moved?: true, unreached?: true }>}
    *   its answer; unreached: not acknowledged in time (nobody served it)
    * @throws ERR_FLEET_TIMEOUT when acknowledged but not answered within `timeoutMs`
    */
-  async request(to, body, timeoutMs, id) {
+  async request(to, body, timeoutMs, id, first) {
     if (!this.#client) await this.#listen(); // its answer must find us listening
     let text;
     try {
@@ -266,7 +401,8 @@ class FleetRouter {
       this.#pending.set(id, { resolve, reject, timer, ackTimer });
     });
     try {
-      await this.#notify(channelOf(to), text);
+      const also = first ? { open: { id: `${this.#channel} ${id}`, ms: timeoutMs } } : {};
+      await this.#notify(channelOf(to), text, also);
     } catch (e) {
       const p = this.#pending.get(id);
       if (p) {

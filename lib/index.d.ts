@@ -319,6 +319,8 @@ export class Member extends EventEmitter {
     routed: number;
     served: number;
     takeovers: number;
+    /** Routed requests received and not run here: another member had claimed them (docs/fleet.md#at-most-once). */
+    claimsLost: number;
     routeLatencyMs: { p50: number | null; p99: number | null; samples: number };
   };
   /** Closes every runtime hosted here and hands the names to the other members. Idempotent. */
