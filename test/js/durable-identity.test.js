@@ -88,7 +88,7 @@ test('swapped JS calls fail the replay with ERR_NONDETERMINISM naming both funct
   await rt.close();
 });
 
-test('a call of another JS function in a recorded call\'s place fails the replay', async () => {
+test("a call of another JS function in a recorded call's place fails the replay", async () => {
   const { task, rt, errors, calls } = await replayWith(
     `function q() grantGold(1); coroutine.yield("INDEFINITELY") end`,
     `function q() grantXp(1); coroutine.yield("INDEFINITELY") end`,
