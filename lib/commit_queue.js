@@ -4,6 +4,7 @@
 
 const { inspect } = require('node:util');
 const { makeError } = require('./errors');
+const { SOCKET_ERRORS } = require('./store_faults');
 
 // Longest a snapshot's encode runs on the loop before it lets Node's other
 // work in (docs/design.md: no COMMIT stalls the loop more than ~10 ms).
@@ -17,19 +18,6 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 const RETRY_MIN_MS = 50;
 const RETRY_MAX_MS = 2000;
 
-// Node's socket errors: the store is not there (yet, again).
-const TRANSIENT_CODES = new Set([
-  'ERR_STORE_TIMEOUT',
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'EAI_AGAIN',
-]);
-
 /**
  * Whether a store's failure is transient: the same write may land later (the
  * store says so with `err.transient`, or it is a timeout or a socket error).
@@ -41,7 +29,7 @@ const TRANSIENT_CODES = new Set([
 function isTransient(e) {
   if (!e || typeof e !== 'object') return false;
   if (typeof e.transient === 'boolean') return e.transient;
-  return TRANSIENT_CODES.has(e.code);
+  return e.code === 'ERR_STORE_TIMEOUT' || SOCKET_ERRORS.has(e.code);
 }
 
 // The writes a store refused for good (err.refused, as PostgresStore gives

@@ -49,6 +49,7 @@ const { createHash, randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('./errors');
 const { checkName } = require('./store');
+const { SOCKET_ERRORS } = require('./store_faults');
 
 // The schema's format version, in lua_tasks_meta.
 const FORMAT_VERSION = 1;
@@ -302,18 +303,6 @@ const connectionGone = (e) => e.severity === 'FATAL' || /^(08|57P0)/.test(e.code
 // statement timed out (55P03, 57014), a deadlock or serialization failure
 // (40001, 40P01), or the session sat idle in a transaction too long (25P03).
 const TRANSIENT_SQL = /^(08...|53...|57P0[123]|55P03|57014|40001|40P01|25P03)$/;
-// Node's socket errors: the server is not there (yet, again).
-const TRANSIENT_NET = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ECONNABORTED',
-  'EPIPE',
-  'ETIMEDOUT',
-  'EHOSTUNREACH',
-  'ENETUNREACH',
-  'ENOTFOUND',
-  'EAI_AGAIN',
-]);
 
 /**
  * Whether a failure of PostgreSQL is transient (the same write may succeed
@@ -328,7 +317,7 @@ function isTransient(e) {
   if (e.transient === true) return true;
   if (e.permanent === true) return false;
   const code = typeof e.code === 'string' ? e.code : '';
-  if (TRANSIENT_NET.has(code) || TRANSIENT_SQL.test(code)) return true;
+  if (SOCKET_ERRORS.has(code) || TRANSIENT_SQL.test(code)) return true;
   if (code.startsWith('ERR_') || isSqlError(e)) return false;
   return /connection|terminat|timeout|socket/i.test(String(e.message));
 }
