@@ -247,7 +247,7 @@ bool JournalPatch(Scheduler* s, Journal* j, lua_State* L, std::string_view name)
   LuaHost::HostSection section(s->host(), L);
   std::string error;
   if (!s->RecordFits(j, name.size(), &error)) {
-    PushCodedError(L, ErrorCode::kStoreLimit, ("tasks.patched: " + error).c_str());
+    PushCodedError(L, ErrorCode::kStoreLimit, ("tasks.patched: durable task " + j->id() + ": " + error).c_str());
     return false;
   }
   s->AppendRecord(j, RecordKind::kPatch, name);

@@ -109,8 +109,9 @@ void Scheduler::AppendRecord(Journal* j, RecordKind kind, std::string_view paylo
 
 namespace {
 
-std::string JournalFull(const Journal& j, size_t bytes, size_t limit) {
-  return "durable task " + j.id() + ": a record of " + std::to_string(bytes) + " bytes would take its journal past " +
+// `size`: the record's size as known ("300 bytes", "more than 300 bytes").
+std::string JournalFull(const Journal& j, const std::string& size, size_t limit) {
+  return "a record of " + size + " would take its journal past " +
          std::to_string(limit) + " bytes (it holds " + std::to_string(j.bytes()) + "); " +
          LimitAdvice("maxJournalBytes", limit) +
          ", or end this run with tasks.continue_as_new(...) to start the task again with an empty journal";
@@ -121,13 +122,12 @@ std::string JournalFull(const Journal& j, size_t bytes, size_t limit) {
 bool Scheduler::RecordFits(Journal* j, size_t bytes, std::string* error) const {
   const PersistLimits& limits = persist_limits_;
   if (bytes > limits.value_bytes) {
-    *error = "durable task " + j->id() + ": a record of " + std::to_string(bytes) + " bytes; " +
-             LimitAdvice("maxValueBytes", limits.value_bytes);
+    *error = "a record of " + std::to_string(bytes) + " bytes; " + LimitAdvice("maxValueBytes", limits.value_bytes);
     return false;
   }
   const size_t cost = bytes + Journal::kRecordOverhead;
   if (cost > limits.journal_bytes || j->bytes() > limits.journal_bytes - cost) {
-    *error = JournalFull(*j, bytes, limits.journal_bytes);
+    *error = JournalFull(*j, std::to_string(bytes) + " bytes", limits.journal_bytes);
     return false;
   }
   return true;
@@ -142,7 +142,7 @@ bool Scheduler::EncodeRecord(Journal* j, lua_State* L, int n, std::string* paylo
   if (limit != nullptr) *limit = failure == CodecFailure::kTooLarge;
   if (failure == CodecFailure::kTooLarge) {
     *error = room < limits.value_bytes
-                 ? JournalFull(*j, room + 1, limits.journal_bytes)
+                 ? JournalFull(*j, "more than " + std::to_string(room) + " bytes", limits.journal_bytes)
                  : *error + ": " + LimitAdvice("maxValueBytes", limits.value_bytes);
   }
   return ok;
