@@ -35,16 +35,11 @@ void SetPersistLimits(const Napi::Object& options, PersistLimits* limits) {
   Napi::Value store = options.Get("storeLimits");
   if (!store.IsObject()) return;
   const Napi::Object declared = store.As<Napi::Object>();
-  size_t v = SIZE_MAX;
-  bytes(declared.Get("maxValueBytes"), &v);
-  limits->value_bytes = std::min(limits->value_bytes, v);
-  v = SIZE_MAX;
-  bytes(declared.Get("maxKeyBytes"), &v);
-  limits->key_bytes = std::min(limits->key_bytes, v);
-  v = SIZE_MAX;
-  bytes(declared.Get("maxBatchBytes"), &v);  // what one COMMIT may carry: the pending writes too
-  limits->pending_bytes = std::min(limits->pending_bytes, v);
-  limits->key_nul = !declared.Get("keyForbidsNul").ToBoolean();
+  size_t value = SIZE_MAX, key = SIZE_MAX, batch = SIZE_MAX;
+  bytes(declared.Get("maxValueBytes"), &value);
+  bytes(declared.Get("maxKeyBytes"), &key);
+  bytes(declared.Get("maxBatchBytes"), &batch);
+  limits->Narrow(value, key, batch, declared.Get("keyForbidsNul").ToBoolean());
 }
 
 // print(...) -> the JS print function (upvalue 1), one string per call, the

@@ -34,6 +34,15 @@ struct PersistLimits {
   size_t key_bytes = 512;
   bool key_nul = true;
 
+  // What the store declares it takes narrows these (SIZE_MAX: not declared):
+  // its largest value, key and batch (a batch carries the pending writes).
+  void Narrow(size_t store_value, size_t store_key, size_t store_batch, bool store_forbids_nul) {
+    value_bytes = value_bytes < store_value ? value_bytes : store_value;
+    key_bytes = key_bytes < store_key ? key_bytes : store_key;
+    pending_bytes = pending_bytes < store_batch ? pending_bytes : store_batch;
+    key_nul = key_nul && !store_forbids_nul;
+  }
+
   // The codec guard that encodes one value under value_bytes (at most
   // `room` more when less is left), asking `host` to stop.
   CodecGuard Encoding(LuaHost* host, size_t room = SIZE_MAX) const {
