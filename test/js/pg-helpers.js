@@ -127,13 +127,13 @@ async function privateCluster() {
       srv.close(() => resolve(p));
     });
   });
+  // The server's tools run from a directory the postgres user can read (not
+  // the test's cwd), and without the sanitizer runtime the test:asan run
+  // preloads into Node (the server would run, and die, under it).
+  const env = { ...process.env };
+  for (const k of ['LD_PRELOAD', 'ASAN_OPTIONS', 'UBSAN_OPTIONS']) delete env[k];
   const as = (cmd, args) => {
     const full = path.join(bin, cmd);
-    // From a directory the postgres user can read (not the test's cwd), and
-    // without the sanitizer runtime the test:asan run preloads into Node (the
-    // server would run under it, many times slower).
-    const env = { ...process.env };
-    for (const k of ['LD_PRELOAD', 'ASAN_OPTIONS', 'UBSAN_OPTIONS']) delete env[k];
     const opts = { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'], timeout: 120000 };
     return root
       ? execFileSync('runuser', ['-u', 'postgres', '--', full, ...args], opts)
@@ -167,8 +167,8 @@ async function privateCluster() {
       return new Promise((resolve, reject) => {
         const cb = (err, _out, errText) =>
           err ? reject(new Error(`pg_ctl restart failed: ${errText || err.message}`)) : resolve();
-        if (root) execFile('runuser', ['-u', 'postgres', '--', full, ...args], { cwd: dir }, cb);
-        else execFile(full, args, { cwd: dir }, cb);
+        if (root) execFile('runuser', ['-u', 'postgres', '--', full, ...args], { cwd: dir, env }, cb);
+        else execFile(full, args, { cwd: dir, env }, cb);
       });
     },
     async stop() {
