@@ -36,6 +36,7 @@
 const v8 = require('node:v8');
 const { createHash } = require('node:crypto');
 const { makeError } = require('./errors');
+const { createUnderSchemaLock } = require('./pg_schema');
 
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;
@@ -116,33 +117,12 @@ class FleetRouter {
     await this.#listen();
   }
 
-  // CREATE ... IF NOT EXISTS run by two sessions at once can fail (a
-  // duplicate key in pg_type): members joining together take turns, under
-  // the lock the store makes its tables under. UNLOGGED: no WAL for a row
-  // that lives seconds; a crash of PostgreSQL empties the table, and a
+  // UNLOGGED: no WAL for a row that lives seconds; a crash of PostgreSQL empties the table, and a
   // missing row is claimed by nobody (see the header).
   async #create() {
-    const c = await this.#pool.connect();
-    let broken;
-    const onError = (e) => {
-      broken = broken || e;
-    };
-    c.on('error', onError); // a client's 'error' unheard while checked out kills the process
-    try {
-      await c.query('BEGIN');
-      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${this.#schema}`]);
-      await c.query(
-        `CREATE UNLOGGED TABLE IF NOT EXISTS ${this.#requests} (id text PRIMARY KEY, claimed_by text, at timestamptz, expires_at timestamptz NOT NULL)`,
-      );
-      await c.query('COMMIT');
-    } catch (e) {
-      broken = broken || e;
-      await c.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      c.removeListener('error', onError);
-      c.release(broken);
-    }
+    await createUnderSchemaLock(this.#pool, this.#schema, [
+      `CREATE UNLOGGED TABLE IF NOT EXISTS ${this.#requests} (id text PRIMARY KEY, claimed_by text, at timestamptz, expires_at timestamptz NOT NULL)`,
+    ]);
   }
 
   #listen() {

@@ -2,6 +2,8 @@
 // WakeIndex: the fleet's due-timer index in PostgreSQL, which names must run and from when.
 'use strict';
 
+const { createUnderSchemaLock } = require('./pg_schema');
+
 // One row per name the fleet has hosted, in <schema>.lua_tasks_wake:
 //   wake_at = '-infinity'  the name is active: a member hosts it, or must
 //                          (its holder died: the next member to poll takes it)
@@ -36,33 +38,10 @@ class WakeIndex {
 
   /** Creates the table if it is missing (the store made the schema and its leases table). */
   async create(pool) {
-    // CREATE ... IF NOT EXISTS run by two sessions at once can fail (a
-    // duplicate key in pg_type): members joining together take turns, under
-    // the lock the store makes its tables under.
-    const c = await pool.connect();
-    // While checked out a client's 'error' (its connection reset, the
-    // server restarting) is ours to hear: unheard, it kills the process.
-    let broken;
-    const onError = (e) => {
-      broken = broken || e;
-    };
-    c.on('error', onError);
-    try {
-      await c.query('BEGIN');
-      await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${this.#schema}`]);
-      await c.query(
-        `CREATE TABLE IF NOT EXISTS ${this.#t.wake} (name text PRIMARY KEY, wake_at timestamptz, claimed_until timestamptz)`,
-      );
-      await c.query(`CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`);
-      await c.query('COMMIT');
-    } catch (e) {
-      broken = broken || e;
-      await c.query('ROLLBACK').catch(() => {});
-      throw e;
-    } finally {
-      c.removeListener('error', onError);
-      c.release(broken); // a client that failed is dropped, not handed back
-    }
+    await createUnderSchemaLock(pool, this.#schema, [
+      `CREATE TABLE IF NOT EXISTS ${this.#t.wake} (name text PRIMARY KEY, wake_at timestamptz, claimed_until timestamptz)`,
+      `CREATE INDEX IF NOT EXISTS lua_tasks_wake_due ON ${this.#t.wake} (wake_at)`,
+    ]);
   }
 
   // A statement's WHERE clause: `token` still holds the name's lease.
