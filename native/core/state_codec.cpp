@@ -1386,6 +1386,23 @@ void StateDecoder::set_check_interval(uint32_t units) { impl_->slice().set_inter
 // ---------------------------------------------------------------------------
 // One-shot
 
+bool SnapshotFrameIntact(std::string_view bytes, std::string* why) {
+  if (bytes.size() < kHeaderSize + kTrailerSize || bytes.substr(0, sizeof kMagic) != std::string_view(kMagic, 4)) {
+    *why = "not a lua-tasks value snapshot";
+    return false;
+  }
+  if (const uint8_t v = static_cast<uint8_t>(bytes[4]); v != kVersion && v != kNoStringRefs) {
+    *why = "value snapshot version " + std::to_string(v) + " is not supported";
+    return false;
+  }
+  const size_t body = bytes.size() - kTrailerSize;
+  if (Crc32c::Update(0, bytes.substr(0, body)) != Load32(bytes.data() + body)) {
+    *why = "checksum mismatch";
+    return false;
+  }
+  return true;
+}
+
 bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name,
                  const CodecGuard& guard, CodecFailure* failure) {
   StateEncoder e(L, idx, root_name, guard);

@@ -188,6 +188,13 @@ class StateDecoder {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether `bytes` is a whole checksummed snapshot (the magic, a version this
+// build reads that has a checksum, the checksum right), without decoding it:
+// for a store that checks what it hands out. False with *why ("not a
+// lua-tasks value snapshot", "value snapshot version 9 is not supported",
+// "checksum mismatch").
+bool SnapshotFrameIntact(std::string_view bytes, std::string* why);
+
 // One-shot encode of the value at `idx` of L into *out (replacing its
 // contents). Returns false, with *out empty, and sets *error (as
 // StateEncoder::error). Stack unchanged. Caller holds a HostSection.

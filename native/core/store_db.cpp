@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "crc32c.hpp"
+#include "state_codec.hpp"
 
 namespace lua_tasks {
 
@@ -110,27 +111,7 @@ int64_t RowSum(std::string_view name, int space, std::string_view key, std::stri
   return static_cast<int64_t>((static_cast<uint64_t>(k) << 32) | all);
 }
 
-bool SnapshotChecks(std::string_view bytes, std::string* why) {
-  // "LTST", version 3 or 4, ..., u32 little-endian CRC-32C of everything before it.
-  constexpr size_t kHeader = 5;
-  constexpr size_t kTrailer = 4;
-  if (bytes.size() < kHeader + kTrailer || bytes.substr(0, 4) != "LTST") {
-    *why = "not a lua-tasks value snapshot";
-    return false;
-  }
-  if (const uint8_t v = static_cast<uint8_t>(bytes[4]); v != 3 && v != 4) {
-    *why = "value snapshot version " + std::to_string(static_cast<uint8_t>(bytes[4])) + " is not supported";
-    return false;
-  }
-  uint32_t stored;
-  std::memcpy(&stored, bytes.data() + bytes.size() - kTrailer, 4);
-  if constexpr (std::endian::native == std::endian::big) stored = __builtin_bswap32(stored);
-  if (Crc32c::Update(0, bytes.substr(0, bytes.size() - kTrailer)) != stored) {
-    *why = "checksum mismatch";
-    return false;
-  }
-  return true;
-}
+bool SnapshotChecks(std::string_view bytes, std::string* why) { return SnapshotFrameIntact(bytes, why); }
 
 StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
   sqlite3* raw = nullptr;
