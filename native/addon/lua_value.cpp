@@ -109,11 +109,13 @@ napi_value CallLua(RuntimeCore* core, lua_State* L, int nargs, bool all) {
   LuaHost* host = core->host.get();
   const int base = lua_gettop(L) - nargs - 1;
   napi_env env = core->env;
-  if (host->depth() >= LuaHost::kMaxDepth) {
+  if (host->too_deep()) {
     lua_settop(L, base);
     ThrowError(Napi::Env(env), "ERR_LUA_RUNTIME",
-               "JS and Lua call each other more than " + std::to_string(LuaHost::kMaxDepth) +
-                   " levels deep; refusing to go deeper (C stack overflow).");
+               "JS and Lua call each other " + std::to_string(host->depth()) + " levels deep (at most " +
+                   std::to_string(LuaHost::kMaxDepth) + " levels and " +
+                   std::to_string(LuaHost::kMaxStackBytes / 1024) +
+                   " KiB of C stack); refusing to go deeper (C stack overflow).");
   }
   int status;
   {

@@ -237,7 +237,7 @@ class LuaHost {
         if (!host->budget_->active()) OpenWindow();
         host->budget_->Sync(L);
       }
-      ++host->depth_;
+      if (host->depth_++ == 0) host->stack_base_ = StackPoint();
       host->entry_ = ++host->entries_;
       // Stopped for good: Lua entered now (a task started by a loop that
       // caught the stop) stops at its first instruction, not at the next
@@ -320,10 +320,19 @@ class LuaHost {
   bool busy() const { return depth_ > 0 || sections_ > 0; }
 
   // Deepest nesting of JS -> Lua entries; deeper calls are refused. Below
-  // Lua's own C-call limit (200), and low enough that V8's stack limit (about
-  // 1 MB) is not reached first even in an AddressSanitizer build, whose
-  // frames are larger: at 180 it was, by a few frames.
+  // Lua's own C-call limit (200).
   static constexpr int kMaxDepth = 150;
+  // C stack the nested entries may take below the outermost one. A count of
+  // levels alone does not bound it: a level's frames differ by build (an
+  // AddressSanitizer build's are several times larger) and by what the JS in
+  // between does. Well under V8's own stack limit (about 1 MB from where the
+  // isolate started), so this refusal, not V8's, is what a caller sees.
+  static constexpr std::size_t kMaxStackBytes = 512 * 1024;
+
+  // The nesting is too deep to enter Lua again from here.
+  bool too_deep() const {
+    return depth_ >= kMaxDepth || (depth_ > 0 && stack_base_ - StackPoint() > kMaxStackBytes);
+  }
 
   // Runs f(L) with a light userdata `ud` as its only argument in protected
   // mode, under an Entry. Returns the Lua status (error message on failure in
@@ -335,6 +344,10 @@ class LuaHost {
 
  private:
   LuaHost() = default;
+  // Where this frame is on the C stack (which grows down on every target we build for).
+  [[gnu::always_inline]] static uintptr_t StackPoint() {
+    return reinterpret_cast<uintptr_t>(__builtin_frame_address(0));
+  }
   void DrainUnrefs();
   [[gnu::noinline]] void RunEntryHook();
   static void OnLargeAlloc(void* host);
@@ -352,6 +365,7 @@ class LuaHost {
   lua_State* current_ = nullptr;  // borrowed: a thread of L_
   lua_State* running_ = nullptr;  // borrowed: see running()
   int depth_ = 0;
+  uintptr_t stack_base_ = 0;  // StackPoint() when the outermost Entry opened
   uint64_t entries_ = 0;  // Entries made so far: the last one's id
   uint64_t entry_ = 0;    // entry_id()
   int sections_ = 0;  // live HostSections
