@@ -8,6 +8,14 @@
 #   --addon: only what depends on Node: the addon, built against that Node's
 #   headers (no GoogleTest), and Jest. The C++ tests link no Node and the Lua
 #   test runs lua5.4, so a run on any one Node covers them (CI: npm test).
+#   It also leaves out the Jest files whose outcome does not depend on which
+#   Node runs them and that take most of the suite's time: the install from
+#   the packed tarball (a full compile; the matrix builds the addon itself),
+#   the store conformance suites and the state codec's exhaustive damage
+#   tests (stores and codec run in the addon's own threads and SQL, not on
+#   Node's), the conversion fuzz (the same values the conversion tests
+#   cover) and the fleet chaos run (PostgreSQL and processes). CI runs them
+#   on the primary Node; every other Jest file runs on every major.
 set -euo pipefail
 addon_only=0
 if [ "${1:-}" = --addon ]; then addon_only=1; shift; fi
@@ -37,5 +45,9 @@ else
   ctest --test-dir "$LUA_TASKS_BUILD_DIR" --output-on-failure
   lua5.4 test/lua/async_test.lua
 fi
-node node_modules/jest/bin/jest.js
+jest_args=()
+if [ "$addon_only" = 1 ]; then
+  jest_args=(--testPathIgnorePatterns '/test/js/(pack|store-directory|store-pg|state-codec|fleet-chaos)\.test\.js$' '/security/conversion-fuzz\.test\.js$')
+fi
+node node_modules/jest/bin/jest.js "${jest_args[@]}"
 echo "test-node: Node $major took $((SECONDS - start)) s, the build $((built - start)) s"

@@ -609,8 +609,8 @@ class JsToLua {
   RuntimeCore* core_;
   napi_env env_;
   lua_State* L_;
-  const MemoryBudget* mem_;  // the host's: alive while we convert (a close() waits for the HostSection)
-  size_t before_;            // bytes the state held when the conversion began
+  const MemoryBudget* mem_;    // the host's: alive while we convert (a close() waits for the HostSection)
+  size_t before_;              // bytes the state held when the conversion began
   size_t ceiling_ = SIZE_MAX;  // bytes it may hold while this conversion builds
   bool refused_ = false;
   bool many_ = false;
@@ -735,11 +735,10 @@ class LuaToJs {
 
   [[noreturn]] void TooBig(size_t n) {
     ConversionError(env_, "Cannot convert a Lua value to JS: it would produce more than " + std::to_string(cap_) +
-                              " bytes (conversionLimit), counting string bytes, " +
-                              std::to_string(kConvertEntryBytes) + " per table entry and " +
-                              std::to_string(kConvertHandleBytes) +
-                              " per function or handle, each shared one once (" +
-                              std::to_string(bytes_) + " counted, " + std::to_string(n) +
+                              " bytes (conversionLimit), counting string bytes, " + std::to_string(kConvertEntryBytes) +
+                              " per table entry and " + std::to_string(kConvertHandleBytes) +
+                              " per function or handle, each shared one once (" + std::to_string(bytes_) +
+                              " counted, " + std::to_string(n) +
                               " more needed). Return a smaller value or raise the conversionLimit option.");
   }
 
@@ -989,8 +988,9 @@ bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v) {
   try {
     Converting(core, L, [&](JsToLua& c) { c.Push(v); });
   } catch (const MemoryRefused& r) {
-    lua_pushfstring(L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I (refused at %s)",
-                    static_cast<lua_Integer>(r.would), static_cast<lua_Integer>(r.limit), r.what.c_str());
+    lua_pushfstring(
+        L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I (refused at %s)",
+        static_cast<lua_Integer>(r.would), static_cast<lua_Integer>(r.limit), r.what.c_str());
     return false;
   }
   // Between two checks a value can overshoot by an element: the last word.

@@ -6,8 +6,8 @@
 
 #include <node_api.h>
 
-#include <lua.hpp>
 #include <napi.h>
+#include <lua.hpp>
 
 namespace lua_tasks {
 

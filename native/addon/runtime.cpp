@@ -14,8 +14,8 @@
 #include "cron_schedule.hpp"
 #include "durable_journal.hpp"
 #include "lua_api_resolve.hpp"
-#include "persist_limits.hpp"
 #include "lua_value.hpp"
+#include "persist_limits.hpp"
 #include "task_codes.hpp"
 
 namespace lua_tasks {

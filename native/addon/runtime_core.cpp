@@ -214,8 +214,7 @@ void RuntimeCore::BeginRestore(napi_value buffer) {
     // Under the memory limit: a snapshot that cannot fit fails the open
     // (ERR_MEMORY_LIMIT) and is left as it is, for an open with a larger one.
     decoder_ = std::make_unique<StateDecoder>(
-        L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length),
-        Decoding(host.get()));
+        L, std::string_view(length == 0 ? "" : static_cast<const char*>(data), length), Decoding(host.get()));
     // Unlike the encoder, the decoder does not mind Lua running beside it,
     // but it keeps the collector stopped while it is unfinished.
     if (LuaRunning(host.get())) AdvanceRestore(nullptr, 0);

@@ -74,7 +74,6 @@ Napi::Value Runtime::JS_preload(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
-
 Napi::Value Runtime::JS_modulePaths(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);

@@ -82,7 +82,9 @@ int64_t CpuBudget::Close(const Window& outer, bool* killed, int64_t now) {
 
 // One hook function for every thread: the host's, which looks at an interrupt
 // first (interrupt_watch.hpp), then calls OnHook.
-void CpuBudget::Hook(lua_State* L, lua_Debug* ar) { LuaHost::Hook(L, ar); }
+void CpuBudget::Hook(lua_State* L, lua_Debug* ar) {
+  LuaHost::Hook(L, ar);
+}
 
 bool CpuBudget::StopDue() {
   if (!window_.active) return false;

@@ -160,8 +160,8 @@ class CpuBudget {
   // The hook aims at no more than this between two clock reads: an eighth of
   // the taskTimeout (or half the timeSlice, when only that is set).
   int64_t adapt_target_ns_;
-  int64_t cap_target_ns_;               // an eighth of the taskTimeout; 0 = no cap
-  const size_t* big_string_bytes_;      // see the constructor; may be null
+  int64_t cap_target_ns_;           // an eighth of the taskTimeout; 0 = no cap
+  const size_t* big_string_bytes_;  // see the constructor; may be null
   PreemptFn preempt_ = nullptr;
   void* preempt_ctx_ = nullptr;
   Window window_;

@@ -505,12 +505,13 @@ bool Parser::FailAmbiguousDays(const std::string_view* texts, size_t pos) {
   }
   std::string msg = "day-of-week '" + Shown(dow) + "' at position " + std::to_string(pos + 1) +
                     " is ambiguous with day-of-month '*': Quartz (6-7 fields) counts 1 = SUN, node-cron and "
-                    "croner count 1 = MON. Write \"" + names + "\" (names)";
+                    "croner count 1 = MON. Write \"" +
+                    names + "\" (names)";
   const bool five = texts[kSecond] == "0" && (texts[kYear].empty() || texts[kYear] == "*") &&
                     dow.find_first_of("Ll#") == std::string_view::npos;
   if (five) {
-    msg += ", or use 5 fields (\"" + Shown(texts[kMinute]) + ' ' + Shown(texts[kHour]) + " * " +
-           Shown(texts[kMonth]) + ' ' + Shown(dow) + "\")";
+    msg += ", or use 5 fields (\"" + Shown(texts[kMinute]) + ' ' + Shown(texts[kHour]) + " * " + Shown(texts[kMonth]) +
+           ' ' + Shown(dow) + "\")";
   }
   if (error_) *error_ = "cron: " + msg;
   return false;

@@ -45,7 +45,9 @@ int InstallSignal() {
 
 }  // namespace
 
-int InterruptWatch::Signal() { return InstallSignal(); }
+int InterruptWatch::Signal() {
+  return InstallSignal();
+}
 
 std::shared_ptr<InterruptWatch> InterruptWatch::ForThisThread() {
   if (std::shared_ptr<InterruptWatch> w = tl_owner.lock()) return w;

@@ -22,7 +22,9 @@ const KeyedWrite* KeyedStore::Ordered::Find(std::string_view key) const {
   return it == index.end() ? nullptr : &entries[it->second];
 }
 
-size_t KeyedStore::WriteBytes(const KeyedWrite& w) { return w.key.size() + (w.value ? w.value->size() : 0); }
+size_t KeyedStore::WriteBytes(const KeyedWrite& w) {
+  return w.key.size() + (w.value ? w.value->size() : 0);
+}
 
 void KeyedStore::Ordered::Put(std::string_view key, std::optional<std::string> value) {
   auto [it, added] = index.try_emplace(std::string(key), entries.size());

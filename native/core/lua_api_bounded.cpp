@@ -219,10 +219,9 @@ int l_tonumber(lua_State* L) {
 // the heap, so every call charges its thread: the next instruction reads the
 // clock, and a loop of them meets the deadline within one collection.
 int l_collectgarbage(lua_State* L) {
-  static const char* const kOptions[] = {"stop",     "restart",    "collect",   "count",        "step",
-                                         "setpause", "setstepmul", "isrunning", "generational", "incremental",
-                                         nullptr};
-  static const int kWhat[] = {LUA_GCSTOP,     LUA_GCRESTART,   LUA_GCCOLLECT,   LUA_GCCOUNT, LUA_GCSTEP,
+  static const char* const kOptions[] = {"stop",       "restart",   "collect",      "count",       "step", "setpause",
+                                         "setstepmul", "isrunning", "generational", "incremental", nullptr};
+  static const int kWhat[] = {LUA_GCSTOP,     LUA_GCRESTART,    LUA_GCCOLLECT,   LUA_GCCOUNT, LUA_GCSTEP,
                               LUA_GCSETPAUSE, LUA_GCSETSTEPMUL, LUA_GCISRUNNING, LUA_GCGEN,   LUA_GCINC};
   const int what = kWhat[luaL_checkoption(L, 1, "collect", kOptions)];
   int result = 0;
@@ -251,7 +250,8 @@ int l_collectgarbage(lua_State* L) {
     case LUA_GCINC: {
       const int a = static_cast<int>(luaL_optinteger(L, 2, 0));
       const int b = static_cast<int>(luaL_optinteger(L, 3, 0));
-      result = what == LUA_GCGEN ? lua_gc(L, what, a, b) : lua_gc(L, what, a, b, static_cast<int>(luaL_optinteger(L, 4, 0)));
+      result =
+          what == LUA_GCGEN ? lua_gc(L, what, a, b) : lua_gc(L, what, a, b, static_cast<int>(luaL_optinteger(L, 4, 0)));
       if (result != -1) lua_pushstring(L, result == LUA_GCINC ? "incremental" : "generational");
       break;
     }

@@ -387,34 +387,78 @@ Opt ReadOption(PackFormat* h, int* size) {
   const char c = *h->fmt++;
   *size = 0;
   switch (c) {
-    case 'b': *size = 1; return Opt::kInt;
-    case 'B': *size = 1; return Opt::kUint;
-    case 'h': *size = sizeof(short); return Opt::kInt;
-    case 'H': *size = sizeof(short); return Opt::kUint;
-    case 'l': *size = sizeof(long); return Opt::kInt;
-    case 'L': *size = sizeof(long); return Opt::kUint;
-    case 'j': *size = sizeof(lua_Integer); return Opt::kInt;
-    case 'J': *size = sizeof(lua_Integer); return Opt::kUint;
-    case 'T': *size = sizeof(size_t); return Opt::kUint;
-    case 'f': *size = sizeof(float); return Opt::kFloat;
-    case 'n': *size = sizeof(lua_Number); return Opt::kNumber;
-    case 'd': *size = sizeof(double); return Opt::kDouble;
-    case 'i': *size = ReadIntSize(h, sizeof(int)); return Opt::kInt;
-    case 'I': *size = ReadIntSize(h, sizeof(int)); return Opt::kUint;
-    case 's': *size = ReadIntSize(h, sizeof(size_t)); return Opt::kString;
+    case 'b':
+      *size = 1;
+      return Opt::kInt;
+    case 'B':
+      *size = 1;
+      return Opt::kUint;
+    case 'h':
+      *size = sizeof(short);
+      return Opt::kInt;
+    case 'H':
+      *size = sizeof(short);
+      return Opt::kUint;
+    case 'l':
+      *size = sizeof(long);
+      return Opt::kInt;
+    case 'L':
+      *size = sizeof(long);
+      return Opt::kUint;
+    case 'j':
+      *size = sizeof(lua_Integer);
+      return Opt::kInt;
+    case 'J':
+      *size = sizeof(lua_Integer);
+      return Opt::kUint;
+    case 'T':
+      *size = sizeof(size_t);
+      return Opt::kUint;
+    case 'f':
+      *size = sizeof(float);
+      return Opt::kFloat;
+    case 'n':
+      *size = sizeof(lua_Number);
+      return Opt::kNumber;
+    case 'd':
+      *size = sizeof(double);
+      return Opt::kDouble;
+    case 'i':
+      *size = ReadIntSize(h, sizeof(int));
+      return Opt::kInt;
+    case 'I':
+      *size = ReadIntSize(h, sizeof(int));
+      return Opt::kUint;
+    case 's':
+      *size = ReadIntSize(h, sizeof(size_t));
+      return Opt::kString;
     case 'c':
       *size = ReadNumber(h, -1);
       if (*size == -1) luaL_error(h->L, "missing size for format option 'c'");
       return Opt::kChar;
-    case 'z': return Opt::kZstr;
-    case 'x': *size = 1; return Opt::kPadding;
-    case 'X': return Opt::kPadAlign;
-    case ' ': break;
-    case '<': h->little = true; break;
-    case '>': h->little = false; break;
-    case '=': h->little = kNativeLittle; break;
-    case '!': h->maxalign = ReadIntSize(h, kNativeAlign); break;
-    default: luaL_error(h->L, "invalid format option '%c'", c);
+    case 'z':
+      return Opt::kZstr;
+    case 'x':
+      *size = 1;
+      return Opt::kPadding;
+    case 'X':
+      return Opt::kPadAlign;
+    case ' ':
+      break;
+    case '<':
+      h->little = true;
+      break;
+    case '>':
+      h->little = false;
+      break;
+    case '=':
+      h->little = kNativeLittle;
+      break;
+    case '!':
+      h->maxalign = ReadIntSize(h, kNativeAlign);
+      break;
+    default:
+      luaL_error(h->L, "invalid format option '%c'", c);
   }
   return Opt::kNop;
 }
@@ -687,9 +731,9 @@ int l_str_unpack(lua_State* L) {
 }
 
 const luaL_Reg kStringFunctions[] = {
-    {"rep", l_str_rep},       {"lower", l_str_lower},       {"upper", l_str_upper},   {"reverse", l_str_reverse},
-    {"format", l_str_format}, {"pack", l_str_pack},         {"packsize", l_str_packsize},
-    {"unpack", l_str_unpack}, {nullptr, nullptr},
+    {"rep", l_str_rep},           {"lower", l_str_lower},   {"upper", l_str_upper},
+    {"reverse", l_str_reverse},   {"format", l_str_format}, {"pack", l_str_pack},
+    {"packsize", l_str_packsize}, {"unpack", l_str_unpack}, {nullptr, nullptr},
 };
 
 }  // namespace

@@ -117,7 +117,7 @@ int l_table_remove(lua_State* L) {
                   "position out of bounds");
   }
   WorkMeter meter(L);
-  lua_geti(L, 1, pos);  // the result
+  lua_geti(L, 1, pos);         // the result
   for (; pos < size; ++pos) {  // t[pos] = t[pos + 1], from the bottom up
     lua_geti(L, 1, pos + 1);
     lua_seti(L, 1, pos);

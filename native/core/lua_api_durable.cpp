@@ -23,8 +23,9 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
   bool limit = false;
   if (!s->EncodeRecord(j, L, n, &payload, &error, &limit)) {
     if (limit) {
-      PushCodedError(L, ErrorCode::kStoreLimit,
-                     ("durable task " + j->id() + ": " + RecordKindName(kind) + " cannot be journaled: " + error).c_str());
+      PushCodedError(
+          L, ErrorCode::kStoreLimit,
+          ("durable task " + j->id() + ": " + RecordKindName(kind) + " cannot be journaled: " + error).c_str());
     } else {
       lua_pushfstring(L, "durable task %s: %s cannot be journaled: %s", j->id().c_str(), RecordKindName(kind),
                       error.c_str());
@@ -153,8 +154,8 @@ bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
   for (int i = 0; i < nargs; ++i) lua_pushvalue(L, first + i);
   std::string error;
   CodecFailure failure;
-  const bool ok = EncodeValues(L, nargs + 2, &j->restart_start, &error,
-                               s->persist_limits().Encoding(s->host()), &failure);
+  const bool ok =
+      EncodeValues(L, nargs + 2, &j->restart_start, &error, s->persist_limits().Encoding(s->host()), &failure);
   lua_pop(L, nargs + 2);
   if (!ok) PushStartError(L, s, "tasks.continue_as_new", error, failure);
   return ok;

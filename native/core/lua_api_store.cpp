@@ -120,8 +120,8 @@ const char* CheckKey(lua_State* L, int arg, size_t* n) {
   const PersistLimits& limits = Limits(L);
   if (*n > limits.key_bytes) {
     PushQuoted(L, key, *n);
-    lua_pushfstring(L, "bad argument #%d: key %s is %d bytes; the runtime's store takes keys of at most %d bytes",
-                    arg, lua_tostring(L, -1), static_cast<int>(*n), static_cast<int>(limits.key_bytes));
+    lua_pushfstring(L, "bad argument #%d: key %s is %d bytes; the runtime's store takes keys of at most %d bytes", arg,
+                    lua_tostring(L, -1), static_cast<int>(*n), static_cast<int>(limits.key_bytes));
     RaiseCodedError(L, ErrorCode::kStoreLimit, lua_tostring(L, -1));
   }
   if (!limits.key_nul && std::memchr(key, 0, *n) != nullptr) {

@@ -6,9 +6,9 @@
 #include <utility>
 
 #include "interrupt_watch.hpp"
+#include "lua/guarded_xpcall.lua.hpp"
 #include "lua_api_bounded.hpp"
 #include "lua_coroutine.hpp"
-#include "lua/guarded_xpcall.lua.hpp"
 
 namespace lua_tasks {
 
@@ -115,7 +115,9 @@ void LuaHost::RequestInterrupt() noexcept {
   if ((lua_gethookmask(L) & LUA_MASKCOUNT) == 0) lua_sethook(L, Hook, LUA_MASKCOUNT, kWatchEvery);
 }
 
-void LuaHost::Hook(lua_State* L, lua_Debug* ar) { From(L)->OnHook(L); }
+void LuaHost::Hook(lua_State* L, lua_Debug* ar) {
+  From(L)->OnHook(L);
+}
 
 void LuaHost::OnHook(lua_State* L) {
   if ((interrupt_pending_ != 0 || terminating_) && InterruptDue()) RaiseTerminating(L);
@@ -143,7 +145,8 @@ bool LuaHost::InterruptDue() {
 int LuaHost::RaiseTerminating(lua_State* L) {
   lua_sethook(L, Hook, LUA_MASKCOUNT, 1);  // every instruction from now on
   if (L != L_) SetKilledMark(L);           // its <close> handlers are not run later
-  return luaL_error(L, "Lua was stopped: the thread it runs on is shutting down (worker.terminate() or process.exit())");
+  return luaL_error(L,
+                    "Lua was stopped: the thread it runs on is shutting down (worker.terminate() or process.exit())");
 }
 
 int LuaHost::Load(lua_State* L, std::string_view source, const char* chunkname) {

@@ -21,9 +21,9 @@ namespace lua_tasks {
 
 struct LuaHostOptions {
   LibProfile libs;
-  size_t memory_limit = 0;       // bytes; 0 = unlimited
-  int64_t time_slice_ns = 0;     // timeSlice; 0 = never preempt
-  int64_t task_timeout_ns = 0;   // taskTimeout; 0 = no CPU budget
+  size_t memory_limit = 0;      // bytes; 0 = unlimited
+  int64_t time_slice_ns = 0;    // timeSlice; 0 = never preempt
+  int64_t task_timeout_ns = 0;  // taskTimeout; 0 = no CPU budget
   // Required when either limit is set. Also what os.time() and os.date()
   // read, so Lua's idea of "now" is the scheduler's (null: the C library's).
   const Clock* clock = nullptr;
@@ -330,9 +330,7 @@ class LuaHost {
   static constexpr std::size_t kMaxStackBytes = 512 * 1024;
 
   // The nesting is too deep to enter Lua again from here.
-  bool too_deep() const {
-    return depth_ >= kMaxDepth || (depth_ > 0 && stack_base_ - StackPoint() > kMaxStackBytes);
-  }
+  bool too_deep() const { return depth_ >= kMaxDepth || (depth_ > 0 && stack_base_ - StackPoint() > kMaxStackBytes); }
 
   // Runs f(L) with a light userdata `ud` as its only argument in protected
   // mode, under an Entry. Returns the Lua status (error message on failure in
@@ -366,9 +364,9 @@ class LuaHost {
   lua_State* running_ = nullptr;  // borrowed: see running()
   int depth_ = 0;
   uintptr_t stack_base_ = 0;  // StackPoint() when the outermost Entry opened
-  uint64_t entries_ = 0;  // Entries made so far: the last one's id
-  uint64_t entry_ = 0;    // entry_id()
-  int sections_ = 0;  // live HostSections
+  uint64_t entries_ = 0;      // Entries made so far: the last one's id
+  uint64_t entry_ = 0;        // entry_id()
+  int sections_ = 0;          // live HostSections
   // An Entry is open (see HostSection for why host code counts). A relaxed atomic:
   // written by the Lua thread (plain stores), read by the InterruptWatch.
   std::atomic<bool> in_lua_{false};

@@ -111,9 +111,8 @@ namespace {
 
 // `size`: the record's size as known ("300 bytes", "more than 300 bytes").
 std::string JournalFull(const Journal& j, const std::string& size, size_t limit) {
-  return "a record of " + size + " would take its journal past " +
-         std::to_string(limit) + " bytes (it holds " + std::to_string(j.bytes()) + "); " +
-         LimitAdvice("maxJournalBytes", limit) +
+  return "a record of " + size + " would take its journal past " + std::to_string(limit) + " bytes (it holds " +
+         std::to_string(j.bytes()) + "); " + LimitAdvice("maxJournalBytes", limit) +
          ", or end this run with tasks.continue_as_new(...) to start the task again with an empty journal";
 }
 

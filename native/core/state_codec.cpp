@@ -356,9 +356,9 @@ class TableIds {
     return static_cast<size_t>((x >> 4) + (x >> 23) * 0x9E3779B97F4A7C15ull);
   }
 
-  Slots slots_;      // at most half full
-  Slots old_;        // the array before the last growth, while its entries move; else empty
-  size_t moved_ = 0;  // old_ slots moved so far
+  Slots slots_;         // at most half full
+  Slots old_;           // the array before the last growth, while its entries move; else empty
+  size_t moved_ = 0;    // old_ slots moved so far
   uint32_t count_ = 0;  // entries in both
 };
 
@@ -485,7 +485,6 @@ class StringCache {
   Entry entries_[kSlots];
   uint8_t mru_[kSets] = {};  // per set: the way hit or filled last
 };
-
 
 const char* Unpersistable(int type) {
   switch (type) {
@@ -648,13 +647,13 @@ class StateEncoder::Impl {
     kPair,   // the value (a table) is written: the pair is complete
   };
   struct Frame {
-    int table;             // stack slot of the table
-    int key;               // slot of its current key; the value is at key + 1
-    uint32_t header;       // offset of its tag byte; snapshots stay under 2^30 bytes
-    uint32_t count;        // pairs written so far
-    lua_Unsigned border;   // lua_rawlen at the start: the array hint
+    int table;            // stack slot of the table
+    int key;              // slot of its current key; the value is at key + 1
+    uint32_t header;      // offset of its tag byte; snapshots stay under 2^30 bytes
+    uint32_t count;       // pairs written so far
+    lua_Unsigned border;  // lua_rawlen at the start: the array hint
     Phase phase;
-    bool has_key;          // the key slot is part of the path (see Path)
+    bool has_key;  // the key slot is part of the path (see Path)
   };
 
   // The walk. Returns kMore when the slice is spent (always with the top
@@ -910,17 +909,17 @@ class StateEncoder::Impl {
   }
 
   const char* root_;
-  size_t max_body_;          // the stream before the checksum stays within this
-  Writer w_;                 // the snapshot being written
-  SnapshotBytes done_;       // the snapshot once written
-  lua_State* T_ = nullptr;   // the job's thread: owned through thread_, null once ended
-  LuaRef thread_;            // anchors T_ (and so every value on it) until the job ends
-  TableIds ids_;             // every table begun so far
-  TableIds string_ids_;      // every string of kMinSharedString bytes or more written so far
+  size_t max_body_;            // the stream before the checksum stays within this
+  Writer w_;                   // the snapshot being written
+  SnapshotBytes done_;         // the snapshot once written
+  lua_State* T_ = nullptr;     // the job's thread: owned through thread_, null once ended
+  LuaRef thread_;              // anchors T_ (and so every value on it) until the job ends
+  TableIds ids_;               // every table begun so far
+  TableIds string_ids_;        // every string of kMinSharedString bytes or more written so far
   std::vector<Frame> frames_;  // the open tables, root first
   Slice slice_;
   Stage stage_ = Stage::kStart;
-  uint32_t crc_ = 0;         // of the first crc_done_ bytes written
+  uint32_t crc_ = 0;  // of the first crc_done_ bytes written
   size_t crc_done_ = 0;
   std::string error_;
   CodecFailure failure_ = CodecFailure::kNone;
@@ -942,12 +941,24 @@ CodecProgress StateEncoder::Step(const Clock* clock, int64_t budget_ns) {
     return impl_->OutOfMemory();
   }
 }
-CodecProgress StateEncoder::progress() const { return impl_->progress(); }
-std::string_view StateEncoder::bytes() const { return impl_->bytes(); }
-SnapshotBytes StateEncoder::TakeBytes() { return impl_->TakeBytes(); }
-const std::string& StateEncoder::error() const { return impl_->error(); }
-CodecFailure StateEncoder::failure() const { return impl_->failure(); }
-void StateEncoder::set_check_interval(uint32_t units) { impl_->slice().set_interval(units); }
+CodecProgress StateEncoder::progress() const {
+  return impl_->progress();
+}
+std::string_view StateEncoder::bytes() const {
+  return impl_->bytes();
+}
+SnapshotBytes StateEncoder::TakeBytes() {
+  return impl_->TakeBytes();
+}
+const std::string& StateEncoder::error() const {
+  return impl_->error();
+}
+CodecFailure StateEncoder::failure() const {
+  return impl_->failure();
+}
+void StateEncoder::set_check_interval(uint32_t units) {
+  impl_->slice().set_interval(units);
+}
 
 // ---------------------------------------------------------------------------
 // Decoding
@@ -1031,7 +1042,8 @@ class StateDecoder::Impl {
   }
 
  private:
-  static constexpr int kRefs = 1;   // the slot of the shared values' table: ordinal + 1 -> table, -(ordinal + 1) -> string
+  static constexpr int kRefs =
+      1;  // the slot of the shared values' table: ordinal + 1 -> table, -(ordinal + 1) -> string
   static constexpr int kCache = 2;  // the first string cache slot
 
   enum Phase : uint8_t {
@@ -1041,12 +1053,12 @@ class StateDecoder::Impl {
     kIndexed,  // the value (a table) of array index `index` is built: store it
   };
   struct Frame {
-    int table;           // stack slot of the table
-    uint32_t left;       // pairs still to read
-    uint32_t narr;       // the array hint: keys 1..narr take the fast path
-    lua_Integer index;   // for kIndexed
+    int table;          // stack slot of the table
+    uint32_t left;      // pairs still to read
+    uint32_t narr;      // the array hint: keys 1..narr take the fast path
+    lua_Integer index;  // for kIndexed
     Phase phase;
-    uint8_t key_tag;     // for kValueOf and kStore: the key's tag (StorePair checks it)
+    uint8_t key_tag;  // for kValueOf and kStore: the key's tag (StorePair checks it)
   };
   enum class Read : uint8_t { kValue, kTable, kError };
 
@@ -1346,13 +1358,13 @@ class StateDecoder::Impl {
     collecting_ = false;
   }
 
-  std::string_view bytes_;  // the snapshot: the caller keeps it alive
-  const char* begin_;       // bytes_.data(), for offsets in errors
-  const char* p_;           // next byte to read
-  const char* end_;         // end of the stream (before the checksum)
-  lua_State* main_;         // for the collector: lives as long as the state
-  lua_State* T_ = nullptr;  // the job's thread: owned through thread_, null once ended
-  LuaRef thread_;           // anchors T_ and the values being built
+  std::string_view bytes_;   // the snapshot: the caller keeps it alive
+  const char* begin_;        // bytes_.data(), for offsets in errors
+  const char* p_;            // next byte to read
+  const char* end_;          // end of the stream (before the checksum)
+  lua_State* main_;          // for the collector: lives as long as the state
+  lua_State* T_ = nullptr;   // the job's thread: owned through thread_, null once ended
+  LuaRef thread_;            // anchors T_ and the values being built
   bool collecting_ = false;  // the collector ran when the job began: restart it at the end
   StringCache strings_;
   std::vector<Frame> frames_;  // the open tables, root first
@@ -1360,9 +1372,9 @@ class StateDecoder::Impl {
   Stage stage_ = Stage::kStart;
   uint32_t crc_ = 0;  // of bytes_[0, crc_done_)
   size_t crc_done_ = 0;
-  uint64_t tables_ = 0;  // tables begun so far: the next ordinal
+  uint64_t tables_ = 0;        // tables begun so far: the next ordinal
   uint64_t strings_seen_ = 0;  // strings of kMinSharedString bytes or more so far: the next string ordinal
-  uint64_t owed_ = 0;    // pairs the open tables still expect, beyond the current ones
+  uint64_t owed_ = 0;          // pairs the open tables still expect, beyond the current ones
   std::string error_;
   CodecFailure failure_ = CodecFailure::kNone;
 };
@@ -1377,11 +1389,21 @@ CodecProgress StateDecoder::Step(const Clock* clock, int64_t budget_ns) {
     return impl_->OutOfMemory();
   }
 }
-CodecProgress StateDecoder::progress() const { return impl_->progress(); }
-void StateDecoder::PushResult(lua_State* L) { impl_->PushResult(L); }
-const std::string& StateDecoder::error() const { return impl_->error(); }
-CodecFailure StateDecoder::failure() const { return impl_->failure(); }
-void StateDecoder::set_check_interval(uint32_t units) { impl_->slice().set_interval(units); }
+CodecProgress StateDecoder::progress() const {
+  return impl_->progress();
+}
+void StateDecoder::PushResult(lua_State* L) {
+  impl_->PushResult(L);
+}
+const std::string& StateDecoder::error() const {
+  return impl_->error();
+}
+CodecFailure StateDecoder::failure() const {
+  return impl_->failure();
+}
+void StateDecoder::set_check_interval(uint32_t units) {
+  impl_->slice().set_interval(units);
+}
 
 // ---------------------------------------------------------------------------
 // One-shot

@@ -111,7 +111,9 @@ int64_t RowSum(std::string_view name, int space, std::string_view key, std::stri
   return static_cast<int64_t>((static_cast<uint64_t>(k) << 32) | all);
 }
 
-bool SnapshotChecks(std::string_view bytes, std::string* why) { return SnapshotFrameIntact(bytes, why); }
+bool SnapshotChecks(std::string_view bytes, std::string* why) {
+  return SnapshotFrameIntact(bytes, why);
+}
 
 StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
   sqlite3* raw = nullptr;

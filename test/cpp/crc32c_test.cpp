@@ -19,8 +19,8 @@ TEST(Crc32c, MatchesTheStandardValues) {
       {"", 0x00000000u},
       {"123456789", 0xE3069283u},  // the check value of the CRC-32C catalogue entry
       {"a", 0xC1D04330u},
-      {std::string(32, '\0'), 0x8A9136AAu},     // RFC 3720 B.4: 32 bytes of zeros
-      {std::string(32, '\xFF'), 0x62A8AB43u},   // RFC 3720 B.4: 32 bytes of ones
+      {std::string(32, '\0'), 0x8A9136AAu},    // RFC 3720 B.4: 32 bytes of zeros
+      {std::string(32, '\xFF'), 0x62A8AB43u},  // RFC 3720 B.4: 32 bytes of ones
   };
   for (const CrcRow& row : rows) {
     SCOPED_TRACE(row.bytes.size());

@@ -210,9 +210,9 @@ TEST(CronExprTest, QuartzRefusesDayNumbersBesideAStarDayOfMonth) {
   EXPECT_EQ(Describe("0 30 8 ? 1-6 SUN,MON *").days_of_week, (Ints{0, 1}));
   // Unambiguous forms stay accepted: names, '?' beside numbers, '*' or '?'
   // beside '*', numbers only as a step or an occurrence, 5 fields.
-  for (const char* text : {"0 0 9 * * MON-FRI", "0 0 9 ? * 1-5", "0 0 9 * * ?", "0 0 9 * * *", "0 0 9 ? * *",
-                           "0 0 9 * * */2", "0 0 9 * * MON/2", "0 0 9 * * FRI#2", "0 0 9 * * L", "0 9 * * 1-5",
-                           "0 0 9 1 * ?"}) {
+  for (const char* text :
+       {"0 0 9 * * MON-FRI", "0 0 9 ? * 1-5", "0 0 9 * * ?", "0 0 9 * * *", "0 0 9 ? * *", "0 0 9 * * */2",
+        "0 0 9 * * MON/2", "0 0 9 * * FRI#2", "0 0 9 * * L", "0 9 * * 1-5", "0 0 9 1 * ?"}) {
     CronExpr e;
     std::string error;
     EXPECT_TRUE(ParseCron(text, &e, &error)) << text << ": " << error;

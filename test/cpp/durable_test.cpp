@@ -42,7 +42,8 @@ TEST(JournalTest, AnIdentityGoesBeforeThePayloadAndARecordWithoutOneReadsAsBefor
   ASSERT_TRUE(Journal::Unseal(&r));
   EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "v");
   ASSERT_TRUE(identity);
-  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call to an anonymous JS function");
+  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)),
+            "a JS call to an anonymous JS function");
   // A record of an older version: no identity, the payload as it was.
   r = Journal::Seal(RecordKind::kCall, "\x01rest");
   ASSERT_TRUE(Journal::Unseal(&r));

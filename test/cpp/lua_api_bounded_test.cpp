@@ -43,15 +43,16 @@ const LongCall kLongCalls[] = {
     {"TableConcatOfCFunctionIndex", "table.concat(setmetatable({}, {__index = tostring}), '', 1, 2^40)"},
     {"TableSortOfLongEqualStrings",
      "local s = string.rep('x', 4 << 20) local t = {} for i = 1, 4000 do t[i] = s end table.sort(t)"},
-    {"TableSortWithACFunctionComparator",
-     "local t = {} for i = 1, 3e5 do t[i] = i end table.sort(t, rawequal)"},
+    {"TableSortWithACFunctionComparator", "local t = {} for i = 1, 3e5 do t[i] = i end table.sort(t, rawequal)"},
     {"StringRepLong", "string.rep('x', 32 << 20)"},
     {"StringRepWithSeparator", "string.rep('ab', 16 << 20, ',')"},
     {"StringUpper", "string.upper(string.rep('x', 32 << 20))"},
     {"StringReverse", "string.reverse(string.rep('x', 32 << 20))"},
     {"StringFormatOfPercents", "string.format(string.rep('%%', 16 << 20))"},
     {"StringFormatQuoted", "string.format('%q', string.rep('\\0', 16 << 20))"},
-    {"StringFormatManyItems", "string.format(string.rep('%d', 2e5), table.unpack(setmetatable({}, {__index = function() return 1 end}), 1, 2e5))"},
+    {"StringFormatManyItems",
+     "string.format(string.rep('%d', 2e5), table.unpack(setmetatable({}, {__index = function() return 1 end}), 1, "
+     "2e5))"},
     {"StringPackPadding", "string.pack('c' .. (256 << 20), '')"},
     {"StringPackManyOptions", "string.pack(string.rep('x', 16 << 20))"},
     {"StringPacksize", "string.packsize(string.rep('b', 16 << 20))"},
@@ -165,8 +166,9 @@ TEST(Bounded, FormatAndPackKeepLuasResults) {
   auto host = MakeHost(nullptr, 0);
   EXPECT_EQ(RunLua(host.get(), R"(return string.format("%5.2f|%-4d|%q|%s|%x", 3.14159, 7, "a\n\0b", nil, 255))"),
             "ok: 3.14|7   |\"a\\\n\\0b\"|nil|ff");
-  EXPECT_EQ(RunLua(host.get(), R"(return select("#", string.unpack("i4 z s2", string.pack("i4 z s2", -5, "ab", "cde"))))"),
-            "ok:4");
+  EXPECT_EQ(
+      RunLua(host.get(), R"(return select("#", string.unpack("i4 z s2", string.pack("i4 z s2", -5, "ab", "cde"))))"),
+      "ok:4");
   EXPECT_EQ(RunLua(host.get(), "return (string.unpack('<i3', string.pack('<i3', -70000)))"), "ok:-70000");
   EXPECT_EQ(RunLua(host.get(), "return string.format('%d', 1.5)"),
             "err:test:1: bad argument #2 to 'format' (number has no integer representation)");
@@ -195,8 +197,9 @@ TEST(Bounded, OsTimeAndOsDateWithArgumentsKeepLuasMeaning) {
   auto host = MakeHost(&clock, 0);
   EXPECT_EQ(RunLua(host.get(), "return os.date('!%Y-%m-%d %H:%M:%S', 86400)"), "ok:1970-01-02 00:00:00");
   EXPECT_EQ(RunLua(host.get(), "local t = os.time() return os.time(os.date('*t', t)) == t"), "ok:true");
-  EXPECT_EQ(RunLua(host.get(), "return os.time({year = 2000, month = 1, day = 1, hour = 12}) - "
-                               "os.time({year = 2000, month = 1, day = 2, hour = 12})"),
+  EXPECT_EQ(RunLua(host.get(),
+                   "return os.time({year = 2000, month = 1, day = 1, hour = 12}) - "
+                   "os.time({year = 2000, month = 1, day = 2, hour = 12})"),
             "ok:-86400");
   EXPECT_EQ(RunLua(host.get(), "return os.time('x')"),
             "err:test:1: bad argument #1 to 'time' (table expected, got string)");

@@ -735,8 +735,14 @@ TEST_F(StateCodec, RefusesEverySingleBitFlip) {
 }
 
 TEST_F(StateCodec, ClassifiesEveryDecodeFailureAsCorrupt) {
-  const std::string rows[] = {"", "XXXX\x03", "LTS", Snapshot("\x02", 9), Snapshot("\x02", 3), Checked("") + "",
-                              Checked("\x0b"), Checked(TableHeader(3) + "\x02\x02")};
+  const std::string rows[] = {"",
+                              "XXXX\x03",
+                              "LTS",
+                              Snapshot("\x02", 9),
+                              Snapshot("\x02", 3),
+                              Checked("") + "",
+                              Checked("\x0b"),
+                              Checked(TableHeader(3) + "\x02\x02")};
   for (const std::string& bytes : rows) {
     LuaHost::HostSection section(host.get(), L);
     std::string error;
@@ -878,7 +884,7 @@ TEST_F(StateCodec, TheChecksumIsCheckedInSlicesBeforeAnyTableIsBuilt) {
   int steps = 1;
   while (d.Step(&clock, 0) == CodecProgress::kMore) ++steps;
   EXPECT_EQ(d.error(), "corrupt state snapshot: checksum mismatch");
-  EXPECT_GE(steps, 4);  // 1 MiB a slice
+  EXPECT_GE(steps, 4);                                               // 1 MiB a slice
   EXPECT_LT(lua_gc(L, LUA_GCCOUNT) - before, 64) << "KB allocated";  // not the 4 MB string
 }
 
