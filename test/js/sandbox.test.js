@@ -122,7 +122,9 @@ test("changing one runtime's string metatable or _G does not reach another", () 
 test('JS -> Lua -> JS recursion is bounded with a clear error, not a stack overflow', () => {
   rt.set('js', (n) => rt.get('lua')(n));
   rt.load('function lua(n) return js(n + 1) end');
-  expect(() => rt.get('lua')(0)).toThrow(/call each other \d+ levels deep \(at most 150 levels and 512 KiB of C stack\)/);
+  expect(() => rt.get('lua')(0)).toThrow(
+    /call each other \d+ levels deep \(at most 150 levels and 512 KiB of C stack\)/,
+  );
   expect(rt.load('return 1')).toEqual([1]);
 });
 
