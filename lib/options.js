@@ -76,7 +76,7 @@ function conversionLimitOf(given, memoryLimit) {
   return Math.floor(v8.getHeapStatistics().heap_size_limit / 4);
 }
 
-// The codec's own ceiling on one encoded value (native/core/state_codec.hpp).
+// The codec's own ceiling on one encoded value (native/core/codec/state_codec.hpp).
 const MAX_ENCODED_VALUE = 2 ** 30;
 // The defaults without memoryLimit. A journal is bounded even then: every
 // record costs the store a row until the task ends, and ending it deletes

@@ -6,9 +6,9 @@
 //   <dir>/lua-tasks.sqlite (+ -wal, -shm)  every name's data: tasks.state
 //                                    snapshots, keyed values, owners' tokens
 //   <dir>/lua-tasks.mark             the count of transactions acknowledged,
-//                                    outside the WAL (native/core/store_mark.hpp):
+//                                    outside the WAL (native/core/store/store_mark.hpp):
 //                                    an open whose database is behind it fails
-//   <dir>/<name>.lock                the owner's OS lock (flock, native/core/file_lock.hpp)
+//   <dir>/<name>.lock                the owner's OS lock (flock, native/core/store/file_lock.hpp)
 //                                    and its record {"pid","host","thread","since","token"}
 //   <dir>/<name>.state               a snapshot of the store before v2: imported
 //                                    into the database on acquire or load, then
@@ -19,7 +19,7 @@
 // owners in). acquire() records the lock's token in the database too; every
 // batch is written only if its token is still the one recorded (fencing).
 //
-// Writes go to a NativeStore (native/addon/native_store.*): the batches
+// Writes go to a NativeStore (native/addon/store/native_store.*): the batches
 // written in one loop turn, by every runtime sharing this store object, land
 // in one SQLite transaction and one fsync, on a thread of its own. Keyed
 // reads are synchronous, on a read-only connection of this thread.
@@ -32,10 +32,10 @@ const { threadId } = require('node:worker_threads');
 const binding = require('./binding');
 const { makeError } = require('./errors');
 
-// The database's file name in the directory (native/core/store_db.hpp).
+// The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
 // What a snapshot file of the store before v2 starts with: "LTST" and its
-// format version (native/core/state_codec.cpp: 2, no checksum; 3,
+// format version (native/core/codec/state_codec.cpp: 2, no checksum; 3,
 // checksummed; 4, with string references).
 const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
 const SNAPSHOT_VERSIONS = [2, 3, 4];

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Task codes: the names and numbers the addon defines (native/addon/task_codes.hpp), and its packed codes unpacked.
+// Task codes: the names and numbers the addon defines (native/addon/runtime/task_codes.hpp), and its packed codes unpacked.
 'use strict';
 
 const binding = require('./binding');

@@ -2,11 +2,11 @@
 // The addon's entry point: a context-aware module, one instance per environment.
 #include <napi.h>
 
-#include "addon_data.hpp"
-#include "cron.hpp"
-#include "lock_handle.hpp"
-#include "native_store.hpp"
-#include "runtime.hpp"
+#include "addon/addon_data.hpp"
+#include "addon/cron.hpp"
+#include "addon/runtime/runtime.hpp"
+#include "addon/store/lock_handle.hpp"
+#include "addon/store/native_store.hpp"
 
 namespace lua_tasks {
 

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: MIT
 // Cron bindings: cron.next / validate / describe for lib/cron.js, and zone checks.
-#include "cron.hpp"
+#include "addon/cron.hpp"
 
 #include <cmath>
 #include <string>
 
-#include "cron_expr.hpp"
-#include "cron_schedule.hpp"
-#include "errors.hpp"
+#include "addon/errors.hpp"
+#include "core/cron/cron_expr.hpp"
+#include "core/cron/cron_schedule.hpp"
 
 namespace lua_tasks {
 

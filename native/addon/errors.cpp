@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Coded errors: every error the addon raises is built by lib/errors.js.
-#include "errors.hpp"
+#include "addon/errors.hpp"
 
-#include "addon_data.hpp"
+#include "addon/addon_data.hpp"
 
 namespace lua_tasks {
 

@@ -9,7 +9,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "crc32c.hpp"
+#include "core/base/crc32c.hpp"
 
 namespace lua_tasks {
 

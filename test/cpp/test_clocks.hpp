@@ -4,7 +4,7 @@
 
 #include <cstdint>
 
-#include "clock.hpp"
+#include "core/base/clock.hpp"
 
 namespace lua_tasks {
 

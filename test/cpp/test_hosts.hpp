@@ -7,7 +7,7 @@
 
 #include <gtest/gtest.h>
 
-#include "lua_host.hpp"
+#include "core/host/lua_host.hpp"
 
 namespace lua_tasks {
 

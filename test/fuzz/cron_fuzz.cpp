@@ -12,8 +12,8 @@
 #include <string>
 #include <string_view>
 
-#include "cron_expr.hpp"
-#include "cron_schedule.hpp"
+#include "core/cron/cron_expr.hpp"
+#include "core/cron/cron_schedule.hpp"
 
 using lua_tasks::CronExpr;
 using lua_tasks::CronNext;

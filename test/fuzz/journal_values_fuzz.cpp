@@ -7,8 +7,8 @@
 #include <memory>
 #include <string>
 
-#include "durable_journal.hpp"
-#include "lua_host.hpp"
+#include "core/durable/durable_journal.hpp"
+#include "core/host/lua_host.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static std::unique_ptr<lua_tasks::LuaHost> host = [] {

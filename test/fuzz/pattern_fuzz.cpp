@@ -8,7 +8,7 @@
 
 #include <lua.hpp>
 
-#include "lua_api_pattern.hpp"
+#include "core/api/lua_api_pattern.hpp"
 
 namespace {
 

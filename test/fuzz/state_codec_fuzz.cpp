@@ -8,10 +8,10 @@
 #include <memory>
 #include <string>
 
-#include "clock.hpp"
-#include "crc32c.hpp"
-#include "lua_host.hpp"
-#include "state_codec.hpp"
+#include "core/base/clock.hpp"
+#include "core/base/crc32c.hpp"
+#include "core/codec/state_codec.hpp"
+#include "core/host/lua_host.hpp"
 
 namespace {
 

@@ -24,8 +24,8 @@
 #include <string>
 #include <vector>
 
-#include "lua_host.hpp"
-#include "state_codec.hpp"
+#include "core/codec/state_codec.hpp"
+#include "core/host/lua_host.hpp"
 
 namespace {
 

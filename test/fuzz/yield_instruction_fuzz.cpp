@@ -5,7 +5,7 @@
 #include <cstring>
 #include <string>
 
-#include "yield_instruction.hpp"
+#include "core/scheduling/yield_instruction.hpp"
 
 using lua_tasks::ParseYieldInstruction;
 using lua_tasks::WaitKind;

@@ -189,7 +189,7 @@ test('tasks.patched still meets tasks older code started, whose calls and steps 
   await rt.close();
 });
 
-// CRC-32C (Castagnoli), as a journal record's seal (native/core/crc32c.cpp).
+// CRC-32C (Castagnoli), as a journal record's seal (native/core/base/crc32c.cpp).
 const CRC_TABLE = Array.from({ length: 256 }, (_, n) => {
   let c = n;
   for (let k = 0; k < 8; k++) c = c & 1 ? 0x82f63b78 ^ (c >>> 1) : c >>> 1;

@@ -1,0 +1,80 @@
+// SPDX-License-Identifier: MIT
+// Runtime: the JS class over one Lua state (lib/runtime.js wraps it).
+// Its methods live by concern: runtime.cpp (the class, Lua values and
+// tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
+// restore, tasks.store's batches and the commit lock).
+#pragma once
+
+#include <memory>
+
+#include <napi.h>
+
+#include "addon/runtime/runtime_core.hpp"
+
+namespace lua_tasks {
+
+class Runtime : public Napi::ObjectWrap<Runtime> {
+ public:
+  static Napi::Function Init(Napi::Env env);
+  explicit Runtime(const Napi::CallbackInfo& info);
+
+ private:
+  // new NativeRuntime({ libs, libList, memoryLimit }, print)
+  Napi::Value JS_load(const Napi::CallbackInfo& info);       // (source, name|undefined) -> Array
+  Napi::Value JS_set(const Napi::CallbackInfo& info);        // (name, value)
+  Napi::Value JS_get(const Napi::CallbackInfo& info);        // (name) -> value
+  Napi::Value JS_close(const Napi::CallbackInfo& info);      // () -> undefined
+  Napi::Value JS_stats(const Napi::CallbackInfo& info);      // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
+  Napi::Value JS_start(const Napi::CallbackInfo& info);      // (fn: path | Lua function, args[], out) -> PackStart
+  Napi::Value JS_resume(const Napi::CallbackInfo& info);     // (id, args[]) -> boolean
+  Napi::Value JS_send(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
+  Napi::Value JS_cancel(const Napi::CallbackInfo& info);     // (id) -> boolean
+  Napi::Value JS_taskState(const Napi::CallbackInfo& info);  // (id) -> PackState(status, wait) | undefined
+  Napi::Value JS_taskUntil(
+      const Napi::CallbackInfo& info);  // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
+  Napi::Value JS_tasks(const Napi::CallbackInfo& info);        // () -> [key, state, until, ...] per live task
+  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);     // ids are prefix + base-36 key
+  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);    // (bool)
+  Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)
+  Napi::Value JS_isLoaded(const Napi::CallbackInfo& info);     // (name) -> whether require(name) has its value already
+  Napi::Value JS_modulePaths(const Napi::CallbackInfo& info);  // (find, readFile): require and dofile from files
+  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state, at once
+  Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state, at once
+  // The same in slices across loop turns (RuntimeCore::BeginSnapshot has the
+  // consistency rule). Errors: ERR_COMMIT_FAILED for a state that cannot
+  // persist ("COMMIT failed: state.f: cannot persist a function."),
+  // ERR_STORE_CORRUPT for a snapshot that cannot be read (message: the
+  // codec's reason, e.g. "corrupt state snapshot: checksum mismatch"; lib
+  // adds the runtime and the file). A failed step ends its job.
+  Napi::Value JS_snapshotBegin(const Napi::CallbackInfo& info);  // () -> undefined; tasks.state as of now
+  Napi::Value JS_snapshotStep(const Napi::CallbackInfo& info);   // (budgetMs) -> undefined while more remains | Buffer
+  Napi::Value JS_snapshotAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a snapshot)
+  Napi::Value JS_restoreBegin(const Napi::CallbackInfo& info);   // (Uint8Array, held until the end) -> undefined
+  Napi::Value JS_restoreStep(
+      const Napi::CallbackInfo& info);  // (budgetMs) -> false while more remains | true: tasks.state set
+  Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a restore)
+  // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
+  // with the snapshot, then confirmed durable or put back after a failure.
+  Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
+  Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [keys, bytes, ends] | null (packed)
+  Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
+  Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
+  // Durable tasks (docs/durable.md): their records, written with the batch.
+  Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);     // () -> [{ space: 2 | 3, key, value }] | null
+  Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
+  Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);    // (first record) -> [entry, key] | [null, key, ...end]
+  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);  // (id) its end record goes
+  Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id, keys, records) back into its mailbox
+  Napi::Value JS_setDurable(const Napi::CallbackInfo& info);      // (ok, retain ends, skip missed cron instants)
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);            // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);          // ()
+
+  RuntimeCore* OpenCore(Napi::Env env);
+
+  // Shared with every JS handle of this state's values; the state is closed by
+  // close(), by the environment cleanup hook, or when the last owner goes.
+  std::shared_ptr<RuntimeCore> core_;
+};
+
+}  // namespace lua_tasks

@@ -1,0 +1,329 @@
+// SPDX-License-Identifier: MIT
+// Runtime's persistence: snapshot and restore of tasks.state, at once or in slices, and the snapshot lock.
+#include "addon/runtime/runtime.hpp"
+
+#include <algorithm>
+#include <memory>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "addon/errors.hpp"
+#include "addon/store/store_reader.hpp"
+#include "addon/values/convert.hpp"
+#include "core/codec/state_codec.hpp"
+#include "core/durable/durable_journal.hpp"
+#include "core/store/persist_limits.hpp"
+#include "core/store/tasks_state.hpp"
+
+namespace lua_tasks {
+
+namespace {
+
+// A Buffer over the snapshot's own block, freed with it: no copy of
+// megabytes on the loop. A copy only where external buffers are refused
+// (a V8 sandbox).
+Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
+  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
+  napi_value out;
+  if (napi_create_external_buffer(
+          env, owned->size(), const_cast<char*>(owned->data()),
+          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
+          owned.get(), &out) == napi_ok) {
+    owned.release();  // the Buffer's finalizer has it now
+    return Napi::Value(env, out);
+  }
+  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
+}
+
+// A step's budget from JS milliseconds; anything else is the smallest slice.
+int64_t BudgetNs(const Napi::Value& ms) {
+  if (!ms.IsNumber()) return 0;
+  const double ns = ms.As<Napi::Number>().DoubleValue() * 1e6;
+  return ns > 0 ? static_cast<int64_t>(std::min(ns, 1e15)) : 0;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  SnapshotBytes bytes;
+  std::string error;
+  if (!core->Snapshot(&bytes, &error)) ThrowError(env, "ERR_COMMIT_FAILED", "commit() failed: " + error + ".");
+  return SnapshotBuffer(env, std::move(bytes));
+}
+
+Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Napi::Uint8Array bytes = info[0].As<Napi::Uint8Array>();
+  lua_State* L = core->host->current();
+  LuaHost::HostSection section(core->host.get(), L);
+  const int base = lua_gettop(L);
+  std::string error;
+  CodecFailure failure;
+  if (!DecodeState(L, std::string_view(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength()), &error,
+                   &failure, Decoding(core->host.get()))) {
+    ThrowError(env, failure == CodecFailure::kNoRoom ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
+  }
+  SetTasksState(L, base + 1);
+  lua_settop(L, base);
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginSnapshot();
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_snapshotStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  SnapshotBytes bytes;
+  if (!core->Entered([&] { return core->StepSnapshot(budget, &bytes); })) return env.Undefined();
+  return SnapshotBuffer(env, std::move(bytes));
+}
+
+Napi::Value Runtime::JS_snapshotAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortSnapshot();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreBegin(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->Entered([&] {
+    core->BeginRestore(info[0]);
+    return 0;
+  });
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const int64_t budget = BudgetNs(info[0]);
+  return Napi::Boolean::New(env, core->Entered([&] { return core->StepRestore(budget); }));
+}
+
+Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->AbortRestore();
+  return info.Env().Undefined();
+}
+
+namespace {
+
+// The writes of a batch that failed, as takeWrites/takeJournal gave them.
+template <typename Write = KeyedWrite>
+std::vector<Write> WritesOf(const Napi::Array& batch) {
+  std::vector<Write> writes;
+  writes.reserve(batch.Length());
+  for (uint32_t i = 0; i < batch.Length(); ++i) {
+    Napi::Object record = batch.Get(i).As<Napi::Object>();
+    Write w;
+    if constexpr (std::is_same_v<Write, SpacedWrite>) w.space = record.Get("space").ToNumber().Int32Value();
+    w.key = record.Get("key").As<Napi::String>().Utf8Value();
+    Napi::Value value = record.Get("value");
+    if (value.IsTypedArray()) {
+      auto bytes = value.As<Napi::Uint8Array>();
+      w.value.emplace(reinterpret_cast<const char*>(bytes.Data()), bytes.ByteLength());
+    }
+    writes.push_back(std::move(w));
+  }
+  return writes;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_setStoreReader(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (info[0].IsObject()) {
+    core->keyed.set_reader(std::make_unique<JsStoreReader>(env, info[0]));
+  } else {
+    core->keyed.set_reader(nullptr);
+  }
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_takeWrites(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (core->keyed.in_flight())
+    ThrowError(env, "ERR_COMMIT_FAILED", "A batch of tasks.store writes is in flight already.");
+  const std::vector<KeyedWrite> writes = core->keyed.Take();
+  if (writes.empty()) return env.Null();
+  // Packed: [keys, bytes, ends], the values one after another in one Buffer,
+  // ends[i] the end of value i in it or -1 for a delete. An object and a
+  // Buffer a write, made through Node-API, cost the loop ~2 µs each; the JS
+  // side (lib/commit_queue.js) makes the records and slices faster.
+  size_t total = 0;
+  for (const KeyedWrite& w : writes) total += w.value ? w.value->size() : 0;
+  Napi::Array keys = Napi::Array::New(env, writes.size());
+  Napi::Buffer<char> bytes = Napi::Buffer<char>::New(env, total);
+  Napi::Float64Array ends = Napi::Float64Array::New(env, writes.size());
+  size_t at = 0;
+  for (size_t i = 0; i < writes.size(); ++i) {
+    const KeyedWrite& w = writes[i];
+    keys.Set(static_cast<uint32_t>(i), Napi::String::New(env, w.key));
+    if (w.value) {
+      std::copy(w.value->begin(), w.value->end(), bytes.Data() + at);
+      at += w.value->size();
+      ends[i] = static_cast<double>(at);
+    } else {
+      ends[i] = -1;
+    }
+  }
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, keys);
+  out.Set(1u, bytes);
+  out.Set(2u, ends);
+  return out;
+}
+
+Napi::Value Runtime::JS_confirmWrites(const Napi::CallbackInfo& info) {
+  if (!core_->closed()) core_->keyed.Confirm();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
+  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
+  core_->keyed.PutBack(WritesOf(info[0].As<Napi::Array>()));
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const std::vector<SpacedWrite> writes = core->scheduler->TakeJournalWrites();
+  if (writes.empty()) return env.Null();
+  Napi::Array out = Napi::Array::New(env, writes.size());
+  uint32_t i = 0;
+  for (const SpacedWrite& w : writes) {
+    Napi::Object record = Napi::Object::New(env);
+    record.Set("space", Napi::Number::New(env, w.space));
+    record.Set("key", Napi::String::New(env, w.key));
+    record.Set("value",
+               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
+    out.Set(i++, record);
+  }
+  return out;
+}
+
+Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
+  // (id, keys[], records[]): a restored durable task's messages not yet
+  // received, back into its mailbox in order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  uint64_t key = 0;
+  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  Napi::Array keys = info[1].As<Napi::Array>();
+  Napi::Array records = info[2].As<Napi::Array>();
+  lua_State* L = core->host->current();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    auto b = records.Get(i).As<Napi::Uint8Array>();
+    std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+    const std::string inbox_key = keys.Get(i).As<Napi::String>().Utf8Value();
+    if (!Journal::Unseal(&sealed) || sealed.empty() || sealed[0] != static_cast<char>(RecordKind::kMessage)) {
+      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " of a durable task's inbox is damaged.");
+    }
+    StackGuard stack(L);
+    std::string error;
+    int n;
+    {
+      LuaHost::HostSection section(core->host.get(), L);
+      n = PushValues(L, std::string_view(sealed).substr(1), &error);
+    }
+    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " does not read: " + error);
+    core->scheduler->RestoreMessage(key, inbox_key, L, n);
+  }
+  core->OnScheduleChange();
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
+  // What a durable task's first record says: a start record gives [entry,
+  // key | null]; an end record (a finished task, retained) [null, key |
+  // null, status, ended (ms since the epoch), result or error message].
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  auto b = info[0].As<Napi::Uint8Array>();
+  std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+  if (!Journal::Unseal(&sealed) || sealed.empty()) {
+    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's first record is damaged (its checksum does not match).");
+  }
+  const auto kind = static_cast<RecordKind>(sealed[0]);
+  if (kind != RecordKind::kStart && kind != RecordKind::kEnd) return env.Null();
+  lua_State* L = core->host->current();
+  std::string error;
+  Napi::Array out = Napi::Array::New(env);
+  StackGuard stack(L);
+  LuaHost::HostSection section(core->host.get(), L);
+  const int n = PushValues(L, std::string_view(sealed).substr(1), &error);
+  const int first = lua_gettop(L) - n + 1;
+  if (n < (kind == RecordKind::kStart ? 2 : 4) || lua_type(L, first) != LUA_TSTRING) {
+    ThrowError(env, "ERR_STORE_CORRUPT",
+               "A durable task's first record does not read" + (error.empty() ? std::string() : ": " + error));
+  }
+  if (kind == RecordKind::kStart) {
+    out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
+    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1)))
+                                                      : env.Null());
+    return out;
+  }
+  out.Set(0u, env.Null());
+  const int order[4] = {first + 1, first, first + 2, first + 3};  // key, status, ended, result
+  for (uint32_t i = 0; i < 4; ++i) out.Set(i + 1, Napi::Value(env, ToJs(core, L, order[i])));
+  return out;
+}
+
+Napi::Value Runtime::JS_pauseCollector(const Napi::CallbackInfo& info) {
+  // (true | false): the collector stops while the durable tasks are restored
+  // (their replays make garbage all at once; a collection among them
+  // re-traversed every task restored so far), and runs again after.
+  RuntimeCore* core = OpenCore(info.Env());
+  lua_gc(core->host->main(), info[0].ToBoolean() ? LUA_GCSTOP : LUA_GCRESTART);
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->ForgetDurable(info[0].As<Napi::String>().Utf8Value());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
+  // (ok: the store keeps journals, retain: end records are kept, skipMissed)
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->set_durable_ok(info[0].ToBoolean());
+  core->scheduler->set_retain_ends(info[1].ToBoolean());
+  core->scheduler->set_skip_missed(info[2].ToBoolean());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {
+  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
+  core_->scheduler->PutBackJournalWrites(WritesOf<SpacedWrite>(info[0].As<Napi::Array>()));
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_lock(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->Lock();
+  core->OnScheduleChange();
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_unlock(const Napi::CallbackInfo& info) {
+  if (core_->closed()) return info.Env().Undefined();
+  core_->scheduler->Unlock();
+  core_->AfterEntry();
+  return info.Env().Undefined();
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,423 @@
+// SPDX-License-Identifier: MIT
+// The scheduler's side of durable tasks: journaling what enters them, replaying it, durable waits.
+//
+// docs/durable.md says what a durable task guarantees; durable_journal.hpp
+// what a journal holds. The hooks here are where the scheduler hands values
+// to a task or takes its yields (RunTask, FinishCommit, TakeMessage,
+// EndTask): a live task's values are recorded there, a replaying task's are
+// read back from its journal instead. A durable task's wait on anything but
+// IMMEDIATE or a promise is a durable point: its record is written (a
+// COMMIT's write, through OnCommit) before the task is filed as waiting.
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/base/coded_error.hpp"
+#include "core/scheduling/scheduler.hpp"
+
+namespace lua_tasks {
+
+namespace {
+
+// Waits a durable task's record must be durable for before it is reported
+// waiting: those that can last (docs/durable.md#durable-points).
+bool WaitIsDurablePoint(WaitKind k) {
+  return k == WaitKind::kFor || k == WaitKind::kUntilTime || k == WaitKind::kUntilNext ||
+         k == WaitKind::kIndefinitely || k == WaitKind::kReceive || k == WaitKind::kJoin;
+}
+
+// Whether a replayed yield is the one recorded: the instruction, and the
+// arguments that the code gives (not those computed from the clock: an
+// UNTIL_NEXT's next instant, a joined task's key in this run).
+bool SameYield(const YieldRecord& was, WaitKind kind, int64_t value) {
+  if (was.kind != kind) return false;
+  if (kind == WaitKind::kFor || kind == WaitKind::kUntilTime || kind == WaitKind::kReceive) return was.value == value;
+  return true;
+}
+
+}  // namespace
+
+void Scheduler::PrepareDurable(std::string id, std::string start, std::vector<std::string> records, std::string entry,
+                               std::optional<std::string> key) {
+  next_durable_ = true;
+  next_entry_ = std::move(entry);
+  next_key_text_ = std::move(key);
+  next_id_ = std::move(id);
+  next_start_ = std::move(start);
+  next_records_ = std::move(records);
+}
+
+void Scheduler::AttachJournal(Task* t) {
+  std::string id = next_id_.empty() ? IdOf(t->key) : std::move(next_id_);
+  uint64_t parsed = 0;
+  if (!ParseId(id, &parsed) || parsed != t->key) {
+    foreign_ids_[t->key] = id;
+    foreign_keys_[id] = t->key;
+  }
+  auto j = std::make_unique<Journal>(std::move(id), std::move(next_records_));
+  if (j->size() == 0) {
+    j->Append(RecordKind::kStart, next_start_, &journal_writes_);
+    TellJournal();
+  }
+  j->key = std::move(next_key_text_);
+  j->entry = std::move(next_entry_);
+  next_entry_.clear();
+  next_key_text_.reset();
+  next_id_.clear();
+  next_start_.clear();
+  next_records_.clear();
+  t->durable = true;
+  journals_[t->key] = std::move(j);
+}
+
+bool Scheduler::ReplaysWait(const Task* t, WaitKind kind) const {
+  const Journal* j = JournalOf(t);
+  if (j == nullptr || j->in_step > 0 || !j->replaying() || j->next_kind() != RecordKind::kYield) return false;
+  YieldRecord y;
+  return Journal::DecodeYield(j->Peek(), &y) && y.kind == kind;
+}
+
+bool Scheduler::ReplaysMessage(const Task* t) const {
+  const Journal* j = JournalOf(t);
+  return j != nullptr && j->in_step == 0 && j->replaying() && j->next_kind() == RecordKind::kMessage;
+}
+
+std::vector<SpacedWrite> Scheduler::TakeJournalWrites() {
+  journal_told_ = false;
+  std::vector<SpacedWrite> out;
+  out.swap(journal_writes_);
+  return out;
+}
+
+void Scheduler::PutBackJournalWrites(std::vector<SpacedWrite> writes) {
+  writes.insert(writes.end(), std::make_move_iterator(journal_writes_.begin()),
+                std::make_move_iterator(journal_writes_.end()));
+  journal_writes_ = std::move(writes);
+  TellJournal();
+}
+
+void Scheduler::TellJournal() {
+  if (journal_told_ || journal_writes_.empty()) return;
+  journal_told_ = true;
+  hooks_->OnJournal();
+}
+
+void Scheduler::AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
+                             std::optional<std::string_view> identity) {
+  j->Append(kind, payload, &journal_writes_, identity);
+  TellJournal();
+}
+
+namespace {
+
+// `size`: the record's size as known ("300 bytes", "more than 300 bytes").
+std::string JournalFull(const Journal& j, const std::string& size, size_t limit) {
+  return "a record of " + size + " would take its journal past " + std::to_string(limit) + " bytes (it holds " +
+         std::to_string(j.bytes()) + "); " + LimitAdvice("maxJournalBytes", limit) +
+         ", or end this run with tasks.continue_as_new(...) to start the task again with an empty journal";
+}
+
+}  // namespace
+
+bool Scheduler::RecordFits(Journal* j, size_t bytes, std::string* error) const {
+  const PersistLimits& limits = persist_limits_;
+  if (bytes > limits.value_bytes) {
+    *error = "a record of " + std::to_string(bytes) + " bytes; " + LimitAdvice("maxValueBytes", limits.value_bytes);
+    return false;
+  }
+  const size_t cost = bytes + Journal::kRecordOverhead;
+  if (cost > limits.journal_bytes || j->bytes() > limits.journal_bytes - cost) {
+    *error = JournalFull(*j, std::to_string(bytes) + " bytes", limits.journal_bytes);
+    return false;
+  }
+  return true;
+}
+
+bool Scheduler::EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit) {
+  const PersistLimits& limits = persist_limits_;
+  const size_t used = j->bytes() + Journal::kRecordOverhead;
+  const size_t room = used < limits.journal_bytes ? limits.journal_bytes - used : 0;
+  CodecFailure failure;
+  const bool ok = EncodeValues(L, n, payload, error, limits.Encoding(host_, room), &failure);
+  if (limit != nullptr) *limit = failure == CodecFailure::kTooLarge;
+  if (failure == CodecFailure::kTooLarge) {
+    *error = room < limits.value_bytes
+                 ? JournalFull(*j, "more than " + std::to_string(room) + " bytes", limits.journal_bytes)
+                 : *error + ": " + LimitAdvice("maxValueBytes", limits.value_bytes);
+  }
+  return ok;
+}
+
+const std::string& Scheduler::Diverge(Journal* j, const char* now) {
+  if (!j->diverged) {
+    j->diverged = true;
+    const size_t at = j->position();
+    std::string recorded = "the journal's end";
+    if (j->replaying()) recorded = Journal::Describe(j->next_kind(), j->Peek());
+    j->divergence = "durable task " + j->id() + " diverged from its journal at record " + std::to_string(at) +
+                    ": the journal holds " + recorded + ", the code now made " + now +
+                    " (code changed under a running durable task: see docs/durable.md#changing-code)";
+  }
+  return j->divergence;
+}
+
+void Scheduler::FailDurable(Task* t, const std::string& message) {
+  LuaHost::HostSection section(host_, host_->current());
+  ClearWait(t);
+  t->status = TaskStatus::kRunning;
+  {
+    LuaHost::Entry entry(host_, t->co);
+    lua_resetthread(t->co);
+  }
+  lua_settop(t->co, 0);
+  PushCodedError(t->co, ErrorCode::kNondeterminism, message.c_str());
+  EndTask(t, {TaskEnd::kFailed, LUA_ERRRUN, 1});
+}
+
+int Scheduler::JournalIn(Task* t, int nargs) {
+  Journal* j = JournalOf(t);
+  if (j == nullptr) return nargs;
+  const WaitKind w = j->awaiting;
+  j->awaiting = WaitKind::kNone;
+  std::optional<std::string> call;  // the JS call whose promise settled, if one
+  call.swap(j->awaiting_call);
+  if (w == WaitKind::kNone || j->replaying()) return nargs;  // a first run, a preemption, a replayed outcome
+  std::string payload, error;
+  bool ok;
+  {
+    LuaHost::HostSection section(host_, host_->current());
+    ok = EncodeRecord(j, t->co, nargs, &payload, &error);
+    if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit) && nargs == 2 && !lua_toboolean(t->co, -2)) {
+      // A rejection whose error cannot persist (a JS error object): the
+      // task gets it as it is; the journal keeps its message, which a
+      // replay raises.
+      lua_pushboolean(t->co, 0);
+      PushErrorMessage(t->co, -2);
+      ok = EncodeValues(t->co, 2, &payload, &error);
+      lua_pop(t->co, 2);
+    } else if (!ok && (w == WaitKind::kPromise || w == WaitKind::kCommit)) {
+      // A value that cannot persist (a JS object by reference): the await
+      // raises why, in this run and in a replay alike.
+      lua_pop(t->co, nargs);
+      lua_pushboolean(t->co, 0);
+      lua_pushfstring(t->co, "the outcome cannot be journaled for durable task %s: %s", j->id().c_str(), error.c_str());
+      nargs = 2;
+      ok = EncodeValues(t->co, nargs, &payload, &error);
+    }
+  }
+  if (!ok) {
+    FailDurable(t, "durable task " + j->id() + ": the values it was resumed with cannot be journaled: " + error);
+    return -1;
+  }
+  if (w == WaitKind::kPromise) {
+    AppendRecord(j, RecordKind::kCall, payload, call ? std::optional<std::string_view>(*call) : std::nullopt);
+  } else {
+    AppendRecord(j, RecordKind::kIn, payload);
+  }
+  return nargs;
+}
+
+int Scheduler::JournalYield(Task* t, int64_t now) {
+  Journal* j = JournalOf(t);
+  if (j == nullptr) return kParkAsUsual;
+  if (j->diverged) {
+    FailDurable(t, j->divergence);
+    return kDurableFailed;
+  }
+  if (j->restart) {  // tasks.continue_as_new
+    int nargs = 0;
+    if (!RestartDurable(t, &nargs)) return kDurableFailed;
+    return nargs;
+  }
+  if (!t->has_pending) return kParkAsUsual;  // a preemption: not the code's, not journaled
+  const WaitKind kind = t->pending_kind;
+  if (kind == WaitKind::kPromise) {
+    j->awaiting = kind;  // its outcome is the JS call's record
+    return kParkAsUsual;
+  }
+  YieldRecord y;
+  y.kind = kind;
+  y.unit = t->pending_unit;
+  y.value = t->pending_value;
+  y.wall_start = clock_->WallNs();
+  if (kind == WaitKind::kFor || (kind == WaitKind::kReceive && y.value >= 0)) {
+    y.wall_deadline = y.wall_start + y.value;
+  } else if (kind == WaitKind::kUntilTime || kind == WaitKind::kUntilNext) {
+    y.wall_deadline = y.value;
+  }
+  if (j->replaying()) {
+    YieldRecord was;
+    if (j->next_kind() != RecordKind::kYield || !Journal::DecodeYield(j->Peek(), &was) ||
+        !SameYield(was, kind, y.value)) {
+      FailDurable(t, Diverge(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str()));
+      return kDurableFailed;
+    }
+    j->Next();
+    if (j->replaying()) {
+      if (j->next_kind() != RecordKind::kIn) {
+        FailDurable(t, Diverge(j, "a wait's outcome"));
+        return kDurableFailed;
+      }
+      std::string error;
+      int n;
+      {
+        LuaHost::HostSection section(host_, host_->current());
+        n = PushValues(t->co, j->Next(), &error, Decoding(host_));
+      }
+      if (!j->replaying()) j->EndReplay();
+      if (n < 0) {
+        FailDurable(t, "durable task " + j->id() + ": a journal record does not read: " + error);
+        return kDurableFailed;
+      }
+      return n;
+    }
+    // The journal ends at this wait: the task waits again, with the deadline it had.
+    j->EndReplay();
+    j->awaiting = kind;
+    j->held = was;
+    j->held_next = y.value;
+    return kParkReplayed;
+  }
+  AppendRecord(j, RecordKind::kYield, Journal::EncodeYield(y));
+  j->awaiting = kind;
+  if (!WaitIsDurablePoint(kind)) return kParkAsUsual;
+  j->held = y;
+  j->held_mono_start = now;
+  return kParkFlushing;
+}
+
+// Files the held wait of t's journal with its recorded deadline. `mono_start`:
+// when the wait began on this run's monotonic clock.
+void Scheduler::ParkJournaled(Task* t, int64_t now, int64_t mono_start) {
+  Journal* j = JournalOf(t);
+  const YieldRecord& y = j->held;
+  const bool timed = y.kind == WaitKind::kFor || (y.kind == WaitKind::kReceive && y.value >= 0);
+  t->Pend(y.kind, y.value, y.unit);
+  if (timed) t->pending_value = std::max<int64_t>(0, mono_start + y.value - now);
+  if (y.kind == WaitKind::kUntilTime || y.kind == WaitKind::kUntilNext) t->pending_value = y.wall_deadline;
+  if (y.kind == WaitKind::kUntilNext && skip_missed_ && j->held_next != 0 && y.wall_deadline <= clock_->WallNs()) {
+    t->pending_value = j->held_next;  // the instant missed while down is skipped: the next one from now
+  }
+  j->held_next = 0;
+  Park(t, now);
+  if (t->status == TaskStatus::kWaiting && t->wait == y.kind) {
+    t->wait_start = mono_start;  // the elapsed time a wake reports counts from the yield
+    if (timed) t->pending_value = y.value;
+  }
+}
+
+void Scheduler::ParkFlushing(Task* t, int64_t now) {
+  Journal* j = JournalOf(t);
+  j->flushing = true;
+  t->has_pending = false;
+  t->status = TaskStatus::kWaiting;
+  t->wait = WaitKind::kCommit;
+  ++t->gen;
+  t->wait_start = now;
+  last_park_ = now;
+  ++outside_waits_;
+  hooks_->OnCommit(*t);  // FinishCommit files the held wait
+}
+
+void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
+  auto it = journals_.find(t->key);
+  if (it == journals_.end()) return;
+  Journal* j = it->second.get();
+  if (j->restart_ref != LUA_NOREF) {
+    luaL_unref(host_->main(), LUA_REGISTRYINDEX, j->restart_ref);
+    j->restart_ref = LUA_NOREF;
+  }
+  // Closing: the task goes on at the next open. Diverged: its journal stays
+  // for code that replays it (docs/durable.md#changing-code).
+  if (closing_ || j->diverged) return;
+  if (!retain_ends_) {
+    j->Finish(nullptr, &journal_writes_);
+    TellJournal();
+    return;
+  }
+  // The end record: status, key, when (wall ms), the result or the error's
+  // message (nil if it cannot persist).
+  LuaHost::HostSection section(host_, host_->current());
+  lua_State* co = t->co;
+  const int top = lua_gettop(co);
+  if (!lua_checkstack(co, 6)) return;  // no room: its journal stays, and a restart ends it again
+  const char* status = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kFailed ? "failed" : "cancelled";
+  lua_pushstring(co, status);
+  if (j->key) {
+    lua_pushlstring(co, j->key->data(), j->key->size());
+  } else {
+    lua_pushnil(co);
+  }
+  lua_pushnumber(co, static_cast<double>(clock_->WallNs() / 1000000));
+  if (end.kind == TaskEnd::kDone && end.nres > 0) {
+    lua_pushvalue(co, top - end.nres + 1);
+  } else if (end.kind == TaskEnd::kFailed && end.nres > 0) {
+    PushErrorMessage(co, top);
+  } else {
+    lua_pushnil(co);
+  }
+  std::string payload, error;
+  if (!EncodeValues(co, 4, &payload, &error, persist_limits_.Encoding(host_))) {
+    lua_pop(co, 1);
+    lua_pushnil(co);  // a result that cannot persist, or past maxValueBytes: kept as nil
+    EncodeValues(co, 4, &payload, &error);
+  }
+  lua_settop(co, top);
+  j->Finish(&payload, &journal_writes_);
+  TellJournal();
+}
+
+// tasks.continue_as_new: the coroutine's frames go (its <close> variables
+// run), the journal starts again with the new start record, and the entry
+// runs again on the same Task with the new arguments (left on its stack:
+// *nargs of them, its function below).
+bool Scheduler::RestartDurable(Task* t, int* nargs) {
+  Journal* j = JournalOf(t);
+  j->restart = false;
+  lua_State* co = t->co;
+  {
+    LuaHost::Entry entry(host_, co);
+    lua_resetthread(co);
+  }
+  LuaHost::HostSection section(host_, host_->current());
+  lua_settop(co, 0);
+  lua_rawgeti(co, LUA_REGISTRYINDEX, j->restart_ref);
+  luaL_unref(co, LUA_REGISTRYINDEX, j->restart_ref);
+  j->restart_ref = LUA_NOREF;
+  const auto n = static_cast<int>(lua_rawlen(co, 1));
+  if (n < 1 || !lua_checkstack(co, n + 1)) {
+    FailDurable(t, "durable task " + j->id() + ": tasks.continue_as_new: no room for its arguments");
+    return false;
+  }
+  for (int i = 1; i <= n; ++i) lua_rawgeti(co, 1, i);
+  lua_remove(co, 1);
+  j->Restart(j->restart_start, &journal_writes_);
+  j->restart_start.clear();
+  j->awaiting = WaitKind::kNone;
+  TellJournal();
+  *nargs = n - 1;
+  return true;
+}
+
+bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  Journal* j = t == nullptr ? nullptr : JournalOf(t);
+  if (j == nullptr) {
+    lua_pop(from, nargs);
+    return false;
+  }
+  // Later messages get later keys than the restored ones.
+  const size_t slash = inbox_key.rfind('/');
+  const uint64_t seq = std::strtoull(inbox_key.c_str() + slash + 1, nullptr, 10);
+  j->inbox_seq = std::max(j->inbox_seq, seq + 1);
+  restoring_inbox_key_ = std::move(inbox_key);
+  const SendResult r = Send(key, from, nargs);
+  restoring_inbox_key_.reset();
+  return r == SendResult::kQueued;
+}
+
+void Scheduler::ForgetDurable(std::string_view id) {
+  journal_writes_.push_back({kJournalSpace, Journal::KeyOf(id, 0), std::nullopt});
+  TellJournal();
+}
+
+}  // namespace lua_tasks

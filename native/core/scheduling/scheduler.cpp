@@ -1,0 +1,1056 @@
+// SPDX-License-Identifier: MIT
+// Scheduler: Lua coroutines run as tasks that wait on a timer queue and a ready queue.
+#include "core/scheduling/scheduler.hpp"
+
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <utility>
+
+namespace lua_tasks {
+
+namespace {
+
+// Longest single timer arm for wall-clock waits: they are re-checked at least
+// this often, so a clock that jumps is noticed.
+constexpr int64_t kWallRecheckNs = int64_t{30} * 1000000000;
+constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
+
+// Pushes co's traceback onto M and fills `trace` with it and co's innermost
+// frame that has a source line (a C function, such as coroutine.yield or a JS
+// function, has none: its Lua caller's line is where the task was). `ar`
+// holds the source name: it must outlive `trace`. Raises only for memory, in
+// host code (a HostSection lifts the limit).
+void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
+  luaL_traceback(M, co, nullptr, 0);
+  trace->traceback = lua_tostring(M, -1);
+  for (int level = 0; lua_getstack(co, level, ar) != 0; ++level) {
+    if (lua_getinfo(co, "Sl", ar) != 0 && ar->currentline > 0) {
+      trace->source = ar->short_src;
+      trace->line = ar->currentline;
+      return;
+    }
+  }
+}
+
+}  // namespace
+
+// Work that runs several tasks back to back outside any window (the waiters
+// of a task that ended, starts a COMMIT held back) shares one slice: each
+// task still has its own budget (no deadline is shared: a slow waiter
+// cannot get an innocent one killed), but once the slice is used the rest
+// are preempted at their first hook, as if they had yielded. A task's end
+// used to wake its 1,000 waiters with a slice each (5 s with timeSlice 5).
+class Scheduler::SharedSlice {
+ public:
+  explicit SharedSlice(Scheduler* s)
+      : budget_(s->host_->budget()), open_(budget_ != nullptr && !budget_->active() && budget_->slice_ns() > 0) {
+    if (open_) outer_ = budget_->OpenShared(s->clock_->MonoNs());
+  }
+  ~SharedSlice() {
+    if (!open_) return;
+    bool killed;
+    budget_->Close(outer_, &killed);
+  }
+  SharedSlice(const SharedSlice&) = delete;
+  SharedSlice& operator=(const SharedSlice&) = delete;
+
+ private:
+  CpuBudget* budget_;
+  bool open_;
+  CpuBudget::Window outer_;
+};
+
+Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
+    : host_(host), clock_(clock), hooks_(hooks) {
+  if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
+  std::random_device rd;
+  // 't', the digits of two random 64-bit values, '-'.
+  static_assert(kIdPrefixLength == 2 + 2 * kIdKeyDigits);
+  char buf[kIdPrefixLength] = {'t'};
+  for (size_t half = 0; half < 2; ++half) {
+    uint64_t v = (uint64_t{rd()} << 32) ^ rd() ^ static_cast<uint64_t>(clock->WallNs());
+    for (size_t i = 0; i < kIdKeyDigits; ++i) {
+      buf[1 + half * kIdKeyDigits + i] = kIdDigits[v % 36];
+      v /= 36;
+    }
+  }
+  buf[kIdPrefixLength - 1] = '-';
+  prefix_.assign(buf, sizeof buf);
+}
+
+Scheduler::~Scheduler() {
+  host_->set_closing();  // the tasks functions hold this scheduler's address
+  // The contexts of tasks left running (CancelAll skips them).
+  tasks_.ForEach([this](const Task& t) {
+    if (t.context != 0) hooks_->ReleaseContext(t.context);
+  });
+  if (host_->budget() != nullptr) host_->budget()->set_preempt(nullptr, nullptr);
+}
+
+bool Scheduler::Preempt(void* ctx, lua_State* L) {
+  auto* s = static_cast<Scheduler*>(ctx);
+  Task* t = s->current_;
+  // Only on the task's own thread: a yield from a nested coroutine would go
+  // to the user's resume. The hook tries again at the next count.
+  if (t == nullptr || t->co != L) return false;
+  t->Pend(WaitKind::kImmediate);
+  return true;
+}
+
+size_t Scheduler::FormatId(uint64_t key, char* buf) const {
+  if (!foreign_ids_.empty()) {
+    auto it = foreign_ids_.find(key);
+    if (it != foreign_ids_.end()) return it->second.copy(buf, kIdLength);  // a restored durable task's
+  }
+  prefix_.copy(buf, kIdPrefixLength);
+  // 13 digits as 1 + 6 + 6: each group of six fits 32 bits, so two short
+  // chains of 32-bit divisions run side by side instead of one chain of 13
+  // 64-bit ones (a tenth of a spawn's time went here).
+  constexpr uint64_t k36To6 = 36ull * 36 * 36 * 36 * 36 * 36;
+  auto low = static_cast<uint32_t>(key % k36To6);
+  auto mid = static_cast<uint32_t>(key / k36To6 % k36To6);
+  char* end = buf + kIdLength;
+  for (int i = 1; i <= 6; ++i) {
+    end[-i] = kIdDigits[low % 36];
+    end[-6 - i] = kIdDigits[mid % 36];
+    low /= 36;
+    mid /= 36;
+  }
+  buf[kIdPrefixLength] = kIdDigits[key / k36To6 / k36To6];
+  return kIdLength;
+}
+
+std::string Scheduler::IdOf(uint64_t key) const {
+  char buf[kIdLength];
+  return std::string(buf, FormatId(key, buf));
+}
+
+bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
+  if (id.size() != kIdLength) return false;
+  if (id.substr(0, kIdPrefixLength) != prefix_) {
+    if (foreign_keys_.empty()) return false;
+    auto it = foreign_keys_.find(std::string(id));
+    if (it == foreign_keys_.end()) return false;
+    *key = it->second;
+    return true;
+  }
+  uint64_t k = 0;
+  for (size_t i = kIdPrefixLength; i < kIdLength; ++i) {
+    const char c = id[i];
+    uint64_t d;
+    if (c >= '0' && c <= '9') {
+      d = static_cast<uint64_t>(c - '0');
+    } else if (c >= 'a' && c <= 'z') {
+      d = static_cast<uint64_t>(c - 'a' + 10);
+    } else {
+      return false;
+    }
+    // Twelve digits always fit (36^12 < 2^64); only the last can overflow.
+    if (i == kIdLength - 1 && k > (UINT64_MAX - d) / 36) return false;
+    k = k * 36 + d;
+  }
+  *key = k;
+  return true;
+}
+
+uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* error) {
+  const bool durable = std::exchange(next_durable_, false);  // PrepareDurable's, for this start only
+  LuaHost::HostSection section(host_, L);                    // no Lua error may unwind these C++ frames
+  const int fn = lua_gettop(L) - nargs;
+  if (error != nullptr) *error = StartError::kNotStartable;
+  lua_State* co;
+  if (lua_type(L, fn) == LUA_TTHREAD) {
+    co = lua_tothread(L, fn);
+    // The main thread has no frames and a value (the traceback handler) on
+    // its stack, so it passes for a coroutine not yet started: run, it
+    // would lose its stack.
+    if (co == host_->main()) {
+      lua_settop(L, fn - 1);
+      if (error != nullptr) *error = StartError::kMainThread;
+      return 0;
+    }
+    // Only a coroutine that has not started (no frames, its function on its
+    // stack) can become a task; a suspended, running or dead one belongs to
+    // its owner.
+    lua_Debug ar;
+    if (co == L || lua_status(co) != LUA_OK || lua_getstack(co, 0, &ar) != 0 || lua_gettop(co) == 0) {
+      lua_settop(L, fn - 1);
+      return 0;
+    }
+    // Past those checks, a task's coroutine can only be one whose start a
+    // COMMIT lock deferred (any other has run): its mark says so.
+    if (LuaHost::HasTaskMark(co)) {
+      lua_settop(L, fn - 1);
+      return 0;
+    }
+    lua_pushvalue(L, fn);
+  } else if (lua_type(L, fn) == LUA_TFUNCTION) {
+    co = lua_newthread(L);
+    lua_pushvalue(L, fn);
+    lua_xmove(L, co, 1);
+  } else {
+    lua_settop(L, fn - 1);
+    return 0;
+  }
+  // Stack: [fn, args..., thread]. Moving values onto a thread needs room on
+  // its stack, which Lua does not check outside debug builds: a new thread
+  // has about 40 slots, and tasks.start(f, table.unpack(big)) overran them.
+  if (!lua_checkstack(co, nargs)) {
+    lua_settop(L, fn - 1);
+    if (error != nullptr) *error = StartError::kNoStackRoom;
+    return 0;
+  }
+  Task* t = NewTask();
+  if (durable) AttachJournal(t);
+  t->co = co;
+  LuaHost::SetTaskMark(co, true);  // until Release
+  t->observed = observed;
+  t->anchor = anchors_.Put(L, host_->memory().arena().SlotOf(co));  // pops the thread
+  lua_xmove(L, co, nargs);                                          // args onto the coroutine, above its function
+  lua_settop(L, fn - 1);
+  const uint64_t key = t->key;
+  if (!observed && current_ != nullptr && hooks_->SharesContext(*current_)) {
+    if (current_->context == 0) current_->context = hooks_->CaptureContext(false);  // in its first run
+    t->context = current_->context;
+    if (t->context != 0) hooks_->RetainContext(t->context);
+  }
+  if (locks_ > 0) {
+    t->status = TaskStatus::kWaiting;  // wait kNone: not resumable by id meanwhile
+    // It first runs at an unlock, inside whatever call unlocks.
+    if (t->context == 0) t->context = hooks_->CaptureContext(!observed);
+    Defer(t, nargs);
+    return key;
+  }
+  if (RunTask(t, L, nargs)) {
+    // It outlived its first run: it keeps the context of the call that
+    // started it (looked up again: the run's end may have run host code).
+    Task* parked = Find(key);
+    if (parked != nullptr && parked->context == 0) parked->context = hooks_->CaptureContext(!observed);
+  }
+  return key;
+}
+
+Task* Scheduler::NewTask() {
+  std::unique_ptr<Task> task;
+  if (spare_.empty()) {
+    task = std::make_unique<Task>();
+  } else {
+    task = std::move(spare_.back());
+    spare_.pop_back();
+    const uint32_t gen = task->gen;  // stale queue entries may still name this Task
+    const uint32_t queued = task->queued;
+    std::vector<uint64_t> joiners = std::move(task->joiners);
+    *task = Task();
+    task->gen = gen + 1;
+    task->queued = queued;
+    task->joiners = std::move(joiners);  // empty, capacity kept
+  }
+  task->key = next_key_++;
+  if (!incremental_ && tasks_.size() >= kIncrementalAt) {
+    // Generational collection re-traverses every live coroutine at each minor
+    // collection, so with many tasks alive each minor one costs as much as a
+    // full cycle (bench W11: 100,000 tasks waiting beside one making garbage
+    // stall the loop up to 18-24 ms generational, 8-10 ms incremental).
+    // Switching only marks objects white (no collection runs), and the
+    // runtime stays incremental after.
+    //
+    // Lua's default step multiplier (100) has a cycle done after the heap
+    // grows by under 1%: with a million threads alive, that is a few hundred
+    // ms of marking packed into the next handful of tasks.start calls (stalls
+    // of 30-60 ms, W7). At 10 the same work spreads over about 10% of growth,
+    // still far inside the pause's doubling; steps of 1 KB keep each piece
+    // small. W7 lateness p99 55-58 -> 18-21 ms; W11 stall max 6.4 -> 5.0 ms.
+    lua_gc(host_->main(), LUA_GCINC, 0, kStepMul, kStepSizeLog2);
+    incremental_ = true;
+  }
+  return tasks_.Insert(std::move(task));
+}
+
+void Scheduler::Release(Task* t) {
+  if (t->co != nullptr) LuaHost::SetTaskMark(t->co, false);  // a plain (dead or reset) coroutine again
+  if (t->anchor != Task::kNoAnchor) anchors_.Clear(host_->main(), t->anchor);
+  t->anchor = Task::kNoAnchor;
+  if (t->mailbox != LUA_NOREF) luaL_unref(host_->main(), LUA_REGISTRYINDEX, t->mailbox);  // its messages go
+  t->mailbox = LUA_NOREF;
+  t->mail_count = 0;
+  t->joiners.clear();
+  if (t->context != 0) hooks_->ReleaseContext(t->context);
+  t->context = 0;
+  if (t->durable) journals_.erase(t->key);
+  std::unique_ptr<Task> owned = tasks_.Erase(t->key);
+  if (!owned) return;  // released already (never expected: see Find)
+  // Kept for reuse up to kSpareKept, and while a queue entry names it (a
+  // stale entry must find a Task to read its gen from); else freed.
+  if (spare_.size() < kSpareKept || owned->queued > 0) spare_.push_back(std::move(owned));
+}
+
+void Scheduler::TrimSpare() {
+  // Frees spares beyond kSpareKept that no queue entry names any more. Runs
+  // after every batch, so the pool cannot grow with a queue that is never
+  // empty (a task yielding IMMEDIATE forever while others end).
+  for (size_t i = spare_.size(); i-- > 0 && spare_.size() > kSpareKept;) {
+    if (spare_[i]->queued > 0) continue;
+    if (i != spare_.size() - 1) spare_[i] = std::move(spare_.back());
+    spare_.pop_back();
+  }
+}
+
+void Scheduler::Enqueue(Task* t) {
+  ready_.push_back({t, t->gen});
+  ++t->queued;
+}
+
+void Scheduler::Continue(Task* t, int nargs) {
+  t->status = TaskStatus::kWaiting;
+  ready_.push_back({t, t->gen, nargs});
+  ++t->queued;
+}
+
+void Scheduler::Defer(Task* t, int nargs) {
+  deferred_.push_back({t->key, t->gen, nargs});
+}
+
+void Scheduler::FinishCommit(Task* t, int nargs) {
+  if (Journal* j = JournalOf(t); j != nullptr && j->flushing) {
+    // A durable wait's record is written (or failed: it goes with the next
+    // write): the task waits now, as from its yield.
+    j->flushing = false;
+    lua_pop(t->co, nargs);
+    ClearWait(t);
+    ParkJournaled(t, clock_->MonoNs(), j->held_mono_start);
+    hooks_->OnScheduleChange();
+    return;
+  }
+  // The committer continues through the ready queue, never here: continuing
+  // here, a loop of COMMITs ran ahead of everything else (issue 19).
+  ClearWait(t);
+  Continue(t, nargs);
+  hooks_->OnScheduleChange();
+}
+
+void Scheduler::Unlock() {
+  if (locks_ > 0 && --locks_ == 0) {
+    Unlocked();
+  } else {
+    hooks_->OnScheduleChange();
+  }
+}
+
+// Runs what the lock held back, in the order it became ready: the deferred
+// starts, resumes and deliveries, then the timers that came due; the ready
+// queue (with the committers at its back) follows in the check phase. Any of
+// them may COMMIT, and the embedder's snapshot lock then holds the rest until
+// it lets go.
+void Scheduler::Unlocked() {
+  // The embedder may lock and unlock from inside this work (a COMMIT whose
+  // snapshot is taken at once): the outer call goes on with the deferred
+  // work, in order, instead of nesting one level per task.
+  if (unlocking_) return;
+  struct Flag {
+    bool& f;
+    explicit Flag(bool& b) : f(b) { f = true; }
+    ~Flag() { f = false; }
+  } flag(unlocking_);
+  RunDeferred();
+  // Inside a batch (which goes on with the due timers itself, or leaves them
+  // to the timer phase that precedes the next check) or inside host code or
+  // Lua (an rt.start whose COMMIT failed at once), timers run where they
+  // belong, not nested here.
+  if (locks_ == 0 && batch_ == 0 && !host_->busy() && !timers_.empty() && timers_.NextDeadline() <= clock_->MonoNs()) {
+    RunTimers();
+  }
+  hooks_->OnScheduleChange();
+}
+
+void Scheduler::RunDeferred() {
+  // Back to back, but with one slice between them all: 200 spinners started
+  // while a COMMIT held the lock, each with a slice of its own, held the
+  // loop for 200 slices.
+  SharedSlice slice(this);
+  while (locks_ == 0 && !deferred_.empty()) {
+    const Deferred d = deferred_.front();
+    deferred_.pop_front();
+    Task* t = Find(d.key);
+    if (t == nullptr || t->gen != d.gen || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
+    RunTask(t, host_->current(), d.nargs);
+  }
+}
+
+bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
+  if (t->durable && (nargs = JournalIn(t, nargs)) < 0) return false;
+  // A durable task in replay goes round again with each recorded outcome.
+  for (;;) {
+    Task* saved = current_;
+    current_ = t;
+    t->status = TaskStatus::kRunning;
+    t->wait = WaitKind::kNone;
+    t->has_pending = false;
+    int nres = 0;
+    int status;
+    CpuBudget* budget = host_->budget();
+    CpuBudget::Window outer;
+    if (budget != nullptr) outer = budget->Open(t->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
+    {
+      LuaHost::Entry entry(host_, t->co);
+      status = lua_resume(t->co, from, nargs, &nres);
+    }
+    const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
+    bool killed = false;
+    if (budget != nullptr) {
+      t->cpu_ns += budget->Close(outer, &killed, end);
+      // A kill that goes on outside (the starter's deadline) reaches the next
+      // instruction of the code that started or resumed this task.
+      if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
+    }
+    current_ = saved;
+    LuaHost::HostSection section(host_, from);  // allocations below never raise
+    if (killed) {
+      if (status == LUA_YIELD) {
+        KillNow(t, TaskEnd::kTimedOut);  // it caught the kill and yielded: it still dies
+      } else {
+        EndTask(t, {TaskEnd::kTimedOut});
+      }
+      return false;
+    }
+    if (status == LUA_YIELD) {
+      lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
+      if (t->cancel_pending) {
+        KillNow(t);
+        return false;
+      }
+      if (t->durable) {
+        const int r = JournalYield(t, end);
+        if (r >= 0) {  // replay: the recorded outcome is on its stack
+          nargs = r;
+          now = end;
+          continue;
+        }
+        if (r == kDurableFailed) return false;
+        if (r == kParkFlushing) {
+          ParkFlushing(t, end);
+          return true;
+        }
+        if (r == kParkReplayed) {
+          const YieldRecord& y = JournalOf(t)->held;
+          // The recorded start, on this run's monotonic clock.
+          ParkJournaled(t, end, end - (clock_->WallNs() - y.wall_start));
+          return true;
+        }
+      }
+      Park(t, end);
+      return true;
+    }
+    if (t->cancel_pending) {
+      KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
+      return false;
+    }
+    if (t->durable) {
+      if (Journal* j = JournalOf(t); j != nullptr && j->diverged) {
+        FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
+        return false;
+      }
+    }
+    EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
+    return false;
+  }
+}
+
+void Scheduler::Park(Task* t, int64_t now) {
+  // No instruction pending: the coroutine yielded past the wrappers (a
+  // preemption that found no pending yield is one): treat it as IMMEDIATE.
+  const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
+  const int64_t value = t->pending_value;
+  t->unit = t->has_pending ? t->pending_unit : Unit::kSeconds;
+  t->has_pending = false;
+  t->status = TaskStatus::kWaiting;
+  t->wait = kind;
+  ++t->gen;
+  t->wait_start = now;
+  last_park_ = now;
+  switch (kind) {
+    case WaitKind::kImmediate:
+      Enqueue(t);
+      break;
+    case WaitKind::kFor:
+      ArmTimer(t, t->wait_start + value);
+      break;
+    case WaitKind::kUntilTime:
+    case WaitKind::kUntilNext: {
+      t->wall_deadline = value;
+      const int64_t wait = t->wall_deadline - clock_->WallNs();
+      if (wait <= 0) {
+        Enqueue(t);  // in the past: next turn
+      } else {
+        ArmTimer(t, t->wait_start + std::min(wait, kWallRecheckNs));
+      }
+      break;
+    }
+    case WaitKind::kJoin:
+      t->join_key = static_cast<uint64_t>(value);
+      if (Task* target = Find(t->join_key)) target->joiners.push_back(t->key);
+      break;
+    case WaitKind::kPromise:
+      ++outside_waits_;
+      break;
+    case WaitKind::kReceive:
+      // tasks.receive suspends only on an empty mailbox; a message that came
+      // in between (nothing is known to send there, but it costs one test)
+      // wakes it at once. value: the timeout (ns), -1 for none.
+      if (t->mail_count > 0) {
+        ClearWait(t);
+        Continue(t, 0);
+      } else if (value >= 0) {
+        ArmTimer(t, t->wait_start + value);
+      }
+      break;
+    case WaitKind::kCommit:
+      ++outside_waits_;
+      hooks_->OnCommit(*t);  // the embedder calls FinishCommit when written
+      return;
+    default:  // INDEFINITELY, promises, commits: woken by someone else
+      break;
+  }
+  if (batch_ == 0) hooks_->OnScheduleChange();
+}
+
+std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
+  if (t.status != TaskStatus::kWaiting) return std::nullopt;
+  if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) return t.wall_deadline;
+  // A receive without a timeout has no timer (pending_value is -1).
+  const bool timed = t.wait == WaitKind::kFor || (t.wait == WaitKind::kReceive && t.timer != 0);
+  if (!timed) return std::nullopt;
+  // pending_value still holds the duration: only the task's next yield replaces it.
+  return clock_->WallNs() + (t.wait_start + t.pending_value - clock_->MonoNs());
+}
+
+void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
+  // The entry names the Task itself (no lookup when it fires): every wait's
+  // entry is cancelled in ClearWait, before the task can end.
+  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
+}
+
+void Scheduler::ClearWait(Task* t) {
+  if (t->timer != 0) {
+    timers_.Cancel(t->timer, reinterpret_cast<uintptr_t>(t));
+    t->timer = 0;
+  }
+  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
+  ++t->gen;  // any ready-queue entry is now stale
+  t->wait = WaitKind::kNone;
+}
+
+void Scheduler::CacheNames(lua_State* L) {
+  anchors_.Init(L);
+  for (int i = 0; i < kUnitCount; ++i) {
+    yield_names_.units[i] = lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+    names_[i] = LuaRef::Pop(L);
+  }
+  lua_pushliteral(L, "SCHEDULER");
+  names_[kSchedulerName] = LuaRef::Pop(L);
+  for (int i = 0; i < kKindCount; ++i) {
+    yield_names_.kinds[i] = lua_pushstring(L, KindName(i));
+    names_[kSchedulerName + 1 + i] = LuaRef::Pop(L);
+  }
+}
+
+void Scheduler::PushName(lua_State* L, int i) const {
+  if (names_[i].valid()) {
+    names_[i].Push(L);
+  } else {
+    lua_pushstring(L, i == kSchedulerName ? "SCHEDULER" : UnitName(static_cast<Unit>(i)));
+  }
+}
+
+bool Scheduler::Wake(Task* t, int64_t now) {
+  const int64_t elapsed = now - t->wait_start;
+  ClearWait(t);
+  lua_State* co = t->co;
+  PushName(co, kSchedulerName);
+  lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
+  PushName(co, static_cast<int>(t->unit));
+  return RunTask(t, host_->current(), 3, now);
+}
+
+void Scheduler::Deliver(Task* t, int nargs) {
+  ClearWait(t);
+  if (locks_ > 0) {
+    t->status = TaskStatus::kWaiting;  // wait kNone, as a deferred resume
+    Defer(t, nargs);
+    hooks_->OnScheduleChange();
+    return;
+  }
+  // A settlement runs in a microtask, and one the task's run settles at once
+  // (an await of a resolved promise) runs in the same microtask checkpoint:
+  // the loop turns only once the chain stops. So the chain runs tasks
+  // directly for kDirectChainNs per loop turn (an await costs no loop turn,
+  // W4) and then through the ready queue, one hop per turn, until the loop
+  // polls again (LoopTurned). Its age is the last park's stamp, not a clock
+  // read per await: each link of a chain parks, and parking reads the clock.
+  if (chain_start_ < 0) {
+    chain_start_ = clock_->MonoNs();
+    last_park_ = chain_start_;
+  }
+  if (last_park_ - chain_start_ >= kDirectChainNs) {
+    Continue(t, nargs);
+  } else {
+    RunTask(t, host_->current(), nargs);
+  }
+  hooks_->OnScheduleChange();
+}
+
+// With thousands of tasks, each wake touches memory last used a whole batch
+// ago. So fetch ahead: the coroutine of the next task (whose Task was fetched
+// the time before) and the Task after it. Tasks in a queue are never freed
+// (see Release), and prefetching a stale pointer is harmless.
+void Scheduler::FetchAhead(const Task* next, const Task* after) {
+  if (after != nullptr) {
+    // Its hot fields come first, but they may straddle two lines: malloc
+    // aligns to 16 bytes, not 64.
+    __builtin_prefetch(after);
+    __builtin_prefetch(reinterpret_cast<const char*>(after) + 63);
+  }
+  if (next != nullptr) {
+    const char* co = reinterpret_cast<const char*>(next->co);
+    __builtin_prefetch(co);
+    __builtin_prefetch(co + 64);
+    __builtin_prefetch(co + 128);
+  }
+}
+
+// With timeSlice, a batch also ends once it has held the loop for a slice:
+// N spinning tasks, each preempted after its own slice, would otherwise hold
+// it for N slices. The rest stay queued, in order, for the next loop turn.
+int64_t Scheduler::BatchEnd(int64_t now) const {
+  const CpuBudget* budget = host_->budget();
+  return budget != nullptr && budget->slice_ns() > 0 ? now + budget->slice_ns() : INT64_MAX;
+}
+
+// The clock is read once per wake: a task that parks stamps its wait_start
+// last thing, and that stamp is "now" for the next one in the batch.
+void Scheduler::RunImmediate() {
+  if (locks_ > 0) return;
+  ++batch_;
+  // Only the tasks ready now: one that yields IMMEDIATE again lands behind
+  // the batch and runs on the next loop turn, so I/O is not starved.
+  size_t n = ready_.size();
+  int64_t now = clock_->MonoNs();
+  const int64_t batch_end = BatchEnd(now);
+  while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end && !host_->terminating()) {
+    const ReadyEntry e = ready_.front();
+    ready_.pop_front();
+    --e.task->queued;
+    FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
+    Task* t = e.task;
+    if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
+    bool parked;
+    if (e.nargs == kWake) {
+      parked = Wake(t, now);
+    } else {
+      ClearWait(t);
+      parked = RunTask(t, host_->current(), e.nargs, now);
+    }
+    now = parked ? t->wait_start : clock_->MonoNs();
+  }
+  --batch_;
+  TrimSpare();
+  hooks_->OnScheduleChange();
+}
+
+void Scheduler::RunTimers() {
+  if (locks_ > 0) return;
+  ++batch_;
+  // Entries added by this batch wait for the next one, so a task looping on
+  // FOR 0 cannot hold the loop here.
+  const uint64_t before = timers_.next_seq();
+  int64_t now = clock_->MonoNs();
+  const int64_t batch_end = BatchEnd(now);
+  for (;;) {
+    // Take every entry due now, then run them fetching ahead as RunImmediate
+    // does. A taken task has no timer: a resume or cancel meanwhile bumps its
+    // gen, which is how its entry here goes stale.
+    uint64_t payload;
+    TimerQueue::Handle h;
+    while (timers_.PopIfDue(now, before, &payload, &h)) {
+      Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
+      if (t->timer != h) continue;  // stale: never wakes a task
+      t->timer = 0;
+      if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
+        // Wall-clock deadline: if the clock was set back, this fired early.
+        const int64_t left = t->wall_deadline - clock_->WallNs();
+        if (left > 0) {
+          ArmTimer(t, now + std::min(left, kWallRecheckNs));
+          continue;
+        }
+      }
+      due_.push_back({t, t->gen});
+      ++t->queued;
+    }
+    if (due_.empty()) break;
+    for (size_t i = 0; i < due_.size(); ++i) {
+      Task* t = due_[i].task;
+      --t->queued;
+      if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
+      if (locks_ > 0 || now >= batch_end ||
+          host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
+        ArmTimer(t, now);
+        continue;
+      }
+      FetchAhead(i + 1 < due_.size() ? due_[i + 1].task : nullptr, i + 2 < due_.size() ? due_[i + 2].task : nullptr);
+      now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
+    }
+    due_.clear();
+    if (locks_ > 0 || now >= batch_end) break;
+  }
+  --batch_;
+  TrimSpare();
+  hooks_->OnScheduleChange();
+}
+
+Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  if (t == nullptr) {
+    lua_pop(from, nargs);
+    return ResumeResult::kNotFound;
+  }
+  if (t == current_) {
+    lua_pop(from, nargs);
+    return ResumeResult::kSelf;
+  }
+  if (t->status != TaskStatus::kWaiting || !IsResumable(t->wait)) {
+    lua_pop(from, nargs);
+    return ResumeResult::kNotResumable;
+  }
+  if (!lua_checkstack(t->co, nargs)) {  // see Start
+    lua_pop(from, nargs);
+    return ResumeResult::kNoStackRoom;
+  }
+  ClearWait(t);
+  lua_xmove(from, t->co, nargs);
+  if (locks_ > 0) {
+    Defer(t, nargs);
+    hooks_->OnScheduleChange();
+    return ResumeResult::kResumed;
+  }
+  RunTask(t, from, nargs);
+  hooks_->OnScheduleChange();
+  return ResumeResult::kResumed;
+}
+
+Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  if (t == nullptr || t->mail_count >= mailbox_limit_) {
+    lua_pop(from, nargs);
+    return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
+  }
+  if (Journal* j = JournalOf(t)) {
+    // A durable task's message is kept in its inbox (space 3) until it is
+    // received: a restart puts it back in the mailbox (docs/durable.md).
+    std::string inbox_key;
+    if (restoring_inbox_key_) {
+      inbox_key = std::move(*restoring_inbox_key_);
+    } else {
+      LuaHost::HostSection section(host_, from);
+      std::string payload;
+      CodecFailure failure;
+      if (!EncodeValues(from, nargs, &payload, &last_send_error_, persist_limits_.Encoding(host_), &failure)) {
+        if (failure == CodecFailure::kTooLarge) {
+          last_send_error_ += ": " + LimitAdvice("maxValueBytes", persist_limits_.value_bytes);
+        }
+        lua_pop(from, nargs);
+        return SendResult::kNotPersistable;
+      }
+      inbox_key = Journal::KeyOf(j->id(), j->inbox_seq++);
+      journal_writes_.push_back({kInboxSpace, inbox_key, Journal::Seal(RecordKind::kMessage, payload)});
+      TellJournal();
+    }
+    j->inbox.push_back(std::move(inbox_key));
+  }
+  {
+    // The mailbox's growth is bounded by mailbox_limit_: it is not charged
+    // to the memory limit, so a send never raises it here (the values were
+    // charged when they were made or converted).
+    LuaHost::HostSection section(host_, from);
+    if (t->mailbox == LUA_NOREF) {
+      lua_createtable(from, 4, 0);
+      t->mailbox = luaL_ref(from, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(from, LUA_REGISTRYINDEX, t->mailbox);
+    const int box = lua_gettop(from);
+    const int first = box - nargs;
+    lua_pushinteger(from, nargs);
+    lua_rawseti(from, box, t->mail_tail);
+    for (int i = 0; i < nargs; ++i) {
+      lua_pushvalue(from, first + i);
+      lua_rawseti(from, box, t->mail_tail + 1 + i);
+    }
+    lua_settop(from, first - 1);
+    t->mail_tail += 1 + nargs;
+    ++t->mail_count;
+  }
+  if (t->status == TaskStatus::kWaiting && t->wait == WaitKind::kReceive) {
+    ClearWait(t);
+    Continue(t, 0);
+    if (batch_ == 0) hooks_->OnScheduleChange();
+  }
+  return SendResult::kQueued;
+}
+
+int Scheduler::TakeMessage(Task* t, lua_State* L) {
+  Journal* const durable = JournalOf(t);
+  Journal* j = durable;
+  if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it
+  if (j != nullptr && j->replaying()) {
+    // Replay: the message it took then, or none (it waited): the mailbox of
+    // this run is left for when the task goes on live.
+    if (j->next_kind() != RecordKind::kMessage) return -1;
+    LuaHost::HostSection section(host_, L);
+    std::string error;
+    const int n = PushValues(L, j->Next(), &error, Decoding(host_));
+    if (!j->replaying()) j->EndReplay();
+    return n < 0 ? -3 : n;
+  }
+  if (t->mail_count == 0) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->mailbox);
+  const int box = lua_gettop(L);
+  lua_rawgeti(L, box, t->mail_head);
+  const int n = static_cast<int>(lua_tointeger(L, -1));
+  lua_pop(L, 1);
+  if (!lua_checkstack(L, n + 2)) {
+    lua_pop(L, 1);
+    return -2;
+  }
+  for (int i = 0; i <= n; ++i) {
+    if (i > 0) lua_rawgeti(L, box, t->mail_head + i);
+    lua_pushnil(L);  // setting a present key to nil never allocates
+    lua_rawseti(L, box, t->mail_head + i);
+  }
+  lua_remove(L, box);
+  --t->mail_count;
+  // An empty mailbox starts again at slot 1, so the slots a task keeps
+  // receiving into stay in the table's array part.
+  t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
+  if (t->mail_count == 0) t->mail_tail = 1;
+  if (durable != nullptr && !durable->inbox.empty()) {
+    // Received: its inbox record goes in the batch that journals the receipt.
+    journal_writes_.push_back({kInboxSpace, std::move(durable->inbox.front()), std::nullopt});
+    durable->inbox.pop_front();
+    TellJournal();
+  }
+  if (j != nullptr) {
+    LuaHost::HostSection section(host_, L);
+    std::string payload, error;
+    if (!EncodeRecord(j, L, n, &payload, &error)) {
+      lua_pop(L, n);
+      return -3;
+    }
+    AppendRecord(j, RecordKind::kMessage, payload);
+  }
+  return n;
+}
+
+bool Scheduler::Cancel(uint64_t key) {
+  Task* t = Find(key);
+  if (t == nullptr) return false;
+  if (t->status == TaskStatus::kRunning) {
+    t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
+    return true;
+  }
+  // A committer whose write is in flight ends now: the write's settlement
+  // finds no task and is ignored.
+  KillNow(t);
+  hooks_->OnScheduleChange();
+  return true;
+}
+
+void Scheduler::CancelAll() {
+  closing_ = true;  // the durable tasks' ends are not journaled: they go on at the next open
+  std::vector<uint64_t> keys;
+  keys.reserve(tasks_.size());
+  tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
+  std::sort(keys.begin(), keys.end());
+  // One CPU window for every <close> handler this runs (issue 18): each
+  // cancel would open one of its own, and 20 waiting tasks with a looping
+  // handler held close() for 20 taskTimeouts. Once the deadline passes, the
+  // handlers left are killed at their first instruction. (Inside a window
+  // already, a close() asked for while Lua runs, that one holds.)
+  CpuBudget* budget = host_->budget();
+  CpuBudget::Window outer;
+  const bool own_window = budget != nullptr && !budget->active();
+  if (own_window) outer = budget->Open(0, false);
+  for (uint64_t k : keys) {
+    Task* t = Find(k);
+    if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
+  }
+  if (own_window) {
+    bool killed;
+    budget->Close(outer, &killed);
+    if (killed) budget->Install(host_->main());  // the kill may have left the main thread a hook per instruction
+  }
+  for (size_t i = 0; i < ready_.size(); ++i) --ready_[i].task->queued;
+  ready_.clear();
+}
+
+void Scheduler::KillNow(Task* t, TaskEnd kind) {
+  // Host code on the stack to the end: a task-end listener that closes the
+  // runtime waits for it (RuntimeCore::Close).
+  LuaHost::HostSection section(host_, host_->current());
+  ClearWait(t);
+  // A task killed for its CPU budget that caught the kill and yielded: where
+  // it was is read now, before closing the coroutine empties its stack.
+  lua_Debug ar;
+  TaskTrace trace;
+  const bool traced = kind == TaskEnd::kTimedOut;
+  if (traced) TraceOf(host_->main(), t->co, &ar, &trace);
+  // Closing runs the coroutine's pending <close> variables (Lua code) on it:
+  // meanwhile the task counts as running, so a cancel from there (the task's
+  // own handler, or JS it calls) only marks it instead of closing the
+  // coroutine again under the handler.
+  t->status = TaskStatus::kRunning;
+  {
+    LuaHost::Entry entry(host_, t->co);
+    lua_resetthread(t->co);
+  }
+  lua_settop(t->co, 0);
+  EndTask(t, {kind, LUA_OK, 0, traced ? &trace : nullptr});  // pops the traceback
+}
+
+void Scheduler::EndTask(Task* t, TaskEnding end) {
+  t->status = end.kind == TaskEnd::kDone        ? TaskStatus::kDone
+              : end.kind == TaskEnd::kCancelled ? TaskStatus::kCancelled
+                                                : TaskStatus::kFailed;
+  const bool failed_in_lua = end.kind == TaskEnd::kFailed;
+  const bool no_values = end.kind == TaskEnd::kCancelled || end.kind == TaskEnd::kTimedOut;
+  const int nres = end.nres;
+  ClearWait(t);
+  // A coroutine that failed, or died of the budget's kill where it ran,
+  // keeps its stack: where it was is read from it.
+  lua_Debug ar;
+  TaskTrace own;
+  if (end.trace == nullptr && (failed_in_lua || end.kind == TaskEnd::kTimedOut)) {
+    TraceOf(host_->main(), t->co, &ar, &own);
+    end.trace = &own;
+  }
+  if (t->durable) JournalEnd(t, end);
+  const bool tell = t->observed || failed_in_lua || end.kind == TaskEnd::kTimedOut;
+  // Remembered first: from here on Find no longer answers for this task, so
+  // code run by the hook or by a woken joiner sees it through FindFinished.
+  Remember(t, end);
+  if (tell) hooks_->OnTaskEnd(*t, t->co, end);
+  if (end.trace != nullptr) lua_pop(host_->main(), 1);  // its traceback, before any joiner runs
+
+  // Wake the tasks joined on this one: (true, results...) or (false, error).
+  const uint64_t key = t->key;
+  // Each task keeps its joiners: scanning every live task here made N task
+  // ends cost O(N^2) (47% of W2's time, 2.1 s to close 20,000 tasks).
+  std::vector<uint64_t> joiners = std::move(t->joiners);
+  lua_State* co = t->co;
+  std::optional<SharedSlice> slice;
+  if (!joiners.empty()) slice.emplace(this);
+  for (uint64_t k : joiners) {
+    Task* w = Find(k);
+    if (w == nullptr || w->wait != WaitKind::kJoin || w->join_key != key) continue;  // stale
+    ClearWait(w);
+    // A suspended task has room for a few values; more need its stack grown
+    // (see Start). The copies cross one at a time, so co needs one slot.
+    if (no_values || !lua_checkstack(w->co, 1 + nres) || !lua_checkstack(co, 1)) {
+      lua_pushboolean(w->co, 0);
+      if (no_values) {
+        lua_pushstring(w->co, end.kind == TaskEnd::kCancelled ? "task cancelled" : "task killed: CPU budget exceeded");
+      } else {
+        lua_pushfstring(
+            w->co,
+            "the task's %d results do not fit on the waiting task's stack (a coroutine holds about 1,000,000 values)",
+            nres);
+      }
+      RunJoiner(w, 2);
+      continue;
+    }
+    lua_pushboolean(w->co, end.kind == TaskEnd::kDone);
+    const int top = lua_gettop(co);
+    for (int i = top - nres + 1; i <= top; ++i) {
+      lua_pushvalue(co, i);
+      lua_xmove(co, w->co, 1);
+    }
+    RunJoiner(w, 1 + nres);
+  }
+  // A coroutine that died of the CPU budget's kill is left as it is, its
+  // <close> variables not run: the kill came from a hook, and Lua runs no
+  // hooks in it after that, so nothing could bound them (one that loops hung
+  // the process); and lua_settop would run them unprotected (one that raised
+  // aborted it). Unanchored, the collector frees it.
+  const bool killed =
+      (end.kind == TaskEnd::kTimedOut || (failed_in_lua && LuaHost::HasKilledMark(co))) && lua_status(co) != LUA_OK;
+  if (failed_in_lua && !killed) {
+    // A failed coroutine keeps its stack; closing it runs its pending
+    // <close> variables, as coroutine.close would.
+    LuaHost::Entry entry(host_, co);
+    lua_resetthread(co);
+  }
+  if (!killed) lua_settop(co, 0);
+  Release(t);
+}
+
+void Scheduler::RunJoiner(Task* w, int nargs) {
+  // A task cancelled while the lock is held (from JS, or from Lua that
+  // rt.call runs) wakes its joiners after the unlock, as a resume would.
+  if (locks_ > 0) {
+    Defer(w, nargs);
+    return;
+  }
+  RunTask(w, host_->current(), nargs);
+}
+
+void Scheduler::Remember(Task* t, const TaskEnding& end) {
+  // Stack of t->co: results (nres) or the error value on top. Most tasks end
+  // with no result or one: those keep no table (one per task was a fifth of
+  // the cost of spawning one).
+  lua_State* co = t->co;
+  Finished f{t->key, t->status, 0, LuaRef()};
+  if (!lua_checkstack(co, 2)) {  // only without memory: the results are not kept
+    finished_.Add(std::move(f));
+    return;
+  }
+  const int nres = end.nres;
+  if (end.kind == TaskEnd::kDone) {
+    f.nres = nres;
+    if (nres == 1) {
+      lua_pushvalue(co, -1);
+    } else if (nres > 1) {
+      lua_createtable(co, nres, 0);
+      for (int i = 1; i <= nres; ++i) {
+        lua_pushvalue(co, -1 - nres - 1 + i);
+        lua_rawseti(co, -2, i);
+      }
+    }
+  } else if (end.kind == TaskEnd::kFailed) {
+    f.nres = 1;
+    lua_pushvalue(co, -1);  // the error value
+  }
+  if (f.nres > 0) {
+    lua_xmove(co, host_->main(), 1);
+    f.values = LuaRef::Pop(host_->main());
+  }
+  finished_.Add(std::move(f));
+}
+
+int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
+  if (f.status == TaskStatus::kCancelled || (f.status == TaskStatus::kFailed && f.nres == 0)) {
+    lua_pushstring(L, f.status == TaskStatus::kCancelled ? "task cancelled" : "task killed: CPU budget exceeded");
+    return 1;
+  }
+  if (f.nres <= 1) {
+    if (f.nres == 1) f.values.Push(L);
+    return f.nres;
+  }
+  f.values.Push(L);
+  for (int i = 1; i <= f.nres; ++i) lua_rawgeti(L, -i, i);
+  lua_remove(L, -1 - f.nres);
+  return f.nres;
+}
+
+const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {
+  return finished_.Find(key);
+}
+
+}  // namespace lua_tasks

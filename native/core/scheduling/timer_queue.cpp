@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: MIT
+// TimerQueue: one heap of deadlines for all of a runtime's timed waits.
+#include "core/scheduling/timer_queue.hpp"
+
+namespace lua_tasks {
+
+TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
+  uint32_t slot;
+  if (!free_.empty()) {
+    slot = free_.back();
+    free_.pop_back();
+  } else {
+    slot = static_cast<uint32_t>(slots_.size());
+    slots_.push_back({});
+  }
+  slots_[slot].payload = payload;
+  heap_.push_back({});
+  Place(static_cast<uint32_t>(heap_.size() - 1), Node{deadline, next_seq_++, slot});
+  SiftUp(static_cast<uint32_t>(heap_.size() - 1));
+  return slot + 1;
+}
+
+bool TimerQueue::Cancel(Handle h, uint64_t payload) {
+  if (h == 0 || h > slots_.size()) return false;
+  const Slot& s = slots_[h - 1];
+  if (s.pos == kFree || s.payload != payload) return false;
+  RemoveAt(s.pos);
+  return true;
+}
+
+bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
+  if (heap_.empty() || heap_.front().deadline > now || heap_.front().seq >= before_seq) return false;
+  const uint32_t slot = heap_.front().slot;
+  *payload = slots_[slot].payload;
+  *handle = slot + 1;
+  RemoveAt(0);
+  return true;
+}
+
+void TimerQueue::RemoveAt(uint32_t i) {
+  const uint32_t slot = heap_[i].slot;
+  slots_[slot].pos = kFree;
+  free_.push_back(slot);
+  const Node last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;
+  Place(i, last);
+  if (i > 0 && Less(heap_[i], heap_[(i - 1) / kArity])) {
+    SiftUp(i);
+  } else {
+    SiftDown(i);
+  }
+}
+
+// A 4-ary heap: half the depth of a binary one, and a node's four children
+// share one or two cache lines, so a pop from a heap of a million waits
+// misses the cache about half as often.
+void TimerQueue::SiftUp(uint32_t i) {
+  const Node n = heap_[i];
+  while (i > 0) {
+    const uint32_t parent = (i - 1) / kArity;
+    if (!Less(n, heap_[parent])) break;
+    Place(i, heap_[parent]);
+    i = parent;
+  }
+  Place(i, n);
+}
+
+void TimerQueue::SiftDown(uint32_t i) {
+  const Node n = heap_[i];
+  const uint32_t size = static_cast<uint32_t>(heap_.size());
+  for (;;) {
+    const uint32_t first = kArity * i + 1;
+    if (first >= size) break;
+    const uint32_t last = first + kArity < size ? first + kArity : size;
+    uint32_t child = first;
+    for (uint32_t c = first + 1; c < last; ++c) {
+      if (Less(heap_[c], heap_[child])) child = c;
+    }
+    if (!Less(heap_[child], n)) break;
+    Place(i, heap_[child]);
+    i = child;
+  }
+  Place(i, n);
+}
+
+}  // namespace lua_tasks

@@ -1,0 +1,433 @@
+// SPDX-License-Identifier: MIT
+// Tests for durable tasks with a fake clock: journal records, replay to the same wait and deadline, divergence.
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "core/durable/durable_journal.hpp"
+#include "core/host/lua_runtime.hpp"
+#include "core/scheduling/scheduler.hpp"
+#include "test_clocks.hpp"
+
+namespace lua_tasks {
+namespace {
+
+constexpr int64_t kSec = 1'000'000'000;
+
+TEST(JournalTest, RecordsAreSealedAndADamagedOneIsRefused) {
+  std::string r = Journal::Seal(RecordKind::kStep, "payload");
+  std::string copy = r;
+  ASSERT_TRUE(Journal::Unseal(&copy));
+  EXPECT_EQ(copy, std::string("S") + "payload");
+  r[3] ^= 1;
+  EXPECT_FALSE(Journal::Unseal(&r));
+  std::string tiny = "abc";
+  EXPECT_FALSE(Journal::Unseal(&tiny));
+}
+
+TEST(JournalTest, AnIdentityGoesBeforeThePayloadAndARecordWithoutOneReadsAsBefore) {
+  std::string r = Journal::Seal(RecordKind::kStep, "payload", std::string_view("pay"));
+  ASSERT_TRUE(Journal::Unseal(&r));
+  std::optional<std::string_view> identity;
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "payload");
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(*identity, "pay");
+  EXPECT_EQ(Journal::Describe(RecordKind::kStep, std::string_view(r).substr(1)), "tasks.step \"pay\"");
+  // An anonymous JS function has an empty identity, which is not none.
+  r = Journal::Seal(RecordKind::kCall, "v", std::string_view());
+  ASSERT_TRUE(Journal::Unseal(&r));
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "v");
+  ASSERT_TRUE(identity);
+  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)),
+            "a JS call to an anonymous JS function");
+  // A record of an older version: no identity, the payload as it was.
+  r = Journal::Seal(RecordKind::kCall, "\x01rest");
+  ASSERT_TRUE(Journal::Unseal(&r));
+  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "\x01rest");
+  EXPECT_FALSE(identity);
+  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call");
+  // A name longer than a record keeps is cut.
+  r = Journal::Seal(RecordKind::kCall, "v", std::string(300, 'x'));
+  ASSERT_TRUE(Journal::Unseal(&r));
+  Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
+  EXPECT_EQ(identity->size(), Journal::kMaxIdentity);
+}
+
+TEST(JournalTest, KeysSortInRecordOrder) {
+  EXPECT_EQ(Journal::KeyOf("t1", 7), "t1/0000000007");
+  EXPECT_LT(Journal::KeyOf("t1", 9), Journal::KeyOf("t1", 10));
+  EXPECT_LT(Journal::KeyOf("t1", 99999), Journal::KeyOf("t1", 100000));
+}
+
+TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
+  Journal j("t1", {});
+  std::vector<SpacedWrite> out;
+  j.Append(RecordKind::kStart, "a", &out);
+  j.Append(RecordKind::kStep, "b", &out);
+  j.Append(RecordKind::kStep, "c", &out);
+  out.clear();
+  j.Finish(nullptr, &out);
+  ASSERT_EQ(out.size(), 3u);
+  for (const SpacedWrite& w : out) EXPECT_FALSE(w.value.has_value());
+  out.clear();
+  std::string end = "e";
+  j.Finish(&end, &out);
+  ASSERT_EQ(out.size(), 3u);
+  EXPECT_EQ(out.back().key, "t1/0000000000");
+  ASSERT_TRUE(out.back().value);
+  std::string rec = *out.back().value;
+  ASSERT_TRUE(Journal::Unseal(&rec));
+  EXPECT_EQ(rec, "Ee");
+  out.clear();
+  j.Restart("new", &out);
+  EXPECT_EQ(j.size(), 1u);
+  EXPECT_EQ(out.size(), 3u);  // two deletes, the new start
+}
+
+TEST(JournalTest, ValuesRoundTripScalarsAndTablesAndADamagedScalarRecordIsRefused) {
+  lua_State* L = luaL_newstate();
+  std::string payload, error;
+  lua_pushnil(L);
+  lua_pushboolean(L, 1);
+  lua_pushinteger(L, -7);
+  lua_pushnumber(L, 2.5);
+  lua_pushlstring(L, "a\0b", 3);
+  ASSERT_TRUE(EncodeValues(L, 5, &payload, &error)) << error;
+  lua_settop(L, 0);
+  ASSERT_EQ(PushValues(L, payload, &error), 5) << error;
+  EXPECT_TRUE(lua_isnil(L, 1));
+  EXPECT_TRUE(lua_toboolean(L, 2));
+  EXPECT_TRUE(lua_isinteger(L, 3));
+  EXPECT_EQ(lua_tointeger(L, 3), -7);
+  EXPECT_EQ(lua_tonumber(L, 4), 2.5);
+  size_t len;
+  const char* s = lua_tolstring(L, 5, &len);
+  EXPECT_EQ(std::string(s, len), std::string("a\0b", 3));
+  lua_settop(L, 0);
+  payload.pop_back();  // a torn string
+  EXPECT_EQ(PushValues(L, payload, &error), -1);
+  EXPECT_EQ(lua_gettop(L), 0);
+  // A table goes through the snapshot codec.
+  lua_newtable(L);
+  lua_pushinteger(L, 42);
+  lua_setfield(L, -2, "x");
+  ASSERT_TRUE(EncodeValues(L, 1, &payload, &error)) << error;
+  lua_settop(L, 0);
+  ASSERT_EQ(PushValues(L, payload, &error), 1) << error;
+  lua_getfield(L, 1, "x");
+  EXPECT_EQ(lua_tointeger(L, -1), 42);
+  lua_close(L);
+}
+
+// The hooks: every COMMIT (a durable wait's too) is written at once.
+class Hooks final : public SchedulerHooks {
+ public:
+  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override {
+    std::string v = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kCancelled ? "cancelled" : "failed";
+    if (end.kind == TaskEnd::kFailed) v += std::string(":") + luaL_tolstring(co, -1, nullptr), lua_pop(co, 1);
+    ends.push_back(v);
+  }
+  void OnScheduleChange() override {}
+  void OnCommit(Task& task) override {
+    lua_pushboolean(task.co, 1);
+    lua_pushnil(task.co);
+    sched->FinishCommit(&task, 2);
+  }
+  std::vector<std::string> ends;
+  Scheduler* sched = nullptr;
+};
+
+// One runtime's life over a store kept in a map, as a restart sees it.
+class DurableTest : public ::testing::Test {
+ protected:
+  struct Life {
+    LuaRuntime rt;
+    Hooks hooks;
+  };
+  std::unique_ptr<Life> Open(const std::string& source) {
+    auto life = std::make_unique<Life>();
+    LuaHostOptions o;
+    std::string error;
+    EXPECT_TRUE(life->rt.Assemble(o, &clock, &life->hooks, &error)) << error;
+    life->hooks.sched = life->rt.scheduler.get();
+    life->rt.scheduler->set_durable_ok(true);
+    Run(life.get(), "log = {} function note(s) log[#log + 1] = s end " + source);
+    return life;
+  }
+  void Run(Life* life, const std::string& src) {
+    LuaHost* host = life->rt.host.get();
+    lua_State* L = host->main();
+    ASSERT_EQ(host->Load(L, src, "=test"), LUA_OK) << lua_tostring(L, -1);
+    LuaHost::Entry e(host, L);
+    ASSERT_EQ(host->PCall(L, 0, 0), LUA_OK) << host->last_message();
+  }
+  std::string Log(Life* life) {
+    lua_State* L = life->rt.host->main();
+    lua_getglobal(L, "table");
+    lua_getfield(L, -1, "concat");
+    lua_getglobal(L, "log");
+    lua_pushliteral(L, ",");
+    lua_call(L, 2, 1);
+    std::string s = lua_tostring(L, -1);
+    lua_pop(L, 2);
+    return s;
+  }
+  // Starts the durable task `entry` (no arguments) and returns its id.
+  std::string StartNew(Life* life, const char* entry) {
+    lua_State* L = life->rt.host->main();
+    Scheduler* s = life->rt.scheduler.get();
+    lua_pushstring(L, entry);
+    lua_pushnil(L);
+    std::string start, error;
+    {
+      LuaHost::HostSection section(life->rt.host.get(), L);
+      EXPECT_TRUE(EncodeValues(L, 2, &start, &error)) << error;
+    }
+    lua_pop(L, 2);
+    s->PrepareDurable("", start, {}, entry);
+    lua_getglobal(L, entry);
+    const uint64_t key = s->Start(L, 0, true);
+    Flush(life);
+    return s->IdOf(key);
+  }
+  // Restores task `id` from the store, as Runtime.open does.
+  uint64_t Restore(Life* life, const std::string& id, const char* entry) {
+    std::vector<std::string> records;
+    for (const auto& [k, v] : store) {
+      if (k.rfind(id + "/", 0) != 0) continue;
+      std::string r = v;
+      EXPECT_TRUE(Journal::Unseal(&r));
+      records.push_back(r);
+    }
+    Scheduler* s = life->rt.scheduler.get();
+    s->PrepareDurable(id, "", records, entry);
+    lua_State* L = life->rt.host->main();
+    lua_getglobal(L, entry);
+    const uint64_t key = s->Start(L, 0, true);
+    Flush(life);
+    return key;
+  }
+  void Flush(Life* life) {
+    for (SpacedWrite& w : life->rt.scheduler->TakeJournalWrites()) {
+      if (w.space != kJournalSpace) continue;
+      if (w.value) {
+        store[w.key] = *w.value;
+      } else {
+        store.erase(w.key);
+      }
+    }
+  }
+  void Advance(Life* life, int64_t ns) {
+    clock.Advance(ns);
+    life->rt.scheduler->RunTimers();
+    life->rt.scheduler->RunImmediate();
+    Flush(life);
+  }
+  FakeClock clock;
+  std::map<std::string, std::string> store;
+};
+
+TEST_F(DurableTest, ARestoredTaskWaitsAgainWithItsFirstDeadline) {
+  const char* src = R"(
+    function f()
+      local r, e = coroutine.yield("FOR", 10, "SECONDS")
+      note("woke " .. e)
+    end)";
+  std::string id;
+  {
+    auto first = Open(src);
+    id = StartNew(first.get(), "f");
+    Advance(first.get(), 4 * kSec);
+    EXPECT_EQ(Log(first.get()), "");
+  }  // the process goes
+  auto second = Open(src);
+  const uint64_t key = Restore(second.get(), id, "f");
+  EXPECT_EQ(second->rt.scheduler->IdOf(key), id);  // the same id
+  Task* t = second->rt.scheduler->Find(key);
+  ASSERT_NE(t, nullptr);
+  EXPECT_EQ(t->current_wait(), WaitKind::kFor);
+  Advance(second.get(), 5 * kSec + 900'000'000);
+  EXPECT_EQ(Log(second.get()), "");
+  Advance(second.get(), 200'000'000);
+  EXPECT_EQ(Log(second.get()), "woke 10.1");  // counted from the yield in the first life
+  EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
+}
+
+TEST_F(DurableTest, AStepRunsOnceAndItsResultsReplay) {
+  const char* src = R"(
+    n = 0
+    function f()
+      local v = tasks.step(function() n = n + 1; return n * 10 end)
+      local t = math.random(1, 1000000000)
+      note("drew " .. t)
+      coroutine.yield("INDEFINITELY")
+      note(v .. " " .. t .. " " .. n)
+    end)";
+  std::string id, drew;
+  {
+    auto first = Open(src);
+    id = StartNew(first.get(), "f");
+    drew = Log(first.get()).substr(5);
+  }
+  auto second = Open(src);  // another state: another random seed
+  const uint64_t key = Restore(second.get(), id, "f");
+  lua_State* L = second->rt.host->main();
+  EXPECT_EQ(second->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  // The step's result and the first life's random number; the step did not run again (n is 0).
+  EXPECT_EQ(Log(second.get()), "drew " + drew + ",10 " + drew + " 0");
+}
+
+TEST_F(DurableTest, CodeThatYieldsOtherwiseFailsWithNondeterminism) {
+  std::string id;
+  {
+    auto first = Open(R"(function f() coroutine.yield("FOR", 10, "SECONDS") end)");
+    id = StartNew(first.get(), "f");
+  }
+  auto second = Open(R"(function f() coroutine.yield("FOR", 20, "SECONDS") end)");
+  Restore(second.get(), id, "f");
+  ASSERT_EQ(second->hooks.ends.size(), 1u);
+  EXPECT_NE(second->hooks.ends[0].find("diverged from its journal at record 1"), std::string::npos)
+      << second->hooks.ends[0];
+  EXPECT_NE(second->hooks.ends[0].find("a yield (FOR)"), std::string::npos);
+  // The journal stays for code that replays it.
+  EXPECT_EQ(store.count(Journal::KeyOf(id, 1)), 1u);
+}
+
+// Two named steps in the first run; `second`: the code a restart meets.
+// Returns the ends of the second life.
+class StepIdentityTest : public DurableTest {
+ protected:
+  std::vector<std::string> Replay(const char* first, const char* second, std::string* log) {
+    std::string id;
+    {
+      auto life = Open(first);
+      id = StartNew(life.get(), "f");
+    }
+    auto life = Open(second);
+    const uint64_t key = Restore(life.get(), id, "f");
+    if (life->hooks.ends.empty()) {
+      lua_State* L = life->rt.host->main();
+      EXPECT_EQ(life->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+    }
+    *log = Log(life.get());
+    return life->hooks.ends;
+  }
+};
+
+constexpr const char* kNamedSteps = R"(
+  function f()
+    local a = tasks.step("gold", function() note("gold ran") return "g" end)
+    local b = tasks.step("mail", function() note("mail ran") return "m" end)
+    coroutine.yield("INDEFINITELY")
+    note(a .. b)
+  end)";
+
+TEST_F(StepIdentityTest, SwappedNamedStepsFailWithNondeterminismNamingBoth) {
+  std::string log;
+  const auto ends = Replay(kNamedSteps, R"(
+    function f()
+      local b = tasks.step("mail", function() note("mail ran") return "m" end)
+      local a = tasks.step("gold", function() note("gold ran") return "g" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)",
+                           &log);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_NE(ends[0].find("diverged from its journal at record 1"), std::string::npos) << ends[0];
+  EXPECT_NE(ends[0].find("the journal holds tasks.step \"gold\", the code now made tasks.step \"mail\""),
+            std::string::npos)
+      << ends[0];
+  EXPECT_EQ(log, "");  // neither step ran again
+}
+
+TEST_F(StepIdentityTest, UnchangedNamedStepsReplayWithoutRunningAgain) {
+  std::string log;
+  const auto ends = Replay(kNamedSteps, kNamedSteps, &log);
+  EXPECT_EQ(ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+}
+
+TEST_F(StepIdentityTest, AStepWithoutANameOnEitherSideIsNotChecked) {
+  // Names added by the new code to steps recorded without one (as an older
+  // version wrote them) replay; so do unnamed steps whose lines moved.
+  const char* unnamed = R"(
+    function f()
+      local a = tasks.step(function() note("gold ran") return "g" end)
+      local b = tasks.step(function() note("mail ran") return "m" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)";
+  std::string log;
+  EXPECT_EQ(Replay(unnamed, kNamedSteps, &log), std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+  EXPECT_EQ(Replay(kNamedSteps, unnamed, &log), std::vector<std::string>{"done"});
+  EXPECT_EQ(log, "gm");
+}
+
+TEST_F(StepIdentityTest, ARecordWrittenWithoutAnIdentityReplaysUnderANamedStep) {
+  std::string id;
+  {
+    auto life = Open(kNamedSteps);
+    id = StartNew(life.get(), "f");
+  }
+  // Rewrite the step records as a version without identities wrote them.
+  int rewritten = 0;
+  for (auto& [k, v] : store) {
+    if (k.rfind(id + "/", 0) != 0) continue;
+    std::string r = v;
+    ASSERT_TRUE(Journal::Unseal(&r));
+    std::optional<std::string_view> identity;
+    const std::string_view values = Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
+    if (static_cast<RecordKind>(r[0]) != RecordKind::kStep || !identity) continue;
+    v = Journal::Seal(RecordKind::kStep, values);
+    ++rewritten;
+  }
+  EXPECT_EQ(rewritten, 2);
+  auto life = Open(R"(
+    function f()
+      local b = tasks.step("mail", function() note("mail ran") return "m" end)
+      local a = tasks.step("gold", function() note("gold ran") return "g" end)
+      coroutine.yield("INDEFINITELY")
+      note(a .. b)
+    end)");  // swapped: an old record cannot tell, and replays
+  const uint64_t key = Restore(life.get(), id, "f");
+  EXPECT_TRUE(life->hooks.ends.empty());
+  lua_State* L = life->rt.host->main();
+  EXPECT_EQ(life->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  EXPECT_EQ(life->hooks.ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(Log(life.get()), "mg");  // the values in record order: what an unchecked record gives
+}
+
+TEST_F(StepIdentityTest, ANamedStepOutsideADurableTaskJustCallsItsFunction) {
+  auto life = Open(R"(function plain() return tasks.step("sum", function(a, b) return a + b, "x" end, 1, 2) end)");
+  lua_State* L = life->rt.host->main();
+  const int top = lua_gettop(L);
+  lua_getglobal(L, "plain");
+  ASSERT_EQ(lua_pcall(L, 0, LUA_MULTRET, 0), LUA_OK) << lua_tostring(L, -1);
+  ASSERT_EQ(lua_gettop(L), top + 2);
+  EXPECT_EQ(lua_tointeger(L, top + 1), 3);
+  EXPECT_STREQ(lua_tostring(L, top + 2), "x");
+  lua_settop(L, top);
+}
+
+TEST_F(StepIdentityTest, AStepNameIsAStringOfAtMost255Bytes) {
+  auto life = Open(R"(
+    function long() return pcall(tasks.step, string.rep("x", 256), function() end) end
+    function bad() return pcall(tasks.step, "name", 42) end)");
+  lua_State* L = life->rt.host->main();
+  for (const char* fn : {"long", "bad"}) {
+    lua_getglobal(L, fn);
+    ASSERT_EQ(lua_pcall(L, 0, 2, 0), LUA_OK);
+    EXPECT_FALSE(lua_toboolean(L, -2)) << fn;
+    const std::string m = lua_tostring(L, -1);
+    lua_pop(L, 2);
+    EXPECT_NE(m.find(std::string(fn) == "long" ? "at most 255 bytes" : "bad argument #2"), std::string::npos) << m;
+  }
+}
+
+}  // namespace
+}  // namespace lua_tasks
