@@ -3,7 +3,7 @@
 'use strict';
 const path = require('node:path');
 const { makeError } = require('./errors');
-const boundary = require('./boundary');
+const boundary = require('./runtime/boundary');
 
 let binding;
 try {

@@ -2,12 +2,12 @@
 // lua-tasks: the public JavaScript API (each name is defined in the file it requires).
 'use strict';
 
-const { Runtime } = require('./runtime');
-const { Task } = require('./task');
+const { Runtime } = require('./runtime/runtime');
+const { Task } = require('./runtime/task');
 const cron = require('./cron');
-const { DirectoryStore } = require('./store');
-const { PostgresStore } = require('./pg_store');
-const { Fleet, Member } = require('./fleet');
+const { DirectoryStore } = require('./store/directory');
+const { PostgresStore } = require('./store/postgres');
+const { Fleet, Member } = require('./fleet/member');
 const { classes } = require('./errors');
 
 // The package's names, and only them: the error classes come from

@@ -72,7 +72,7 @@ class LuaTasksAddon : public Napi::Addon<LuaTasksAddon> {
   // init({ makeError, awaitPromise, warnUnheard, receiver, classify, readOwn,
   // errorField, errorText, unwrapThrown, addWhere }): lib hands over its error factory, the helper
   // that subscribes to a promise for an awaiting task, the warning for
-  // failures no Runtime can hear, and the boundary's helpers (lib/boundary.js).
+  // failures no Runtime can hear, and the boundary's helpers (lib/runtime/boundary.js).
   Napi::Value JS_init(const Napi::CallbackInfo& info) {
     Napi::Object helpers = info[0].As<Napi::Object>();
     data.make_error = Napi::Persistent(helpers.Get("makeError").As<Napi::Function>());

@@ -15,7 +15,7 @@ struct AddonData {
   Napi::FunctionReference map_ctor;      // globalThis.Map
   Napi::FunctionReference map_get;       // Map.prototype.get
   Napi::FunctionReference map_set;       // Map.prototype.set
-  // The capability boundary (lib/boundary.js): none runs code of the value it looks at.
+  // The capability boundary (lib/runtime/boundary.js): none runs code of the value it looks at.
   Napi::ObjectReference receiver;         // `this` of every JS function Lua calls (frozen, no prototype)
   Napi::FunctionReference classify;       // (object) -> kind: plain, Map, by reference, error, opaque
   Napi::FunctionReference read_own;       // (object, key) -> an own data property, else undefined

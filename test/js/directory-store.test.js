@@ -245,7 +245,7 @@ describe('a lock held elsewhere', () => {
 });
 
 describe('batches', () => {
-  const { testing } = require('../../lib/store');
+  const { testing } = require('../../lib/store/directory');
 
   test('an older batch than one written is dropped as superseded, and settles with the newer one', async () => {
     const store = new DirectoryStore(dir);

@@ -90,7 +90,7 @@ describe('the code blocks run as written', () => {
 });
 
 // docs/api.md's tables list what the code has: the Options table every name
-// of lib/options.js, one row each and in one table (a blank line would split
+// of lib/runtime/options.js, one row each and in one table (a blank line would split
 // it, and the rows after it would not render), the Errors table every code of
 // lib/errors.js.
 describe('the tables of docs/api.md agree with the code', () => {
@@ -120,8 +120,8 @@ describe('the tables of docs/api.md agree with the code', () => {
   // A row's cells, splitting on pipes that are not escaped.
   const cells = (row) => row.replace(/\\\|/g, '').split('|').slice(1, -1);
 
-  test('Options: every option of lib/options.js, one table, no other', () => {
-    const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/options');
+  test('Options: every option of lib/runtime/options.js, one table, no other', () => {
+    const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/runtime/options');
     const { header, rows, stray } = table(section('### Options'));
     expect(header).toBe('| option | default | meaning |');
     expect(stray).toEqual([]);

@@ -14,7 +14,7 @@ beforeEach(() => {
 });
 afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 
-// A NativeRuntime as lib/runtime.js makes one, with no-op listeners.
+// A NativeRuntime as lib/runtime/runtime.js makes one, with no-op listeners.
 function native() {
   return new binding.NativeRuntime(
     { libs: 'safe', hasStore: true },

@@ -5,7 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { DirectoryStore } = require('../..');
-const { testing } = require('../../lib/store');
+const { testing } = require('../../lib/store/directory');
 const { describeStore } = require('./store-conformance');
 
 describeStore({

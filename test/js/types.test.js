@@ -73,9 +73,9 @@ test('the package exports its public names, each declared in index.d.ts, and no 
   expect(declared.sort()).toEqual(names);
 });
 
-describe('the options are documented alike everywhere (lib/options.js is the list)', () => {
+describe('the options are documented alike everywhere (lib/runtime/options.js is the list)', () => {
   const fs = require('node:fs');
-  const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/options');
+  const { RUNTIME_OPTIONS, OPEN_OPTIONS } = require('../../lib/runtime/options');
   const sorted = (xs) => [...new Set(xs)].sort();
 
   // The names of an interface's properties in index.d.ts.
@@ -91,7 +91,7 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
   });
 
   test("the constructor's JSDoc documents every runtime option", () => {
-    const src = fs.readFileSync(path.join(root, 'lib', 'runtime.js'), 'utf8');
+    const src = fs.readFileSync(path.join(root, 'lib', 'runtime', 'runtime.js'), 'utf8');
     const names = [...src.matchAll(/@param \{[^}]*\} \[options\.(\w+)/g)].map((m) => m[1]);
     expect(sorted(names)).toEqual(sorted(RUNTIME_OPTIONS));
   });
@@ -120,7 +120,7 @@ describe('the options are documented alike everywhere (lib/options.js is the lis
 describe('the task codes are defined once, natively (NativeRuntime.constants), and named alike everywhere', () => {
   const fs = require('node:fs');
   const binding = require('../../lib/binding');
-  const codes = require('../../lib/task_codes');
+  const codes = require('../../lib/runtime/task_codes');
   const C = binding.NativeRuntime.constants;
   const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
 
@@ -155,7 +155,7 @@ describe('the task codes are defined once, natively (NativeRuntime.constants), a
     expect(units).toEqual([...C.unit].sort());
   });
 
-  test("lib/task_codes.js hands out the binding's names and numbers, and unpacks its codes", () => {
+  test("lib/runtime/task_codes.js hands out the binding's names and numbers, and unpacks its codes", () => {
     expect(codes.TASK_STATUS).toEqual(C.status);
     expect(codes.WAIT_KINDS).toEqual(C.wait);
     expect(codes.INSTRUCTIONS).toEqual(C.instruction);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime: the JS class over one Lua state (lib/runtime.js wraps it), and its task methods.
+// Runtime: the JS class over one Lua state (lib/runtime/runtime.js wraps it), and its task methods.
 #include "addon/runtime/runtime.hpp"
 
 #include <algorithm>
@@ -22,8 +22,8 @@ namespace lua_tasks {
 
 namespace {
 
-// The persistence limits lib/options.js resolved (maxValueBytes, ...) and
-// what the store declares it takes (storeLimits, from lib/persist.js).
+// The persistence limits lib/runtime/options.js resolved (maxValueBytes, ...) and
+// what the store declares it takes (storeLimits, from lib/runtime/persist.js).
 void SetPersistLimits(const Napi::Object& options, PersistLimits* limits) {
   const auto bytes = [](Napi::Value v, size_t* out) {
     if (v.IsNumber()) *out = static_cast<size_t>(std::min(v.As<Napi::Number>().DoubleValue(), 1.8e19));
@@ -127,7 +127,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   opts.libs = ParseLibs(options);
   Napi::Value limit = options.Get("memoryLimit");
   if (limit.IsNumber()) opts.memory_limit = static_cast<size_t>(limit.As<Napi::Number>().DoubleValue());
-  // Positive ms (lib/options.js checks): at least 1 ns, since 0 means no limit.
+  // Positive ms (lib/runtime/options.js checks): at least 1 ns, since 0 means no limit.
   Napi::Value slice = options.Get("timeSlice");
   if (slice.IsNumber()) {
     opts.time_slice_ns = std::max<int64_t>(1, static_cast<int64_t>(slice.As<Napi::Number>().DoubleValue() * 1e6));
@@ -138,7 +138,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   }
 
   core_ = std::make_shared<RuntimeCore>(env);
-  // lib/options.js resolves the default (4 x memoryLimit, or a quarter of V8's
+  // lib/runtime/options.js resolves the default (4 x memoryLimit, or a quarter of V8's
   // heap limit); this fallback is for a caller that did not.
   Napi::Value conversion = options.Get("conversionLimit");
   core_->conversion_limit = conversion.IsNumber() ? static_cast<size_t>(conversion.As<Napi::Number>().DoubleValue())
@@ -153,7 +153,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   core_->host->embedder = core_.get();
   core_->Attach(info[2], info[3], info[4]);
   core_->scheduler->set_has_store(options.Get("hasStore").ToBoolean());
-  Napi::Value cache = options.Get("storeCacheBytes");  // a non-negative integer (lib/options.js checks)
+  Napi::Value cache = options.Get("storeCacheBytes");  // a non-negative integer (lib/runtime/options.js checks)
   if (cache.IsNumber()) core_->keyed.set_cache_limit(static_cast<size_t>(cache.As<Napi::Number>().DoubleValue()));
   Napi::Value tz = options.Get("timeZone");
   if (tz.IsString()) {
@@ -163,7 +163,7 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
     core_->scheduler->set_default_zone(ProcessZone());
   }
   SetPersistLimits(options, &core_->scheduler->persist_limits());
-  Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/options.js checks)
+  Napi::Value mailbox = options.Get("mailboxLimit");  // a positive integer (lib/runtime/options.js checks)
   if (mailbox.IsNumber()) core_->scheduler->set_mailbox_limit(mailbox.As<Napi::Number>().Uint32Value());
   lua_State* L = core_->host->main();
   LuaHost::HostSection section(core_->host.get(), L);
@@ -514,7 +514,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
 }
 
 // The values are converted now (the task may take them much later) and kept
-// in its mailbox; lib/runtime.js has checked that there is a first value and
+// in its mailbox; lib/runtime/runtime.js has checked that there is a first value and
 // that it is not null or undefined.
 Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime: the JS class over one Lua state (lib/runtime.js wraps it).
+// Runtime: the JS class over one Lua state (lib/runtime/runtime.js wraps it).
 // Its methods live by concern: runtime.cpp (the class, Lua values and
 // tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
 // restore, tasks.store's batches and the commit lock).
@@ -53,7 +53,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_restoreStep(
       const Napi::CallbackInfo& info);  // (budgetMs) -> false while more remains | true: tasks.state set
   Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a restore)
-  // tasks.store's side of a COMMIT (lib/commit_queue.js): the batch is taken
+  // tasks.store's side of a COMMIT (lib/runtime/commit_queue.js): the batch is taken
   // with the snapshot, then confirmed durable or put back after a failure.
   Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object
   Napi::Value JS_takeWrites(const Napi::CallbackInfo& info);      // () -> [keys, bytes, ends] | null (packed)

@@ -318,7 +318,7 @@ void RuntimeCore::OnCommit(Task& task) {
     napi_get_reference_value(env, commit_, &fn);
     napi_get_reference_value(env, owner_, &argv[0]);
     // Whether the committer is durable: a durable task's COMMIT outlives a
-    // transient store failure (lib/commit_queue.js retries it).
+    // transient store failure (lib/runtime/commit_queue.js retries it).
     napi_get_boolean(env, task.durable, &argv[1]);
     napi_get_reference_value(env, settle, &argv[2]);
     napi_create_double(env, static_cast<double>(task.key), &argv[3]);

@@ -161,7 +161,7 @@ Napi::Value Runtime::JS_takeWrites(const Napi::CallbackInfo& info) {
   // Packed: [keys, bytes, ends], the values one after another in one Buffer,
   // ends[i] the end of value i in it or -1 for a delete. An object and a
   // Buffer a write, made through Node-API, cost the loop ~2 µs each; the JS
-  // side (lib/commit_queue.js) makes the records and slices faster.
+  // side (lib/runtime/commit_queue.js) makes the records and slices faster.
   size_t total = 0;
   for (const KeyedWrite& w : writes) total += w.value ? w.value->size() : 0;
   Napi::Array keys = Napi::Array::New(env, writes.size());

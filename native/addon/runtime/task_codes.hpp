@@ -12,7 +12,7 @@
 namespace lua_tasks {
 
 // Everything here is exported once, as NativeRuntime.constants (TaskCodes
-// below), and lib/task_codes.js reads it from there: JS defines none of
+// below), and lib/runtime/task_codes.js reads it from there: JS defines none of
 // these names or numbers itself, and a test checks index.d.ts against them.
 
 // What the JS listener onEnd(owner, key, kind, value) hears: a task's end,

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// NativeStore: a store directory's SQLite database as a JS object (lib/store.js drives it).
+// NativeStore: a store directory's SQLite database as a JS object (lib/store/directory.js drives it).
 #pragma once
 
 #include <cstdint>

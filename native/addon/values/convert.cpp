@@ -340,7 +340,7 @@ class JsToLua {
       return;
     }
     // What Lua may see of it, decided in JS without running any of its code
-    // (lib/boundary.js classify): a Proxy's traps, a getter for
+    // (lib/runtime/boundary.js classify): a Proxy's traps, a getter for
     // Symbol.toStringTag, a getPrototypeOf trap never run here.
     AddonData* data = AddonData::From(env_);
     napi_value kind_v, recv;
@@ -1049,7 +1049,7 @@ Napi::Object WhereProps(Napi::Env env, const TaskTrace* trace) {
 
 namespace {
 
-// Adds where a task ended to the JS value it died of (lib/boundary.js
+// Adds where a task ended to the JS value it died of (lib/runtime/boundary.js
 // addWhere: never replacing the value or its own properties).
 void AddWhere(RuntimeCore* core, napi_value thrown, const TaskTrace* trace) {
   napi_env env = core->env;

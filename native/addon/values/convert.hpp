@@ -92,7 +92,7 @@ void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* o
 // through Lua comes back as the very same value.
 // `trace` (a task's end, read off its coroutine) overrides the host's last
 // recorded traceback; a memory error gets its source and line, and a JS
-// value gets all three added if it has room (lib/boundary.js addWhere).
+// value gets all three added if it has room (lib/runtime/boundary.js addWhere).
 napi_value LuaErrorToJs(RuntimeCore* core, lua_State* L, int status, const TaskTrace* trace = nullptr);
 
 // { luaStack, source, line } of `trace` (nullptr: an empty object).

@@ -8,7 +8,7 @@
 //    still find the original. The box has no __index: callable, nothing more.
 //    JS sees `this` as a frozen object without prototype, never globalThis.
 //  - object: a by-reference object (a Date, a class instance, a Promise):
-//    Lua reads its own data properties (lib/boundary.js readOwn), with
+//    Lua reads its own data properties (lib/runtime/boundary.js readOwn), with
 //    string or number keys only, and no code of the object runs.
 //  - error: a thrown or rejected JS value, or a JS Error: message, name,
 //    code and stack read as strings, tostring gives "name: message"; nothing
@@ -102,7 +102,7 @@ napi_value KeyToJs(napi_env env, lua_State* L, int idx) {
   return key;
 }
 
-// Calls a boundary helper (lib/boundary.js) with `argc` arguments.
+// Calls a boundary helper (lib/runtime/boundary.js) with `argc` arguments.
 napi_value CallHelper(napi_env env, const Napi::FunctionReference& fn, size_t argc, const napi_value* argv) {
   napi_value recv, out;
   napi_get_undefined(env, &recv);
@@ -170,7 +170,7 @@ void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noex
   try {
     // Not e.Value(): it asks the value whether it has node-addon-api's
     // wrapper key, which runs a Proxy's `has` trap. The reference itself,
-    // unwrapped by lib/boundary.js when it wraps a thrown primitive.
+    // unwrapped by lib/runtime/boundary.js when it wraps a thrown primitive.
     napi_value raw = static_cast<const Napi::ObjectReference&>(e).Value();
     if (raw == nullptr) {
       lua_pushliteral(L, "a JS error without a value");
@@ -257,7 +257,7 @@ Journal* DurableJournal(RuntimeCore* core) {
 // into buf, cut to Journal::kMaxIdentity bytes; 0 if it has none.
 size_t OwnName(RuntimeCore* core, lua_State* L, JsRefBox* box, char (&buf)[Journal::kMaxIdentity + 1]) noexcept {
   napi_env env = core->env;
-  LuaHost::HostSection section(core->host.get(), L);  // JS runs (lib/boundary.js readOwn), as in CallJs
+  LuaHost::HostSection section(core->host.get(), L);  // JS runs (lib/runtime/boundary.js readOwn), as in CallJs
   napi_handle_scope scope;
   if (napi_open_handle_scope(env, &scope) != napi_ok) return 0;
   size_t len = 0;
@@ -438,7 +438,7 @@ int InJs(lua_State* L, int base, F&& body) noexcept {
 
 // ---- by-reference objects
 
-// obj[key]: an own data property (lib/boundary.js readOwn), or with
+// obj[key]: an own data property (lib/runtime/boundary.js readOwn), or with
 // trustedObjects the property as JS reads it.
 int ObjectIndex(lua_State* L, bool trusted) noexcept {
   return InJs(L, 2, [&](RuntimeCore* core, napi_env env) {
@@ -491,7 +491,7 @@ int l_jsobject_tostring(lua_State* L) {
 
 // ---- error values
 
-// err.message, .name, .code, .stack (lib/boundary.js errorField); any other
+// err.message, .name, .code, .stack (lib/runtime/boundary.js errorField); any other
 // string or number key reads nil, without calling into JS.
 int ErrorIndex(lua_State* L) noexcept {
   return InJs(L, 2, [&](RuntimeCore* core, napi_env env) {
@@ -517,7 +517,7 @@ int l_jserror_index(lua_State* L) {
   return n;
 }
 
-// The text of the error value at `idx` (lib/boundary.js errorText), pushed
+// The text of the error value at `idx` (lib/runtime/boundary.js errorText), pushed
 // as a Lua string. Returns 1 or kRaise. Runs inside InJs.
 int PushErrorText(RuntimeCore* core, lua_State* L, int idx, int base) {
   napi_value v = BoxValue(static_cast<JsRefBox*>(lua_touserdata(L, idx)));

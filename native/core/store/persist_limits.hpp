@@ -6,7 +6,7 @@
 // encodes through the state codec under the one value limit here, and is
 // refused at the Lua call that would pass a limit, with ERR_STORE_LIMIT
 // (docs/security.md#persistence-routes). The embedder sets them
-// (lib/options.js resolves the defaults from memoryLimit); the store adds
+// (lib/runtime/options.js resolves the defaults from memoryLimit); the store adds
 // what it declares it takes (its `limits`).
 #pragma once
 

@@ -3,10 +3,10 @@
 'use strict';
 
 const { EventEmitter } = require('node:events');
-const binding = require('./binding');
+const binding = require('../binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
-const { makeError, typeName, invalidType, AbortError } = require('./errors');
-const { nearest } = require('./nearest');
+const { makeError, typeName, invalidType, AbortError } = require('../errors');
+const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions } = require('./options');
 const { installModules } = require('./modules');
 const { Task, endTask, kTaskInfo } = require('./task');
@@ -335,7 +335,7 @@ class Runtime extends EventEmitter {
     if (this.#closed) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
   }
 
-  // What a Task's status and waiting getters read (lib/task.js).
+  // What a Task's status and waiting getters read (lib/runtime/task.js).
   [kTaskInfo](id) {
     return this.#closed ? undefined : this.#snapshot(id);
   }

@@ -2,9 +2,9 @@
 // Runtime.open's side of persistence: take the name, load its snapshot, restore it.
 'use strict';
 
-const { toStore, checkName } = require('./store');
+const { toStore, checkName } = require('../store/directory');
 const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
-const { makeError, typeName, invalidType } = require('./errors');
+const { makeError, typeName, invalidType } = require('../errors');
 
 const DEFAULT_STORE_TIMEOUT = 30000;
 // tasks.store's cache of committed values (the storeCacheBytes option).

@@ -25,12 +25,12 @@
 //   without waiting for a lease to lapse.
 
 const { EventEmitter } = require('node:events');
-const { Runtime } = require('./runtime');
-const { PostgresStore } = require('./pg_store');
-const { FleetRouter } = require('./fleet_router');
-const { WakeIndex } = require('./fleet_wake');
-const { makeError, typeName } = require('./errors');
-const { checkName } = require('./store');
+const { Runtime } = require('../runtime/runtime');
+const { PostgresStore } = require('../store/postgres');
+const { FleetRouter } = require('./router');
+const { WakeIndex } = require('./wake_index');
+const { makeError, typeName } = require('../errors');
+const { checkName } = require('../store/directory');
 
 const DEFAULTS = {
   leaseMs: 10000,

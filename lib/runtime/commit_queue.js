@@ -3,8 +3,8 @@
 'use strict';
 
 const { inspect } = require('node:util');
-const { makeError } = require('./errors');
-const { SOCKET_ERRORS } = require('./store_faults');
+const { makeError } = require('../errors');
+const { SOCKET_ERRORS } = require('../store/faults');
 
 // Longest a snapshot's encode runs on the loop before it lets Node's other
 // work in (docs/design.md: no COMMIT stalls the loop more than ~10 ms).

@@ -29,8 +29,8 @@ const fsSync = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { threadId } = require('node:worker_threads');
-const binding = require('./binding');
-const { makeError } = require('./errors');
+const binding = require('../binding');
+const { makeError } = require('../errors');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';

@@ -4,14 +4,14 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { makeError } = require('./errors');
+const { makeError } = require('../errors');
 
 // Modules shipped with the package, required by name from Lua.
-const SHIPPED = { 'util.async': path.join(__dirname, 'lua', 'util', 'async.lua') };
+const SHIPPED = { 'util.async': path.join(__dirname, '..', 'lua', 'util', 'async.lua') };
 
 // util.async's host hooks inside a runtime (lib/lua/util/async_hooks.lua),
 // read once, as the package is loaded.
-const ASYNC_HOOKS = fs.readFileSync(path.join(__dirname, 'lua', 'util', 'async_hooks.lua'), 'utf8');
+const ASYNC_HOOKS = fs.readFileSync(path.join(__dirname, '..', 'lua', 'util', 'async_hooks.lua'), 'utf8');
 
 // The shipped module's source; util.async's is followed by its host hooks,
 // run on the module's table in the same chunk. The module comes first and

@@ -35,8 +35,8 @@
 
 const v8 = require('node:v8');
 const { createHash } = require('node:crypto');
-const { makeError } = require('./errors');
-const { createUnderSchemaLock } = require('./pg_schema');
+const { makeError } = require('../errors');
+const { createUnderSchemaLock } = require('./schema');
 
 const PAYLOAD_MAX = 7999; // PostgreSQL's NOTIFY payload limit is 8000 bytes
 const RECONNECT_MS = 500;

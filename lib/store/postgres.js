@@ -47,9 +47,9 @@
 const os = require('node:os');
 const { createHash, randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
-const { makeError, typeName } = require('./errors');
-const { checkName } = require('./store');
-const { SOCKET_ERRORS } = require('./store_faults');
+const { makeError, typeName } = require('../errors');
+const { checkName } = require('./directory');
+const { SOCKET_ERRORS } = require('./faults');
 
 // The schema's format version, in lua_tasks_meta.
 const FORMAT_VERSION = 1;
@@ -746,7 +746,7 @@ class PostgresStore {
         { holder: null, expiresAt },
       );
     }
-    // store: the holder's store object (a fleet member routes to it, lib/fleet.js).
+    // store: the holder's store object (a fleet member routes to it, lib/fleet/member.js).
     const h = { pid: holder.pid, host: holder.host, since: holder.since, thread: holder.thread, store: holder.store };
     let text;
     if (h.pid === process.pid && h.host === os.hostname()) {

@@ -5,9 +5,9 @@
 
 const fs = require('node:fs');
 const v8 = require('node:v8');
-const binding = require('./binding');
-const { makeError, quote, typeName, invalidType } = require('./errors');
-const { nearest } = require('./nearest');
+const binding = require('../binding');
+const { makeError, quote, typeName, invalidType } = require('../errors');
+const { nearest } = require('../nearest');
 
 /**
  * Every option `new Runtime()` takes. The Options table in docs/api.md, the

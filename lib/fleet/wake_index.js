@@ -2,7 +2,7 @@
 // WakeIndex: the fleet's due-timer index in PostgreSQL, which names must run and from when.
 'use strict';
 
-const { createUnderSchemaLock } = require('./pg_schema');
+const { createUnderSchemaLock } = require('./schema');
 
 // One row per name the fleet has hosted, in <schema>.lua_tasks_wake:
 //   wake_at = '-infinity'  the name is active: a member hosts it, or must

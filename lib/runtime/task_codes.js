@@ -2,7 +2,7 @@
 // Task codes: the names and numbers the addon defines (native/addon/runtime/task_codes.hpp), and its packed codes unpacked.
 'use strict';
 
-const binding = require('./binding');
+const binding = require('../binding');
 
 // NativeRuntime.constants is the only definition: nothing here is written
 // out again, and test/js/types.test.js checks index.d.ts against it.
