@@ -1,0 +1,615 @@
+// SPDX-License-Identifier: MIT
+// The fleet under chaos: member processes SIGKILLed and restarted while thousands of durable tasks run across them.
+'use strict';
+
+// Issue 24, deliverable 7. Three member processes (fixtures/fleet-chaos-member.js)
+// share one PostgreSQL schema. The driver (this process, not a member) spawns
+// LUA_TASKS_CHAOS_TASKS durable tasks (default 2,000; 50 a name) and sends
+// each task 1-3 messages by name through a random member (routed to the
+// holder); each task sleeps, takes its messages, some wait on a cron of every
+// second, and records every step in tasks.store. Every 2-4 s for
+// LUA_TASKS_CHAOS_SECONDS (default 20) one random member is SIGKILLed and
+// started again, or, every third time, paused past its leases and let go on
+// (its writes must then be fenced); then the chaos stops and everything
+// finishes. Names go idle between bursts of messages, so some hibernate and
+// are woken by their timers or by a message. LUA_TASKS_CHAOS_SEED replays a
+// run's tasks and messages; LUA_TASKS_CHAOS_VERBOSE=1 narrates it on stderr.
+//
+// What is checked, from the records in PostgreSQL and the members' logs:
+// - every task completed exactly once (one "done" record; the runtime says done);
+// - every acknowledged send (resolved true) was processed exactly once, an
+//   unacknowledged one (retried under a new id) at most once, and every
+//   message number reached its task;
+// - each cron wait fired once, in a later second than the task's record before it;
+// - fencing: a name's records form one sequence 1..n (no two writers), the
+//   lease tokens they were written under never go down along it, each is a
+//   token a member opened the name with, and no token was opened by two members.
+// Retries are what makes a duplicate possible; each send attempt has an id
+// of its own, so a duplicate would show. With the store's fence removed (the
+// write statement's check of the lease row, and its lock on it) this test
+// fails: records numbered twice, tasks done twice, cron instants fired twice.
+// A paused member drops its names by its own clock as it wakes, before its
+// runtimes run again, so PostgreSQL rarely refuses a batch here
+// (fencedBatches counts them, from the members' instrumented stores).
+
+const path = require('node:path');
+const { fork } = require('node:child_process');
+const { describePg, createDatabase, query } = require('../pg-helpers');
+const { sleep } = require('../helpers');
+
+const MEMBER = path.join(__dirname, '..', 'fixtures', 'fleet-chaos-member.js');
+const TASKS = envInt('LUA_TASKS_CHAOS_TASKS', 2000);
+const SECONDS = envInt('LUA_TASKS_CHAOS_SECONDS', 20);
+const SEED = envInt('LUA_TASKS_CHAOS_SEED', Math.floor(Math.random() * 2 ** 31));
+const MEMBERS = 3;
+const PER_NAME = 50;
+const NAMES = Math.ceil(TASKS / PER_NAME);
+const LEASE_MS = 1000;
+const IDLE_MS = 1000; // names idle between their bursts of messages hibernate
+const WAKE_AHEAD_MS = 300;
+const ROUTE_TIMEOUT_MS = 5000;
+const KILL_EVERY_MS = [2000, 4000];
+const PAUSE_MS = [1500, 3000]; // longer than a lease
+const IN_FLIGHT = 32; // operations the driver has outstanding at once
+const BURSTS = 3; // per name: the moments its messages are sent around
+const SETTLE_MS = 90000; // after the chaos: everything finishes within this
+const REQUEST_TIMEOUT_MS = 30000; // a member's answer to the driver (routing gives up after ROUTE_TIMEOUT_MS)
+const SCHEMA = 'chaos';
+const VERBOSE = process.env.LUA_TASKS_CHAOS_VERBOSE === '1';
+
+function envInt(key, dflt) {
+  const v = process.env[key];
+  if (v === undefined || v === '') return dflt;
+  const n = Number(v);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${key} must be a positive integer, not ${JSON.stringify(v)}`);
+  return n;
+}
+
+// A seeded generator (mulberry32): a failing run can be replayed by its seed
+// (the kills' timing still varies).
+function prng(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function percentile(values, p) {
+  if (!values.length) return null;
+  const s = [...values].sort((x, y) => x - y);
+  return s[Math.min(s.length - 1, Math.floor(p * s.length))];
+}
+
+// At most n functions running at once, started in the order they came.
+function gate(n) {
+  let running = 0;
+  const waiting = [];
+  return async (fn) => {
+    if (running < n) running++;
+    else await new Promise((resolve) => waiting.push(resolve)); // the slot is handed over
+    try {
+      return await fn();
+    } finally {
+      if (waiting.length) waiting.shift()();
+      else running--;
+    }
+  };
+}
+
+describePg('Fleet chaos', () => {
+  let db;
+  const procs = new Set();
+  let progress = null; // the progress lines of LUA_TASKS_CHAOS_VERBOSE=1
+
+  beforeAll(async () => {
+    db = await createDatabase();
+  });
+  afterAll(async () => {
+    clearInterval(progress);
+    for (const p of procs) p.kill('SIGKILL');
+    if (db) await db.drop();
+  });
+
+  test(
+    `${TASKS} durable tasks on ${MEMBERS} members, one SIGKILLed every few seconds for ${SECONDS} s: ` +
+      'every task completes once, every acknowledged message is processed once, no fencing violation',
+    async () => {
+      const rand = prng(SEED);
+      const started = Date.now();
+      const problems = []; // what breaks a guarantee, seen while it runs
+      const fig = {
+        kills: 0,
+        restarts: 0,
+        activations: { call: 0, due: 0, takeover: 0 },
+        hibernations: 0,
+        lost: 0,
+        takeoverMs: [],
+        errors: {}, // by code: failed operations the driver retried
+        memberErrors: [],
+        unanswered: [],
+        fenced: 0,
+        fencedBatches: { postgres: new Set(), member: new Set() },
+        taskErrors: [],
+        pauses: 0,
+      };
+
+      // ------------------------------------------------------------ members
+
+      // The token each member opened a name with: name -> token -> label.
+      const opened = new Map();
+      // What each member hosts, by its activations: label -> Set of names.
+      const hosting = new Map();
+      // Names of a killed member not yet activated elsewhere: name -> kill time.
+      const orphaned = new Map();
+      const slots = [];
+      let rid = 0;
+
+      function onLine(m, line) {
+        const [kind, name, token, reason] = line.split(' ');
+        if (kind === 'setup') {
+          const tokens = opened.get(name) || new Map();
+          opened.set(name, tokens);
+          const other = tokens.get(token);
+          if (other !== undefined && other !== m.label) {
+            problems.push(`fencing: "${name}" was opened with token ${token} by ${other} and by ${m.label}`);
+          }
+          tokens.set(token, m.label);
+        } else if (kind === 'activate') {
+          fig.activations[reason] = (fig.activations[reason] || 0) + 1;
+          if (!opened.has(name) || opened.get(name).get(token) !== m.label) {
+            problems.push(`${m.label} activated "${name}" under token ${token}, not the one it opened it with`);
+          }
+          for (const [label, names] of hosting) if (label !== m.label) names.delete(name); // it moved
+          hosting.get(m.label).add(name);
+          if (orphaned.has(name)) {
+            fig.takeoverMs.push(Date.now() - orphaned.get(name));
+            if (VERBOSE) {
+              process.stderr.write(
+                `takeover ${name} by ${m.label} (${reason}, open ${line.split(' ')[4]} ms): ${Date.now() - orphaned.get(name)} ms after the kill\n`,
+              );
+            }
+            orphaned.delete(name);
+          }
+        } else if (kind === 'hibernate') {
+          fig.hibernations++;
+          hosting.get(m.label).delete(name);
+        } else if (kind === 'lost') {
+          fig.lost++;
+          hosting.get(m.label).delete(name);
+        } else if (kind === 'taskerror') {
+          // A write refused by fencing fails its task on the stale member: counted. Any
+          // other failure shows in the checks (that task never records its end).
+          if (line.split(' ')[3] === 'ERR_STORE_LOCKED') fig.fenced++;
+          else fig.taskErrors.push(`${m.label}: ${line}`);
+        } else if (kind === 'fenced') {
+          // A batch refused for its lease: by PostgreSQL (its token no longer held the row) or by the member.
+          fig.fencedBatches[line.split(' ')[4]].add(`${name}/${token}/${reason}`);
+        } else if (kind === 'ready') {
+          if (VERBOSE) process.stderr.write(`${m.label} ready ${Date.now() - m.startedAt} ms after its start\n`);
+          m.ready = true;
+          m.onReady();
+        }
+      }
+
+      function startMember(slot, gen) {
+        const spec = {
+          url: db.url,
+          schema: SCHEMA,
+          leaseMs: LEASE_MS,
+          idleMs: IDLE_MS,
+          wakeAheadMs: WAKE_AHEAD_MS,
+          routeTimeoutMs: ROUTE_TIMEOUT_MS,
+        };
+        const p = fork(MEMBER, [JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+        procs.add(p);
+        const m = {
+          label: `m${slot}.${gen}`,
+          slot,
+          gen,
+          p,
+          ready: false,
+          alive: true,
+          killed: false,
+          pending: new Map(),
+          startedAt: Date.now(),
+        };
+        m.readyP = new Promise((resolve, reject) => {
+          m.onReady = resolve;
+          m.onNotReady = reject;
+        });
+        m.readyP.catch(() => {}); // a restarted member killed before it joined: nobody waits for it
+        hosting.set(m.label, new Set());
+        let buf = '';
+        let err = '';
+        p.stdout.setEncoding('utf8').on('data', (d) => {
+          buf += d;
+          const lines = buf.split('\n');
+          buf = lines.pop();
+          for (const l of lines) onLine(m, l);
+        });
+        p.stderr.setEncoding('utf8').on('data', (d) => {
+          err += d;
+          for (const l of d.split('\n')) if (l.startsWith('member error:')) fig.memberErrors.push(`${m.label}: ${l}`);
+        });
+        p.on('message', (msg) => {
+          const r = m.pending.get(msg.rid);
+          if (!r) return;
+          m.pending.delete(msg.rid);
+          if (msg.error) {
+            r.reject(Object.assign(new Error(msg.error.message), { code: msg.error.code, cause: msg.error.cause }));
+          } else r.resolve(msg.value);
+        });
+        m.exited = new Promise((resolve) =>
+          p.on('exit', (code, signal) => {
+            m.alive = false;
+            procs.delete(p);
+            for (const r of m.pending.values()) r.reject(Object.assign(new Error('member died'), { code: 'DIED' }));
+            m.pending.clear();
+            if (!m.killed) problems.push(`${m.label} exited by itself (${code}, ${signal}): ${err.slice(-2000)}`);
+            if (!m.ready) m.onNotReady(new Error(`${m.label} exited before it joined (${code}, ${signal}): ${err}`));
+            resolve();
+          }),
+        );
+        slots[slot] = m;
+        return m;
+      }
+
+      // An operation on member m; one unanswered for long is a failure of m (counted, retried).
+      function request(m, msg) {
+        return new Promise((resolve, reject) => {
+          const id = ++rid;
+          const timer = setTimeout(() => {
+            if (m.pending.delete(id)) {
+              fig.unanswered.push(`${m.label} ${msg.op} ${msg.name}`);
+              reject(Object.assign(new Error(`${m.label} did not answer`), { code: 'UNANSWERED' }));
+            }
+          }, REQUEST_TIMEOUT_MS);
+          m.pending.set(id, {
+            resolve: (v) => {
+              clearTimeout(timer);
+              resolve(v);
+            },
+            reject: (e) => {
+              clearTimeout(timer);
+              reject(e);
+            },
+          });
+          m.p.send({ ...msg, rid: id }, (e) => {
+            if (e && m.pending.delete(id)) reject(Object.assign(e, { code: 'DIED' }));
+          });
+        });
+      }
+
+      // A random live member that has joined.
+      async function pick() {
+        for (;;) {
+          const live = slots.filter((m) => m.alive && m.ready && !m.killed && !m.paused);
+          if (live.length) return live[Math.floor(Math.random() * live.length)];
+          await sleep(20);
+        }
+      }
+
+      // Stops m for ms (a long GC pause, or a partition that heals), then lets it go on.
+      async function pause(m, ms) {
+        m.paused = true;
+        fig.pauses++;
+        if (VERBOSE) {
+          process.stderr.write(`pause ${m.label} for ${ms} ms: it hosted ${[...hosting.get(m.label)].join(' ')}\n`);
+        }
+        m.p.kill('SIGSTOP');
+        await sleep(ms);
+        if (m.alive) m.p.kill('SIGCONT');
+        m.paused = false;
+      }
+
+      function kill(m) {
+        m.killed = true;
+        const now = Date.now();
+        for (const name of hosting.get(m.label)) if (!orphaned.has(name)) orphaned.set(name, now);
+        m.p.kill('SIGKILL');
+        fig.kills++;
+        if (VERBOSE) process.stderr.write(`kill ${m.label}: it hosted ${[...hosting.get(m.label)].join(' ')}\n`);
+      }
+
+      for (let i = 0; i < MEMBERS; i++) startMember(i, 0);
+      await Promise.all(slots.map((m) => m.readyP));
+
+      // ------------------------------------------------------------ the work
+
+      // Spawns and sends queue apart: messages to spawned tasks need not wait for every spawn.
+      const gates = { spawn: gate(IN_FLIGHT / 2), send: gate(IN_FLIGHT), task: gate(IN_FLIGHT) };
+      let giveUpAt = Date.now() + (SECONDS * 1000 + SETTLE_MS);
+      // One operation through a random member, tried until it answers.
+      async function operate(msg, onTry) {
+        for (;;) {
+          if (onTry) msg = onTry(msg);
+          try {
+            return await gates[msg.op](async () => request(await pick(), msg));
+          } catch (e) {
+            const what = e.cause ? `${e.code} (${e.cause})` : e.code || e.message;
+            fig.errors[what] = (fig.errors[what] || 0) + 1;
+            if (VERBOSE && fig.errors[what] === 1) process.stderr.write(`first ${what}: ${e.message}\n`);
+            if (Date.now() > giveUpAt) {
+              throw new Error(`${msg.op} ${msg.name} never answered: ${e.message}`, { cause: e });
+            }
+            await sleep(50 + Math.floor(Math.random() * 150));
+          }
+        }
+      }
+
+      const bursts = Array.from({ length: NAMES }, () =>
+        Array.from({ length: BURSTS }, () => Math.floor(rand() * SECONDS * 850)),
+      );
+      const tasks = [];
+      for (let i = 0; i < TASKS; i++) {
+        const ncron = rand() < 0.25 ? 1 + Math.floor(rand() * 2) : 0;
+        const sleep2 = rand() < 0.5 ? Math.round(rand() * 2000) / 1000 : 0;
+        const nmsgs = 1 + Math.floor(rand() * 3);
+        tasks.push({
+          tag: `t${i}`,
+          name: `n${i % NAMES}`,
+          nmsgs,
+          // When each message is sent (ms after the chaos starts): around its name's bursts.
+          sendAt: Array.from(
+            { length: nmsgs },
+            (_, j) => bursts[i % NAMES][(i + j) % BURSTS] + Math.floor(rand() * 300),
+          ),
+          args: null,
+          ncron,
+          sleep1: Math.round((0.2 + rand() * 3) * 1000) / 1000,
+          sleep2,
+          id: null,
+        });
+      }
+      for (const t of tasks) t.args = [t.tag, t.sleep1, t.nmsgs, t.ncron, t.sleep2];
+
+      // Message attempts: id -> 'acked' | 'refused' (resolved false) | 'failed'.
+      const attempts = new Map();
+      let logical = 0;
+      const chaosStart = Date.now();
+      progress = VERBOSE
+        ? setInterval(() => {
+            const states = {};
+            for (const st of attempts.values()) states[st] = (states[st] || 0) + 1;
+            process.stderr.write(
+              `chaos +${Math.round((Date.now() - chaosStart) / 1000)}s: spawned ${tasks.filter((t) => t.id).length}, ` +
+                `sends ${JSON.stringify(states)}, kills ${fig.kills}, live ${slots.filter((m) => m.alive && m.ready).length}, ` +
+                `orphaned ${orphaned.size}, errors ${JSON.stringify(fig.errors)}, member errors ${fig.memberErrors.length}\n`,
+            );
+          }, 2000)
+        : null;
+
+      async function sendAll(t) {
+        const sends = [];
+        for (let j = 1; j <= t.nmsgs; j++) {
+          const at = chaosStart + t.sendAt[j - 1];
+          logical++;
+          sends.push(
+            (async () => {
+              await sleep(Math.max(0, at - Date.now()));
+              let a = 0;
+              let id;
+              const ok = await operate({ op: 'send', name: t.name, id: t.id }, (msg) => {
+                if (id !== undefined) attempts.set(id, 'failed');
+                id = `${t.tag}.${j}.${++a}`;
+                attempts.set(id, 'sent');
+                return { ...msg, values: [id, j] };
+              });
+              attempts.set(id, ok === true ? 'acked' : 'refused');
+            })(),
+          );
+        }
+        await Promise.all(sends);
+      }
+
+      const work = tasks.map(async (t) => {
+        t.id = await operate({ op: 'spawn', name: t.name, key: t.tag, args: t.args });
+        // A retried spawn has the same key: the same task.
+        if (typeof t.id !== 'string') problems.push(`spawn ${t.tag} answered ${JSON.stringify(t.id)}`);
+        await sendAll(t);
+      });
+
+      // Every 2-4 s one random member is SIGKILLed and started again at once;
+      // every third time instead one is paused past its leases (SIGSTOP, then
+      // SIGCONT): it wakes up holding runtimes that are no longer its own.
+      const resumed = [];
+      for (let event = 1; Date.now() - chaosStart < SECONDS * 1000; event++) {
+        await sleep(KILL_EVERY_MS[0] + Math.floor(Math.random() * (KILL_EVERY_MS[1] - KILL_EVERY_MS[0])));
+        if (Date.now() - chaosStart >= SECONDS * 1000) break;
+        const victim = slots[Math.floor(Math.random() * MEMBERS)];
+        if (event % 3 === 0 && victim.alive && !victim.paused) {
+          resumed.push(pause(victim, PAUSE_MS[0] + Math.floor(Math.random() * (PAUSE_MS[1] - PAUSE_MS[0]))));
+          continue;
+        }
+        kill(victim);
+        startMember(victim.slot, victim.gen + 1);
+        fig.restarts++;
+      }
+      const chaosEnd = Date.now();
+      await Promise.all(resumed);
+      await Promise.all(work);
+      const sentAt = Date.now();
+
+      // Everything finishes: one "done" record per task.
+      const kv = `"${SCHEMA}".lua_tasks_kv`;
+      for (;;) {
+        const { rows } = await query(
+          db.url,
+          `SELECT count(*)::int AS n FROM ${kv} WHERE space = 1 AND key LIKE 'r/%/%/done/%'`,
+        );
+        if (rows[0].n >= TASKS) break;
+        if (Date.now() > giveUpAt) {
+          // Not all done: the checks below say what went wrong.
+          problems.push(`only ${rows[0].n} of ${TASKS} tasks recorded their end`);
+          giveUpAt = Date.now() + 30000;
+          break;
+        }
+        if (VERBOSE) process.stderr.write(`chaos: ${rows[0].n} of ${TASKS} tasks done\n`);
+        await sleep(250);
+      }
+      const doneAt = Date.now();
+      clearInterval(progress);
+
+      // The runtimes say so too (asked by name: routed, or activating hibernated names).
+      const statuses = await Promise.all(tasks.map((t) => operate({ op: 'task', name: t.name, id: t.id })));
+      const notDone = tasks.filter((t, i) => !statuses[i] || statuses[i].status !== 'done');
+
+      for (const m of slots) {
+        m.killed = true; // its exit is ours
+        m.p.kill('SIGTERM');
+      }
+      await Promise.all(
+        slots.map(async (m) => {
+          const stuck = setTimeout(() => {
+            problems.push(`${m.label} did not leave within 20 s of SIGTERM`);
+            m.p.kill('SIGKILL');
+          }, 20000);
+          await m.exited;
+          clearTimeout(stuck);
+        }),
+      );
+
+      // ------------------------------------------------------------ checks
+
+      const { rows } = await query(db.url, `SELECT name, key FROM ${kv} WHERE space = 1 AND key LIKE 'r/%'`);
+      const byName = new Map();
+      const byTag = new Map();
+      for (const { name, key } of rows) {
+        const [, n, tag, kind, detail, token, ms] = key.split('/');
+        const r = { name, n: Number(n), tag, kind, detail, token: Number(token), ms: Number(ms) };
+        if (!byName.has(name)) byName.set(name, []);
+        byName.get(name).push(r);
+        if (!byTag.has(tag)) byTag.set(tag, []);
+        byTag.get(tag).push(r);
+      }
+
+      // Fencing.
+      const tokensSeen = new Set(); // name/token pairs records were written under
+      for (const [name, recs] of byName) {
+        recs.sort((x, y) => x.n - y.n);
+        const tokens = opened.get(name) || new Map();
+        for (let k = 0; k < recs.length; k++) {
+          const r = recs[k];
+          if (r.n !== k + 1) {
+            problems.push(`fencing: "${name}" record ${k + 1} is numbered ${r.n} (two writers, or a write lost)`);
+            break;
+          }
+          if (k > 0 && r.token < recs[k - 1].token) {
+            problems.push(`fencing: "${name}" record ${r.n} written under token ${r.token} after ${recs[k - 1].token}`);
+          }
+          tokensSeen.add(`${name}/${r.token}`);
+          if (!tokens.has(String(r.token))) {
+            problems.push(
+              `fencing: "${name}" record ${r.n} written under token ${r.token}, which no member opened it with`,
+            );
+          }
+        }
+      }
+
+      // Tasks, messages, cron.
+      let crons = 0;
+      let duplicatesOfUnacked = 0;
+      const received = new Map(); // message id -> times processed
+      for (const t of tasks) {
+        const recs = (byTag.get(t.tag) || []).sort((x, y) => x.n - y.n);
+        const kinds = (k) => recs.filter((r) => r.kind === k);
+        if (kinds('start').length !== 1) problems.push(`${t.tag}: ${kinds('start').length} start records`);
+        if (kinds('done').length !== 1) problems.push(`${t.tag}: ${kinds('done').length} done records`);
+        const numbers = new Set();
+        for (const r of kinds('msg')) {
+          received.set(r.detail, (received.get(r.detail) || 0) + 1);
+          numbers.add(r.detail.split('.')[1]);
+        }
+        if (numbers.size !== t.nmsgs) problems.push(`${t.tag}: got ${numbers.size} of its ${t.nmsgs} messages`);
+        const c = kinds('cron');
+        crons += c.length;
+        if (c.length !== t.ncron) problems.push(`${t.tag}: ${c.length} cron instants, expected ${t.ncron}`);
+        // Each cron wait ends at an instant strictly after the record before it.
+        for (const r of c) {
+          const before = recs[recs.indexOf(r) - 1];
+          if (Math.floor(r.ms / 1000) <= Math.floor(before.ms / 1000)) {
+            problems.push(
+              `${t.tag}: a cron instant fired at ${r.ms}, in the second of the record before (${before.ms})`,
+            );
+          }
+        }
+      }
+      const acked = [...attempts].filter(([, s]) => s === 'acked').map(([id]) => id);
+      // A retry of a send that was processed though not acknowledged is a
+      // duplicate the task may never take: it has what it waited for, and a
+      // task that ended drops its inbox. Any other acknowledged send is
+      // processed exactly once.
+      const numberOf = (id) => id.slice(0, id.lastIndexOf('.'));
+      const numbersTaken = new Set([...received.keys()].map(numberOf));
+      let ackedDuplicatesLeft = 0;
+      for (const id of acked) {
+        const k = received.get(id) || 0;
+        if (k === 0 && numbersTaken.has(numberOf(id))) ackedDuplicatesLeft++;
+        else if (k !== 1) problems.push(`message ${id} was acknowledged and processed ${k} times`);
+      }
+      for (const [id, k] of received) {
+        const s = attempts.get(id);
+        if (s === undefined) problems.push(`message ${id} processed but never sent`);
+        else if (s !== 'acked' && k > 1) problems.push(`message ${id} (${s}) processed ${k} times`);
+        else if (s === 'failed') duplicatesOfUnacked++;
+      }
+      // Refused (resolved false): only once the task had ended, with the message taken meanwhile.
+      const refused = [...attempts].filter(([, s]) => s === 'refused').length;
+
+      const tk = fig.takeoverMs;
+      const figures = {
+        seed: SEED,
+        tasks: TASKS,
+        names: NAMES,
+        members: MEMBERS,
+        chaosSeconds: Math.round((chaosEnd - chaosStart) / 100) / 10,
+        settleSeconds: Math.round((doneAt - chaosEnd) / 100) / 10,
+        lastSendAfterChaosSeconds: Math.round((sentAt - chaosEnd) / 100) / 10,
+        totalSeconds: Math.round((Date.now() - started) / 100) / 10,
+        messages: logical,
+        sendAttempts: attempts.size,
+        acked: acked.length,
+        unackedRetried: [...attempts.values()].filter((s) => s === 'failed').length,
+        unackedProcessedAnyway: duplicatesOfUnacked,
+        refusedAfterEnd: refused,
+        ackedDuplicatesNotTaken: ackedDuplicatesLeft,
+        records: rows.length,
+        cronFired: crons,
+        kills: fig.kills,
+        pauses: fig.pauses,
+        activations: fig.activations,
+        takeovers: tk.length,
+        takeoverMs: { p50: percentile(tk, 0.5), max: tk.length ? Math.max(...tk) : null },
+        namesStillOrphaned: orphaned.size,
+        hibernations: fig.hibernations,
+        leasesLost: fig.lost,
+        tokensOpened: [...opened.values()].reduce((a, m) => a + m.size, 0),
+        tokensInRecords: tokensSeen.size,
+        retriedErrors: fig.errors,
+        // Distinct batches refused for their lease (a refused journal batch is tried again until dropped).
+        fencedBatches: { postgres: fig.fencedBatches.postgres.size, member: fig.fencedBatches.member.size },
+        tasksFailedByFencing: fig.fenced,
+        otherTaskErrors: fig.taskErrors.length,
+        memberErrors: fig.memberErrors.length,
+        unanswered: fig.unanswered.length,
+      };
+      process.stdout.write(`fleet chaos: ${JSON.stringify(figures, null, 1)}\n`);
+      if (fig.taskErrors.length) {
+        process.stdout.write(`task errors (first 10):\n${fig.taskErrors.slice(0, 10).join('\n')}\n`);
+      }
+      if (fig.memberErrors.length) {
+        process.stdout.write(`member errors (first 10):\n${fig.memberErrors.slice(0, 10).join('\n')}\n`);
+      }
+
+      const notDoneShown = notDone.slice(0, 5).map((t) => [t.tag, statuses[tasks.indexOf(t)]]);
+      expect({ problems: problems.slice(0, 20), notDone: notDoneShown }).toEqual({ problems: [], notDone: [] });
+      expect(fig.kills).toBeGreaterThan(0);
+      expect(byTag.size).toBe(TASKS);
+    },
+    (SECONDS + 30) * 1000 + SETTLE_MS * 2,
+  );
+});

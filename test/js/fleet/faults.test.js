@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Fleet members under faults: a hibernated receive's deadline, PostgreSQL sessions ended under a member.
+'use strict';
+const { Fleet } = require('../../..');
+const { describePg, createDatabase, query } = require('../pg-helpers');
+const { sleep } = require('../helpers');
+
+const LEASE_MS = 1000;
+const LUA = `
+-- Waits s seconds for a message, then records what it got (in a step).
+function waiter(s)
+  local v, why = tasks.receive(s)
+  tasks.step(function() tasks.state.got = v or why end)
+  coroutine.yield("COMMIT")
+  return v or why
+end
+-- Sleeps s seconds n times, committing a count each time.
+function ticker(n, s)
+  for i = 1, n do
+    coroutine.yield("FOR", s)
+    tasks.step(function() tasks.state.ticks = i end)
+    coroutine.yield("COMMIT")
+  end
+  return n
+end
+function got() return tasks.state.got end
+function ticks() return tasks.state.ticks or 0 end
+`;
+const runtime = { setup: (rt) => rt.load(LUA) };
+
+// Resolves when pred() is true; fails naming what it waited for.
+async function until(pred, what, ms = 10000) {
+  const end = Date.now() + ms;
+  for (;;) {
+    if (await pred()) return;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+describePg('Fleet faults', () => {
+  let db;
+  let schemas = 0;
+  const members = [];
+  const join = async (opts = {}) => {
+    const m = await Fleet.join({
+      connectionString: db.url,
+      schema: `fleet_faults_${++schemas}`,
+      leaseMs: LEASE_MS,
+      idleMs: 0,
+      runtime,
+      ...opts,
+    });
+    members.push(m);
+    return m;
+  };
+  beforeAll(async () => {
+    db = await createDatabase();
+  });
+  afterAll(async () => {
+    if (db) await db.drop();
+  });
+  afterEach(async () => {
+    await Promise.all(members.splice(0).map((m) => m.leave()));
+  });
+
+  test('a hibernated tasks.receive(timeout) is woken at its deadline by the wake index', async () => {
+    const a = await join({ idleMs: 150, wakeAheadMs: 200 });
+    const hibernated = [];
+    const activations = [];
+    a.on('hibernate', (e) => hibernated.push(e));
+    a.on('activate', (e) => activations.push({ ...e, at: Date.now() }));
+    const start = Date.now();
+    await a.spawn('recv', 'waiter', { args: [1.5] });
+    await until(() => hibernated.length > 0, 'the hibernation');
+    // Its wake time is its receive's deadline (ahead by wakeAheadMs / 2).
+    expect(hibernated[0].wakeAt).toBeInstanceOf(Date);
+    expect(hibernated[0].wakeAt.getTime() - start).toBeGreaterThan(1500 - 100 - 500);
+    expect(hibernated[0].wakeAt.getTime() - start).toBeLessThan(1500 + 500);
+    // Woken by the index (reason 'due'), not by a call, and the receive timed out.
+    await until(
+      () => activations.some((e) => e.name === 'recv' && e.reason === 'due'),
+      'the wake at its deadline',
+      8000,
+    );
+    const rt = await a.runtime('recv');
+    await until(() => rt.tasks().length === 0, 'the waiter done');
+    expect(rt.load('return got()')).toEqual(['timeout']);
+  }, 30000);
+
+  test('every PostgreSQL session of a member ended (pg_terminate_backend): it lives, and its durable task goes on', async () => {
+    const app = `fleet_fault_${process.pid}`;
+    const a = await join({ connectionString: `${db.url}?application_name=${app}` });
+    const errors = [];
+    a.on('error', (e) => errors.push(e));
+    await a.spawn('ticks', 'ticker', { args: [12, 0.1] });
+    let ended = 0;
+    for (let round = 0; round < 5; round++) {
+      await sleep(150);
+      const { rows } = await query(
+        db.url,
+        `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+         WHERE datname = current_database() AND application_name = $1`,
+        [app],
+      );
+      ended += rows[0].n;
+    }
+    expect(ended).toBeGreaterThan(0);
+    await until(async () => (await a.call('ticks', 'ticks')) === 12, 'the ticker done', 20000);
+    expect(a.hosted()).toEqual(['ticks']);
+  }, 40000);
+});

@@ -1,0 +1,447 @@
+// SPDX-License-Identifier: MIT
+// The store conformance suite: what every store must guarantee (docs/design.md, Persistence).
+//
+// A store's test file calls describeStore(adapter) once. The adapter:
+//   label                    the store's name in test titles
+//   setup() -> ctx           a fresh, empty place to store in (a directory, a schema)
+//   teardown(ctx)
+//   store(ctx)               the `store` option for Runtime.open
+//   child(ctx) -> { module, spec }
+//                            how a child process opens the same store: `module`
+//                            exports (spec) => the store option
+//   corrupt(ctx, name, fn)   replaces the saved bytes of `name` with fn(bytes)
+//   leftovers(ctx, name)     anything a failed or killed save left behind ([] if none)
+//   faults                   [{ label, inject(ctx) -> undo() }]: each makes the
+//                            store's next saves fail at one of its steps
+//   kills                    how many SIGKILLs the kill test makes (default 200)
+//   outages                  [{ label, inject(ctx) -> Promise<number> }]: each ends the
+//                            store's connections while a write is in flight (the
+//                            number ended); for a store that has connections
+//   serverRestart            { setup() -> { store, restart(), teardown() } }: a store on
+//                            a server of the test's own, which restart() restarts
+'use strict';
+
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Runtime } = require('../../..');
+const { sleep } = require('../helpers');
+
+const CHILD = path.join(__dirname, '..', 'fixtures', 'store-child.js');
+
+/** Starts the child fixture in `mode`; resolves with it once it printed its first line. */
+function startChild(adapter, ctx, name, mode) {
+  const { module, spec } = adapter.child(ctx);
+  const p = spawn(process.execPath, [CHILD, mode, name, module, JSON.stringify(spec)], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const lines = [];
+  let err = '';
+  p.stderr.on('data', (d) => {
+    err += d;
+  });
+  let buffered = '';
+  const first = new Promise((resolve, reject) => {
+    p.stdout.on('data', (d) => {
+      buffered += d;
+      const parts = buffered.split('\n');
+      buffered = parts.pop();
+      for (const line of parts) lines.push(line);
+      if (lines.length > 0) resolve();
+    });
+    p.once('exit', (code) => reject(new Error(`child exited (${code}) before it was ready: ${err}`)));
+  });
+  const exited = new Promise((resolve) => p.once('exit', resolve));
+  return first.then(() => ({ p, lines, exited, stderr: () => err }));
+}
+
+function describeStore(adapter) {
+  describe(`store conformance: ${adapter.label}`, () => {
+    let ctx;
+    beforeEach(async () => {
+      ctx = undefined;
+      ctx = await adapter.setup();
+    });
+    afterEach(async () => {
+      // A setup that failed has its own error; a teardown of nothing adds none.
+      if (ctx) await adapter.teardown(ctx);
+    });
+    const open = (name, extra) => Runtime.open({ name, store: adapter.store(ctx), ...extra });
+
+    test('a committed state comes back whole: types, shared tables, cycles, bytes', async () => {
+      const a = await open('whole');
+      a.load(`local s = tasks.state
+        s.players = { { name = "ann", score = 1.5 }, { name = "bob", score = 2 } }
+        s.shared = s.players[1]
+        s.cycle = s
+        s.bytes = "\\0\\255"
+        s.f = 1.0`);
+      await a.commit();
+      await a.close();
+      const b = await open('whole');
+      expect(
+        b.load(`local s = tasks.state
+        return s.players[2].name, math.type(s.players[2].score), math.type(s.f), rawequal(s.shared, s.players[1]),
+          rawequal(s.cycle, s), #s.bytes`),
+      ).toEqual(['bob', 'integer', 'float', true, true, 2]);
+      await b.close();
+    });
+
+    describe('close() drains', () => {
+      test('an rt.commit() not awaited lands before close() resolves, and a later owner is never overwritten', async () => {
+        const a = await open('drain');
+        a.load('tasks.state.blob = string.rep("x", 4 << 20) tasks.state.who = "a"');
+        const pending = a.commit();
+        await a.close();
+        await expect(pending).resolves.toBeUndefined();
+        const b = await open('drain');
+        expect(b.load('return tasks.state.who')).toEqual(['a']);
+        b.load('tasks.state.who = "b" tasks.state.blob = nil');
+        await b.commit();
+        await sleep(300); // a late write of the closed runtime would land here
+        await b.close();
+        const c = await open('drain');
+        expect(c.load('return tasks.state.who, tasks.state.blob')).toEqual(['b', null]);
+        await c.close();
+      });
+
+      test('a task that yielded COMMIT just before close() is written, and its result says so', async () => {
+        const a = await open('drain-task');
+        a.load(`function save(v) tasks.state.v = v coroutine.yield("COMMIT") return "after" end`);
+        const t = a.start('save', 42);
+        await a.close();
+        const err = await t.result.then(
+          () => null,
+          (e) => e,
+        );
+        // Either it went on after its COMMIT (done), or close() cancelled it
+        // after the write: then the error says the snapshot was written.
+        if (err) expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED', committed: true });
+        const b = await open('drain-task');
+        expect(b.load('return tasks.state.v')).toEqual([42]);
+        await b.close();
+      });
+
+      test('closeSync() during a write: the task is told whether its snapshot was written, and the name stays owned until it is', async () => {
+        const a = await open('sync-close');
+        a.load(`function save() tasks.state.v = 7 coroutine.yield("COMMIT") end`);
+        const t = a.start('save');
+        a.closeSync();
+        const err = await t.result.then(
+          () => null,
+          (e) => e,
+        );
+        expect(err).toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+        expect(typeof err.committed).toBe('boolean');
+        // Once the outcome is known the name is free again, and the state
+        // is exactly what the outcome said.
+        let b;
+        for (let i = 0; i < 100 && !b; i++) {
+          b = await open('sync-close').catch((e) => {
+            if (e.code !== 'ERR_STORE_LOCKED') throw e;
+            return sleep(20).then(() => undefined);
+          });
+        }
+        expect(b.load('return tasks.state.v')).toEqual([err.committed ? 7 : null]);
+        await b.close();
+      });
+
+      test('after close(), commit() rejects with ERR_RUNTIME_CLOSED and close() is idempotent', async () => {
+        const a = await open('closed');
+        await a.close();
+        await expect(a.commit()).rejects.toMatchObject({ code: 'ERR_RUNTIME_CLOSED' });
+        await expect(a.close()).resolves.toBeUndefined();
+      });
+    });
+
+    describe('one owner per name', () => {
+      test('a second open in this process fails with ERR_STORE_LOCKED naming the holder, and works after close()', async () => {
+        const a = await open('owned');
+        const err = await open('owned').then(
+          () => null,
+          (e) => e,
+        );
+        expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED' });
+        expect(err.message).toMatch(/owned/);
+        expect(err.message).toMatch(/this process/);
+        expect(err.holder).toMatchObject({ pid: process.pid });
+        await a.close();
+        const b = await open('owned');
+        await b.close();
+      });
+
+      test('another name in the same store is free', async () => {
+        const a = await open('one');
+        const b = await open('two');
+        await Promise.all([a.close(), b.close()]);
+      });
+
+      test('a name held by another process fails with its pid; SIGKILL frees it', async () => {
+        const child = await startChild(adapter, ctx, 'held', 'hold');
+        try {
+          const err = await open('held').then(
+            () => null,
+            (e) => e,
+          );
+          expect(err).toMatchObject({ code: 'ERR_STORE_LOCKED', holder: { pid: child.p.pid } });
+          expect(err.message).toContain(String(child.p.pid));
+        } finally {
+          child.p.kill('SIGKILL');
+          await child.exited;
+        }
+        const b = await open('held');
+        await b.close();
+      });
+
+      test('a failed open (corrupt snapshot) leaves the name free', async () => {
+        const a = await open('bad-open');
+        a.load('tasks.state.v = 1');
+        await a.commit();
+        await a.close();
+        await adapter.corrupt(ctx, 'bad-open', (b) =>
+          Buffer.concat([b.subarray(0, b.length - 1), Buffer.from([b[b.length - 1] ^ 1])]),
+        );
+        await expect(open('bad-open')).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT' });
+        await expect(open('bad-open')).rejects.toMatchObject({ code: 'ERR_STORE_CORRUPT' }); // not ERR_STORE_LOCKED
+      });
+    });
+
+    test('every single-bit corruption of a snapshot is refused with ERR_STORE_CORRUPT naming the runtime', async () => {
+      const a = await open('bits');
+      a.load('tasks.state.v = { 1, 2.5, "three", { x = true } } tasks.state.v[5] = tasks.state.v');
+      await a.commit();
+      await a.close();
+      let original;
+      await adapter.corrupt(ctx, 'bits', (b) => {
+        original = Buffer.from(b);
+        return b;
+      });
+      // Every bit of a small snapshot (a few dozen bytes).
+      expect(original.length).toBeLessThan(200);
+      for (let bit = 0; bit < original.length * 8; bit++) {
+        await adapter.corrupt(ctx, 'bits', () => {
+          const c = Buffer.from(original);
+          c[bit >> 3] ^= 1 << (bit & 7);
+          return c;
+        });
+        const err = await open('bits').then(
+          (rt) => rt.close().then(() => null),
+          (e) => e,
+        );
+        if (!err || err.code !== 'ERR_STORE_CORRUPT' || !err.message.includes('"bits"')) {
+          throw new Error(`bit ${bit} flipped: ${err ? `${err.code}: ${err.message}` : 'loaded without an error'}`);
+        }
+      }
+    }, 60000);
+
+    describe('a store that does not answer', () => {
+      test('a save that never settles fails the COMMIT after storeTimeout, and the runtime stays usable', async () => {
+        const inner = adapter.store(ctx);
+        const a = await Runtime.open({ name: 'hang', store: inner, storeTimeout: 100 });
+        a.load('tasks.state.v = 1');
+        await a.commit();
+        await a.close();
+        const hung = hangingSave(await storeObject(inner));
+        const b = await Runtime.open({ name: 'hang', store: hung, storeTimeout: 100 });
+        b.load(`function t() tasks.state.v = 2 local ok, e = pcall(coroutine.yield, "COMMIT") return ok, e.code end`);
+        expect(await b.call('t')).toBe(false);
+        await expect(b.commit()).rejects.toMatchObject({
+          code: 'ERR_COMMIT_FAILED',
+          cause: { code: 'ERR_STORE_TIMEOUT' },
+        });
+        expect(b.load('return tasks.state.v')).toEqual([2]);
+        await b.close();
+      });
+
+      test('a load that never settles fails the open with ERR_STORE_TIMEOUT and frees the name', async () => {
+        const inner = await storeObject(adapter.store(ctx));
+        const hung = { ...bind(inner), load: () => new Promise(() => {}) };
+        await expect(Runtime.open({ name: 'hang-load', store: hung, storeTimeout: 100 })).rejects.toMatchObject({
+          code: 'ERR_STORE_TIMEOUT',
+        });
+        const b = await open('hang-load');
+        await b.close();
+      });
+    });
+
+    test('100 concurrent rt.commit() calls share a few writes (group commit), each acknowledged', async () => {
+      const inner = await storeObject(adapter.store(ctx));
+      let saves = 0;
+      const counting = {
+        ...bind(inner),
+        save: (...args) => {
+          saves++;
+          return inner.save(...args);
+        },
+      };
+      const a = await Runtime.open({ name: 'group', store: counting });
+      const all = [];
+      for (let i = 1; i <= 100; i++) {
+        a.load(`tasks.state.v = ${i}`);
+        all.push(a.commit());
+      }
+      await Promise.all(all);
+      expect(saves).toBeLessThanOrEqual(3);
+      await a.close();
+      const b = await open('group');
+      expect(b.load('return tasks.state.v')).toEqual([100]);
+      await b.close();
+    });
+
+    for (const fault of adapter.faults || []) {
+      test(`a save failing at ${fault.label}: ERR_COMMIT_FAILED, the runtime goes on, nothing left behind`, async () => {
+        const a = await open('fault');
+        a.load('tasks.state.v = 1');
+        await a.commit();
+        const undo = await fault.inject(ctx);
+        let err;
+        try {
+          a.load('tasks.state.v = 2');
+          err = await a.commit().then(
+            () => null,
+            (e) => e,
+          );
+        } finally {
+          await undo();
+        }
+        expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+        expect(await adapter.leftovers(ctx, 'fault')).toEqual([]);
+        await a.commit(); // usable: the next one lands
+        await a.close();
+        const b = await open('fault');
+        expect(b.load('return tasks.state.v')).toEqual([2]);
+        await b.close();
+      });
+    }
+
+    for (const outage of adapter.outages || []) {
+      test(`${outage.label}: no crash, a durable task's COMMITs wait and land, an ephemeral COMMIT fails clearly, the runtime goes on`, async () => {
+        const a = await open('outage');
+        a.load(`function work(n)
+            for i = 1, n do
+              tasks.step(function() tasks.store.set("k" .. i, i) end)
+              coroutine.yield("COMMIT")
+            end
+            return n
+          end`);
+        const health = [];
+        a.on('storehealth', (e) => health.push(e.ok));
+        const durable = a.spawn('work', { durable: true, args: [30] }).result;
+        const ended = await outage.inject(ctx);
+        expect(ended).toBeGreaterThan(0);
+        expect(await durable).toBe(30);
+        // The outage was told, then its end.
+        expect(health).toEqual([false, true]);
+        // An ephemeral COMMIT meets the next outage: it fails, and says so.
+        const ephemeral = a.spawn('work', { args: [30] }).result.then(
+          () => null,
+          (e) => e,
+        );
+        await outage.inject(ctx);
+        const err = await ephemeral;
+        expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED' });
+        await a.commit(); // usable: the next one lands
+        await a.close();
+        const b = await open('outage');
+        expect(b.load('local n = 0; for i = 1, 30 do n = n + (tasks.store.get("k" .. i) or 0) end; return n')).toEqual([
+          465,
+        ]);
+        await b.close();
+      });
+    }
+
+    if (adapter.serverRestart) {
+      test("a server restart during durable COMMITs: no crash, every durable task's COMMITs wait and land once", async () => {
+        const server = await adapter.serverRestart.setup();
+        try {
+          const a = await Runtime.open({ name: 'restart', store: server.store });
+          let effects = 0;
+          a.set('effect', () => effects++);
+          a.load(`function work(id, n)
+              for i = 1, n do
+                tasks.step(function() effect(); tasks.store.set(id .. "/" .. i, i) end)
+                coroutine.yield("COMMIT")
+              end
+              return n
+            end`);
+          const health = [];
+          a.on('storehealth', (e) => health.push(e.ok));
+          const ids = ['a', 'b', 'c'];
+          const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 60] }).result);
+          await sleep(50);
+          await server.restart();
+          expect(await Promise.all(results)).toEqual([60, 60, 60]);
+          expect(effects).toBe(180); // each step once: no task failed and ran again
+          expect(health[0]).toBe(false);
+          expect(health[health.length - 1]).toBe(true);
+          await a.close();
+          const b = await Runtime.open({ name: 'restart', store: server.store });
+          expect(
+            b.load(
+              'local n = 0; for _, id in ipairs({ "a", "b", "c" }) do n = n + #tasks.store.keys(id .. "/") end; return n',
+            ),
+          ).toEqual([180]);
+          await b.close();
+        } finally {
+          await server.teardown();
+        }
+      }, 120000);
+    }
+
+    test('SIGKILL at random moments: no acknowledged COMMIT lost, no snapshot torn, records and snapshot agree, nothing left behind', async () => {
+      const kills = Number(process.env.LUA_TASKS_CRASH_KILLS || adapter.kills || 200);
+      const probe = await storeObject(adapter.store(ctx));
+      const keyed = typeof probe.write === 'function' && typeof probe.reader === 'function';
+      let acked = 0;
+      for (let i = 0; i < kills; i++) {
+        const child = await startChild(adapter, ctx, 'crash', 'commit-loop');
+        await sleep(Math.random() * 25);
+        child.p.kill('SIGKILL');
+        await child.exited;
+        for (const line of child.lines) {
+          const m = /^ack (\d+)$/.exec(line);
+          if (m) acked = Math.max(acked, Number(m[1]));
+        }
+        const rt = await open('crash');
+        const [n, count, lastN, selfOk] = rt.load(`local s = tasks.state
+          if not s.n then return 0, 0, 0, true end
+          return s.n, #s.items, s.last.n, rawequal(s.last.self, s)`);
+        if (keyed) {
+          // The records went in the same batches as the snapshot: they agree.
+          const [last, records] = rt.load(`return tasks.store.get("last") or 0,
+            #tasks.store.keys("item/", nil, 100000)`);
+          expect(last).toBe(n);
+          expect(records).toBe(n);
+        }
+        await rt.close();
+        expect(count).toBe(n); // whole: every item of that snapshot is there
+        expect(lastN).toBe(n);
+        expect(selfOk).toBe(true);
+        expect(n).toBeGreaterThanOrEqual(acked); // nothing acknowledged is lost
+        expect(await adapter.leftovers(ctx, 'crash')).toEqual([]);
+      }
+      expect(acked).toBeGreaterThan(0);
+    }, 300000);
+  });
+}
+
+// The store option as an object (a directory path becomes its DirectoryStore).
+async function storeObject(option) {
+  if (typeof option !== 'string') return option;
+  const { DirectoryStore } = require('../../..');
+  return new DirectoryStore(option);
+}
+
+// The store's own methods, bound, so a wrapper can replace one and keep the rest.
+function bind(store) {
+  const out = {};
+  for (const key of ['load', 'save', 'acquire', 'file', 'locate']) {
+    if (typeof store[key] === 'function') out[key] = store[key].bind(store);
+  }
+  return out;
+}
+
+function hangingSave(store) {
+  return { ...bind(store), save: () => new Promise(() => {}) };
+}
+
+module.exports = { describeStore };
