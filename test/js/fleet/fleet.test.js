@@ -361,9 +361,13 @@ describePg('Fleet on PostgreSQL', () => {
 
   // A member process (fixtures/fleet-member.js): its output lines, and a wait for one.
   function spawnMember(spec) {
-    const p = spawn(process.execPath, [path.join(__dirname, '..', 'fixtures', 'fleet-member.js'), JSON.stringify(spec)], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const p = spawn(
+      process.execPath,
+      [path.join(__dirname, '..', 'fixtures', 'fleet-member.js'), JSON.stringify(spec)],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     const lines = [];
     let buf = '';
     let err = '';

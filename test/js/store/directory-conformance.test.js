@@ -20,7 +20,10 @@ describeStore({
   },
   // One store object for every runtime of a test: they share its writer.
   store: (ctx) => ctx.store,
-  child: (ctx) => ({ module: path.join(__dirname, '..', 'fixtures', 'directory-store-spec.js'), spec: { dir: ctx.dir } }),
+  child: (ctx) => ({
+    module: path.join(__dirname, '..', 'fixtures', 'directory-store-spec.js'),
+    spec: { dir: ctx.dir },
+  }),
   // The snapshot blob in the database, replaced through SQLite (a save
   // without a token is not fenced).
   async corrupt(ctx, name, fn) {
