@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // W10: preemption. Four tasks run `while true do end` for 2 s under
 // timeSlice: 5 while a setInterval(…, 10) in the same process records the
-// gaps between its calls (issue 6: never over 25 ms). The tasks are then
+// gaps between its calls. The tasks are then
 // cancelled from JS (they are waiting in the ready queue between slices).
 // wasmoon and fengari have no preemption: Lua code runs to completion on the
 // loop, so their gap is the whole 2 s.

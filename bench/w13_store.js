@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// W13: keyed state (issue 22): COMMITs per second and loop time per COMMIT, time to a first task, group commit.
+// W13: keyed state: COMMITs per second and loop time per COMMIT, time to a first task, group commit.
 //
 // Three row groups, each case in a child process of its own (a filled store
 // of a million records, and the loop measures, stay out of the bench's
@@ -118,12 +118,12 @@ function luaTasks() {
 function keyedMissing() {
   const { Runtime, DirectoryStore } = luaTasks();
   if (typeof DirectoryStore.prototype.write !== 'function' || typeof DirectoryStore.prototype.reader !== 'function') {
-    return 'not measured: this build has no tasks.store (DirectoryStore has no write/reader: store v2, issue 22)';
+    return 'not measured: this build has no tasks.store (DirectoryStore has no write/reader)';
   }
   const rt = new Runtime();
   try {
     if (!['table', 'userdata'].includes(rt.load('return type(tasks.store)')[0])) {
-      return 'not measured: this build has no tasks.store (issue 22)';
+      return 'not measured: this build has no tasks.store';
     }
   } finally {
     rt.closeSync();

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// W14: durable tasks (issue 23): durable steps per second, 100,000 durable sleeps, recovery at Runtime.open.
+// W14: durable tasks: durable steps per second, 100,000 durable sleeps, recovery at Runtime.open.
 //
 // Three row groups, each run in child processes of their own (a store
 // directory each, made and removed here), side by side in one run:

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// W15: durable steps on PostgreSQL (issue 24's anchor): lua-tasks on its PostgresStore beside DBOS, same server.
+// W15: durable steps on PostgreSQL: lua-tasks on its PostgresStore beside DBOS, same server.
 //
 // The same durable work, a step = one call of a tiny JS function `js(i)`
 // returning i, summed, on the PostgreSQL of LUA_TASKS_PG_URL, in one run:
@@ -22,7 +22,7 @@
 // implementations, the first round a warm-up. Every rep checks each sum and
 // the JS call count; lua-tasks's store, reopened, holds every task as done
 // with no call made again; DBOS's system tables hold every workflow as
-// SUCCESS and every step's output. The target, issue 24's: lua-tasks ≥ 10×
+// SUCCESS and every step's output. The target: lua-tasks ≥ 10×
 // DBOS's durable steps/s, stated on the lua-tasks rows of each case.
 //
 // Without LUA_TASKS_PG_URL (a role that may CREATEDB: scripts/pg.sh start
@@ -39,7 +39,7 @@ const STEPS = env('W15_STEPS', 50);
 const SEQ_STEPS = env('W15_SEQ_STEPS', 300);
 const REPS = env('W15_REPS', 3);
 const CHILD_TIMEOUT_MS = 300000;
-const TARGET_X = 10; // issue 24: ≥ 10× DBOS's durable steps/s
+const TARGET_X = 10; // ≥ 10× DBOS's durable steps/s
 
 const IMPL = {
   step: 'lua-tasks durable, tasks.step (PostgresStore)',

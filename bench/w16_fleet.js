@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// W16: the fleet (issue 24): routing by name between member processes, takeover after a kill, throughput by member count.
+// W16: the fleet: routing by name between member processes, takeover after a kill, throughput by member count.
 //
 // Every member is a process of its own (`node bench/w16_fleet.js member
 // SPEC`), driven by this one over its stdin and stdout (a JSON line each

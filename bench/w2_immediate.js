@@ -23,7 +23,7 @@ const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
 const TASKS = 10000;
 const YIELDS = 100;
 const TOTAL = TASKS * YIELDS;
-const TARGET_NS = 250; // ns per yield (issue 3, Benchmarks)
+const TARGET_NS = 250; // ns per yield
 const NODE_RATIO = 5; // Node's await setImmediate at least this many times slower
 
 const WORKER = `
@@ -79,7 +79,7 @@ const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
 
 async function run() {
   const impls = [];
-  // The same run with the safety limits on (issue 6: what each costs).
+  // The same run with the safety limits on.
   const LIMITS = [
     ['lua-tasks', {}],
     ['lua-tasks timeSlice', { timeSlice: 5 }],

@@ -19,7 +19,7 @@ const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N; // sum of add(i, 1) for i = 0..N-1
 const LUA_TO_JS_SUM = 5000150000n; // sum of add(i, 1) for i = 1..N
 const LUA_LOOP = `local add = jsadd local s = 0 for i = 1, ${N} do s = s + add(i, 1) end return s`;
 const ADD_LUA = 'function add(a, b) return a + b end';
-const TARGETS = { 'JS → Lua': 150, 'Lua → JS': 300 }; // ns/call (issue 2, item 9)
+const TARGETS = { 'JS → Lua': 150, 'Lua → JS': 300 }; // ns/call
 const PEER_RATIO = 20; // peers expected this many times slower
 
 const nsPerCall = (ms) => (ms * 1e6) / N;

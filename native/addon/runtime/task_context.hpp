@@ -5,7 +5,7 @@
 // async_hooks ids) in an async context that flows to the callbacks it
 // registers. A task runs inside the call that started it only until its
 // first wait; later it is resumed from a loop turn, a resume or a promise of
-// somebody else's, so the JS it called saw their context (issue 20 item 11).
+// somebody else's, whose context the JS it calls would otherwise see.
 // So a task that outlives its first run holds a napi_async_context made
 // while its starter's call was still on the stack, and every JS function its
 // Lua code calls runs through napi_make_callback with it. A task started from

@@ -29,7 +29,7 @@ int l_co_has_mark(lua_State* L) {
 //  - A task's coroutine (coroutine.running() inside a task hands it out)
 //    runs only under the scheduler: resumed behind its back, the task's stack
 //    would change under a wait, a deferred start or a cancel. The main
-//    thread is never a coroutine of Lua code's (issue 18): resumed, Lua
+//    thread is never a coroutine of Lua code's: resumed, Lua
 //    would call what its stack holds (the traceback handler in slot 1) and
 //    empty it, and every later error from JS would read "error in error
 //    handling". Both are refused as a failed resume.

@@ -164,7 +164,7 @@ class LuaHost {
   // The scheduler's clock (LuaHostOptions::clock); null if none was given.
   const Clock* clock() const { return clock_; }
 
-  // The one stop check of long C functions (issue 18): the bounded library
+  // The one stop check of long C functions: the bounded library
   // functions (lua_api_bounded*.cpp), the pattern matcher and load's reader
   // ask it as they work, through WorkMeter. True once the code running now
   // must stop: its window's taskTimeout deadline has passed, or the thread

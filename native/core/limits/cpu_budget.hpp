@@ -25,7 +25,7 @@ namespace lua_tasks {
 // A window is one stretch of Lua execution: a task's resume, or a call from
 // JS. Windows nest (task -> JS -> Lua, task -> tasks.start); an inner window
 // keeps the outer deadline, also one already passed: nothing run
-// synchronously outlasts the budget of the code that ran it (issue 18).
+// synchronously outlasts the budget of the code that ran it.
 //
 // Nothing synchronous outlives the budget. The count is per thread, and Lua
 // gives a new thread a fresh one, so these points also bring a thread in

@@ -39,8 +39,8 @@ void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
 // of a task that ended, starts a COMMIT held back) shares one slice: each
 // task still has its own budget (no deadline is shared: a slow waiter
 // cannot get an innocent one killed), but once the slice is used the rest
-// are preempted at their first hook, as if they had yielded. A task's end
-// used to wake its 1,000 waiters with a slice each (5 s with timeSlice 5).
+// are preempted at their first hook, as if they had yielded. With a slice
+// each, a task's end would wake its 1,000 waiters for 5 s (timeSlice 5).
 class Scheduler::SharedSlice {
  public:
   explicit SharedSlice(Scheduler* s)
@@ -323,7 +323,7 @@ void Scheduler::FinishCommit(Task* t, int nargs) {
     return;
   }
   // The committer continues through the ready queue, never here: continuing
-  // here, a loop of COMMITs ran ahead of everything else (issue 19).
+  // here, a loop of COMMITs ran ahead of everything else.
   ClearWait(t);
   Continue(t, nargs);
   hooks_->OnScheduleChange();
@@ -869,7 +869,7 @@ void Scheduler::CancelAll() {
   keys.reserve(tasks_.size());
   tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
   std::sort(keys.begin(), keys.end());
-  // One CPU window for every <close> handler this runs (issue 18): each
+  // One CPU window for every <close> handler this runs: each
   // cancel would open one of its own, and 20 waiting tasks with a looping
   // handler held close() for 20 taskTimeouts. Once the deadline passes, the
   // handlers left are killed at their first instruction. (Inside a window

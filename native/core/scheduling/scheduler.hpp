@@ -83,7 +83,7 @@ class SchedulerHooks {
 // otherwise run inside the microtask that settled it, and a task that awaits
 // or commits again at once would be settled and run again there: 200,000
 // instant COMMITs held Node's loop for 740 ms, an endless loop of them for
-// ever (issue 19). So a COMMIT's outcome always waits in the ready queue (an
+// ever. So a COMMIT's outcome always waits in the ready queue (an
 // entry that carries the values, see ReadyEntry); a promise's runs at once
 // only while this loop turn's chain of such runs is younger than
 // kDirectChainNs, and waits in the ready queue after that.
@@ -105,7 +105,7 @@ class Scheduler {
   enum class StartError {
     kNotStartable,  // neither a function nor a coroutine that has not started
     kNoStackRoom,   // the coroutine's stack cannot take the arguments (memory)
-    kMainThread,    // the runtime's main thread: never a task (issue 18)
+    kMainThread,    // the runtime's main thread: never a task
   };
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
   // them. Runs it now until its first wait. Returns its key, or 0 with

@@ -176,7 +176,7 @@ TEST(Bounded, FormatAndPackKeepLuasResults) {
             "err:test:1: bad argument #2 to 'pack' (string longer than given size)");
 }
 
-// Regression (issue 20): os.time() read glibc's coarse clock, a kernel tick
+// Regression: os.time() read glibc's coarse clock, a kernel tick
 // behind the scheduler's, so a task woken at t by UNTIL_TIME saw t - 1.
 TEST(Bounded, OsTimeAndOsDateReadTheHostsWallClock) {
   FakeClock clock;

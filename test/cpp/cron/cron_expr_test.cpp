@@ -166,7 +166,7 @@ TEST(CronExprTest, QuartzAcceptsAPlainStarBesideARestrictedDayField) {
   EXPECT_EQ(d.days_of_week, Ints{1});
 }
 
-// Issue 20: `0 0 9 * * 1-5` is SUN-THU in Quartz and MON-FRI in node-cron and
+// `0 0 9 * * 1-5` is SUN-THU in Quartz and MON-FRI in node-cron and
 // croner. Day numbers beside a day-of-month '*' are refused, naming both
 // readings and the spellings every dialect reads alike.
 TEST(CronExprTest, QuartzRefusesDayNumbersBesideAStarDayOfMonth) {

@@ -122,7 +122,7 @@ TEST(CronScheduleTest, BenchExpressionsInUtc) {
   });
 }
 
-// cron.next and UNTIL_NEXT default to this zone (issue 20: cron.next used UTC).
+// cron.next and UNTIL_NEXT default to this zone.
 TEST(CronScheduleTest, ProcessZoneReadsTzNowElseTheSystemZone) {
   const char* saved = std::getenv("TZ");
   const std::string old = saved != nullptr ? saved : "";

@@ -505,8 +505,8 @@ TEST_F(SchedulerTest, OtherTasksRunAndCommitWhileAWriteIsInFlight) {
   EXPECT_EQ(Log(), "c1,c2,c3,after 1,after 2,after 3");
 }
 
-// Issue 19: the committer used to continue inside FinishCommit, ahead of all
-// it had held back, and take the lock again at once.
+// The committer continues behind the tasks that were ready before it, so it
+// cannot continue inside FinishCommit and take the lock again at once.
 TEST_F(SchedulerTest, TheCommitterContinuesAfterTheTasksReadyBeforeIt) {
   Run(R"(function committer() coroutine.yield("COMMIT") note("after") end
          function spinner() for i = 1, 2 do coroutine.yield() note("spin " .. i) end end)");
@@ -754,8 +754,8 @@ class DeliverTest : public SchedulerTest {
   }
 };
 
-// Issue 19: a task awaiting settled promises in a loop ran as one chain of
-// microtasks, and the loop never turned while it lasted.
+// A task awaiting settled promises in a loop must not run as one chain of
+// microtasks that keeps the loop from turning while it lasts.
 TEST_F(DeliverTest, ASettledPromiseRunsItsTaskAtOnceUntilTheTurnsChainIsOld) {
   Run(R"(function waiter() for i = 1, 5 do local ok, v = await() note(v) end end)");
   const uint64_t k = Start("waiter");
@@ -847,7 +847,7 @@ TEST_F(CpuBudgetTest, PreemptsAtTheSliceAndKillsPastTheBudgetThroughPcall) {
 }
 
 // A kill swallowed by coroutine.resume reaches the caller's next
-// instruction (issue 18): code after it cannot run on, nor start a task
+// instruction: code after it cannot run on, nor start a task
 // that would outlive the kill (it could, for up to 1,000 instructions).
 TEST_F(CpuBudgetTest, CodeAfterAKilledCoroutineStopsAtItsNextInstruction) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 200'000'000));
@@ -902,7 +902,7 @@ TEST_F(CpuBudgetTest, ABatchEndsOnceItHasHeldTheLoopForASlice) {
 }  // namespace
 }  // namespace lua_tasks
 
-// Mailboxes (issue 20 item 10): tasks.send / Scheduler::Send queue messages
+// Mailboxes: tasks.send / Scheduler::Send queue messages
 // whatever the task is doing; tasks.receive takes them in order.
 namespace lua_tasks {
 namespace {

@@ -131,7 +131,7 @@ TEST(StoreDbTest, ACorruptValueIsAnErrorNamingTheNameAndKey) {
   }
 }
 
-// Regression (issue 32): a bit flipped in a stored key made its record
+// Regression: a bit flipped in a stored key made its record
 // vanish, and answer for the key it became.
 TEST(StoreDbTest, ADamagedKeyNeitherAnswersForAnotherKeyNorVanishes) {
   TempDir dir;
@@ -207,7 +207,7 @@ TEST(StoreDbTest, EachWriteTransactionIsCounted) {
   EXPECT_EQ(r.Commits(), 1);
 }
 
-// Regression (issue 32): with the directory removed, COMMITs were
+// Regression: with the directory removed, COMMITs were
 // acknowledged into unlinked files.
 TEST(StoreDbTest, UnlinkedFilesAreNoticed) {
   for (const char* gone : {"lua-tasks.sqlite", "lua-tasks.sqlite-wal", ""}) {

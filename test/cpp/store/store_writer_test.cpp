@@ -162,7 +162,7 @@ std::string OpenFails(const std::string& db) {
   return "";
 }
 
-// Regression (issue 32): a lost -wal silently lost every acknowledged COMMIT
+// Regression: a lost -wal silently lost every acknowledged COMMIT
 // since the last checkpoint. The database copied without its -wal while the
 // writer is open is what a SIGKILL and a deleted -wal leave.
 TEST(StoreWriterTest, ADatabaseBehindItsMarkIsRefusedNamingWhatIsMissing) {
@@ -214,7 +214,7 @@ TEST(StoreWriterTest, ACheckpointJobEmptiesTheWalAfterTheWritesBeforeIt) {
   EXPECT_EQ(other.Get("a", kSpaceStore, "k"), ValueSnapshot("v"));
 }
 
-// Regression (issue 32): with the directory removed, batches were
+// Regression: with the directory removed, batches were
 // acknowledged into unlinked files and lost.
 TEST(StoreWriterTest, ARemovedDirectoryFailsEveryBatchNamingIt) {
   TempDir dir;
