@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: MIT
 // Loads the native addon built by scripts/build.js (once per environment).
 'use strict';
+const fs = require('node:fs');
 const path = require('node:path');
 const { makeError } = require('./errors');
 const boundary = require('./runtime/boundary');
 
 let binding;
 try {
-  // LUA_TASKS_BUILD_DIR selects another build (npm run test:asan uses it).
-  const dir = process.env.LUA_TASKS_BUILD_DIR || path.join(__dirname, '..', 'build');
+  // In a source checkout (it has test/), LUA_TASKS_BUILD_DIR selects another
+  // build: the sanitizers', another Node major's. An installed package loads
+  // only the addon it built: no environment variable points it at other code.
+  const own = path.join(__dirname, '..', 'build');
+  const checkout = fs.existsSync(path.join(__dirname, '..', 'test', 'js'));
+  const dir = (checkout && process.env.LUA_TASKS_BUILD_DIR) || own;
   binding = require(path.join(dir, 'lua_tasks.node'));
 } catch (e) {
   e.message = `lua-tasks: the native addon is not built (${e.message}). Run "npm install" (or "npm run build") in the package directory.`;

@@ -65,6 +65,7 @@ const configure = [
   `-DNODE_INCLUDE_DIR=${nodeInclude}`,
   `-DNODE_ADDON_API_DIR=${napiDir}`,
   `-DLUA_TASKS_TESTS=${withTests ? 'ON' : 'OFF'}`,
+  `-DLUA_TASKS_TEST_HOOKS=${fs.existsSync(path.join(root, 'test', 'js')) ? 'ON' : 'OFF'}`,
   `-DCMAKE_BUILD_TYPE=${process.env.LUA_TASKS_BUILD_TYPE || 'Release'}`,
 ];
 if (process.env.LUA_TASKS_SANITIZE === '1') configure.push('-DLUA_TASKS_SANITIZE=ON');

@@ -96,14 +96,15 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_preload>("preload"),
                          InstanceMethod<&Runtime::JS_isLoaded>("isLoaded"),
                          InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
+#ifdef LUA_TASKS_TEST_HOOKS
                          InstanceMethod<&Runtime::JS_snapshot>("snapshot"),
                          InstanceMethod<&Runtime::JS_restore>("restore"),
+#endif
                          InstanceMethod<&Runtime::JS_snapshotBegin>("snapshotBegin"),
                          InstanceMethod<&Runtime::JS_snapshotStep>("snapshotStep"),
                          InstanceMethod<&Runtime::JS_snapshotAbort>("snapshotAbort"),
                          InstanceMethod<&Runtime::JS_restoreBegin>("restoreBegin"),
                          InstanceMethod<&Runtime::JS_restoreStep>("restoreStep"),
-                         InstanceMethod<&Runtime::JS_restoreAbort>("restoreAbort"),
                          InstanceMethod<&Runtime::JS_setStoreReader>("setStoreReader"),
                          InstanceMethod<&Runtime::JS_takeWrites>("takeWrites"),
                          InstanceMethod<&Runtime::JS_confirmWrites>("confirmWrites"),

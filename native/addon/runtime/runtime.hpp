@@ -38,8 +38,10 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_preload(const Napi::CallbackInfo& info);      // (name, source | value)
   Napi::Value JS_isLoaded(const Napi::CallbackInfo& info);     // (name) -> whether require(name) has its value already
   Napi::Value JS_modulePaths(const Napi::CallbackInfo& info);  // (find, readFile): require and dofile from files
-  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);     // () -> Buffer of tasks.state, at once
-  Napi::Value JS_restore(const Napi::CallbackInfo& info);      // (Buffer) -> sets tasks.state, at once
+#ifdef LUA_TASKS_TEST_HOOKS
+  Napi::Value JS_snapshot(const Napi::CallbackInfo& info);  // () -> Buffer of tasks.state, at once
+  Napi::Value JS_restore(const Napi::CallbackInfo& info);   // (Buffer) -> sets tasks.state, at once
+#endif
   // The same in slices across loop turns (RuntimeCore::BeginSnapshot has the
   // consistency rule). Errors: ERR_COMMIT_FAILED for a state that cannot
   // persist ("COMMIT failed: state.f: cannot persist a function."),
@@ -52,7 +54,6 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_restoreBegin(const Napi::CallbackInfo& info);   // (Uint8Array, held until the end) -> undefined
   Napi::Value JS_restoreStep(
       const Napi::CallbackInfo& info);  // (budgetMs) -> false while more remains | true: tasks.state set
-  Napi::Value JS_restoreAbort(const Napi::CallbackInfo& info);  // () -> undefined (no-op without a restore)
   // tasks.store's side of a COMMIT (lib/runtime/commit_queue.js): the batch is taken
   // with the snapshot, then confirmed durable or put back after a failure.
   Napi::Value JS_setStoreReader(const Napi::CallbackInfo& info);  // (reader | undefined): store.reader(name)'s object

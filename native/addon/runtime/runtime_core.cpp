@@ -197,7 +197,7 @@ void RuntimeCore::AbortSnapshot() {
 void RuntimeCore::BeginRestore(napi_value buffer) {
   if (decoder_ || !restore_error_.empty()) {
     ThrowError(Napi::Env(env), "ERR_COMMIT_FAILED",
-               "Cannot begin a restore: one is in progress (restoreStep until it returns true, or restoreAbort).");
+               "Cannot begin a restore: one is in progress (restoreStep until it returns true).");
   }
   napi_typedarray_type type;
   size_t length = 0;
@@ -243,10 +243,6 @@ bool RuntimeCore::StepRestore(int64_t budget_ns) {
   const bool no_room = decoder_ && decoder_->failure() == CodecFailure::kNoRoom;
   EndRestore();
   ThrowError(Napi::Env(env), no_room ? "ERR_MEMORY_LIMIT" : "ERR_STORE_CORRUPT", error);
-}
-
-void RuntimeCore::AbortRestore() {
-  EndRestore();
 }
 
 void RuntimeCore::EndRestore() {

@@ -106,7 +106,6 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // intact snapshot, ERR_MEMORY_LIMIT when the Lua stack cannot grow.
   bool StepRestore(int64_t budget_ns);
   // Drops a restore in progress, if any; tasks.state stays as it was.
-  void AbortRestore();
 
   // True once close() was asked for: nothing new may enter Lua.
   bool closed() const { return closing_ || !host; }

@@ -45,6 +45,9 @@ int64_t BudgetNs(const Napi::Value& ms) {
 
 }  // namespace
 
+#ifdef LUA_TASKS_TEST_HOOKS
+// The whole of tasks.state at once, out and in: for the tests and the bench
+// (a runtime snapshots in slices, between loop turns).
 Napi::Value Runtime::JS_snapshot(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
@@ -71,6 +74,7 @@ Napi::Value Runtime::JS_restore(const Napi::CallbackInfo& info) {
   lua_settop(L, base);
   return env.Undefined();
 }
+#endif
 
 Napi::Value Runtime::JS_snapshotBegin(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(info.Env());
@@ -109,11 +113,6 @@ Napi::Value Runtime::JS_restoreStep(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   const int64_t budget = BudgetNs(info[0]);
   return Napi::Boolean::New(env, core->Entered([&] { return core->StepRestore(budget); }));
-}
-
-Napi::Value Runtime::JS_restoreAbort(const Napi::CallbackInfo& info) {
-  if (!core_->closed()) core_->AbortRestore();
-  return info.Env().Undefined();
 }
 
 namespace {

@@ -119,7 +119,9 @@ Napi::Function NativeStore::Init(Napi::Env env) {
                          InstanceMethod<&NativeStore::JS_keys>("keys"),
                          InstanceMethod<&NativeStore::JS_stats>("stats"),
                          InstanceMethod<&NativeStore::JS_close>("close"),
+#ifdef LUA_TASKS_TEST_HOOKS
                          InstanceMethod<&NativeStore::JS_failNextTransactions>("failNextTransactions"),
+#endif
                      });
 }
 
@@ -388,11 +390,13 @@ Napi::Value NativeStore::JS_close(const Napi::CallbackInfo& info) {
   return info.Env().Undefined();
 }
 
+#ifdef LUA_TASKS_TEST_HOOKS
 Napi::Value NativeStore::JS_failNextTransactions(const Napi::CallbackInfo& info) {
   CheckOpen(info.Env(), "failNextTransactions");
   writer_->FailNextTransactions(static_cast<int>(IntegerOr(info[0], 1)));
   return info.Env().Undefined();
 }
+#endif
 
 void NativeStore::Shutdown(bool notify) {
   if (closed_) return;

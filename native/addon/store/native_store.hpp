@@ -28,7 +28,7 @@ namespace lua_tasks {
 //   keys(name, prefix, after, limit) -> string[] synchronous, bytewise order
 //   stats() -> { transactions, batches }
 //   close()                                      finishes what was submitted, settles it, checkpoints; idempotent
-//   failNextTransactions(n)                      tests: the next n transactions fail at COMMIT
+//   failNextTransactions(n)                      test builds: the next n transactions fail at COMMIT
 // The writer's outcomes come back through a uv_async handle. A Worker that
 // exits with writes in flight stops the writer (it finishes them) and closes
 // the handles from the environment's cleanup hook; the promises then never
@@ -57,7 +57,9 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   Napi::Value JS_keys(const Napi::CallbackInfo& info);
   Napi::Value JS_stats(const Napi::CallbackInfo& info);
   Napi::Value JS_close(const Napi::CallbackInfo& info);
+#ifdef LUA_TASKS_TEST_HOOKS
   Napi::Value JS_failNextTransactions(const Napi::CallbackInfo& info);
+#endif
 
   void CheckOpen(Napi::Env env, const char* method) const;
   // Queues a job; it goes to the writer from the next check phase.
