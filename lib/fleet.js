@@ -30,11 +30,10 @@
 
 const { EventEmitter } = require('node:events');
 const { Runtime } = require('./runtime');
-const { PostgresStore } = require('./pg_store');
+const { PostgresStore, isTransient } = require('./pg_store');
 const { FleetRouter } = require('./fleet_router');
 const { WakeIndex } = require('./fleet_wake');
 const { FleetClock } = require('./fleet_clock');
-const { SOCKET_ERRORS } = require('./store_faults');
 const { makeError, typeName } = require('./errors');
 const { checkName } = require('./store');
 
@@ -505,7 +504,7 @@ class Member extends EventEmitter {
     try {
       await this.#clock.measure(this.#pool);
     } catch (e) {
-      if (!e || !SOCKET_ERRORS.has(e.code)) this.#report(e);
+      if (!isTransient(e)) this.#report(e);
     }
   }
 
