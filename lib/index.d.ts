@@ -40,6 +40,8 @@ export interface RuntimeOptions {
   timeZone?: string;
   /** Messages a task's mailbox holds before rt.send throws ERR_MAILBOX_FULL (tasks.send raises). @default 1000 */
   mailboxLimit?: number;
+  /** Milliseconds added to this process's wall clock for UNTIL_TIME, UNTIL_NEXT, durable deadlines, task.waiting.until and os.time (a fleet member sets PostgreSQL's clock's; rt.setClockOffset changes it). @default 0 */
+  clockOffsetMs?: number;
   /** Largest encoded value a script may persist (a tasks.store value, tasks.state, a journal record, a message); past it ERR_STORE_LIMIT. @default memoryLimit, else 2^30 */
   maxValueBytes?: number;
   /** tasks.store writes (keys and values) that may wait for a COMMIT; past it tasks.store.set raises ERR_STORE_LIMIT. @default memoryLimit, else no bound */
@@ -309,6 +311,8 @@ export class Member extends EventEmitter {
   runtime(name: string): Promise<Runtime>;
   /** The names hosted here now. */
   hosted(): string[];
+  /** Now on the fleet's clock (PostgreSQL's), in ms since the epoch like Date.now() (docs/fleet.md#one-clock). */
+  now(): number;
   stats(): {
     id: string;
     hosted: number;
@@ -321,6 +325,8 @@ export class Member extends EventEmitter {
     takeovers: number;
     /** Routed requests received and not run here: another member had claimed them (docs/fleet.md#at-most-once). */
     claimsLost: number;
+    /** This process's wall clock's offset to PostgreSQL's (ms), and the round trip it was measured over. */
+    clock: { offsetMs: number; rttMs: number };
     routeLatencyMs: { p50: number | null; p99: number | null; samples: number };
   };
   /** Closes every runtime hosted here and hands the names to the other members. Idempotent. */
@@ -376,6 +382,8 @@ export class Runtime extends EventEmitter {
   tasks(): TaskInfo[];
   ref(): this;
   unref(): this;
+  /** Sets the clockOffsetMs option's offset: armed wall-clock waits follow it. */
+  setClockOffset(ms: number): this;
   stats(): {
     memoryUsed: number;
     memoryPeak: number;

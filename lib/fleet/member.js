@@ -20,15 +20,20 @@
 // - Hibernation. A runtime idle for idleMs whose live tasks are all durable
 //   and waiting (on a timer past wakeAheadMs, INDEFINITELY, a message or
 //   another task) is closed: everything of it is already durable.
+// - One clock (FleetClock): every member measures its wall clock's offset
+//   to PostgreSQL's and sets it on the runtimes it hosts, so the deadlines
+//   one member records and another checks are on the same clock; the wake
+//   index compares with PostgreSQL's now() itself.
 // - leave() (SIGTERM) closes every runtime (their writes finish first) and
 //   asks the other members to poll at once: they take the names over
 //   without waiting for a lease to lapse.
 
 const { EventEmitter } = require('node:events');
 const { Runtime } = require('../runtime/runtime');
-const { PostgresStore } = require('../store/postgres');
+const { PostgresStore, isTransient } = require('../store/postgres');
 const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
+const { FleetClock } = require('./clock');
 const { makeError, typeName } = require('../errors');
 const { checkName } = require('../store/directory');
 
@@ -135,7 +140,8 @@ class Member extends EventEmitter {
   #store;
   #router;
   #wake;
-  #hosted = new Map(); // name -> { rt, token, state, settled, lastUsed }
+  #clock = new FleetClock();
+  #hosted = new Map(); // name -> { rt, token, state, settled, lastUsed, offsetMs (its clock's, as last set) }
   #routes = new Map(); // name -> store id of its holder, as last seen
   #poll = null;
   #polling = null;
@@ -148,6 +154,16 @@ class Member extends EventEmitter {
     super();
     if (token !== JOIN) throw new TypeError('Use Fleet.join(options) to make a fleet member.');
     this.#o = o;
+  }
+
+  /**
+   * Now on the fleet's clock (PostgreSQL's), in ms since the epoch as
+   * Date.now(): what a hosted runtime's os.time and deadlines read
+   * (docs/fleet.md#one-clock).
+   * @returns {number}
+   */
+  now() {
+    return this.#clock.now();
   }
 
   /** This member's id (its store's: the holder records of its leases carry it). */
@@ -163,6 +179,7 @@ class Member extends EventEmitter {
     this.#store = new PostgresStore({ pool: this.#pool, schema: o.schema, leaseMs: o.leaseMs });
     // The store's schema and leases table, then the wake index beside them.
     await this.#store.ready();
+    await this.#clock.measure(this.#pool); // before anything is hosted: every runtime opens on it
     this.#wake = new WakeIndex(this.#store.schema);
     await this.#wake.create(this.#pool);
     this.#router = new FleetRouter({
@@ -384,7 +401,7 @@ class Member extends EventEmitter {
   async #activate(name, reason) {
     this.#checkOpen();
     let settle;
-    const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now() };
+    const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now(), offsetMs: 0 };
     entry.settled = new Promise((resolve) => {
       settle = resolve;
     });
@@ -392,7 +409,7 @@ class Member extends EventEmitter {
     const start = Date.now();
     try {
       const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
-      const rt = await Runtime.open({ ...extra, name, store: this.#store });
+      const rt = await Runtime.open({ ...extra, name, store: this.#store, clockOffsetMs: this.#clock.offsetMs });
       if (this.#left) {
         await rt.close(); // left meanwhile: leave() saw this activation pending and waits for it
         this.#checkOpen();
@@ -414,6 +431,8 @@ class Member extends EventEmitter {
         });
       }
       entry.state = 'active';
+      entry.offsetMs = this.#clock.offsetMs;
+      rt.setClockOffset(entry.offsetMs); // measured again while it opened
       this.#routes.delete(name);
       this.#stats.activations++;
       if (reason === 'takeover') this.#stats.takeovers++;
@@ -444,15 +463,22 @@ class Member extends EventEmitter {
       });
   }
 
-  // One look: leases lost, runtimes idle, names due.
+  // One look: the clock, leases lost, runtimes idle, names due.
   async #pollOnce() {
+    if (this.#clock.due()) await this.#measureClock();
     const now = Date.now();
     for (const [name, h] of this.#hosted) {
       if (h.state !== 'active') continue;
       const lease = this.#store.lease(name);
       if (!lease || lease.lost || lease.token !== h.token || lease.validUntil <= now) {
         this.#drop(name, h);
-      } else if (this.#o.idleMs > 0 && now - h.lastUsed >= this.#o.idleMs) {
+        continue;
+      }
+      if (h.offsetMs !== this.#clock.offsetMs) {
+        h.offsetMs = this.#clock.offsetMs;
+        h.rt.setClockOffset(h.offsetMs);
+      }
+      if (this.#o.idleMs > 0 && now - h.lastUsed >= this.#o.idleMs) {
         await this.#hibernate(name, h);
       }
     }
@@ -469,6 +495,17 @@ class Member extends EventEmitter {
       ),
     );
     if (due.length === CLAIM_BATCH) this.#pollAgain = true;
+  }
+
+  // Measures the clock's offset again (#pollOnce sets it on each runtime).
+  // PostgreSQL out of reach: the last offset stays (the store's health says
+  // so); anything else is reported.
+  async #measureClock() {
+    try {
+      await this.#clock.measure(this.#pool);
+    } catch (e) {
+      if (!isTransient(e)) this.#report(e);
+    }
   }
 
   // Its lease is gone: another member may hold the name now. Its runtime
@@ -497,7 +534,8 @@ class Member extends EventEmitter {
         if (wakeAt === null || at < wakeAt) wakeAt = at;
       }
     }
-    if (wakeAt !== null && wakeAt - Date.now() < this.#o.wakeAheadMs) return false;
+    // until is on the runtime's clock, the fleet's: so is the index's wake_at.
+    if (wakeAt !== null && wakeAt - this.#clock.now() < this.#o.wakeAheadMs) return false;
     let settle;
     h.state = 'hibernating';
     h.settled = new Promise((resolve) => {
@@ -546,6 +584,7 @@ class Member extends EventEmitter {
       leases,
       ...this.#stats,
       claimsLost: this.#router.claimsLost,
+      clock: { offsetMs: this.#clock.offsetMs, rttMs: this.#clock.rttMs },
       routeLatencyMs: { p50: at(0.5), p99: at(0.99), samples: sorted.length },
     };
   }

@@ -27,6 +27,7 @@ const RUNTIME_OPTIONS = Object.freeze([
   'taskTimeout',
   'timeZone',
   'mailboxLimit',
+  'clockOffsetMs',
   'maxValueBytes',
   'maxPendingBytes',
   'maxJournalBytes',
@@ -117,6 +118,28 @@ function persistLimitsOf(options, memoryLimit) {
   return out;
 }
 
+// A wall-clock offset beyond a year is a mistake, not a clock's error.
+const MAX_CLOCK_OFFSET_MS = 365 * 86400 * 1000;
+
+/**
+ * A clock offset (the clockOffsetMs option, rt.setClockOffset's argument) checked.
+ * @param {string} name how the message names it
+ * @param {'option'|'argument'} noun
+ * @param {unknown} v
+ * @returns {number} ms
+ * @throws {TypeError|RangeError}
+ */
+function clockOffsetOf(name, noun, v) {
+  if (typeof v !== 'number') throw invalidType(name, 'a number of milliseconds', v);
+  if (!Number.isFinite(v) || Math.abs(v) > MAX_CLOCK_OFFSET_MS) {
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The "${name}" ${noun} must be a finite number of milliseconds from -${MAX_CLOCK_OFFSET_MS} to ${MAX_CLOCK_OFFSET_MS} (a year). Received ${typeName(v)}.`,
+    );
+  }
+  return v;
+}
+
 function normalizeOptions(options) {
   if (options === undefined) options = {};
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
@@ -184,6 +207,9 @@ function normalizeOptions(options) {
     }
     out.mailboxLimit = v;
   }
+  if (options.clockOffsetMs !== undefined) {
+    out.clockOffsetMs = clockOffsetOf('options.clockOffsetMs', 'option', options.clockOffsetMs);
+  }
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
   if (typeof trustedObjects !== 'boolean') throw invalidType('options.trustedObjects', 'a boolean', trustedObjects);
@@ -237,4 +263,4 @@ function normalizeOptions(options) {
   return out;
 }
 
-module.exports = { RUNTIME_OPTIONS, OPEN_OPTIONS, PERSIST, normalizeOptions };
+module.exports = { RUNTIME_OPTIONS, OPEN_OPTIONS, PERSIST, normalizeOptions, clockOffsetOf };

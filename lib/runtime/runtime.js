@@ -7,7 +7,7 @@ const binding = require('../binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
 const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
-const { PERSIST, normalizeOptions } = require('./options');
+const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
 const { Task, endTask, kTaskInfo } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus, stateWait } = require('./task_codes');
@@ -102,6 +102,7 @@ class Runtime extends EventEmitter {
   #durableKeys = new Map(); // idempotency key -> Task of a live or retained durable task (docs/durable.md)
   #retention = 0; // ms a finished durable task is kept (the durableRetention option)
   #retained = new Map(); // id -> status of a finished durable task still retained
+  #clockOffsetMs = 0; // added to Date.now() for the runtime's wall clock (setClockOffset)
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
   #hasDurable = false; // a durable task was started or restored: close() writes their records first
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
@@ -121,6 +122,8 @@ class Runtime extends EventEmitter {
    *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
    * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
    * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
+   * @param {number} [options.clockOffsetMs=0] ms added to this process's wall clock for UNTIL_TIME,
+   *   UNTIL_NEXT, durable deadlines and os.time (a fleet member sets PostgreSQL's clock's)
    * @param {number} [options.mailboxLimit=1000] messages a task's mailbox holds (rt.send, tasks.send) before a send throws ERR_MAILBOX_FULL
    * @param {number} [options.maxValueBytes] largest encoded value a script may persist (default memoryLimit, else 2^30)
    * @param {number} [options.maxPendingBytes] tasks.store bytes that may wait for a COMMIT (default memoryLimit, else no bound)
@@ -130,6 +133,7 @@ class Runtime extends EventEmitter {
   constructor(options) {
     super();
     const opts = normalizeOptions(options);
+    if (opts.clockOffsetMs !== undefined) this.#clockOffsetMs = opts.clockOffsetMs;
     // The listener captures nothing: the native side holds it strongly and
     // holds this Runtime only weakly while no task waits on the loop, so an
     // idle runtime nothing references can be collected.
@@ -514,7 +518,7 @@ class Runtime extends EventEmitter {
   #replayDurable(reader, name) {
     const groups = recordsBy(reader, 2); // journals
     const inboxes = recordsBy(reader, 3); // messages not yet received
-    const now = Date.now();
+    const now = Date.now() + this.#clockOffsetMs; // an end's time is on the runtime's clock
     for (const [id, { values: records }] of groups) {
       this.#hasDurable = true;
       let task;
@@ -728,6 +732,23 @@ class Runtime extends EventEmitter {
   unref() {
     this.#check();
     this.#native.keepAlive(false);
+    return this;
+  }
+
+  /**
+   * Sets the offset (ms) added to this process's wall clock for everything the
+   * runtime times by the wall clock: UNTIL_TIME, UNTIL_NEXT, the deadlines of
+   * durable timed waits, `task.waiting.until`, `os.time`. A fleet member sets
+   * it to PostgreSQL's clock (docs/fleet.md#one-clock). Waits already armed
+   * follow it: the clock set forward wakes them sooner.
+   * @param {number} ms from -1 year to 1 year
+   * @returns {this}
+   * @throws {TypeError|RangeError} for a bad offset; ERR_RUNTIME_CLOSED once closed
+   */
+  setClockOffset(ms) {
+    this.#check();
+    this.#clockOffsetMs = clockOffsetOf('ms', 'argument', ms);
+    this.#native.setClockOffset(ms);
     return this;
   }
 

@@ -1372,4 +1372,4 @@ class PostgresStore {
   }
 }
 
-module.exports = { PostgresStore };
+module.exports = { PostgresStore, isTransient };

@@ -3,6 +3,7 @@
 #include "addon/runtime/runtime.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <string>
 #include <vector>
@@ -93,6 +94,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_tasks>("tasks"),
                          InstanceMethod<&Runtime::JS_idPrefix>("idPrefix"),
                          InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
+                         InstanceMethod<&Runtime::JS_setClockOffset>("setClockOffset"),
                          InstanceMethod<&Runtime::JS_preload>("preload"),
                          InstanceMethod<&Runtime::JS_isLoaded>("isLoaded"),
                          InstanceMethod<&Runtime::JS_modulePaths>("modulePaths"),
@@ -144,6 +146,10 @@ Runtime::Runtime(const Napi::CallbackInfo& info) : Napi::ObjectWrap<Runtime>(inf
   Napi::Value conversion = options.Get("conversionLimit");
   core_->conversion_limit = conversion.IsNumber() ? static_cast<size_t>(conversion.As<Napi::Number>().DoubleValue())
                                                   : (opts.memory_limit != 0 ? 4 * opts.memory_limit : size_t{1} << 30);
+  // Before the host exists: its first os.time and every restored deadline
+  // read the offset clock (ms, a finite number lib/options.js checks).
+  Napi::Value offset = options.Get("clockOffsetMs");
+  if (offset.IsNumber()) core_->clock.set_offset_ns(std::llround(offset.As<Napi::Number>().DoubleValue() * 1e6));
   opts.clock = &core_->clock;
   opts.interruptible = true;  // worker.terminate() and process.exit() stop running Lua
   std::string error;
@@ -619,6 +625,15 @@ Napi::Value Runtime::JS_idPrefix(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_keepAlive(const Napi::CallbackInfo& info) {
   if (!core_->closed() && core_->driver) core_->driver->SetKeepAlive(info[0].ToBoolean());
+  return info.Env().Undefined();
+}
+
+Napi::Value Runtime::JS_setClockOffset(const Napi::CallbackInfo& info) {
+  RuntimeCore* core = OpenCore(info.Env());
+  const int64_t ns = std::llround(info[0].As<Napi::Number>().DoubleValue() * 1e6);
+  const int64_t by = ns - core->clock.offset_ns();
+  core->clock.set_offset_ns(ns);
+  core->scheduler->WallClockMoved(by);
   return info.Env().Undefined();
 }
 

@@ -160,7 +160,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // host and scheduler (LuaRuntime) are null once closed. The clock outlives
   // the host, whose os.time reads it even in lua_close's finalizers: every
   // way out, ~RuntimeCore too, frees the host in CloseNow.
-  SystemClock clock;
+  OffsetClock<SystemClock> clock;    // wall offset: the clockOffsetMs option, rt.setClockOffset
   std::unique_ptr<UvDriver> driver;  // closes its handles asynchronously
   const void* jsref_mt[3] = {};      // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;         // JS function settle(key, token, ok, value) for awaited promises

@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 #include "core/base/tick_clock.hpp"
 
@@ -52,6 +53,27 @@ class SystemClock final : public Clock {
 
  private:
   mutable TickClock<SystemTicks> mono_;  // one runtime's, read on its own thread only
+};
+
+// A clock whose wall time is a base clock's plus an offset; monotonic time is
+// the base's. A fleet member sets the offset to its measured difference to
+// PostgreSQL's clock, so a deadline one member records is checked by another
+// against the same time (docs/fleet.md#one-clock). The base is a member, not
+// a pointer: its reads stay direct calls on the hot path.
+template <class Base>
+class OffsetClock final : public Clock {
+ public:
+  template <class... Args>
+  explicit OffsetClock(Args&&... args) : base(std::forward<Args>(args)...) {}
+  int64_t MonoNs() const override { return base.MonoNs(); }
+  int64_t WallNs() const override { return base.WallNs() + offset_ns_; }
+  int64_t offset_ns() const { return offset_ns_; }
+  void set_offset_ns(int64_t ns) { offset_ns_ = ns; }
+
+  Base base;
+
+ private:
+  int64_t offset_ns_ = 0;  // set and read on the runtime's own thread
 };
 
 }  // namespace lua_tasks

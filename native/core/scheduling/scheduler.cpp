@@ -524,6 +524,19 @@ std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
   return clock_->WallNs() + (t.wait_start + t.pending_value - clock_->MonoNs());
 }
 
+void Scheduler::WallClockMoved(int64_t by_ns) {
+  if (by_ns <= 0) return;
+  const int64_t mono = clock_->MonoNs();
+  const int64_t wall = clock_->WallNs();
+  tasks_.ForEach([&](Task& t) {
+    if (t.status != TaskStatus::kWaiting || t.timer == 0) return;
+    if (t.wait != WaitKind::kUntilTime && t.wait != WaitKind::kUntilNext) return;
+    timers_.Cancel(t.timer, reinterpret_cast<uintptr_t>(&t));
+    ArmTimer(&t, mono + std::clamp<int64_t>(t.wall_deadline - wall, 0, kWallRecheckNs));
+  });
+  if (batch_ == 0) hooks_->OnScheduleChange();
+}
+
 void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
   // The entry names the Task itself (no lookup when it fires): every wait's
   // entry is cancelled in ClearWait, before the task can end.

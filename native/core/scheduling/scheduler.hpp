@@ -193,6 +193,11 @@ class Scheduler {
   // deadline is monotonic: it is read against the wall clock now, so it moves
   // if the wall clock is set while the task waits (the wait itself does not).
   std::optional<int64_t> WaitEndsWallNs(const Task& t) const;
+  // The wall clock was set by `by_ns` (the embedder changed its offset).
+  // Forward, every UNTIL_TIME / UNTIL_NEXT wait is re-armed by its deadline
+  // (its timer would fire late by by_ns); back, nothing: a timer that fires
+  // early re-arms itself (RunTimers).
+  void WallClockMoved(int64_t by_ns);
   // The same into buf, kIdLength bytes (no allocation: ids are pushed on
   // every tasks.start).
   size_t FormatId(uint64_t key, char* buf) const;

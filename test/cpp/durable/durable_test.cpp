@@ -148,11 +148,11 @@ class DurableTest : public ::testing::Test {
     LuaRuntime rt;
     Hooks hooks;
   };
-  std::unique_ptr<Life> Open(const std::string& source) {
+  std::unique_ptr<Life> Open(const std::string& source, const Clock* on = nullptr) {
     auto life = std::make_unique<Life>();
     LuaHostOptions o;
     std::string error;
-    EXPECT_TRUE(life->rt.Assemble(o, &clock, &life->hooks, &error)) << error;
+    EXPECT_TRUE(life->rt.Assemble(o, on != nullptr ? on : &clock, &life->hooks, &error)) << error;
     life->hooks.sched = life->rt.scheduler.get();
     life->rt.scheduler->set_durable_ok(true);
     Run(life.get(), "log = {} function note(s) log[#log + 1] = s end " + source);
@@ -255,6 +255,50 @@ TEST_F(DurableTest, ARestoredTaskWaitsAgainWithItsFirstDeadline) {
   Advance(second.get(), 200'000'000);
   EXPECT_EQ(Log(second.get()), "woke 10.1");  // counted from the yield in the first life
   EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
+}
+
+// Another member's clock: the fixture's, its wall `skew` ahead (behind if
+// negative). Its monotonic clock is its own, as another process's is.
+class SkewedClock final : public Clock {
+ public:
+  SkewedClock(const FakeClock& real, int64_t skew) : real_(real), skew_(skew) {}
+  int64_t MonoNs() const override { return real_.mono + 777 * kSec; }
+  int64_t WallNs() const override { return real_.wall + skew_; }
+
+ private:
+  const FakeClock& real_;
+  int64_t skew_;
+};
+
+// A durable FOR recorded on one member's clock and replayed on another's,
+// 4 s ahead: on its own wall clock it is due 4 s early; with the offset that
+// puts it on the first member's (both on PostgreSQL's), at its deadline.
+TEST_F(DurableTest, ADeadlineReplayedOnAClockSetToTheSameTimeIsKept) {
+  const char* src = R"(
+    function f()
+      coroutine.yield("FOR", 10, "SECONDS")
+      note("woke")
+    end)";
+  for (const bool corrected : {false, true}) {
+    SCOPED_TRACE(corrected ? "offset set" : "own wall clock");
+    store.clear();
+    std::string id;
+    {
+      auto first = Open(src);
+      id = StartNew(first.get(), "f");
+      Advance(first.get(), 4 * kSec);
+    }  // its member goes; 6 s are left
+    OffsetClock<SkewedClock> ahead(clock, 4 * kSec);
+    if (corrected) ahead.set_offset_ns(-4 * kSec);
+    auto second = Open(src, &ahead);
+    Restore(second.get(), id, "f");
+    Advance(second.get(), 2 * kSec + 100'000'000);
+    EXPECT_EQ(Log(second.get()), corrected ? "" : "woke");  // uncorrected: 4 s early
+    Advance(second.get(), 3 * kSec + 800'000'000);
+    EXPECT_EQ(Log(second.get()), corrected ? "" : "woke");
+    Advance(second.get(), 200'000'000);
+    EXPECT_EQ(Log(second.get()), "woke");
+  }
 }
 
 TEST_F(DurableTest, AStepRunsOnceAndItsResultsReplay) {
