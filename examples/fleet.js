@@ -56,7 +56,7 @@ async function serve(port, schema) {
         let body = '';
         for await (const chunk of req) body += chunk;
         const id = await member.spawn(room[1], 'room', { key: 'main' });
-        reply(res, 200, { sent: await member.send(room[1], id, body) });
+        reply(res, 200, { sent: await member.sendDurable(room[1], id, body) });
       } else {
         reply(res, 200, await member.call(room[1], 'history'));
       }

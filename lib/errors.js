@@ -61,6 +61,9 @@ class TaskError extends LuaTasksError {}
 /** A store that refuses: the name is owned elsewhere, the snapshot is corrupt, or the store does not answer. */
 class StoreError extends LuaTasksError {}
 
+/** A fleet operation by name that no member answered in time. */
+class FleetError extends LuaTasksError {}
+
 /**
  * A task stopped through its AbortSignal, shaped as Node's own AbortError:
  * `name` 'AbortError', `code` 'ABORT_ERR', `cause` the signal's reason. Not a
@@ -86,6 +89,7 @@ const classes = {
   RuntimeClosedError,
   TaskError,
   StoreError,
+  FleetError,
   AbortError,
 };
 for (const Cls of Object.values(classes)) {
@@ -113,7 +117,7 @@ const byCode = {
   ERR_STORE_LOCKED: StoreError,
   ERR_STORE_CORRUPT: StoreError,
   ERR_STORE_TIMEOUT: StoreError,
-  ERR_FLEET_TIMEOUT: StoreError,
+  ERR_FLEET_TIMEOUT: FleetError,
   ERR_STORE_LIMIT: StoreError,
 };
 

@@ -174,6 +174,19 @@ export interface StoreBatch {
   writes?: { space?: 1 | 2 | 3; key: string; value: Uint8Array | null }[];
 }
 
+/**
+ * A store that keeps keyed values (tasks.store, durable tasks' journals and
+ * inboxes) as well as snapshots: what Runtime.open needs for them. Both
+ * stores shipped implement it; a store of your own may (docs/persistence.md).
+ */
+export interface KeyedStore extends Store {
+  readonly spaces: readonly number[];
+  /** Durable before it resolves; all or nothing; refused (ERR_STORE_LOCKED) unless `batch.token` is the owner's. */
+  write(batch: StoreBatch): Promise<void>;
+  /** Synchronous reads of one held name's committed keyed values. */
+  reader(name: string): StoreReader;
+}
+
 /** Synchronous keyed reads of one name's values; they see what was committed. */
 export interface StoreReader {
   /** The value's bytes (a codec snapshot), or null. Throws ERR_STORE_CORRUPT for a value whose checksum fails. */
@@ -188,7 +201,7 @@ export interface StoreReader {
  * `<name>.lock`). The batches written in one loop turn through one store
  * object share one transaction and one fsync.
  */
-export class DirectoryStore implements Store {
+export class DirectoryStore implements KeyedStore {
   constructor(dir: string);
   readonly dir: string;
   /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
@@ -233,7 +246,7 @@ export interface PostgresStoreOptions {
  * batches written in one loop turn share one transaction. Readers answer from
  * the name's keyed rows loaded at acquire, so a held name's keyed data is in memory.
  */
-export class PostgresStore implements Store {
+export class PostgresStore implements KeyedStore {
   constructor(options: PostgresStoreOptions);
   /** [1, 2, 3]: tasks.store, durable tasks' journals and inboxes. */
   readonly spaces: readonly number[];
@@ -300,6 +313,8 @@ export class Member extends EventEmitter {
   /** Starts a durable task in runtime `name` wherever it is; resolves with its id once its start is durable. */
   spawn(name: string, entry: string, options?: { key?: string; args?: unknown[] }): Promise<string>;
   /** rt.sendDurable there: true once the message is durable; false for an unknown or ended task. */
+  sendDurable(name: string, id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
+  /** Alias of sendDurable. */
   send(name: string, id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
   resume(name: string, id: string, ...values: unknown[]): Promise<boolean>;
   /** rt.cancel there, durable before it resolves. */
@@ -331,6 +346,22 @@ export class Member extends EventEmitter {
   };
   /** Closes every runtime hosted here and hands the names to the other members. Idempotent. */
   leave(): Promise<void>;
+  /** A name became hosted here: an operation asked for it, its timer was due, or its holder was gone. */
+  on(
+    event: 'activate',
+    listener: (e: { name: string; token: number; reason: 'call' | 'due' | 'takeover'; ms: number }) => void,
+  ): this;
+  /** A hosted name was closed until its next timer or operation (wakeAt: ms since the epoch, or null). */
+  on(event: 'hibernate', listener: (e: { name: string; wakeAt: number | null }) => void): this;
+  /** A hosted name's lease was lost (another member took it over); its runtime was closed. */
+  on(event: 'lost', listener: (e: { name: string; token: number }) => void): this;
+  /** A request this member routed was answered by the holder. */
+  on(event: 'route', listener: (e: { name: string; op: string; ms: number }) => void): this;
+  /** A hosted name's store writes began to fail transiently, or landed again. */
+  on(event: 'storehealth', listener: (e: StoreHealth & { name: string }) => void): this;
+  /** A failure in the background (a process warning without a listener). */
+  on(event: 'error', listener: (error: Error) => void): this;
+  on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
 export const Fleet: {
@@ -455,6 +486,13 @@ export class AbortError extends Error {
 export class StoreError extends LuaTasksError {
   /** ERR_STORE_LOCKED: who holds the name. */
   holder?: { pid: number; host: string; since?: string };
+}
+/** A fleet operation by name that no member answered in time (ERR_FLEET_TIMEOUT). */
+export class FleetError extends LuaTasksError {
+  /** The runtime's name the operation was for. */
+  runtime: string;
+  /** The operation: 'spawn', 'send', 'resume', 'cancel', 'call' or 'task'. */
+  op: string;
 }
 export interface CronNextOptions {
   /** Times strictly after this (sub-seconds dropped). @default new Date() */

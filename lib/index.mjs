@@ -18,6 +18,7 @@ export const {
   RuntimeClosedError,
   TaskError,
   StoreError,
+  FleetError,
   AbortError,
 } = lib;
 export default lib;

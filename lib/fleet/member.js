@@ -239,8 +239,13 @@ class Member extends EventEmitter {
   }
 
   /** rt.sendDurable in the runtime `name`: resolves true once the message is durable. */
-  send(name, id, ...values) {
+  sendDurable(name, id, ...values) {
     return this.#op(name, 'send', { id, values });
+  }
+
+  /** Alias of sendDurable. */
+  send(name, id, ...values) {
+    return this.sendDurable(name, id, ...values);
   }
 
   /** rt.resume in the runtime `name`. */
@@ -367,7 +372,7 @@ class Member extends EventEmitter {
           claimedBy
             ? `The ${op} of "${name}" was claimed by another member (${claimedBy}), which did not answer within ${this.#o.routeTimeoutMs} ms: it may still be served there, and nowhere else.`
             : `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
-          { name, op },
+          { runtime: name, op },
         );
       }
       await sleep(delay); // being taken over: its holder record is not there yet
@@ -636,7 +641,7 @@ function unclaimable(name, op) {
   return makeError(
     'ERR_FLEET_TIMEOUT',
     `The ${op} of "${name}" was sent to a member that did not acknowledge it, and its request record is gone (its deadline passed, or PostgreSQL restarted): it was not run here, and may have run there.`,
-    { name, op },
+    { runtime: name, op },
   );
 }
 

@@ -57,6 +57,7 @@ test('the package exports its public names, each declared in index.d.ts, and no 
     'CronSyntaxError',
     'DirectoryStore',
     'Fleet',
+    'FleetError',
     'LuaError',
     'LuaTasksError',
     'Member',

@@ -3,7 +3,7 @@
 'use strict';
 const path = require('node:path');
 const { spawn } = require('node:child_process');
-const { Fleet } = require('../../..');
+const { Fleet, FleetError } = require('../../..');
 const { describePg, createDatabase, query } = require('../pg-helpers');
 const { sleep } = require('../helpers');
 const { FLEET_LUA } = require('../fixtures/fleet-lua');
@@ -286,6 +286,26 @@ describePg('Fleet on PostgreSQL', () => {
     // Tokens: the child's were 1, b's are higher.
     for (const e of log) expect(e.token).toBeGreaterThan(1);
     expect(log.every((e) => e.reason === 'takeover')).toBe(true);
+  });
+
+  test('an operation its holder does not answer in time rejects with a FleetError naming the runtime and the operation', async () => {
+    const child = spawnMember({
+      url: db.url,
+      schema,
+      leaseMs: 20000,
+      spawn: [{ name: 'deaf', entry: 'sleeper', key: 'd', args: [60, 'd'] }],
+    });
+    children.push(child.p);
+    await child.waitFor(/^ready /);
+    child.p.kill('SIGSTOP'); // holds its lease and its sessions, answers nothing
+    try {
+      const a = await join({ routeTimeoutMs: 1500 });
+      const err = await a.call('deaf', 'done_count', 'd').catch((e) => e);
+      expect(err).toBeInstanceOf(FleetError);
+      expect(err).toMatchObject({ name: 'FleetError', code: 'ERR_FLEET_TIMEOUT', runtime: 'deaf', op: 'call' });
+    } finally {
+      child.p.kill('SIGKILL');
+    }
   });
 
   // A member on a Worker thread hosting `name`: 'block <ms>' busies its loop,
