@@ -8,6 +8,7 @@ const v8 = require('node:v8');
 const binding = require('../binding');
 const { makeError, quote, typeName, invalidType } = require('../errors');
 const { nearest } = require('../nearest');
+const { checkNumber } = require('../validate');
 
 /**
  * Every option `new Runtime()` takes. The Options table in docs/api.md, the
@@ -64,14 +65,8 @@ function defaultPrint(line) {
  */
 function conversionLimitOf(given, memoryLimit) {
   if (given !== undefined) {
-    if (typeof given !== 'number') throw invalidType('options.conversionLimit', 'a number of bytes', given);
-    if (!Number.isSafeInteger(given) || given < 0) {
-      throw makeError(
-        'ERR_OUT_OF_RANGE',
-        `The "options.conversionLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no cap). Received ${typeName(given)}.`,
-      );
-    }
-    return given;
+    const range = { unit: 'bytes', min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, note: '0 = no cap' };
+    return checkNumber('options.conversionLimit', given, range);
   }
   if (memoryLimit) return Math.min(4 * memoryLimit, Number.MAX_SAFE_INTEGER);
   return Math.floor(v8.getHeapStatistics().heap_size_limit / 4);
@@ -105,15 +100,8 @@ function persistLimitsOf(options, memoryLimit) {
       out[name] = memoryLimit ? Math.min(memoryLimit, UNLIMITED[name]) : UNLIMITED[name];
       continue;
     }
-    if (typeof v !== 'number') throw invalidType(`options.${name}`, 'a number of bytes', v);
     const max = name === 'maxValueBytes' ? MAX_ENCODED_VALUE : Number.MAX_SAFE_INTEGER;
-    if (!Number.isSafeInteger(v) || v < 1 || v > max) {
-      throw makeError(
-        'ERR_OUT_OF_RANGE',
-        `The "options.${name}" option must be a positive integer number of bytes up to ${max === MAX_ENCODED_VALUE ? '2^30' : '2^53 - 1'}. Received ${typeName(v)}.`,
-      );
-    }
-    out[name] = v;
+    out[name] = checkNumber(`options.${name}`, v, { unit: 'bytes', min: 1, max, integer: true });
   }
   return out;
 }
@@ -124,20 +112,13 @@ const MAX_CLOCK_OFFSET_MS = 365 * 86400 * 1000;
 /**
  * A clock offset (the clockOffsetMs option, rt.setClockOffset's argument) checked.
  * @param {string} name how the message names it
- * @param {'option'|'argument'} noun
  * @param {unknown} v
  * @returns {number} ms
  * @throws {TypeError|RangeError}
  */
-function clockOffsetOf(name, noun, v) {
-  if (typeof v !== 'number') throw invalidType(name, 'a number of milliseconds', v);
-  if (!Number.isFinite(v) || Math.abs(v) > MAX_CLOCK_OFFSET_MS) {
-    throw makeError(
-      'ERR_OUT_OF_RANGE',
-      `The "${name}" ${noun} must be a finite number of milliseconds from -${MAX_CLOCK_OFFSET_MS} to ${MAX_CLOCK_OFFSET_MS} (a year). Received ${typeName(v)}.`,
-    );
-  }
-  return v;
+function clockOffsetOf(name, v) {
+  const range = { unit: 'milliseconds', min: -MAX_CLOCK_OFFSET_MS, max: MAX_CLOCK_OFFSET_MS, note: 'a year' };
+  return checkNumber(name, v, range);
 }
 
 function normalizeOptions(options) {
@@ -148,13 +129,7 @@ function normalizeOptions(options) {
   for (const key of ['timeSlice', 'taskTimeout']) {
     const v = options[key];
     if (v === undefined) continue;
-    if (typeof v !== 'number' || !Number.isFinite(v) || v <= 0 || v > 2 ** 31) {
-      throw makeError(
-        'ERR_OUT_OF_RANGE',
-        `The "options.${key}" option must be a positive number of milliseconds. Received ${typeName(v)}.`,
-      );
-    }
-    out[key] = v;
+    out[key] = checkNumber(`options.${key}`, v, { unit: 'milliseconds', above: 0, max: 2 ** 31 });
   }
   if (OPEN_OPTIONS.some((k) => options[k] !== undefined) && !options[PERSIST]) {
     throw makeError(
@@ -198,17 +173,11 @@ function normalizeOptions(options) {
     out.timeZone = options.timeZone;
   }
   if (options.mailboxLimit !== undefined) {
-    const v = options.mailboxLimit;
-    if (!Number.isInteger(v) || v < 1 || v > 2 ** 31) {
-      throw makeError(
-        'ERR_OUT_OF_RANGE',
-        `The "options.mailboxLimit" option must be a positive integer number of messages up to 2^31. Received ${typeName(v)}.`,
-      );
-    }
-    out.mailboxLimit = v;
+    const range = { unit: 'messages', min: 1, max: 2 ** 31, integer: true };
+    out.mailboxLimit = checkNumber('options.mailboxLimit', options.mailboxLimit, range);
   }
   if (options.clockOffsetMs !== undefined) {
-    out.clockOffsetMs = clockOffsetOf('options.clockOffsetMs', 'option', options.clockOffsetMs);
+    out.clockOffsetMs = clockOffsetOf('options.clockOffsetMs', options.clockOffsetMs);
   }
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
@@ -247,14 +216,8 @@ function normalizeOptions(options) {
     );
   }
   if (memoryLimit !== undefined) {
-    if (typeof memoryLimit !== 'number') throw invalidType('options.memoryLimit', 'a number of bytes', memoryLimit);
-    if (!Number.isSafeInteger(memoryLimit) || memoryLimit < 0) {
-      throw makeError(
-        'ERR_OUT_OF_RANGE',
-        `The "options.memoryLimit" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no limit). Received ${typeName(memoryLimit)}.`,
-      );
-    }
-    out.memoryLimit = memoryLimit;
+    const range = { unit: 'bytes', min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, note: '0 = no limit' };
+    out.memoryLimit = checkNumber('options.memoryLimit', memoryLimit, range);
   }
   out.conversionLimit = conversionLimitOf(options.conversionLimit, out.memoryLimit);
   Object.assign(out, persistLimitsOf(options, out.memoryLimit));

@@ -5,6 +5,7 @@
 const { toStore, checkName } = require('../store/directory');
 const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const { makeError, typeName, invalidType } = require('../errors');
+const { checkNumber } = require('../validate');
 
 const DEFAULT_STORE_TIMEOUT = 30000;
 // tasks.store's cache of committed values (the storeCacheBytes option).
@@ -12,13 +13,12 @@ const DEFAULT_STORE_CACHE_BYTES = 16 * 1024 * 1024;
 
 function storeTimeoutOf(v) {
   if (v === undefined) return DEFAULT_STORE_TIMEOUT;
-  if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 2 ** 31 - 1) {
-    throw makeError(
-      'ERR_OUT_OF_RANGE',
-      `The "options.storeTimeout" option must be a number of milliseconds from 0 (no bound) to 2147483647. Received ${typeName(v)}.`,
-    );
-  }
-  return v;
+  return checkNumber('options.storeTimeout', v, {
+    unit: 'milliseconds',
+    min: 0,
+    max: 2 ** 31 - 1,
+    note: '0 = no bound',
+  });
 }
 
 // How long a finished durable task's end record is kept (docs/durable.md#retention).
@@ -26,13 +26,11 @@ const DURABLE_RETENTION_DEFAULT = 7 * 24 * 3600 * 1000;
 
 function durableRetentionOf(v) {
   if (v === undefined) return DURABLE_RETENTION_DEFAULT;
-  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "options.durableRetention" option must be a non-negative integer number of milliseconds (0 = a finished durable task's records go at once). Received ${typeName(v)}.`,
-    );
-  }
-  return v;
+  const range = { unit: 'milliseconds', min: 0, max: Number.MAX_SAFE_INTEGER, integer: true };
+  return checkNumber('options.durableRetention', v, {
+    ...range,
+    note: "0 = a finished durable task's records go at once",
+  });
 }
 
 /**
@@ -69,13 +67,8 @@ function storeLimitsOf(store) {
 
 function storeCacheBytesOf(v) {
   if (v === undefined) return DEFAULT_STORE_CACHE_BYTES;
-  if (!Number.isSafeInteger(v) || v < 0) {
-    throw makeError(
-      'ERR_OUT_OF_RANGE',
-      `The "options.storeCacheBytes" option must be a non-negative integer number of bytes up to 2^53 - 1 (0 = no cache). Received ${typeName(v)}.`,
-    );
-  }
-  return v;
+  const range = { unit: 'bytes', min: 0, max: Number.MAX_SAFE_INTEGER, integer: true, note: '0 = no cache' };
+  return checkNumber('options.storeCacheBytes', v, range);
 }
 
 /**

@@ -747,7 +747,7 @@ class Runtime extends EventEmitter {
    */
   setClockOffset(ms) {
     this.#check();
-    this.#clockOffsetMs = clockOffsetOf('ms', 'argument', ms);
+    this.#clockOffsetMs = clockOffsetOf('ms', ms);
     this.#native.setClockOffset(ms);
     return this;
   }

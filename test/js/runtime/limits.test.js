@@ -7,10 +7,27 @@ const { makeRuntime, watchLoop } = require('../helpers');
 test.each([
   ['timeSlice', 0],
   ['timeSlice', -1],
-  ['taskTimeout', 'soon'],
   ['taskTimeout', Infinity],
 ])('option %s = %p is refused with ERR_OUT_OF_RANGE', (key, value) => {
   expect(() => new Runtime({ [key]: value })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+});
+
+test('an option of the wrong type is ERR_INVALID_ARG_TYPE, one of the right type outside its range ERR_OUT_OF_RANGE, for every number option', () => {
+  const numbers = ['memoryLimit', 'conversionLimit', 'timeSlice', 'taskTimeout', 'mailboxLimit', 'clockOffsetMs'];
+  for (const key of [...numbers, 'maxValueBytes', 'maxPendingBytes', 'maxJournalBytes']) {
+    expect(() => new Runtime({ [key]: '5' })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE', name: 'TypeError' }),
+    );
+    expect(() => new Runtime({ [key]: -(2 ** 60) })).toThrow(
+      expect.objectContaining({
+        code: 'ERR_OUT_OF_RANGE',
+        name: 'RangeError',
+        message: expect.stringMatching(
+          new RegExp(`"options.${key}" option must be .* from|more than .*Received number`),
+        ),
+      }),
+    );
+  }
 });
 
 test('spinning tasks are preempted, so a setInterval keeps firing, and taskTimeout kills them', async () => {

@@ -221,8 +221,14 @@ describe('rt.send', () => {
     expect(await task.result).toBe('a');
   });
 
-  test.each([0, -1, 1.5, '10', 2 ** 32])('mailboxLimit %p is refused', (v) => {
+  test.each([0, -1, 1.5, 2 ** 32])('mailboxLimit %p is refused', (v) => {
     expect(() => new Runtime({ mailboxLimit: v })).toThrow(expect.objectContaining({ code: 'ERR_OUT_OF_RANGE' }));
+  });
+
+  test('mailboxLimit "10" is refused as a wrong type', () => {
+    expect(() => new Runtime({ mailboxLimit: '10' })).toThrow(
+      expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE' }),
+    );
   });
 });
 

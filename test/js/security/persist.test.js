@@ -230,10 +230,10 @@ describe('limits are refused at the Lua call, alone (ERR_STORE_LIMIT)', () => {
 
   test('bad limit options say what was wrong', () => {
     expect(() => new Runtime({ maxValueBytes: 0 })).toThrow(
-      /"options.maxValueBytes" option must be a positive integer/,
+      /"options.maxValueBytes" option must be an integer number of bytes from 1 to 2\^30/,
     );
     expect(() => new Runtime({ maxJournalBytes: 'lots' })).toThrow(/options.maxJournalBytes/);
-    expect(() => new Runtime({ maxValueBytes: 2 ** 31 })).toThrow(/up to 2\^30/);
+    expect(() => new Runtime({ maxValueBytes: 2 ** 31 })).toThrow(/from 1 to 2\^30/);
   });
 });
 

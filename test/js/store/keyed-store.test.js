@@ -325,11 +325,14 @@ test('big values and many keys round-trip', async () => {
 });
 
 test('storeCacheBytes is checked', async () => {
-  for (const v of [-1, 1.5, '1', Infinity]) {
+  for (const v of [-1, 1.5, Infinity]) {
     await expect(Runtime.open({ name: 'x', store: memoryV2Store(), storeCacheBytes: v })).rejects.toMatchObject({
       code: 'ERR_OUT_OF_RANGE',
     });
   }
+  await expect(Runtime.open({ name: 'x', store: memoryV2Store(), storeCacheBytes: '1' })).rejects.toMatchObject({
+    code: 'ERR_INVALID_ARG_TYPE',
+  });
 });
 
 test('while a write is in flight its values are read, and newer writes wait for the next batch', async () => {
