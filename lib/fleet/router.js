@@ -199,6 +199,10 @@ class FleetRouter {
         answer = this.#take(msg, key, claimed);
         this.#served.set(key, answer);
         setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
+      } else {
+        // A repeat's acknowledgement: nothing waits for it here, and its
+        // write failing (the server restarting) must not go unheard.
+        claimed.catch((e) => this.#onError(e));
       }
       answer.then((text) => text && this.#notify(msg.from, text)).catch((e) => this.#onError(e));
     }
@@ -380,6 +384,10 @@ class FleetRouter {
       );
       this.#pending.set(id, { resolve, reject, timer, ackTimer });
     });
+    // It may time out while its NOTIFY is still being written (the server
+    // slow or restarting), before anyone awaits it: the caller hears of it
+    // when it is returned below, or hears the write's failure instead.
+    answered.catch(() => {});
     try {
       const also = first ? { open: { id: `${this.#channel} ${id}`, ms: timeoutMs } } : {};
       await this.#notify(channelOf(to), text, also);
