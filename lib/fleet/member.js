@@ -26,7 +26,7 @@
 
 const { EventEmitter } = require('node:events');
 const { Runtime } = require('../runtime/runtime');
-const { PostgresStore } = require('../store/postgres');
+const { PostgresStore, hearPool } = require('../store/postgres');
 const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
 const { makeError, typeName } = require('../errors');
@@ -159,7 +159,7 @@ class Member extends EventEmitter {
     const o = this.#o;
     this.#pg = require('pg');
     this.#pool = new this.#pg.Pool({ connectionString: o.connectionString, max: o.max || 10, allowExitOnIdle: true });
-    this.#pool.on('error', () => {});
+    hearPool(this.#pool); // its clients' errors too: an unheard one kills the process
     this.#store = new PostgresStore({ pool: this.#pool, schema: o.schema, leaseMs: o.leaseMs });
     // The store's schema and leases table, then the wake index beside them.
     await this.#store.ready();
