@@ -298,7 +298,10 @@ class Member extends EventEmitter {
             }
           }
           h.lastUsed = Date.now();
-          return execute(h.rt, op, args);
+          const r = await this.#run(name, h, op, args);
+          if (!r.moved) return r.value;
+          if (sent) await this.#router.unclaim(requestId); // not run: whoever hosts it now claims it
+          continue;
         }
         if (h) {
           await h.settled;
@@ -374,8 +377,26 @@ class Member extends EventEmitter {
     const now = this.#hosted.get(req.name);
     if (!now || now.state !== 'active') return { moved: true };
     now.lastUsed = Date.now();
+    const r = await this.#run(req.name, now, req.op, req.args);
+    if (r.moved) return r;
     this.#stats.served++;
-    return execute(now.rt, req.op, req.args);
+    return r.value;
+  }
+
+  // Runs an operation on a runtime hosted here: { value }, or { moved } when
+  // the runtime turned out not to hold the name. An answer of "no such task"
+  // (false, null) changes nothing, so no fence refuses it; a runtime whose
+  // name was taken over before it knew (its lock session ended, the member
+  // paused) would give it for a task the new holder started, and a send
+  // answered false is a message lost. So the lease is read before such an
+  // answer: not this token's any more, the runtime is dropped and the
+  // operation goes where the name is now.
+  async #run(name, h, op, args) {
+    const value = await execute(h.rt, op, args);
+    const none = op === 'task' ? value === null || value === undefined : value === false && op !== 'call';
+    if (!none || (await this.#wake.holds(this.#pool, name, h.token))) return { value };
+    if (this.#hosted.get(name) === h) this.#drop(name, h);
+    return { moved: true };
   }
 
   // ------------------------------------------------------------ hosting

@@ -321,6 +321,14 @@ class FleetRouter {
     return { ok: false, by: rows[0].by || null };
   }
 
+  /** Gives back this member's claim of a request it asked and did not run: whoever hosts the name may run it. */
+  async unclaim(id) {
+    await this.#pool.query(
+      `UPDATE ${this.#requests} SET claimed_by = NULL, at = now() WHERE id = $1 AND claimed_by = $2`,
+      [`${this.#channel} ${id}`, this.#storeId],
+    );
+  }
+
   /** Requests whose member claims were lost to another (not run here). */
   get claimsLost() {
     return this.#claimsLost;
