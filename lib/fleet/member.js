@@ -411,10 +411,16 @@ class Member extends EventEmitter {
     });
     this.#hosted.set(name, entry);
     const start = Date.now();
+    // Open and not yet active: closed if the activation fails, or its lease
+    // would be renewed by the store for a runtime nobody here serves (every
+    // request answered "moved", the name stuck until the member leaves).
+    let opened = null;
     try {
       const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
       const rt = await Runtime.open({ ...extra, name, store: this.#store });
+      opened = rt;
       if (this.#left) {
+        opened = null;
         await rt.close(); // left meanwhile: leave() saw this activation pending and waits for it
         this.#checkOpen();
       }
@@ -429,18 +435,21 @@ class Member extends EventEmitter {
       entry.token = lease ? lease.token : 0;
       if (!lease || !(await this.#wake.active(this.#pool, name, entry.token))) {
         // Taken over between the open and now: not ours after all.
+        opened = null;
         rt.closeSync();
         throw makeError('ERR_STORE_LOCKED', `Runtime "${name}" was taken over while it was being activated here.`, {
           holder: null,
         });
       }
       entry.state = 'active';
+      opened = null;
       this.#routes.delete(name);
       this.#stats.activations++;
       if (reason === 'takeover') this.#stats.takeovers++;
       this.emit('activate', { name, token: entry.token, reason, ms: Date.now() - start });
       return rt;
     } catch (e) {
+      if (opened) opened.closeSync(); // its wake row's write failed (the server restarting, say)
       if (this.#hosted.get(name) === entry) this.#hosted.delete(name);
       throw e;
     } finally {
