@@ -411,9 +411,9 @@ describePg('Fleet chaos', () => {
           }
         })();
         for (;;) {
-          await sleep(
-            TERMINATE_EVERY_MS[0] + Math.floor(Math.random() * (TERMINATE_EVERY_MS[1] - TERMINATE_EVERY_MS[0])),
-          );
+          const every =
+            TERMINATE_EVERY_MS[0] + Math.floor(Math.random() * (TERMINATE_EVERY_MS[1] - TERMINATE_EVERY_MS[0]));
+          await sleep(Math.min(every, Math.max(0, chaosStart + SECONDS * 1000 - Date.now()))); // not past the chaos
           if (chaosOver()) break;
           const n = await terminate('chaos\\_m%');
           if (n === null) fig.terminationsRefused++;
