@@ -30,7 +30,7 @@
 
 const { EventEmitter } = require('node:events');
 const { Runtime } = require('../runtime/runtime');
-const { PostgresStore, isTransient } = require('../store/postgres');
+const { PostgresStore, isTransient, hearPool } = require('../store/postgres');
 const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
 const { FleetClock } = require('./clock');
@@ -175,7 +175,7 @@ class Member extends EventEmitter {
     const o = this.#o;
     this.#pg = require('pg');
     this.#pool = new this.#pg.Pool({ connectionString: o.connectionString, max: o.max || 10, allowExitOnIdle: true });
-    this.#pool.on('error', () => {});
+    hearPool(this.#pool); // its clients' errors too: an unheard one kills the process
     this.#store = new PostgresStore({ pool: this.#pool, schema: o.schema, leaseMs: o.leaseMs });
     // The store's schema and leases table, then the wake index beside them.
     await this.#store.ready();
@@ -320,7 +320,10 @@ class Member extends EventEmitter {
             }
           }
           h.lastUsed = Date.now();
-          return execute(h.rt, op, args);
+          const r = await this.#run(name, h, op, args);
+          if (!r.moved) return r.value;
+          if (sent) await this.#router.unclaim(requestId); // not run: whoever hosts it now claims it
+          continue;
         }
         if (h) {
           await h.settled;
@@ -396,8 +399,26 @@ class Member extends EventEmitter {
     const now = this.#hosted.get(req.name);
     if (!now || now.state !== 'active') return { moved: true };
     now.lastUsed = Date.now();
+    const r = await this.#run(req.name, now, req.op, req.args);
+    if (r.moved) return r;
     this.#stats.served++;
-    return execute(now.rt, req.op, req.args);
+    return r.value;
+  }
+
+  // Runs an operation on a runtime hosted here: { value }, or { moved } when
+  // the runtime turned out not to hold the name. An answer of "no such task"
+  // (false, null) changes nothing, so no fence refuses it; a runtime whose
+  // name was taken over before it knew (its lock session ended, the member
+  // paused) would give it for a task the new holder started, and a send
+  // answered false is a message lost. So the lease is read before such an
+  // answer: not this token's any more, the runtime is dropped and the
+  // operation goes where the name is now.
+  async #run(name, h, op, args) {
+    const value = await execute(h.rt, op, args);
+    const none = op === 'task' ? value === null || value === undefined : value === false && op !== 'call';
+    if (!none || (await this.#wake.holds(this.#pool, name, h.token))) return { value };
+    if (this.#hosted.get(name) === h) this.#drop(name, h);
+    return { moved: true };
   }
 
   // ------------------------------------------------------------ hosting
@@ -412,10 +433,16 @@ class Member extends EventEmitter {
     });
     this.#hosted.set(name, entry);
     const start = Date.now();
+    // Open and not yet active: closed if the activation fails, or its lease
+    // would be renewed by the store for a runtime nobody here serves (every
+    // request answered "moved", the name stuck until the member leaves).
+    let opened = null;
     try {
       const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
       const rt = await Runtime.open({ ...extra, name, store: this.#store, clockOffsetMs: this.#clock.offsetMs });
+      opened = rt;
       if (this.#left) {
+        opened = null;
         await rt.close(); // left meanwhile: leave() saw this activation pending and waits for it
         this.#checkOpen();
       }
@@ -430,6 +457,7 @@ class Member extends EventEmitter {
       entry.token = lease ? lease.token : 0;
       if (!lease || !(await this.#wake.active(this.#pool, name, entry.token))) {
         // Taken over between the open and now: not ours after all.
+        opened = null;
         rt.closeSync();
         throw makeError('ERR_STORE_LOCKED', `Runtime "${name}" was taken over while it was being activated here.`, {
           holder: null,
@@ -438,12 +466,14 @@ class Member extends EventEmitter {
       entry.state = 'active';
       entry.offsetMs = this.#clock.offsetMs;
       rt.setClockOffset(entry.offsetMs); // measured again while it opened
+      opened = null;
       this.#routes.delete(name);
       this.#stats.activations++;
       if (reason === 'takeover') this.#stats.takeovers++;
       this.emit('activate', { name, token: entry.token, reason, ms: Date.now() - start });
       return rt;
     } catch (e) {
+      if (opened) opened.closeSync(); // its wake row's write failed (the server restarting, say)
       if (this.#hosted.get(name) === entry) this.#hosted.delete(name);
       throw e;
     } finally {

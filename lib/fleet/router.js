@@ -199,6 +199,10 @@ class FleetRouter {
         answer = this.#take(msg, key, claimed);
         this.#served.set(key, answer);
         setTimeout(() => this.#served.delete(key), SERVED_KEPT_MS).unref();
+      } else {
+        // A repeat's acknowledgement: nothing waits for it here, and its
+        // write failing (the server restarting) must not go unheard.
+        claimed.catch((e) => this.#onError(e));
       }
       answer.then((text) => text && this.#notify(msg.from, text)).catch((e) => this.#onError(e));
     }
@@ -317,6 +321,14 @@ class FleetRouter {
     return { ok: false, by: rows[0].by || null };
   }
 
+  /** Gives back this member's claim of a request it asked and did not run: whoever hosts the name may run it. */
+  async unclaim(id) {
+    await this.#pool.query(
+      `UPDATE ${this.#requests} SET claimed_by = NULL, at = now() WHERE id = $1 AND claimed_by = $2`,
+      [`${this.#channel} ${id}`, this.#storeId],
+    );
+  }
+
   /** Requests whose member claims were lost to another (not run here). */
   get claimsLost() {
     return this.#claimsLost;
@@ -366,7 +378,7 @@ class FleetRouter {
           makeError(
             'ERR_FLEET_TIMEOUT',
             `The member holding "${body.name}" did not answer its ${body.op} within ${timeoutMs} ms: it may have stopped (its lease then lapses and another member takes the name over) or the request may still be served.`,
-            { name: body.name, op: body.op },
+            { runtime: body.name, op: body.op },
           ),
         );
       }, timeoutMs);
@@ -380,6 +392,10 @@ class FleetRouter {
       );
       this.#pending.set(id, { resolve, reject, timer, ackTimer });
     });
+    // It may time out while its NOTIFY is still being written (the server
+    // slow or restarting), before anyone awaits it: the caller hears of it
+    // when it is returned below, or hears the write's failure instead.
+    answered.catch(() => {});
     try {
       const also = first ? { open: { id: `${this.#channel} ${id}`, ms: timeoutMs } } : {};
       await this.#notify(channelOf(to), text, also);

@@ -49,6 +49,12 @@ class WakeIndex {
     return `EXISTS (SELECT 1 FROM ${this.#t.leases} l WHERE l.name = ${nameParam} AND l.token = ${tokenParam} AND l.holder IS NOT NULL)`;
   }
 
+  /** Whether `token` holds the name's lease now (read only). @returns {Promise<boolean>} */
+  async holds(pool, name, token) {
+    const { rows } = await pool.query(`SELECT ${this.#fence('$1', '$2')} AS held`, [name, token]);
+    return rows[0].held === true;
+  }
+
   /** The holder of `token` made the name active. @returns {Promise<boolean>} whether its token still held it */
   async active(pool, name, token) {
     const { rowCount } = await pool.query(

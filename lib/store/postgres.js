@@ -471,7 +471,7 @@ class PostgresStore {
     // given with no listener gets one too: an unheard 'error' of one of the
     // store's idle connections would kill the process.
     if (this.#ownPool || (typeof this.#pool.listenerCount === 'function' && this.#pool.listenerCount('error') === 0)) {
-      if (typeof this.#pool.on === 'function') this.#pool.on('error', () => {});
+      hearPool(this.#pool);
     }
     // A session of the store's open transaction (its holder paused: SIGSTOP,
     // a long GC) is ended by PostgreSQL after this, so its row locks never
@@ -1372,4 +1372,20 @@ class PostgresStore {
   }
 }
 
-module.exports = { PostgresStore, isTransient };
+/**
+ * Makes every 'error' of a pool and of its clients heard. A client checked
+ * out has no listener of the pool's: node-pg (8.x) hands it over from inside
+ * the socket read that completed its connection, and a server's "terminating
+ * connection" (a restart, pg_terminate_backend) in that same read is emitted
+ * before whoever checked it out can listen, which would kill the process. So
+ * each client gets a listener of its own as it connects; its failure still
+ * reaches the checkout (its queries fail, it is released broken).
+ * @param {import('pg').Pool} pool
+ */
+function hearPool(pool) {
+  if (typeof pool.on !== 'function') return;
+  pool.on('error', () => {});
+  pool.on('connect', (client) => client.on('error', () => {}));
+}
+
+module.exports = { PostgresStore, isTransient, hearPool };

@@ -107,10 +107,12 @@ async function query(dbUrl, text, values) {
  * temp directory, on a free port, run as the `postgres` user when this
  * process is root (PostgreSQL refuses to run as root). `stop()` stops it and
  * removes its directory.
+ * @param {{ maxConnections?: number }} [options] maxConnections: the server's
+ *   max_connections (default 40; a fleet of several members needs more)
  * @returns {Promise<{ url: string, port: number, dir: string, restart(mode?: string): Promise<void>,
  *   stop(): Promise<void> }>} url: a database `lua_tasks` of role `lua_tasks`
  */
-async function privateCluster() {
+async function privateCluster({ maxConnections = 40 } = {}) {
   const fs = require('node:fs');
   const os = require('node:os');
   const path = require('node:path');
@@ -145,7 +147,7 @@ async function privateCluster() {
   as('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
   fs.appendFileSync(
     path.join(data, 'postgresql.conf'),
-    `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = 40\nshared_buffers = 16MB\n`,
+    `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = ${maxConnections}\nshared_buffers = 16MB\n`,
   );
   const ctl = (args) => as('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', ...args]);
   ctl(['start']);

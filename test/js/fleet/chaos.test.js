@@ -31,10 +31,22 @@
 // A paused member drops its names by its own clock as it wakes, before its
 // runtimes run again, so PostgreSQL rarely refuses a batch here
 // (fencedBatches counts them, from the members' instrumented stores).
+//
+// The database fails too. The fleet runs on a PostgreSQL cluster of the
+// test's own (never the shared server), which is restarted twice during the
+// chaos (pg_ctl restart, -m fast then -m immediate: a crash, whose recovery
+// empties the unlogged requests table), and every few seconds every session
+// of every member is ended (pg_terminate_backend: the lock sessions too, so
+// names move at once). Three times a holder is paused while routed sends to
+// its names wait for its acknowledgement: messages held back for its names
+// are sent at once through other members, which take the names over and
+// serve them; half the time its sessions are ended as well (its names move
+// while its lease still runs by its clock). The same checks hold, and each
+// of these faults is counted, so a run that made none of them fails.
 
 const path = require('node:path');
 const { fork } = require('node:child_process');
-const { describePg, createDatabase, query } = require('../pg-helpers');
+const { describePg, privateCluster, query } = require('../pg-helpers');
 const { sleep } = require('../helpers');
 
 const MEMBER = path.join(__dirname, '..', 'fixtures', 'fleet-chaos-member.js');
@@ -56,6 +68,21 @@ const SETTLE_MS = 90000; // after the chaos: everything finishes within this
 const REQUEST_TIMEOUT_MS = 30000; // a member's answer to the driver (routing gives up after ROUTE_TIMEOUT_MS)
 const SCHEMA = 'chaos';
 const VERBOSE = process.env.LUA_TASKS_CHAOS_VERBOSE === '1';
+
+// ------------------------------------------------------------ database and mid-acknowledgement faults
+// When, as fractions of the chaos: restarts of the server, and pauses of a holder mid-acknowledgement.
+const RESTARTS = [
+  { at: 0.3, mode: 'fast' },
+  { at: 0.75, mode: 'immediate' },
+];
+const TERMINATE_EVERY_MS = [3000, 5000];
+const MID_ACK_AT = [0.2, 0.45, 0.6];
+const MID_ACK_SENDS = 4; // messages held back for the paused holder's names, sent at once
+const MID_ACK_PAUSE_MS = [1500, 2500]; // past a lease: the askers take its names over
+const MID_ACK_SESSION_END_MS = 200; // the requests are out, unacknowledged (the router waits 500 ms)
+const MAX_CONNECTIONS = 200; // members' pools, a paused member's and a killed one's sessions not yet ended
+// The sessions of member `label` (or of every member) carry this application_name.
+const appOf = (label) => `chaos_${label.replace('.', '_')}`;
 
 function envInt(key, dflt) {
   const v = process.env[key];
@@ -101,21 +128,24 @@ function gate(n) {
 }
 
 describePg('Fleet chaos', () => {
+  let cluster;
   let db;
   const procs = new Set();
   let progress = null; // the progress lines of LUA_TASKS_CHAOS_VERBOSE=1
 
   beforeAll(async () => {
-    db = await createDatabase();
-  });
+    cluster = await privateCluster({ maxConnections: MAX_CONNECTIONS });
+    db = { url: cluster.url };
+  }, 120000);
   afterAll(async () => {
     clearInterval(progress);
     for (const p of procs) p.kill('SIGKILL');
-    if (db) await db.drop();
+    if (cluster) await cluster.stop();
   });
 
   test(
-    `${TASKS} durable tasks on ${MEMBERS} members, one SIGKILLed every few seconds for ${SECONDS} s: ` +
+    `${TASKS} durable tasks on ${MEMBERS} members, one SIGKILLed every few seconds for ${SECONDS} s, ` +
+      'PostgreSQL restarted and its sessions ended, holders paused mid-acknowledgement: ' +
       'every task completes once, every acknowledged message is processed once, no fencing violation',
     async () => {
       const rand = prng(SEED);
@@ -135,6 +165,13 @@ describePg('Fleet chaos', () => {
         fencedBatches: { postgres: new Set(), member: new Set() },
         taskErrors: [],
         pauses: 0,
+        // The database and mid-acknowledgement faults.
+        pgRestarts: [], // { mode, ms }
+        terminations: 0,
+        sessionsEnded: 0,
+        terminationsRefused: 0, // the server was restarting
+        midAck: { pauses: 0, sends: 0, sessionsEnded: 0, skipped: 0 },
+        claimsLost: new Map(), // label -> requests it did not serve, another member claimed them first
       };
 
       // ------------------------------------------------------------ members
@@ -154,7 +191,9 @@ describePg('Fleet chaos', () => {
           const tokens = opened.get(name) || new Map();
           opened.set(name, tokens);
           const other = tokens.get(token);
-          if (other !== undefined && other !== m.label) {
+          // Token 0: the name was taken over before setup read it (its lock session
+          // ended): that runtime's writes are all fenced, and others may say 0 too.
+          if (other !== undefined && other !== m.label && token !== '0') {
             problems.push(`fencing: "${name}" was opened with token ${token} by ${other} and by ${m.label}`);
           }
           tokens.set(token, m.label);
@@ -188,6 +227,8 @@ describePg('Fleet chaos', () => {
         } else if (kind === 'fenced') {
           // A batch refused for its lease: by PostgreSQL (its token no longer held the row) or by the member.
           fig.fencedBatches[line.split(' ')[4]].add(`${name}/${token}/${reason}`);
+        } else if (kind === 'claimslost') {
+          fig.claimsLost.set(m.label, Number(name));
         } else if (kind === 'ready') {
           if (VERBOSE) process.stderr.write(`${m.label} ready ${Date.now() - m.startedAt} ms after its start\n`);
           m.ready = true;
@@ -197,7 +238,7 @@ describePg('Fleet chaos', () => {
 
       function startMember(slot, gen) {
         const spec = {
-          url: db.url,
+          url: `${db.url}?application_name=${appOf(`m${slot}.${gen}`)}`,
           schema: SCHEMA,
           leaseMs: LEASE_MS,
           idleMs: IDLE_MS,
@@ -318,6 +359,110 @@ describePg('Fleet chaos', () => {
       for (let i = 0; i < MEMBERS; i++) startMember(i, 0);
       await Promise.all(slots.map((m) => m.readyP));
 
+      // ------------------------------------------------------------ database and mid-acknowledgement faults
+
+      // Messages not sent yet, by name: a send waits for its moment, or for a
+      // mid-acknowledgement pause of its name's holder to send it at once.
+      const held = new Map(); // name -> Set of { fire() }
+      function heldBack(name, at) {
+        return new Promise((resolve) => {
+          if (!held.has(name)) held.set(name, new Set());
+          const entry = {
+            fire() {
+              clearTimeout(timer);
+              held.get(name).delete(entry);
+              resolve();
+            },
+          };
+          const timer = setTimeout(() => entry.fire(), Math.max(0, at - Date.now()));
+          held.get(name).add(entry);
+        });
+      }
+
+      // Ends the sessions whose application_name is like `app` on the private
+      // cluster (nothing else runs there): how many, or null while the server
+      // is restarting.
+      async function terminate(app) {
+        try {
+          const { rows } = await query(
+            db.url,
+            `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+             WHERE datname = current_database() AND application_name LIKE $1 AND pid <> pg_backend_pid()`,
+            [app],
+          );
+          return rows[0].n;
+        } catch {
+          return null;
+        }
+      }
+
+      const untilChaos = (fraction) => sleep(Math.max(0, chaosStart + fraction * SECONDS * 1000 - Date.now()));
+      const chaosOver = () => Date.now() - chaosStart >= SECONDS * 1000;
+
+      // The server restarted at RESTARTS; every member's sessions ended every few seconds meanwhile.
+      async function databaseFaults() {
+        const restarts = (async () => {
+          for (const { at, mode } of RESTARTS) {
+            await untilChaos(at);
+            const t0 = Date.now();
+            await cluster.restart(mode);
+            fig.pgRestarts.push({ mode, ms: Date.now() - t0 });
+            if (VERBOSE) process.stderr.write(`postgres restarted (-m ${mode}) in ${Date.now() - t0} ms\n`);
+          }
+        })();
+        for (;;) {
+          const every =
+            TERMINATE_EVERY_MS[0] + Math.floor(Math.random() * (TERMINATE_EVERY_MS[1] - TERMINATE_EVERY_MS[0]));
+          await sleep(Math.min(every, Math.max(0, chaosStart + SECONDS * 1000 - Date.now()))); // not past the chaos
+          if (chaosOver()) break;
+          const n = await terminate('chaos\\_m%');
+          if (n === null) fig.terminationsRefused++;
+          else {
+            fig.terminations++;
+            fig.sessionsEnded += n;
+          }
+          if (VERBOSE) process.stderr.write(`ended ${n} member sessions\n`);
+        }
+        await restarts;
+      }
+
+      // From each of MID_ACK_AT on: a holder with messages held back for its
+      // names is stopped, those messages are sent at once through the other
+      // members, and it is let go on after a lease and more; the first time
+      // and every other time after, its sessions are ended while the
+      // requests wait for its acknowledgement.
+      async function midAckPauses() {
+        const heldFor = (m) => [...hosting.get(m.label)].flatMap((name) => [...(held.get(name) || [])]);
+        for (const at of MID_ACK_AT) {
+          await untilChaos(at);
+          let h = null;
+          while (!h && !chaosOver()) {
+            const candidates = slots.filter((m) => m.alive && m.ready && !m.killed && !m.paused && heldFor(m).length);
+            if (candidates.length) h = candidates[Math.floor(Math.random() * candidates.length)];
+            else await sleep(250);
+          }
+          if (!h) {
+            fig.midAck.skipped++;
+            continue;
+          }
+          h.paused = true;
+          h.p.kill('SIGSTOP');
+          fig.midAck.pauses++;
+          const sends = heldFor(h).slice(0, MID_ACK_SENDS);
+          for (const s of sends) s.fire();
+          fig.midAck.sends += sends.length;
+          if (VERBOSE) process.stderr.write(`mid-ack pause of ${h.label}: ${sends.length} sends to its names\n`);
+          const ms = MID_ACK_PAUSE_MS[0] + Math.floor(Math.random() * (MID_ACK_PAUSE_MS[1] - MID_ACK_PAUSE_MS[0]));
+          if (fig.midAck.pauses % 2 === 1) {
+            await sleep(MID_ACK_SESSION_END_MS);
+            fig.midAck.sessionsEnded += (await terminate(appOf(h.label))) || 0;
+            await sleep(ms - MID_ACK_SESSION_END_MS);
+          } else await sleep(ms);
+          if (h.alive) h.p.kill('SIGCONT');
+          h.paused = false;
+        }
+      }
+
       // ------------------------------------------------------------ the work
 
       // Spawns and sends queue apart: messages to spawned tasks need not wait for every spawn.
@@ -390,7 +535,7 @@ describePg('Fleet chaos', () => {
           logical++;
           sends.push(
             (async () => {
-              await sleep(Math.max(0, at - Date.now()));
+              await heldBack(t.name, at);
               let a = 0;
               let id;
               const ok = await operate({ op: 'send', name: t.name, id: t.id }, (msg) => {
@@ -417,10 +562,14 @@ describePg('Fleet chaos', () => {
       // every third time instead one is paused past its leases (SIGSTOP, then
       // SIGCONT): it wakes up holding runtimes that are no longer its own.
       const resumed = [];
+      const faults = Promise.all([databaseFaults(), midAckPauses()]);
       for (let event = 1; Date.now() - chaosStart < SECONDS * 1000; event++) {
         await sleep(KILL_EVERY_MS[0] + Math.floor(Math.random() * (KILL_EVERY_MS[1] - KILL_EVERY_MS[0])));
         if (Date.now() - chaosStart >= SECONDS * 1000) break;
-        const victim = slots[Math.floor(Math.random() * MEMBERS)];
+        // One not paused, if any: a paused one would be killed in place of a pause.
+        const unpaused = slots.filter((m) => !m.paused);
+        const among = unpaused.length ? unpaused : slots;
+        const victim = among[Math.floor(Math.random() * among.length)];
         if (event % 3 === 0 && victim.alive && !victim.paused) {
           resumed.push(pause(victim, PAUSE_MS[0] + Math.floor(Math.random() * (PAUSE_MS[1] - PAUSE_MS[0]))));
           continue;
@@ -429,6 +578,7 @@ describePg('Fleet chaos', () => {
         startMember(victim.slot, victim.gen + 1);
         fig.restarts++;
       }
+      await faults;
       const chaosEnd = Date.now();
       await Promise.all(resumed);
       await Promise.all(work);
@@ -528,10 +678,14 @@ describePg('Fleet chaos', () => {
         const c = kinds('cron');
         crons += c.length;
         if (c.length !== t.ncron) problems.push(`${t.tag}: ${c.length} cron instants, expected ${t.ncron}`);
-        // Each cron wait ends at an instant strictly after the record before it.
+        // Each cron wait ends at an instant strictly after the record before
+        // it: at or after the next second's start. Records read the fleet's
+        // clock to the millisecond, truncated (Date.now()), so a cron that
+        // fired at the instant itself may read 1 ms before it.
         for (const r of c) {
           const before = recs[recs.indexOf(r) - 1];
-          if (Math.floor(r.ms / 1000) <= Math.floor(before.ms / 1000)) {
+          const next = (Math.floor(before.ms / 1000) + 1) * 1000;
+          if (r.ms < next - 1) {
             problems.push(
               `${t.tag}: a cron instant fired at ${r.ms}, in the second of the record before (${before.ms})`,
             );
@@ -596,6 +750,12 @@ describePg('Fleet chaos', () => {
         otherTaskErrors: fig.taskErrors.length,
         memberErrors: fig.memberErrors.length,
         unanswered: fig.unanswered.length,
+        postgresRestarts: fig.pgRestarts,
+        terminations: fig.terminations,
+        sessionsEnded: fig.sessionsEnded,
+        terminationsWhileRestarting: fig.terminationsRefused,
+        midAck: fig.midAck,
+        claimsLost: [...fig.claimsLost.values()].reduce((a, n) => a + n, 0),
       };
       process.stdout.write(`fleet chaos: ${JSON.stringify(figures, null, 1)}\n`);
       if (fig.taskErrors.length) {
@@ -609,6 +769,13 @@ describePg('Fleet chaos', () => {
       expect({ problems: problems.slice(0, 20), notDone: notDoneShown }).toEqual({ problems: [], notDone: [] });
       expect(fig.kills).toBeGreaterThan(0);
       expect(byTag.size).toBe(TASKS);
+      // The database and mid-acknowledgement faults were all made.
+      expect(fig.pgRestarts.map((r) => r.mode)).toEqual(RESTARTS.map((r) => r.mode));
+      expect(fig.terminations).toBeGreaterThan(0);
+      expect(fig.sessionsEnded).toBeGreaterThan(0);
+      expect(fig.midAck.pauses).toBeGreaterThan(0);
+      expect(fig.midAck.sends).toBeGreaterThan(0);
+      expect(fig.midAck.sessionsEnded).toBeGreaterThan(0);
     },
     (SECONDS + 30) * 1000 + SETTLE_MS * 2,
   );

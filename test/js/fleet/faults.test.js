@@ -109,4 +109,29 @@ describePg('Fleet faults', () => {
     await until(async () => (await a.call('ticks', 'ticks')) === 12, 'the ticker done', 20000);
     expect(a.hosted()).toEqual(['ticks']);
   }, 40000);
+
+  test("old bug: an activation whose wake-index write fails closes its runtime: the name's lease is let go, and the next operation activates it", async () => {
+    const a = await join();
+    const schema = `fleet_faults_${schemas}`;
+    // The write that marks the name active fails (as it does while the server restarts).
+    await query(
+      db.url,
+      `CREATE FUNCTION "${schema}".injected_fault() RETURNS trigger LANGUAGE plpgsql AS
+         $$ BEGIN RAISE EXCEPTION 'injected fault'; END $$`,
+    );
+    await query(
+      db.url,
+      `CREATE TRIGGER injected_fault BEFORE INSERT OR UPDATE ON "${schema}".lua_tasks_wake
+         FOR EACH ROW EXECUTE FUNCTION "${schema}".injected_fault()`,
+    );
+    await expect(a.call('stuck', 'ticks')).rejects.toThrow(/injected fault/);
+    expect(a.hosted()).toEqual([]);
+    // Its runtime closed, nothing holds the name: its lease row has no holder.
+    const holder = async () =>
+      (await query(db.url, `SELECT holder FROM "${schema}".lua_tasks_leases WHERE name = 'stuck'`)).rows[0].holder;
+    await until(async () => (await holder()) === null, 'the lease to be let go', 5000);
+    await query(db.url, `DROP TRIGGER injected_fault ON "${schema}".lua_tasks_wake`);
+    await expect(a.call('stuck', 'ticks')).resolves.toBe(0);
+    expect(a.hosted()).toEqual(['stuck']);
+  }, 30000);
 });

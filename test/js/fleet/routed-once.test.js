@@ -39,7 +39,7 @@ async function until(pred, what, ms = 15000) {
 
 // A holder process and the lines it printed.
 function startHolder(spec) {
-  const child = spawn(process.execPath, [HOLDER, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(process.execPath, [HOLDER, JSON.stringify(spec)], { stdio: ['pipe', 'pipe', 'inherit'] });
   const lines = [];
   let buf = '';
   child.stdout.on('data', (d) => {
@@ -136,4 +136,53 @@ describePg('Routed operations at most once', () => {
     expect(twice).toEqual([]);
     expect(unclaimed).toEqual([]);
   }, 180000);
+
+  test('old bug: a holder whose name was taken over while it was paused does not answer its own send with the runtime it no longer holds: the message reaches the task', async () => {
+    const schema = 'routed_stale';
+    const app = `routed_stale_${process.pid}`;
+    const name = 'box';
+    const seen = [];
+    const leaseMs = 6000; // the holder's lease still runs by its clock as it wakes
+    const asker = await Fleet.join({
+      connectionString: db.url,
+      schema,
+      leaseMs,
+      idleMs: 0,
+      routeTimeoutMs: 15000,
+      runtime: {
+        setup: (rt) => {
+          rt.set('seen', (m) => seen.push(m));
+          rt.load(INBOX_LUA);
+        },
+      },
+    });
+    asker.on('error', () => {});
+    const h = startHolder({ url: `${db.url}?application_name=${app}`, schema, leaseMs, name });
+    children.add(h.child);
+    try {
+      await until(() => h.lines.some((l) => l.startsWith('spawned ')), 'the holder to spawn its inbox');
+      h.child.kill('SIGSTOP');
+      // Its lock session ends: the asker takes the name over at once and starts a task there.
+      const { rows } = await query(
+        db.url,
+        `SELECT count(pg_terminate_backend(a.pid))::int AS n FROM pg_stat_activity a
+         WHERE a.application_name = $1 AND a.pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)`,
+        [app],
+      );
+      expect(rows[0].n).toBe(1);
+      const id = await asker.spawn(name, 'inbox');
+      expect(asker.hosted()).toEqual([name]);
+      // The holder wakes with a send of its own to that task waiting for it.
+      h.child.stdin.write(`send ${id} stale-m\n`);
+      h.child.kill('SIGCONT');
+      await until(() => h.lines.some((l) => l.startsWith('sent ')), "the holder's send to settle");
+      expect(h.lines.filter((l) => l.startsWith('sent '))).toEqual(['sent true']);
+      await until(() => seen.length > 0, 'the message to be taken');
+      expect(seen).toEqual(['stale-m']);
+    } finally {
+      h.child.kill('SIGKILL');
+      children.delete(h.child);
+      await asker.leave();
+    }
+  }, 60000);
 });

@@ -17,8 +17,9 @@
 //   outages                  [{ label, inject(ctx) -> Promise<number> }]: each ends the
 //                            store's connections while a write is in flight (the
 //                            number ended); for a store that has connections
-//   serverRestart            { setup() -> { store, restart(), teardown() } }: a store on
-//                            a server of the test's own, which restart() restarts
+//   serverRestart            { setup() -> { store, restart(mode), teardown() } }: a store on
+//                            a server of the test's own, which restart() restarts: mode
+//                            'fast' (sessions ended, a clean stop) or 'immediate' (a crash)
 'use strict';
 
 const path = require('node:path');
@@ -350,7 +351,7 @@ function describeStore(adapter) {
     }
 
     if (adapter.serverRestart) {
-      test("a server restart during durable COMMITs: no crash, every durable task's COMMITs wait and land once", async () => {
+      test("a server restart, then a crash of the server, during durable COMMITs: no crash, every durable task's COMMITs wait and land once", async () => {
         const server = await adapter.serverRestart.setup();
         try {
           const a = await Runtime.open({ name: 'restart', store: server.store });
@@ -366,12 +367,18 @@ function describeStore(adapter) {
           const health = [];
           a.on('storehealth', (e) => health.push(e.ok));
           const ids = ['a', 'b', 'c'];
-          const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 60] }).result);
-          await sleep(50);
-          await server.restart();
-          expect(await Promise.all(results)).toEqual([60, 60, 60]);
-          expect(effects).toBe(180); // each step once: no task failed and ran again
-          expect(health[0]).toBe(false);
+          const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 200] }).result);
+          // Each while the tasks commit: the second once some COMMITs landed after the first.
+          for (const mode of ['fast', 'immediate']) {
+            const before = effects;
+            await until(() => effects >= before + 20, `COMMITs before the ${mode} restart`);
+            expect(effects).toBeLessThan(600);
+            await server.restart(mode);
+          }
+          expect(await Promise.all(results)).toEqual([200, 200, 200]);
+          expect(effects).toBe(600); // each step once: no task failed and ran again
+          // Each outage was told, and its end.
+          expect(health.filter((ok) => !ok).length).toBeGreaterThanOrEqual(2);
           expect(health[health.length - 1]).toBe(true);
           await a.close();
           const b = await Runtime.open({ name: 'restart', store: server.store });
@@ -379,13 +386,69 @@ function describeStore(adapter) {
             b.load(
               'local n = 0; for _, id in ipairs({ "a", "b", "c" }) do n = n + #tasks.store.keys(id .. "/") end; return n',
             ),
-          ).toEqual([180]);
+          ).toEqual([600]);
           await b.close();
         } finally {
           await server.teardown();
         }
       }, 120000);
     }
+
+    test('code changed under durable tasks between a SIGKILL and a reopen: swapped steps and swapped JS calls fail the replay with ERR_NONDETERMINISM, the code they started with replays them', async () => {
+      const { ORIGINAL, SWAPPED, TASKS } = require('../fixtures/replay-identity-lua');
+      const child = await startChild(adapter, ctx, 'replay', 'durable-wait');
+      try {
+        for (const end = Date.now() + 30000; !child.lines.includes('ready');) {
+          if (Date.now() > end) throw new Error(`the child never had its tasks waiting: ${child.stderr()}`);
+          await sleep(10);
+        }
+      } finally {
+        child.p.kill('SIGKILL');
+        await child.exited;
+      }
+      const ids = new Map(child.lines.filter((l) => l.startsWith('waiting ')).map((l) => l.split(' ').slice(1)));
+      const effects = child.lines.filter((l) => l.startsWith('effect ')).sort();
+      // Each step and call ran once, before the wait.
+      expect(effects).toEqual(TASKS.flatMap(([, , k]) => [`effect gold ${k}`, `effect mail ${k}`]).sort());
+      let called = 0;
+      const reopen = (source, errors) =>
+        open('replay', {
+          setup: (rt) => {
+            rt.set('gold', (k) => (called++, `gold ${k}`));
+            rt.set('mail', (k) => (called++, `mail ${k}`));
+            rt.on('taskerror', (t, e) => errors.push([t.id, e.code]));
+            rt.load(source);
+          },
+        });
+
+      // The swapped code: every task diverges at its first record, nothing runs again.
+      const diverged = [];
+      const swapped = await reopen(SWAPPED, diverged);
+      await until(() => diverged.length >= TASKS.length, 'the replays to fail');
+      await swapped.close();
+      expect(diverged.sort()).toEqual(TASKS.map(([, key]) => [ids.get(key), 'ERR_NONDETERMINISM']).sort());
+      expect(called).toBe(0);
+
+      // The code they started with: each replays to its wait (its journal was
+      // kept), finishes with the values recorded, and nothing runs again.
+      const errors = [];
+      const original = await reopen(ORIGINAL, errors);
+      try {
+        const results = [];
+        for (const [entry, key, k] of TASKS) {
+          const t = original.spawn(entry, { durable: true, key, args: [k] });
+          expect(t.id).toBe(ids.get(key));
+          await until(() => original.task(t.id)?.waiting?.instruction === 'INDEFINITELY', `${key} to wait again`);
+          expect(original.resume(t.id, 'now')).toBe(true);
+          results.push(await t.result);
+        }
+        expect(results).toEqual(TASKS.map(([, , k]) => `gold ${k},mail ${k},now`));
+        expect(errors).toEqual([]);
+        expect(called).toBe(0);
+      } finally {
+        await original.close();
+      }
+    }, 60000);
 
     test('SIGKILL at random moments: no acknowledged COMMIT lost, no snapshot torn, records and snapshot agree, nothing left behind', async () => {
       const kills = Number(process.env.LUA_TASKS_CRASH_KILLS || adapter.kills || 200);
@@ -422,6 +485,14 @@ function describeStore(adapter) {
       expect(acked).toBeGreaterThan(0);
     }, 300000);
   });
+}
+
+// Resolves when pred() holds; fails naming what it waited for.
+async function until(pred, what, ms = 20000) {
+  for (const end = Date.now() + ms; !pred();) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(10);
+  }
 }
 
 // The store option as an object (a directory path becomes its DirectoryStore).

@@ -67,14 +67,15 @@ describePg('PostgresStore', () => {
       },
     ],
     // A cluster of the test's own (never the shared server), restarted with
-    // pg_ctl restart -m fast: every session ends, the server comes back.
+    // pg_ctl restart -m fast (every session ends, the server comes back) or
+    // -m immediate (a crash: recovery runs as it comes back).
     serverRestart: {
       async setup() {
         const cluster = await privateCluster();
         const store = new PostgresStore({ connectionString: cluster.url, leaseMs: LEASE_MS });
         return {
           store,
-          restart: () => cluster.restart('fast'),
+          restart: (mode) => cluster.restart(mode),
           async teardown() {
             await store.close().catch(() => {});
             await cluster.stop();

@@ -398,3 +398,20 @@ function startHolder(spec, name) {
     p.once('exit', (code) => reject(new Error(`holder exited (${code}) before it was ready: ${err}`)));
   });
 }
+
+describe('PostgresStore connections', () => {
+  // Found by the fleet chaos test: members died as PostgreSQL restarted.
+  test("old bug: a connection ended in the same read that completed it fails the store's call, and the process lives", async () => {
+    const { execFile } = require('node:child_process');
+    const child = path.join(__dirname, '..', 'fixtures', 'pg-fatal-after-ready.js');
+    const { code, lines } = await new Promise((resolve) => {
+      execFile(process.execPath, [child], { timeout: 20000 }, (err, stdout) =>
+        resolve({ code: err ? err.code : 0, lines: stdout.split('\n').filter(Boolean) }),
+      );
+    });
+    expect(code).toBe(0);
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^settled (?!ok)/);
+    expect(lines[1]).toBe('end');
+  });
+});
