@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // State codec: the persistent tasks.state table to bytes and back (docs/design.md#persistence).
+// The one API the rest of the code uses; the format is state_format.hpp's,
+// the jobs state_encoder.cpp and state_decoder.cpp.
 #pragma once
 
 #include <cstddef>
@@ -95,7 +97,7 @@ class SnapshotBytes {
   void Free() noexcept;
   char* data_ = nullptr;
   size_t size_ = 0;
-  size_t capacity_ = 0;  // the block's size (see state_codec.cpp's Block*)
+  size_t capacity_ = 0;  // the block's size (see state_encoder.cpp's Block*)
 };
 
 // Where a job stands after a Step.
@@ -119,7 +121,7 @@ enum class CodecProgress : uint8_t { kMore, kDone, kFailed };
 // allocator does not refuse for the memory limit. Construct and Step a job,
 // and destroy it, under a HostSection, and before the state is closed.
 
-// Encodes a value into a snapshot (format: state_codec.cpp).
+// Encodes a value into a snapshot (format: state_format.hpp).
 class StateEncoder {
  public:
   static constexpr uint32_t kCheckInterval = 4096;

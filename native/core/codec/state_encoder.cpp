@@ -1,73 +1,6 @@
 // SPDX-License-Identifier: MIT
-// State codec: the persistent tasks.state table to bytes and back (docs/design.md#persistence).
-//
-// HOW: one pass over the value graph writes a tagged, little-endian stream,
-// then a checksum of it.
-//
-//   "LTST" 0x04                  magic and format version
-//   value                        the root
-//   u32 crc                      CRC-32C (crc32c.hpp) of every byte before it
-// value:
-//   0x00 nil | 0x01 false | 0x02 true
-//   0x03 i64                     a Lua integer (8 bytes)
-//   0x04 f64                     a Lua float (8 bytes, IEEE bits: -0.0, inf
-//                                and nan survive, 1.0 stays a float)
-//   0x05 varint n, n bytes       a string: any bytes
-//   0x06 u32 n, u32 a, n x (key value)
-//                                a table seen for the first time, with n
-//                                pairs, a of them its array part (a size
-//                                hint, a <= n); it takes the next table
-//                                ordinal (0, 1, 2, ... in stream order)
-//   0x08 (same as 0x06)          the same, for a table that a 0x07 below
-//                                refers to again
-//   0x07 varint k                the table with ordinal k, already begun
-//                                earlier in the stream: shared references
-//                                and cycles come back as one table
-//   0x0A (same as 0x05)          a string of kMinSharedString bytes or more
-//                                that a 0x09 below refers to again
-//   0x09 varint k                the string with string ordinal k: every
-//                                string of kMinSharedString bytes or more
-//                                (0x05 or 0x0A) takes the next one, in
-//                                stream order
-// varint: 7 bits a byte, low group first, high bit set on all but the last.
-//
-// Version 3 is the same without 0x09 and 0x0A; version 2 (written by 0.1.0)
-// is version 3 without the checksum. Both are still read (version 2
-// unchecked), so states saved before load.
-//
-// WHY this shape:
-// - Fixed-width pair counts let the encoder walk each table once (lua_next)
-//   and patch the header after, instead of counting first.
-// - The encoder marks a table 0x08 only when it first emits a reference to it
-//   (patching the tag byte it already wrote), so the decoder registers just
-//   those tables for back-references; unshared tables, the common case, cost
-//   no registry traffic.
-// - Those patches reach back anywhere in the stream, so the checksum is
-//   computed once the stream is complete, as a trailer. The decoder checks it
-//   before it builds anything: a damaged file is refused whole, never loaded
-//   as different data. CRC-32C detects every error of up to 3 bits at these
-//   sizes, and any burst up to 32 bits.
-// - A string is written once and referred back to, as a table is: the bytes
-//   a value encodes to stay close to the memory it holds in Lua (one 64 KiB
-//   string in 16,000 slots of a table is ~250 KiB of Lua memory; written out
-//   in full each time it was 1 GiB). Identity is Lua's own (the string
-//   object), so short strings, interned by Lua, share too; below
-//   kMinSharedString bytes a reference saves too little to pay its lookup.
-// - Decoding trusts no count: each table's pairs, plus the pairs still owed
-//   by the tables around it, must fit in the bytes left (a pair takes at
-//   least 2 bytes), and a string's length must too. So a corrupt or hostile
-//   buffer makes us allocate at most a constant times its own size, never
-//   what it claims.
-// - Both directions are loops over an explicit stack of frames, one per open
-//   table, with their Lua values on a thread of their own: a job can stop at
-//   any pair boundary and go on in a later loop turn, and nesting costs no C
-//   stack. The hot path (a pair of scalars) stays inside one frame's loop.
-// - Neither direction may raise a Lua error: they are C++ frames holding
-//   std::string and std::vector (STYLE §3). They use raw accessors only, no
-//   metamethods, and run under the caller's LuaHost::HostSection, where the
-//   allocator does not refuse for the memory limit.
-#include "core/codec/state_codec.hpp"
-
+// State encoder: a Lua value to a snapshot's bytes, in slices (format:
+// state_format.hpp).
 #include <algorithm>
 #include <bit>
 #include <cmath>
@@ -75,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <new>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -85,82 +20,20 @@
 
 #include "core/base/crc32c.hpp"
 #include "core/base/utf8.hpp"
+#include "core/codec/codec_slice.hpp"
+#include "core/codec/state_codec.hpp"
+#include "core/codec/state_format.hpp"
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_ref.hpp"
 
 namespace lua_tasks {
 
+using namespace state_format;
+
 namespace {
 
-constexpr char kMagic[4] = {'L', 'T', 'S', 'T'};
-constexpr uint8_t kVersion = 4;           // written
-constexpr uint8_t kNoStringRefs = 3;      // still read: before string references
-constexpr uint8_t kUncheckedVersion = 2;  // still read: 0.1.0 wrote it, without the checksum
-constexpr size_t kHeaderSize = 5;
-constexpr size_t kTrailerSize = 4;  // the CRC-32C
-// Bytes of checksum work per unit of StateEncoder's check interval.
-constexpr size_t kCrcBytesPerUnit = 256;
-
-enum Tag : uint8_t {
-  kNil = 0,
-  kFalse = 1,
-  kTrue = 2,
-  kInt = 3,
-  kFloat = 4,
-  kString = 5,
-  kTable = 6,
-  kRef = 7,
-  kSharedTable = 8,
-  kStringRef = 9,
-  kSharedString = 10,
-};
-// Strings this long or longer take a string ordinal (format above).
-constexpr size_t kMinSharedString = 16;
-
-// Table header after its tag: pair count and array hint, both u32.
-constexpr size_t kTableHeader = 8;
 // Longest key shown in an error path before it is cut with "...".
 constexpr size_t kMaxPathKey = 40;
-
-static_assert(std::endian::native == std::endian::little || std::endian::native == std::endian::big);
-
-void Store32(char* p, uint32_t v) {
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  std::memcpy(p, &v, 4);
-}
-
-void Store64(char* p, uint64_t v) {
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  std::memcpy(p, &v, 8);
-}
-
-uint32_t Load32(const char* p) {
-  uint32_t v;
-  std::memcpy(&v, p, 4);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap32(v);
-  return v;
-}
-
-uint64_t Load64(const char* p) {
-  uint64_t v;
-  std::memcpy(&v, p, 8);
-  if constexpr (std::endian::native == std::endian::big) v = __builtin_bswap64(v);
-  return v;
-}
-
-// Writes v as a varint at p (room for 10 bytes); returns the bytes written.
-size_t StoreVarint(char* p, uint64_t v) {
-  size_t n = 0;
-  while (v >= 0x80) {
-    p[n++] = static_cast<char>(v | 0x80);
-    v >>= 7;
-  }
-  p[n++] = static_cast<char>(v);
-  return n;
-}
-
-// ---------------------------------------------------------------------------
-// Encoding
 
 // The snapshot's memory. On Linux, a block of kMapFrom bytes or more is
 // pages from mmap, grown with mremap: it grows by remapping its pages, never
@@ -419,73 +292,6 @@ void AppendQuoted(std::string* p, const char* s, size_t n) {
   if (shown < n) *p += "...";
 }
 
-// Short strings seen recently, by content: a state repeats its keys ("name",
-// "score", ...) in every record, and interning each copy again (hash, then a
-// walk of Lua's string table, cold once it holds many strings) was the
-// largest cost of decoding. A hit pushes the string from a stack slot
-// instead. Two ways per set, so two hot keys that hash alike both stay; a
-// miss replaces the way not used last.
-class StringCache {
- public:
-  static constexpr int kSets = 128;
-  static constexpr int kSlots = 2 * kSets;  // Lua stack slots it holds
-  static constexpr size_t kMaxLen = 40;     // LUAI_MAXSHORTLEN: longer strings are not interned
-
-  // `base`: the first of kSlots stack slots reserved for it (nil at first).
-  explicit StringCache(int base) : base_(base) {}
-
-  // Pushes the string of `n` bytes at `s` (n <= kMaxLen), which lies in a
-  // buffer ending at `end` that outlives the cache (the snapshot).
-  void Push(lua_State* L, const char* s, size_t n, const char* end) {
-    uint64_t w[2];
-    Words(s, n, end, w);
-    const uint64_t h = (w[0] * 0x9E3779B97F4A7C15ull) ^ (w[1] * 0xC2B2AE3D27D4EB4Full) ^ n;
-    const size_t set = static_cast<size_t>((h ^ (h >> 29)) * 0xBF58476D1CE4E5B9ull >> 57);  // 7 bits
-    Entry* e = &entries_[2 * set];
-    for (int way = 0; way < 2; ++way) {
-      if (e[way].len == n && e[way].w[0] == w[0] && e[way].w[1] == w[1] &&
-          (n <= 16 || std::memcmp(e[way].bytes + 16, s + 16, n - 16) == 0)) {
-        mru_[set] = static_cast<uint8_t>(way);
-        lua_pushvalue(L, base_ + static_cast<int>(2 * set) + way);
-        return;
-      }
-    }
-    const int way = mru_[set] ^ 1;
-    mru_[set] = static_cast<uint8_t>(way);
-    e[way] = Entry{{w[0], w[1]}, s, n};
-    lua_pushlstring(L, s, n);
-    lua_copy(L, -1, base_ + static_cast<int>(2 * set) + way);
-  }
-
- private:
-  // The first 16 bytes of s as two words, zero past n: most keys then compare
-  // whole in two word compares, and longer ones memcmp only their tail.
-  static void Words(const char* s, size_t n, const char* end, uint64_t w[2]) {
-    if (std::endian::native == std::endian::little && end - s >= 16) {
-      std::memcpy(w, s, 16);  // one load pair, then mask off what is not ours
-      if (n < 8) {
-        w[0] &= n == 0 ? 0 : ~uint64_t{0} >> (64 - 8 * n);
-        w[1] = 0;
-      } else if (n < 16) {
-        w[1] &= n == 8 ? 0 : ~uint64_t{0} >> (64 - 8 * (n - 8));
-      }
-      return;
-    }
-    w[0] = w[1] = 0;
-    std::memcpy(w, s, std::min<size_t>(n, 16));
-  }
-
-  struct Entry {
-    uint64_t w[2] = {0, 0};
-    const char* bytes = nullptr;
-    size_t len = SIZE_MAX;  // empty: matches no length
-  };
-
-  int base_;
-  Entry entries_[kSlots];
-  uint8_t mru_[kSets] = {};  // per set: the way hit or filled last
-};
-
 const char* Unpersistable(int type) {
   switch (type) {
     case LUA_TFUNCTION:
@@ -501,78 +307,7 @@ const char* Unpersistable(int type) {
   }
 }
 
-// The main thread of L's state: it lives as long as the state, where a job's
-// own thread is gone once the job ends.
-lua_State* MainThread(lua_State* L) {
-  lua_rawgeti(L, LUA_REGISTRYINDEX, LUA_RIDX_MAINTHREAD);
-  lua_State* main = lua_tothread(L, -1);
-  lua_pop(L, 1);
-  return main;
-}
-
-// Where a job stands; both directions end with kDone or kFailed.
-enum class Stage : uint8_t { kStart, kBody, kChecksum, kDone, kFailed };
-
-// How much work a Step does between clock checks, and until when. A unit is
-// a value, or 256 bytes of string or checksum. At each check it also asks
-// the job's CodecGuard: a stop due, or (decoding) the state past its limit,
-// halts the job.
-class Slice {
- public:
-  enum class Halt : uint8_t { kNone, kStop, kMemory };
-  explicit Slice(const CodecGuard& guard) : guard_(guard) {}
-  const CodecGuard& guard() const { return guard_; }
-  Halt halt() const { return halt_; }
-  // The state's memory would pass its limit with `more` bytes.
-  bool OverMemory(size_t more) const {
-    const MemoryBudget* m = guard_.memory;
-    return m != nullptr && m->limit != 0 && (m->used > m->limit || more > m->limit - m->used);
-  }
-  void set_interval(uint32_t units) {
-    interval_ = std::max<uint32_t>(units, 1);
-    work_ = std::min<int64_t>(work_, interval_);
-  }
-  uint32_t interval() const { return interval_; }
-  void Start(const Clock* clock, int64_t budget_ns) {
-    clock_ = clock;
-    deadline_ = clock != nullptr ? clock->MonoNs() + budget_ns : 0;
-  }
-  // Called at a point where the job can stop: true once the budget is spent
-  // or the job must halt (halt() says which). Reads the clock once per interval.
-  bool Due() {
-    if (work_ > 0) [[likely]]
-      return false;
-    work_ = interval_;
-    return Halted() || (clock_ != nullptr && clock_->MonoNs() >= deadline_);
-  }
-  // The same for bulk work (the checksum) done a chunk at a time.
-  bool DueNow() { return Halted() || (clock_ != nullptr && clock_->MonoNs() >= deadline_); }
-  void Spend(int64_t units) { work_ -= units; }
-
- private:
-  bool Halted() {
-    if (halt_ == Halt::kNone) {
-      if (guard_.stop != nullptr && guard_.stop->StopDue()) {
-        halt_ = Halt::kStop;
-      } else if (OverMemory(0)) {
-        halt_ = Halt::kMemory;
-      }
-    }
-    return halt_ != Halt::kNone;
-  }
-
-  CodecGuard guard_;
-  Halt halt_ = Halt::kNone;
-  const Clock* clock_ = nullptr;
-  int64_t deadline_ = 0;
-  uint32_t interval_ = StateEncoder::kCheckInterval;
-  int64_t work_ = StateEncoder::kCheckInterval;  // units left before the next clock read
-};
-
 }  // namespace
-
-// ---------------------------------------------------------------------------
-// Encoding
 
 // Stack of the job's thread T_: slot 1 the root, then per open table a key
 // and a value slot (lua_next's). The table of a frame is the value (or key)
@@ -594,45 +329,39 @@ class StateEncoder::Impl {
   CodecProgress Step(const Clock* clock, int64_t budget_ns) {
     slice_.Start(clock, budget_ns);
     switch (stage_) {
-      case Stage::kStart: {
-        char* p = w_.Room(kHeaderSize);
-        std::memcpy(p, kMagic, sizeof kMagic);
-        p[4] = static_cast<char>(kVersion);
+      case CodecStage::kStart: {
+        StoreHeader(w_.Room(kHeaderSize));
         w_.Commit(kHeaderSize);
-        stage_ = Stage::kBody;
+        stage_ = CodecStage::kBody;
         if (!Value(1, lua_type(T_, 1))) return Failed();
         [[fallthrough]];
       }
-      case Stage::kBody: {
+      case CodecStage::kBody: {
         const CodecProgress r = Body();
-        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
+        if (r == CodecProgress::kMore && slice_.halt() != CodecSlice::Halt::kNone) return Halted();
         if (r != CodecProgress::kDone) return r;
-        stage_ = Stage::kChecksum;
+        stage_ = CodecStage::kChecksum;
         [[fallthrough]];
       }
-      case Stage::kChecksum: {
+      case CodecStage::kChecksum: {
         const CodecProgress r = Checksum();
-        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
+        if (r == CodecProgress::kMore && slice_.halt() != CodecSlice::Halt::kNone) return Halted();
         return r;
       }
-      case Stage::kDone:
+      case CodecStage::kDone:
         return CodecProgress::kDone;
-      case Stage::kFailed:
+      case CodecStage::kFailed:
         return CodecProgress::kFailed;
     }
     return CodecProgress::kFailed;
   }
 
-  CodecProgress progress() const {
-    return stage_ == Stage::kDone     ? CodecProgress::kDone
-           : stage_ == Stage::kFailed ? CodecProgress::kFailed
-                                      : CodecProgress::kMore;
-  }
+  CodecProgress progress() const { return ProgressOf(stage_); }
   std::string_view bytes() const { return done_.view(); }
   SnapshotBytes TakeBytes() { return std::move(done_); }
   const std::string& error() const { return error_; }
   CodecFailure failure() const { return failure_; }
-  Slice& slice() { return slice_; }
+  CodecSlice& slice() { return slice_; }
 
   // Out of memory in the middle of a Step (the output, the table index).
   CodecProgress OutOfMemory() {
@@ -803,7 +532,7 @@ class StateEncoder::Impl {
     Store32(w_.Room(kTrailerSize), crc_);
     w_.Commit(kTrailerSize);
     done_.data_ = w_.Release(&done_.size_, &done_.capacity_);
-    stage_ = Stage::kDone;
+    stage_ = CodecStage::kDone;
     End();
     return CodecProgress::kDone;
   }
@@ -894,7 +623,7 @@ class StateEncoder::Impl {
   }
 
   CodecProgress Failed() {
-    stage_ = Stage::kFailed;
+    stage_ = CodecStage::kFailed;
     w_.Clear();
     End();
     return CodecProgress::kFailed;
@@ -917,8 +646,8 @@ class StateEncoder::Impl {
   TableIds ids_;               // every table begun so far
   TableIds string_ids_;        // every string of kMinSharedString bytes or more written so far
   std::vector<Frame> frames_;  // the open tables, root first
-  Slice slice_;
-  Stage stage_ = Stage::kStart;
+  CodecSlice slice_;
+  CodecStage stage_ = CodecStage::kStart;
   uint32_t crc_ = 0;  // of the first crc_done_ bytes written
   size_t crc_done_ = 0;
   std::string error_;
@@ -960,471 +689,6 @@ void StateEncoder::set_check_interval(uint32_t units) {
   impl_->slice().set_interval(units);
 }
 
-// ---------------------------------------------------------------------------
-// Decoding
-
-// Stack of the job's thread T_: slot 1 a table mapping ordinal + 1 -> shared
-// table, then StringCache::kSlots slots for short strings, then the values
-// being built: per open table the table, and above it its pending key and
-// value.
-class StateDecoder::Impl {
- public:
-  Impl(lua_State* L, std::string_view bytes, const CodecGuard& guard)
-      : bytes_(bytes),
-        begin_(bytes.data()),
-        p_(bytes.data()),
-        end_(bytes.data() + bytes.size()),
-        strings_(kCache),
-        slice_(guard) {
-    frames_.reserve(kMaxStateDepth);  // never reallocates: frames are held by pointer
-    main_ = MainThread(L);
-    collecting_ = lua_gc(main_, LUA_GCISRUNNING) == 1;
-    if (collecting_) lua_gc(main_, LUA_GCSTOP);
-    T_ = lua_newthread(L);
-    thread_ = LuaRef::Pop(L);
-  }
-  ~Impl() { RestartCollector(); }
-
-  CodecProgress Step(const Clock* clock, int64_t budget_ns) {
-    slice_.Start(clock, budget_ns);
-    switch (stage_) {
-      case Stage::kStart:
-        if (!Header()) return Failed();
-        stage_ = Stage::kChecksum;
-        [[fallthrough]];
-      case Stage::kChecksum: {
-        const CodecProgress r = Checksum();
-        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
-        if (r != CodecProgress::kDone) return r;
-        if (!lua_checkstack(T_, 8 + StringCache::kSlots)) {
-          return Fail("not enough memory for the Lua stack", CodecFailure::kNoRoom), Failed();
-        }
-        lua_newtable(T_);                         // kRefs
-        lua_settop(T_, 1 + StringCache::kSlots);  // the string cache's slots, nil
-        stage_ = Stage::kBody;
-        if (Value() == Read::kError) return Failed();
-        [[fallthrough]];
-      }
-      case Stage::kBody: {
-        const CodecProgress r = Body();
-        if (r == CodecProgress::kMore && slice_.halt() != Slice::Halt::kNone) return Halted();
-        if (r != CodecProgress::kDone) return r;
-        if (p_ != end_) return Fail("bytes after the value"), Failed();
-        stage_ = Stage::kDone;
-        RestartCollector();
-        return CodecProgress::kDone;
-      }
-      case Stage::kDone:
-        return CodecProgress::kDone;
-      case Stage::kFailed:
-        return CodecProgress::kFailed;
-    }
-    return CodecProgress::kFailed;
-  }
-
-  CodecProgress progress() const {
-    return stage_ == Stage::kDone     ? CodecProgress::kDone
-           : stage_ == Stage::kFailed ? CodecProgress::kFailed
-                                      : CodecProgress::kMore;
-  }
-
-  void PushResult(lua_State* L) {
-    lua_xmove(T_, L, 1);
-    End();
-  }
-  const std::string& error() const { return error_; }
-  CodecFailure failure() const { return failure_; }
-  Slice& slice() { return slice_; }
-
-  CodecProgress OutOfMemory() {
-    Fail("out of memory", CodecFailure::kNoRoom);
-    return Failed();
-  }
-
- private:
-  static constexpr int kRefs =
-      1;  // the slot of the shared values' table: ordinal + 1 -> table, -(ordinal + 1) -> string
-  static constexpr int kCache = 2;  // the first string cache slot
-
-  enum Phase : uint8_t {
-    kPair,     // no pair open: read the next one
-    kValueOf,  // the key (a table) is built: read the value
-    kStore,    // key and value (a table) are built: store the pair
-    kIndexed,  // the value (a table) of array index `index` is built: store it
-  };
-  struct Frame {
-    int table;          // stack slot of the table
-    uint32_t left;      // pairs still to read
-    uint32_t narr;      // the array hint: keys 1..narr take the fast path
-    lua_Integer index;  // for kIndexed
-    Phase phase;
-    uint8_t key_tag;  // for kValueOf and kStore: the key's tag (StorePair checks it)
-  };
-  enum class Read : uint8_t { kValue, kTable, kError };
-
-  // Magic, version, size; sets end_ to the end of the stream (before the
-  // checksum of version 3).
-  bool Header() {
-    const size_t n = bytes_.size();
-    if (n == 0 || std::memcmp(begin_, kMagic, std::min(n, sizeof kMagic)) != 0) {
-      return Refuse("not a lua-tasks state snapshot (bad magic)");
-    }
-    if (n < kHeaderSize) return Refuse("corrupt state snapshot: truncated header");
-    const uint8_t version = static_cast<uint8_t>(begin_[4]);
-    if (version != kVersion && version != kNoStringRefs && version != kUncheckedVersion) {
-      return Refuse("state snapshot version " + std::to_string(version) +
-                    " is not supported (this build reads versions " + std::to_string(kUncheckedVersion) + " to " +
-                    std::to_string(kVersion) + ")");
-    }
-    if (n > kMaxStateBytes) {
-      return Refuse("state snapshot larger than " + std::to_string(kMaxStateBytes >> 20) + " MiB");
-    }
-    const bool checked = version != kUncheckedVersion;
-    if (checked) {
-      if (n < kHeaderSize + kTrailerSize) return Refuse("corrupt state snapshot: truncated checksum");
-      end_ -= kTrailerSize;
-    }
-    p_ = begin_ + kHeaderSize;
-    crc_done_ = checked ? 0 : Size();  // version 2 has nothing to check
-    return true;
-  }
-
-  size_t Size() const { return static_cast<size_t>(end_ - begin_); }
-
-  // Checks the checksum, a chunk between clock reads.
-  CodecProgress Checksum() {
-    const size_t chunk = size_t{slice_.interval()} * kCrcBytesPerUnit;
-    if (crc_done_ == Size()) return CodecProgress::kDone;
-    while (crc_done_ < Size()) {
-      const size_t n = std::min(chunk, Size() - crc_done_);
-      crc_ = Crc32c::Update(crc_, std::string_view(begin_ + crc_done_, n));
-      crc_done_ += n;
-      if (crc_done_ < Size() && slice_.DueNow()) return CodecProgress::kMore;
-    }
-    if (crc_ != Load32(end_)) {
-      Refuse("corrupt state snapshot: checksum mismatch");
-      return Failed();
-    }
-    return CodecProgress::kDone;
-  }
-
-  // The tables. Returns kMore when the slice is spent (always with the top
-  // frame at kPair), kDone when the root is complete, kFailed.
-  CodecProgress Body() {
-    while (!frames_.empty()) {
-      Frame* f = &frames_.back();
-      switch (f->phase) {
-        case kIndexed:
-          lua_rawseti(T_, f->table, f->index);
-          break;
-        case kValueOf: {
-          const Read r = Value();
-          if (r == Read::kError) return Failed();
-          if (r == Read::kTable) {
-            f->phase = kStore;
-            continue;  // its frame goes first
-          }
-          if (!StorePair(f->table, f->key_tag)) return Failed();
-          break;
-        }
-        case kStore:
-          if (!StorePair(f->table, f->key_tag)) return Failed();
-          break;
-        case kPair:
-          break;
-      }
-      f->phase = kPair;
-      // The hot loop: pairs of this table until one holds a new table.
-      for (;;) {
-        if (f->left == 0) {
-          frames_.pop_back();  // the table stays on the stack, for the frame below
-          break;
-        }
-        if (slice_.Due()) return CodecProgress::kMore;
-        slice_.Spend(1);
-        --f->left;
-        --owed_;
-        // Fast path for the array part: store by index, without pushing the key.
-        if (end_ - p_ >= 9 && *p_ == kInt) {
-          const auto k = static_cast<lua_Integer>(Load64(p_ + 1));
-          if (k >= 1 && static_cast<uint64_t>(k) <= f->narr) {
-            p_ += 9;
-            const Read r = Value();
-            if (r == Read::kError) return Failed();
-            if (r == Read::kTable) {
-              f->phase = kIndexed;
-              f->index = k;
-              break;
-            }
-            lua_rawseti(T_, f->table, k);
-            continue;
-          }
-        }
-        if (p_ == end_) return Fail("truncated value"), Failed();
-        const uint8_t key_tag = static_cast<uint8_t>(*p_);  // says what the key is without asking Lua
-        Read r = Value();
-        if (r == Read::kError) return Failed();
-        if (r == Read::kTable) {
-          f->phase = kValueOf;
-          f->key_tag = key_tag;
-          break;
-        }
-        r = Value();
-        if (r == Read::kError) return Failed();
-        if (r == Read::kTable) {
-          f->phase = kStore;
-          f->key_tag = key_tag;
-          break;
-        }
-        if (!StorePair(f->table, key_tag)) return Failed();
-      }
-    }
-    return CodecProgress::kDone;
-  }
-
-  // Stack: key and value above the table at slot t; pops them into it.
-  bool StorePair(int t, uint8_t key_tag) {
-    // lua_rawset would raise for these: refuse instead.
-    if (key_tag == kNil) return Fail("nil table key");
-    if (key_tag == kFloat && std::isnan(lua_tonumber(T_, -2))) return Fail("nan table key");
-    lua_rawset(T_, t);
-    return true;
-  }
-
-  // Pushes one value: a scalar (kValue), or a new table, whose frame it
-  // pushes too (kTable), or nothing (kError, error set).
-  Read Value() {
-    if (p_ == end_) return Fail("truncated value"), Read::kError;
-    const uint8_t tag = static_cast<uint8_t>(*p_++);
-    switch (tag) {
-      case kNil:
-        lua_pushnil(T_);
-        return Read::kValue;
-      case kFalse:
-      case kTrue:
-        lua_pushboolean(T_, tag == kTrue);
-        return Read::kValue;
-      case kInt:
-      case kFloat: {
-        if (end_ - p_ < 8) return Fail("truncated number"), Read::kError;
-        const uint64_t v = Load64(p_);
-        p_ += 8;
-        if (tag == kInt) {
-          lua_pushinteger(T_, static_cast<lua_Integer>(v));
-        } else {
-          lua_pushnumber(T_, std::bit_cast<double>(v));
-        }
-        return Read::kValue;
-      }
-      case kString:
-      case kSharedString: {
-        uint64_t n;
-        if (!Varint(&n)) return Read::kError;
-        if (n > static_cast<uint64_t>(end_ - p_)) return Fail("string length past the end"), Read::kError;
-        if (n <= StringCache::kMaxLen) {
-          strings_.Push(T_, p_, n, begin_ + bytes_.size());
-        } else {
-          if (slice_.OverMemory(n)) return OverLimit(), Read::kError;
-          lua_pushlstring(T_, p_, n);
-          slice_.Spend(static_cast<int64_t>(n / kCrcBytesPerUnit));
-        }
-        p_ += n;
-        if (n >= kMinSharedString) {
-          const uint64_t ordinal = strings_seen_++;
-          if (tag == kSharedString) {
-            lua_pushvalue(T_, -1);
-            lua_rawseti(T_, kRefs, -static_cast<lua_Integer>(ordinal) - 1);
-          }
-        }
-        return Read::kValue;
-      }
-      case kStringRef: {
-        uint64_t ordinal;
-        if (!Varint(&ordinal)) return Read::kError;
-        if (ordinal >= strings_seen_) return Fail("reference to a string not yet seen"), Read::kError;
-        if (lua_rawgeti(T_, kRefs, -static_cast<lua_Integer>(ordinal) - 1) != LUA_TSTRING) {
-          lua_pop(T_, 1);
-          return Fail("reference to a string not marked shared"), Read::kError;
-        }
-        return Read::kValue;
-      }
-      case kTable:
-      case kSharedTable:
-        return Table(tag == kSharedTable) ? Read::kTable : Read::kError;
-      case kRef: {
-        uint64_t ordinal;
-        if (!Varint(&ordinal)) return Read::kError;
-        if (ordinal >= tables_) return Fail("reference to a table not yet seen"), Read::kError;
-        if (lua_rawgeti(T_, kRefs, static_cast<lua_Integer>(ordinal) + 1) != LUA_TTABLE) {
-          lua_pop(T_, 1);
-          return Fail("reference to a table not marked shared"), Read::kError;
-        }
-        return Read::kValue;
-      }
-      default:
-        --p_;
-        return Fail("unknown value tag " + std::to_string(tag)), Read::kError;
-    }
-  }
-
-  bool Table(bool shared) {
-    if (frames_.size() >= static_cast<size_t>(kMaxStateDepth)) {
-      return Fail("nested more than " + std::to_string(kMaxStateDepth) + " tables deep");
-    }
-    // 3: the table, a key, a value.
-    if (!lua_checkstack(T_, 3)) return Fail("not enough memory for the Lua stack", CodecFailure::kNoRoom);
-    if (end_ - p_ < static_cast<ptrdiff_t>(kTableHeader)) return Fail("truncated table header");
-    const uint64_t count = Load32(p_);
-    const uint64_t narr = Load32(p_ + 4);
-    p_ += kTableHeader;
-    if (narr > count) return Fail("array size larger than the table");
-    // Every pair owed, here and by the enclosing tables, needs 2 bytes.
-    if (2 * (owed_ + count) > static_cast<uint64_t>(end_ - p_)) return Fail("table count past the end");
-    // Its parts are allocated whole (a slot of 16 bytes, a node of 24).
-    if (slice_.OverMemory(16 * narr + 24 * (count - narr))) return OverLimit();
-    // Both fit in int: count <= kMaxStateBytes / 2.
-    lua_createtable(T_, static_cast<int>(narr), static_cast<int>(count - narr));
-    const uint64_t ordinal = tables_++;
-    if (shared) {
-      // Registered before its contents, so cycles back to it resolve.
-      lua_pushvalue(T_, -1);
-      lua_rawseti(T_, kRefs, static_cast<lua_Integer>(ordinal) + 1);
-    }
-    owed_ += count;
-    frames_.push_back({lua_gettop(T_), static_cast<uint32_t>(count), static_cast<uint32_t>(narr), 0, kPair, 0});
-    return true;
-  }
-
-  bool Varint(uint64_t* v) {
-    *v = 0;
-    for (int shift = 0; shift < 64; shift += 7) {
-      if (p_ == end_) return Fail("truncated length");
-      const uint8_t b = static_cast<uint8_t>(*p_++);
-      *v |= static_cast<uint64_t>(b & 0x7F) << shift;
-      if ((b & 0x80) == 0) return true;
-    }
-    return Fail("malformed length");
-  }
-
-  // A structural error: what, and where.
-  bool Fail(const std::string& what, CodecFailure failure = CodecFailure::kCorrupt) {
-    if (error_.empty()) {
-      error_ = (failure == CodecFailure::kCorrupt ? "corrupt state snapshot: " : "cannot restore the state: ") + what +
-               " at byte " + std::to_string(p_ - begin_);
-      failure_ = failure;
-    }
-    return false;
-  }
-  // Decoding would take the state past its memoryLimit (CodecGuard::memory).
-  bool OverLimit() {
-    return Fail("it needs more memory than the state's memoryLimit (" +
-                    std::to_string(slice_.guard().memory->limit >> 10) + " KiB) leaves",
-                CodecFailure::kNoRoom);
-  }
-  // The guard halted the job: a stop, or the memory limit.
-  CodecProgress Halted() {
-    if (slice_.halt() == Slice::Halt::kStop) {
-      Fail("stopped", CodecFailure::kStopped);
-    } else {
-      OverLimit();
-    }
-    return Failed();
-  }
-
-  // An error in the header or the checksum: the whole snapshot is refused.
-  bool Refuse(const std::string& what) {
-    error_ = what;
-    failure_ = CodecFailure::kCorrupt;
-    return false;
-  }
-
-  CodecProgress Failed() {
-    stage_ = Stage::kFailed;
-    End();
-    return CodecProgress::kFailed;
-  }
-
-  // Lets go of the thread and everything on it; the collector runs again.
-  void End() {
-    frames_.clear();
-    if (T_ != nullptr) lua_settop(T_, 0);
-    T_ = nullptr;
-    thread_.Reset();
-    RestartCollector();
-  }
-
-  void RestartCollector() {
-    if (collecting_) lua_gc(main_, LUA_GCRESTART);
-    collecting_ = false;
-  }
-
-  std::string_view bytes_;   // the snapshot: the caller keeps it alive
-  const char* begin_;        // bytes_.data(), for offsets in errors
-  const char* p_;            // next byte to read
-  const char* end_;          // end of the stream (before the checksum)
-  lua_State* main_;          // for the collector: lives as long as the state
-  lua_State* T_ = nullptr;   // the job's thread: owned through thread_, null once ended
-  LuaRef thread_;            // anchors T_ and the values being built
-  bool collecting_ = false;  // the collector ran when the job began: restart it at the end
-  StringCache strings_;
-  std::vector<Frame> frames_;  // the open tables, root first
-  Slice slice_;
-  Stage stage_ = Stage::kStart;
-  uint32_t crc_ = 0;  // of bytes_[0, crc_done_)
-  size_t crc_done_ = 0;
-  uint64_t tables_ = 0;        // tables begun so far: the next ordinal
-  uint64_t strings_seen_ = 0;  // strings of kMinSharedString bytes or more so far: the next string ordinal
-  uint64_t owed_ = 0;          // pairs the open tables still expect, beyond the current ones
-  std::string error_;
-  CodecFailure failure_ = CodecFailure::kNone;
-};
-
-StateDecoder::StateDecoder(lua_State* L, std::string_view bytes, CodecGuard guard)
-    : impl_(std::make_unique<Impl>(L, bytes, guard)) {}
-StateDecoder::~StateDecoder() = default;
-CodecProgress StateDecoder::Step(const Clock* clock, int64_t budget_ns) {
-  try {
-    return impl_->Step(clock, budget_ns);
-  } catch (const std::bad_alloc&) {
-    return impl_->OutOfMemory();
-  }
-}
-CodecProgress StateDecoder::progress() const {
-  return impl_->progress();
-}
-void StateDecoder::PushResult(lua_State* L) {
-  impl_->PushResult(L);
-}
-const std::string& StateDecoder::error() const {
-  return impl_->error();
-}
-CodecFailure StateDecoder::failure() const {
-  return impl_->failure();
-}
-void StateDecoder::set_check_interval(uint32_t units) {
-  impl_->slice().set_interval(units);
-}
-
-// ---------------------------------------------------------------------------
-// One-shot
-
-bool SnapshotFrameIntact(std::string_view bytes, std::string* why) {
-  if (bytes.size() < kHeaderSize + kTrailerSize || bytes.substr(0, sizeof kMagic) != std::string_view(kMagic, 4)) {
-    *why = "not a lua-tasks value snapshot";
-    return false;
-  }
-  if (const uint8_t v = static_cast<uint8_t>(bytes[4]); v != kVersion && v != kNoStringRefs) {
-    *why = "value snapshot version " + std::to_string(v) + " is not supported";
-    return false;
-  }
-  const size_t body = bytes.size() - kTrailerSize;
-  if (Crc32c::Update(0, bytes.substr(0, body)) != Load32(bytes.data() + body)) {
-    *why = "checksum mismatch";
-    return false;
-  }
-  return true;
-}
-
 bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, const char* root_name,
                  const CodecGuard& guard, CodecFailure* failure) {
   StateEncoder e(L, idx, root_name, guard);
@@ -1438,24 +702,6 @@ bool EncodeState(lua_State* L, int idx, std::string* out, std::string* error, co
   error->clear();
   if (failure != nullptr) *failure = CodecFailure::kNone;
   return true;
-}
-
-bool DecodeState(lua_State* L, std::string_view bytes, std::string* error, CodecFailure* failure,
-                 const CodecGuard& guard) {
-  StateDecoder d(L, bytes, guard);
-  CodecFailure why = CodecFailure::kNone;
-  if (d.Finish() != CodecProgress::kDone) {
-    *error = d.error();
-    why = d.failure();
-  } else if (!lua_checkstack(L, 1)) {
-    *error = "cannot restore the state: not enough memory for the Lua stack";
-    why = CodecFailure::kNoRoom;
-  } else {
-    d.PushResult(L);
-    error->clear();
-  }
-  if (failure != nullptr) *failure = why;
-  return why == CodecFailure::kNone;
 }
 
 }  // namespace lua_tasks
