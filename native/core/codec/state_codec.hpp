@@ -14,6 +14,7 @@
 #include <lua.hpp>
 
 #include "core/base/clock.hpp"
+#include "core/base/grow_array.hpp"
 #include "core/limits/memory_budget.hpp"
 
 namespace lua_tasks {
@@ -71,33 +72,16 @@ struct CodecGuard {
 class SnapshotBytes {
  public:
   SnapshotBytes() = default;
-  SnapshotBytes(SnapshotBytes&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)),
-        size_(std::exchange(o.size_, 0)),
-        capacity_(std::exchange(o.capacity_, 0)) {}
-  SnapshotBytes& operator=(SnapshotBytes&& o) noexcept {
-    if (this != &o) {
-      Free();
-      data_ = std::exchange(o.data_, nullptr);
-      size_ = std::exchange(o.size_, 0);
-      capacity_ = std::exchange(o.capacity_, 0);
-    }
-    return *this;
-  }
-  SnapshotBytes(const SnapshotBytes&) = delete;
-  SnapshotBytes& operator=(const SnapshotBytes&) = delete;
-  ~SnapshotBytes() { Free(); }
 
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-  std::string_view view() const { return {data_, size_}; }
+  const char* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  std::string_view view() const { return {bytes_.data(), bytes_.size()}; }
 
  private:
   friend class StateEncoder;  // fills it
-  void Free() noexcept;
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  size_t capacity_ = 0;  // the block's size (see state_encoder.cpp's Block*)
+  explicit SnapshotBytes(GrowArray<char> bytes) : bytes_(std::move(bytes)) {}
+  // Its block: a large snapshot grew by remapping pages, not copying them.
+  GrowArray<char> bytes_;
 };
 
 // Where a job stands after a Step.

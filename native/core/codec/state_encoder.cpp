@@ -14,11 +14,8 @@
 #include <utility>
 #include <vector>
 
-#if defined(__linux__)
-#include <sys/mman.h>
-#endif
-
 #include "core/base/crc32c.hpp"
+#include "core/base/grow_array.hpp"
 #include "core/base/utf8.hpp"
 #include "core/codec/codec_slice.hpp"
 #include "core/codec/state_codec.hpp"
@@ -34,107 +31,9 @@ namespace {
 
 // Longest key shown in an error path before it is cut with "...".
 constexpr size_t kMaxPathKey = 40;
-
-// The snapshot's memory. On Linux, a block of kMapFrom bytes or more is
-// pages from mmap, grown with mremap: it grows by remapping its pages, never
-// by copying them, and new pages are not zeroed up front. (realloc copies a
-// block glibc keeps in its heap, which after a large free is anything up to
-// 32 MB: a 15 ms slice.) A smaller block is malloc's: a tasks.store.set
-// encodes a record of a few hundred bytes, and an mmap, its page faults and
-// its munmap (a TLB shootdown across the process's threads) cost more than
-// the encode. A block's capacity says which it is. Elsewhere malloc and
-// realloc throughout.
-constexpr size_t kMapFrom = size_t{1} << 16;
-
-char* BlockAlloc(size_t n) {
-#if defined(__linux__)
-  if (n >= kMapFrom) {
-    void* p = mmap(nullptr, n, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    return p == MAP_FAILED ? nullptr : static_cast<char*>(p);
-  }
-#endif
-  return static_cast<char*>(std::malloc(n));
-}
-
-char* BlockGrow(char* p, size_t old_n, size_t n) {
-#if defined(__linux__)
-  if (old_n >= kMapFrom) {
-    void* q = mremap(p, old_n, n, MREMAP_MAYMOVE);
-    return q == MAP_FAILED ? nullptr : static_cast<char*>(q);
-  }
-  if (n >= kMapFrom) {  // a small block becomes pages: at most kMapFrom bytes copied
-    char* q = BlockAlloc(n);
-    if (q == nullptr) return nullptr;
-    std::memcpy(q, p, old_n);
-    std::free(p);
-    return q;
-  }
-#endif
-  return static_cast<char*>(std::realloc(p, n));
-}
-
-void BlockFree(char* p, size_t n) noexcept {
-  if (p == nullptr) return;
-#if defined(__linux__)
-  if (n >= kMapFrom) {
-    munmap(p, n);
-    return;
-  }
-#endif
-  std::free(p);
-}
-
-// Output into one block: Room() hands out space past the committed end,
-// growing geometrically, so a value costs a bounds check and a memcpy rather
-// than a push_back per byte. The check is inline and the growth is not:
-// Room() runs for every value.
-class Writer {
- public:
-  Writer() = default;
-  Writer(const Writer&) = delete;
-  Writer& operator=(const Writer&) = delete;
-  ~Writer() { BlockFree(buf_, cap_); }
-
-  char* Room(size_t k) {
-    if (cap_ - n_ < k) [[unlikely]]
-      Grow(k);
-    return buf_ + n_;
-  }
-  void Commit(size_t k) { n_ += k; }
-  size_t size() const { return n_; }
-  char* At(size_t offset) { return buf_ + offset; }
-  // Hands the block over: *size bytes written, *capacity its size.
-  char* Release(size_t* size, size_t* capacity) {
-    *size = std::exchange(n_, 0);
-    *capacity = std::exchange(cap_, 0);
-    return std::exchange(buf_, nullptr);
-  }
-  void Clear() {
-    BlockFree(buf_, cap_);
-    buf_ = nullptr;
-    cap_ = n_ = 0;
-  }
-
- private:
-  static constexpr size_t kGranule = size_t{1} << 16;  // a multiple of any page size
-  static constexpr size_t kFirst = 512;                // a record's encoding, most often
-
-  // Throws std::bad_alloc; the job's Step turns it into a failure.
-  [[gnu::noinline]] void Grow(size_t k) {
-    size_t cap = std::max({cap_ * 2, n_ + k, kFirst});
-    // Pages in whole granules; a malloc'd block in 256-byte steps.
-    const size_t step = cap >= kMapFrom ? kGranule : 256;
-    cap = (cap + step - 1) & ~(step - 1);
-    char* p = buf_ == nullptr ? BlockAlloc(cap) : BlockGrow(buf_, cap_, cap);
-    if (p == nullptr) throw std::bad_alloc();
-    buf_ = p;
-    cap_ = cap;
-  }
-
-  char* buf_ = nullptr;  // owned: a Block* block of cap_ bytes
-  size_t cap_ = 0;       // what Room() may hand out
-  size_t n_ = 0;         // bytes committed
-};
+// The output's first capacity: a tasks.store.set encodes a record of a few
+// hundred bytes, most often in one malloc.
+constexpr size_t kFirstBytes = 512;
 
 // Table identity -> (ordinal, header offset): open addressing over pointers,
 // no allocation per table. It grows without a pause: a table twice the size
@@ -330,6 +229,7 @@ class StateEncoder::Impl {
     slice_.Start(clock, budget_ns);
     switch (stage_) {
       case CodecStage::kStart: {
+        w_.reserve(kFirstBytes);
         StoreHeader(w_.Room(kHeaderSize));
         w_.Commit(kHeaderSize);
         stage_ = CodecStage::kBody;
@@ -454,7 +354,7 @@ class StateEncoder::Impl {
           const TableIds::Entry* seen =
               string_ids_.FindOrAdd({s, string_ids_.size(), static_cast<uint32_t>(w_.size())});
           if (seen != nullptr) {
-            *w_.At(seen->offset) = kSharedString;
+            w_[seen->offset] = kSharedString;
             char* p = w_.Room(11);
             p[0] = kStringRef;
             w_.Commit(1 + StoreVarint(p + 1, seen->ordinal));
@@ -482,7 +382,7 @@ class StateEncoder::Impl {
     const size_t header = w_.size();
     if (const TableIds::Entry* seen =
             ids_.FindOrAdd({lua_topointer(T_, slot), ids_.size(), static_cast<uint32_t>(header)})) {
-      *w_.At(seen->offset) = kSharedTable;
+      w_[seen->offset] = kSharedTable;
       char* p = w_.Room(11);
       p[0] = kRef;
       w_.Commit(1 + StoreVarint(p + 1, seen->ordinal));
@@ -512,7 +412,7 @@ class StateEncoder::Impl {
   }
 
   void EndTable(const Frame& f) {
-    char* p = w_.At(f.header + 1);
+    char* p = &w_[f.header + 1];
     Store32(p, f.count);
     // The border can exceed the pair count ({1, nil, nil, 4} may report 4):
     // the hint is only ever an array size the decoder can fill.
@@ -525,13 +425,13 @@ class StateEncoder::Impl {
     const size_t chunk = size_t{slice_.interval()} * kCrcBytesPerUnit;
     while (crc_done_ < w_.size()) {
       const size_t n = std::min(chunk, w_.size() - crc_done_);
-      crc_ = Crc32c::Update(crc_, std::string_view(w_.At(crc_done_), n));
+      crc_ = Crc32c::Update(crc_, std::string_view(&w_[crc_done_], n));
       crc_done_ += n;
       if (crc_done_ < w_.size() && slice_.DueNow()) return CodecProgress::kMore;
     }
     Store32(w_.Room(kTrailerSize), crc_);
     w_.Commit(kTrailerSize);
-    done_.data_ = w_.Release(&done_.size_, &done_.capacity_);
+    done_ = SnapshotBytes(std::move(w_));
     stage_ = CodecStage::kDone;
     End();
     return CodecProgress::kDone;
@@ -624,7 +524,7 @@ class StateEncoder::Impl {
 
   CodecProgress Failed() {
     stage_ = CodecStage::kFailed;
-    w_.Clear();
+    w_ = GrowArray<char>();
     End();
     return CodecProgress::kFailed;
   }
@@ -639,7 +539,7 @@ class StateEncoder::Impl {
 
   const char* root_;
   size_t max_body_;            // the stream before the checksum stays within this
-  Writer w_;                   // the snapshot being written
+  GrowArray<char> w_;          // the snapshot being written: a large one in pages of its own
   SnapshotBytes done_;         // the snapshot once written
   lua_State* T_ = nullptr;     // the job's thread: owned through thread_, null once ended
   LuaRef thread_;              // anchors T_ (and so every value on it) until the job ends
@@ -653,12 +553,6 @@ class StateEncoder::Impl {
   std::string error_;
   CodecFailure failure_ = CodecFailure::kNone;
 };
-
-void SnapshotBytes::Free() noexcept {
-  BlockFree(data_, capacity_);
-  data_ = nullptr;
-  size_ = capacity_ = 0;
-}
 
 StateEncoder::StateEncoder(lua_State* L, int idx, const char* root_name, CodecGuard guard)
     : impl_(std::make_unique<Impl>(L, idx, root_name, guard)) {}
