@@ -27,7 +27,7 @@ const STACK_GETTER = getOwnPropertyDescriptor(new Error(), 'stack')?.get;
 // from: no prototype, no properties, frozen, the same object for every call.
 const RECEIVER = freeze(create(null));
 
-// How a JS object crosses into Lua (native/addon/values/convert.cpp reads these numbers).
+// How a JS object crosses into Lua (native/addon/values/js_to_lua.cpp reads these numbers).
 const KIND_PLAIN = 0; // copied into a table
 const KIND_MAP = 1; // copied into a table keyed by its converted keys
 const KIND_OBJECT = 2; // by reference: own data properties readable

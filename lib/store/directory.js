@@ -35,7 +35,7 @@ const { makeError } = require('../errors');
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
 // What a snapshot file of the store before v2 starts with: "LTST" and its
-// format version (native/core/codec/state_codec.cpp: 2, no checksum; 3,
+// format version (native/core/codec/state_format.hpp: 2, no checksum; 3,
 // checksummed; 4, with string references).
 const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
 const SNAPSHOT_VERSIONS = [2, 3, 4];

@@ -28,7 +28,7 @@ class TempDir {
   std::filesystem::path dir_;
 };
 
-// A codec snapshot of the string `s` (format: state_codec.cpp), checksum included.
+// A codec snapshot of the string `s` (format: state_format.hpp), checksum included.
 inline std::string ValueSnapshot(const std::string& s) {
   std::string out = "LTST\x03";
   out += '\x05';

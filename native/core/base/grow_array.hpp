@@ -56,6 +56,8 @@ class GrowArray {
   // mremap exists (a failed map throws, so nothing smaller or larger is kept).
   bool mapped() const { return kCanRemap && cap_ * sizeof(T) >= kMapBytes; }
 
+  T* data() { return data_; }
+  const T* data() const { return data_; }
   T& operator[](size_t i) { return data_[i]; }
   const T& operator[](size_t i) const { return data_[i]; }
   T& front() { return data_[0]; }
@@ -68,9 +70,27 @@ class GrowArray {
     data_[size_++] = v;
   }
   void pop_back() { --size_; }
+  // Capacity for `n` elements in all (a power-of-two step at or past n).
+  void reserve(size_t n) {
+    if (n > cap_) Grow(n);
+  }
+
+  // Space for `k` more elements past the end, which the caller fills and
+  // then adds with Commit (k or fewer of them): a writer of records of
+  // varying size (the state codec) pays one bounds check a record, not one
+  // an element. The check is inline and the growth is not.
+  T* Room(size_t k) {
+    if (cap_ - size_ < k) [[unlikely]]
+      Grow(size_ + k);
+    return data_ + size_;
+  }
+  void Commit(size_t k) { size_ += k; }
 
  private:
-  void Grow();  // doubles the capacity, or throws std::bad_alloc
+  // Doubles the capacity until it holds `need` elements (at least once), or
+  // throws std::bad_alloc. Capacities stay powers of two times 16, so a
+  // mapping is always whole pages.
+  [[gnu::noinline]] void Grow(size_t need = 0);
   void Free();
 
   T* data_ = nullptr;
@@ -84,8 +104,9 @@ void* RemapBytes(void* p, size_t old_bytes, size_t bytes);  // nullptr on failur
 void UnmapBytes(void* p, size_t bytes);
 
 template <typename T>
-void GrowArray<T>::Grow() {
-  const size_t cap = cap_ == 0 ? 16 : cap_ * 2;
+void GrowArray<T>::Grow(size_t need) {
+  size_t cap = cap_ == 0 ? 16 : cap_ * 2;
+  while (cap < need) cap *= 2;
   const size_t bytes = cap * sizeof(T);
   void* p;
   if (mapped()) {

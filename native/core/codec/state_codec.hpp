@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // State codec: the persistent tasks.state table to bytes and back (docs/design.md#persistence).
+// The one API the rest of the code uses; the format is state_format.hpp's,
+// the jobs state_encoder.cpp and state_decoder.cpp.
 #pragma once
 
 #include <cstddef>
@@ -12,6 +14,7 @@
 #include <lua.hpp>
 
 #include "core/base/clock.hpp"
+#include "core/base/grow_array.hpp"
 #include "core/limits/memory_budget.hpp"
 
 namespace lua_tasks {
@@ -69,33 +72,16 @@ struct CodecGuard {
 class SnapshotBytes {
  public:
   SnapshotBytes() = default;
-  SnapshotBytes(SnapshotBytes&& o) noexcept
-      : data_(std::exchange(o.data_, nullptr)),
-        size_(std::exchange(o.size_, 0)),
-        capacity_(std::exchange(o.capacity_, 0)) {}
-  SnapshotBytes& operator=(SnapshotBytes&& o) noexcept {
-    if (this != &o) {
-      Free();
-      data_ = std::exchange(o.data_, nullptr);
-      size_ = std::exchange(o.size_, 0);
-      capacity_ = std::exchange(o.capacity_, 0);
-    }
-    return *this;
-  }
-  SnapshotBytes(const SnapshotBytes&) = delete;
-  SnapshotBytes& operator=(const SnapshotBytes&) = delete;
-  ~SnapshotBytes() { Free(); }
 
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-  std::string_view view() const { return {data_, size_}; }
+  const char* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  std::string_view view() const { return {bytes_.data(), bytes_.size()}; }
 
  private:
   friend class StateEncoder;  // fills it
-  void Free() noexcept;
-  char* data_ = nullptr;
-  size_t size_ = 0;
-  size_t capacity_ = 0;  // the block's size (see state_codec.cpp's Block*)
+  explicit SnapshotBytes(GrowArray<char> bytes) : bytes_(std::move(bytes)) {}
+  // Its block: a large snapshot grew by remapping pages, not copying them.
+  GrowArray<char> bytes_;
 };
 
 // Where a job stands after a Step.
@@ -119,7 +105,7 @@ enum class CodecProgress : uint8_t { kMore, kDone, kFailed };
 // allocator does not refuse for the memory limit. Construct and Step a job,
 // and destroy it, under a HostSection, and before the state is closed.
 
-// Encodes a value into a snapshot (format: state_codec.cpp).
+// Encodes a value into a snapshot (format: state_format.hpp).
 class StateEncoder {
  public:
   static constexpr uint32_t kCheckInterval = 4096;

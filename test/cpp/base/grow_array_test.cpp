@@ -77,5 +77,31 @@ TEST(GrowArray, AMoveTakesTheArrayAndLeavesAnEmptyOne) {
   }
 }
 
+TEST(GrowArray, RoomHandsOutSpaceThatCommitAdds) {
+  GrowArray<char> v;
+  v.reserve(512);
+  EXPECT_EQ(v.capacity(), 512u);
+  EXPECT_TRUE(v.empty());
+  // Records of varying size, each committed shorter than the room asked for,
+  // across the move to a mapping.
+  size_t written = 0;
+  while (written < 2 * GrowArray<char>::kMapBytes) {
+    const size_t n = written % 97 + 1;
+    char* p = v.Room(n + 10);
+    ASSERT_GE(v.capacity() - v.size(), n + 10);
+    for (size_t i = 0; i < n; ++i) p[i] = static_cast<char>(written + i);
+    v.Commit(n);
+    written += n;
+  }
+  ASSERT_EQ(v.size(), written);
+  for (size_t i = 0; i < written; ++i) ASSERT_EQ(v.data()[i], static_cast<char>(i));
+  EXPECT_EQ(v.mapped(), kCanRemap);
+  // One large Room grows past a single doubling, and stays whole pages.
+  const size_t before = v.capacity();
+  v.Room(16 * before);
+  EXPECT_GE(v.capacity(), v.size() + 16 * before);
+  EXPECT_EQ(v.capacity() & (v.capacity() - 1), 0u);
+}
+
 }  // namespace
 }  // namespace lua_tasks
