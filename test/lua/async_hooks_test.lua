@@ -2,10 +2,10 @@
 -- util.async's runtime hooks under plain lua5.4: lua5.4 test/lua/async_hooks_test.lua
 --
 -- lib/lua/util/async_hooks.lua runs on util.async's table inside a runtime
--- (lib/modules.js). Here a stand-in tasks module takes the place of the
+-- (lib/runtime/modules.js). Here a stand-in tasks module takes the place of the
 -- runtime's: tasks.start runs a coroutine until its first yield, as the real
 -- one does, and the test wakes each waiting task by hand, so nothing sleeps.
--- Inside a runtime, test/js/async.test.js checks the same hooks for real.
+-- Inside a runtime, test/js/runtime/async.test.js checks the same hooks for real.
 
 local dir = (arg and arg[0] and arg[0]:match("^(.*)[/\\][^/\\]*$")) or "."
 package.path = dir .. "/../../lib/lua/?.lua;lib/lua/?.lua;" .. package.path
