@@ -1000,6 +1000,30 @@ end)
 -- Lifetime
 --------------------------------------------------------------------------
 
+test("a runner whose holder died is taken back by the next run(), which tells its watcher", function()
+  -- As a CPU-budget kill does, the coroutine running run() dies with the
+  -- runner busy (here: the hold hook raises once).
+  local errors, log = {}, {}
+  local r = async.runner(function(item) log[#log + 1] = item end, {
+    error = function(_, err) errors[#errors + 1] = err end,
+  })
+  local hold = async._hold
+  async._hold = function()
+    async._hold = hold
+    error("died", 0)
+  end
+  local co = coroutine.create(function() r:run("a") end)
+  local ok = coroutine.resume(co)
+  async._hold = hold
+  eq(ok, false, "the holder died")
+  eq(r.state, "running", "busy with a dead holder")
+  local _, state = r:run("b")
+  eq(state, "ready", "taken back")
+  eq(#errors, 1, "the watcher was told once")
+  truthy(errors[1]:find("died", 1, true), "of what the holder died of: " .. errors[1])
+  same(log, { "a", "b" }, "the queue went on")
+end)
+
 test("a waiting runner that is dropped can be collected", function()
   if not collectgarbage then return end -- a sandbox may not offer it
   local refs = setmetatable({}, { __mode = "v" })

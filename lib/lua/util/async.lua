@@ -31,10 +31,21 @@
 -- through the nested coroutines to `thread` and come back down on resume.
 -- ready() is true in a nested coroutine only once the hook is replaced.
 --
+-- Where an item runs. run() and done() hand the work on the runner's thread
+-- to a host hook (_start, _continue), so a host can run it where a wait on
+-- the host works and a limit can stop it (lua-tasks: inside a task). Code
+-- that holds a runner can die without returning: a CPU-budget kill unwinds
+-- it, pcall or not. Holding a runner is told to the host (_hold), which calls
+-- _reclaim if the coroutine holding it dies; the next run() also takes back a
+-- runner whose holder is dead. Either way the error watcher is told.
+--
 -- Hooks the host installs at start-up (plain lua5.4 keeps the defaults):
 --   async.set_nexttick(fn)            fn(f): call f later, e.g. next loop turn
 --   async.set_schedule_function(fn)   fn(seconds, f): call f after seconds
 --   async._suspend = fn               fn(thread, token), contract at suspend()
+--   async._start = fn                 fn(f, r), contract at the runners' hooks
+--   async._continue = fn              fn(f, r), same place
+--   async._hold = fn                  fn(r), same place
 
 local coroutine_close = coroutine.close
 local create = coroutine.create
@@ -182,20 +193,29 @@ local unwound = { __close = function(guard)
 end }
 
 -- A CPU-budget kill (lua-tasks' taskTimeout) unwinds run() or continue()
--- with no <close> run at all, which left the runner busy for ever. So each
--- records the coroutine it runs on while it holds the runner ("owner"), and
--- a busy runner whose owner has died is taken back by the next run(). On
--- the main thread (a call from JS, or plain lua5.4), which never dies, they
--- run in a coroutine of their own (see on_own_thread).
+-- with no <close> run at all, which would leave the runner busy for ever. So
+-- each records the coroutine it runs on while it holds the runner ("owner"),
+-- and a busy runner whose owner has died is taken back (by the next run(),
+-- or the host's _reclaim: the runners' hooks below). On the main thread,
+-- which never dies, they run in a coroutine of their own (on_own_thread).
 local function abandoned(r)
   return r.owner and status(r.owner) == "dead"
 end
-local function take_back(r)
+-- Takes back a runner whose owner died; returns the error for its watcher:
+-- `err` (what the owner's task died of, when the host knows it), else what
+-- closing the dead owner reports (lua-tasks: "killed: CPU budget exceeded").
+local function take_back(r, err)
+  local owner = r.owner
   active[r] = nil
   r.guard.armed = false
   r.thread = nil -- killed or stuck mid-item: the next item gets a fresh one
   r.state = "ready"
   r.owner = false
+  if err == nil then
+    local ok, closed, close_err = pcall(coroutine_close, owner)
+    err = ok and closed == false and close_err or "it ended"
+  end
+  return "util.async: the coroutine running the runner's item died before the item ended: " .. tostring(err)
 end
 
 local function own_thread_result(c, ok, ...)
@@ -213,6 +233,20 @@ local function on_own_thread(f, ...)
   local c = create(f)
   return own_thread_result(c, resume(c, ...))
 end
+
+-- The runners' hooks. Contract:
+--   _start(f, r): run() calls it to process r's queue; f(r) must run where
+--     an item may run, and _start returns what f returns, or nothing when f
+--     goes on later (run() then returns true, state, queued).
+--   _continue(f, r): done() calls it to resume r's waiting item; f(r) must
+--     run where an item may run, now or later. Returns nothing.
+--   _hold(r): r.owner, the coroutine running now, holds r until run() or
+--     continue returns. If that coroutine can die without returning (a kill),
+--     the host calls async._reclaim(r, owner, err) once it has.
+-- The defaults run f on the calling coroutine (plain lua5.4 has no kills).
+async._start = on_own_thread
+async._continue = on_own_thread
+async._hold = function() end
 
 -- Resumes the runner's thread once, recording the runner as active meanwhile.
 -- Outcomes:
@@ -249,17 +283,27 @@ end
 -- Processes queued items until the queue is empty or an item waits.
 -- Returns true, state, n (items still queued). With the default error
 -- watcher an item's error propagates out of run at once; the items after it
--- stay queued for the next run().
-local function run(self, input)
+-- stay queued for the next run(). A runner whose owner died is taken back
+-- first, its watcher told (with `lost`, the owner's error, if known).
+local function run(self, lost)
   local q = self.queue
-  if input ~= nil then q[#q + 1] = input end
+  local lost_err
   if self.state ~= "ready" then
     -- Busy (running or waiting): the item waits its turn in the queue.
     if not abandoned(self) then return true, self.state, #q end
-    take_back(self)
+    lost_err = take_back(self, lost)
   end
   self.state = "running"
   self.owner = running()
+  async._hold(self)
+  if lost_err ~= nil then
+    local ok, werr = pcall(error_watcher(self), self, lost_err)
+    if not ok then
+      self.state = "ready"
+      self.owner = false
+      error(werr, 0)
+    end
+  end
   while #q > 0 do
     local item = table.remove(q, 1)
     if not self.thread then self.thread = new_thread(self) end
@@ -285,8 +329,21 @@ local function run(self, input)
   notify(self, "ready")
   return true, "ready", 0
 end
+local function run_result(r, ok, ...)
+  if ok == nil then return true, r.state, #r.queue end
+  return ok, ...
+end
 function Runner:run(input)
-  return on_own_thread(run, self, input)
+  if input ~= nil then self.queue[#self.queue + 1] = input end
+  return run_result(self, async._start(run, self))
+end
+
+-- Host side of _hold: the coroutine `owner` that held r has died (err: what
+-- it died of, or nil). If it still held r, r is taken back, its watcher told
+-- and its queue run, as run() does. Returns nothing.
+function async._reclaim(r, owner, err)
+  if r.owner ~= owner or not abandoned(r) then return end
+  run(r, err)
 end
 
 -- Adds an item without starting the runner, even if it is idle.
@@ -320,6 +377,7 @@ local function continue_on(r)
     return false
   end
   r.owner = running()
+  async._hold(r)
   local outcome, err = step(r)
   if outcome == "wait" then
     r.owner = false
@@ -336,7 +394,7 @@ local function continue_on(r)
   return true
 end
 local function continue(r)
-  return on_own_thread(continue_on, r)
+  async._continue(continue_on, r)
 end
 
 -- runner(func, watchers, data): func(item) is called once per queued item;

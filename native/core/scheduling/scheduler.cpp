@@ -1011,6 +1011,17 @@ void Scheduler::RunJoiner(Task* w, int nargs) {
     Defer(w, nargs);
     return;
   }
+  // The task ended of a kill that goes on outside it (the deadline of the
+  // code that started or resumed it): run now, the joiner would die of that
+  // kill at its first instruction, and could never learn of the end it was
+  // waiting for (util.async's warden, for one). It was waiting, not started
+  // by the code being killed: it runs from the ready queue, under a budget
+  // of its own, as any task woken from the loop.
+  if (const CpuBudget* budget = host_->budget(); budget != nullptr && budget->killing()) {
+    Continue(w, nargs);
+    hooks_->OnScheduleChange();
+    return;
+  }
   RunTask(w, host_->current(), nargs);
 }
 

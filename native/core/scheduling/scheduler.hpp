@@ -366,7 +366,8 @@ class Scheduler {
   // EndTask reads it from the coroutine of a task that failed.
   void EndTask(Task* t, TaskEnding end);
   // Runs w, a joiner of a task that ended, with its `nargs` outcome values on
-  // its stack; deferred while the lock is held.
+  // its stack; deferred while the lock is held, and filed as ready while a
+  // kill goes on (the joiner was not part of the code being killed).
   void RunJoiner(Task* w, int nargs);
   // RAII around scheduler work that runs several tasks back to back outside
   // any window (the waiters of a task that ended; starts a COMMIT held

@@ -132,6 +132,33 @@ TEST_F(FakeBudgetTest, ATaskStartedAfterTheDeadlinePassedDiesAtItsFirstInstructi
   EXPECT_EQ(rec.ends, (std::vector<std::string>{"timeout", "timeout"}));
 }
 
+TEST_F(FakeBudgetTest, AWaiterOfATaskKilledByItsResumersDeadlineRunsLaterUnderItsOwnBudget) {
+  // util.async's warden waits for the task running a runner's item, to tell
+  // the runner when that task dies. Woken at once by a kill that went on
+  // outside the task (the resumer's deadline), it died of it before it could.
+  ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
+  Define(R"(
+    woke = 0
+    function child() coroutine.yield("INDEFINITELY") charge(100) end
+    function waiter(id) local ok, err = pcall(tasks.wait, id) charge(50) woke = woke + 1 why = err end
+    function parent()
+      charge(50)
+      local id = tasks.start(child)
+      tasks.start(waiter, id)
+      tasks.resume(id)
+    end)");
+  Start("parent");
+  EXPECT_EQ(Global("woke"), 0);  // not inside the killed window
+  EXPECT_EQ(rec.ends, (std::vector<std::string>{"timeout", "timeout"}));
+  sched->RunImmediate();
+  EXPECT_EQ(Global("woke"), 1);  // and lived through a charge of half its own budget
+  lua_State* L = host->main();
+  lua_getglobal(L, "why");
+  EXPECT_STREQ(lua_tostring(L, -1), "task killed: CPU budget exceeded");
+  lua_pop(L, 1);
+  EXPECT_EQ(rec.ends.size(), 2u);
+}
+
 TEST_F(FakeBudgetTest, ATaskResumedFromATaskKeepsItsOwnBudgetWhenThatEndsFirst) {
   ASSERT_NO_FATAL_FAILURE(Make(0, 100 * kMs));
   Define(R"(

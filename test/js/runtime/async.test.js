@@ -9,14 +9,17 @@ const { makeRuntime, sleep } = require('../helpers');
 
 const root = path.join(__dirname, '..', '..', '..');
 
-test("util.async's own Lua unit tests pass inside a runtime", () => {
+test("util.async's own Lua unit tests pass inside a runtime, run in a task", async () => {
   const lines = [];
   const rt = new Runtime({ print: (l) => lines.push(String(l)) });
   // The unit tests expect Prosody's default hooks (a synchronous next tick, no
-  // scheduler); the runtime installs loop-backed ones, which the next test covers.
+  // scheduler); the runtime installs loop-backed ones, which the next test
+  // covers. In a task, run() and done() work where they are called, as the
+  // unit tests expect (from JS they would start tasks of their own).
   const reset = 'local a = require "util.async" a.set_nexttick(nil) a.set_schedule_function(nil) ';
   const src = reset + fs.readFileSync(path.join(root, 'test', 'lua', 'async_test.lua'), 'utf8');
-  const [result] = rt.load(src, { name: 'async_test.lua' });
+  const [suite] = rt.load(`return function() ${src}\nend`, { name: 'async_test.lua' });
+  const result = await rt.call(suite);
   rt.closeSync();
   expect(lines[lines.length - 1]).toMatch(/^\d+ passed, 0 failed$/);
   expect(result).toEqual(expect.objectContaining({ failed: 0 }));
@@ -110,37 +113,154 @@ test("a task cancelled while its runner's item sleeps on the task closes the ite
   expect(lines).toEqual(['closed slow', 'done next', 'closed next']);
 });
 
-test('a runner whose item is killed by taskTimeout, in run() or after a wait, takes the next item', async () => {
-  const rt = makeRuntime({ taskTimeout: 20 });
+// A runtime whose runner reports to JS: report(kind, value) for each item
+// done ("done") and each error its watcher gets ("error"); `waitFor(kind,
+// value)` resolves once such a report came. Host errors are collected too.
+function reportingRuntime(options) {
+  const rt = makeRuntime(options);
+  const reports = [];
+  const waiters = [];
+  const taskErrors = [];
+  rt.on('taskerror', (task, err) => taskErrors.push({ id: task.id, code: err.code }));
+  rt.set('report', (kind, value) => {
+    reports.push([kind, value]);
+    for (const w of waiters.splice(0)) w();
+  });
+  rt.set('set_timeout', (ms, cb) => {
+    setTimeout(cb, ms);
+  });
+  rt.set('later', (ms) => ({ p: new Promise((resolve) => setTimeout(() => resolve(ms), ms)) }));
+  const waitFor = async (kind, match) => {
+    const found = () => reports.find(([k, v]) => k === kind && (match === undefined || String(v).match(match)));
+    while (!found()) await new Promise((resolve) => waiters.push(resolve));
+    return found()[1];
+  };
+  return { rt, reports, taskErrors, waitFor };
+}
+
+// How an item waits before it goes wrong, and how it is fed: from a task
+// (rt.call) or from JS (rt.load).
+const WAITS = [
+  ['util.async sleep', 'async.sleep(0.001)'],
+  ['wait_for of a JS Promise', 'async.wait_for(later(1).p)'],
+  ['a waiter whose done() a JS timer callback calls', 'local w, d = async.waiter() set_timeout(1, d) w()'],
+  ['tasks.sleep (the task running the item waits)', 'tasks.sleep(0.001)'],
+];
+const RUNNER = (waitCode, badCode) => `
+  local async = require "util.async"
+  runner = async.runner(function(item)
+    if item ~= "next" then ${waitCode} end
+    if item == "bad" then ${badCode} end
+    report("done", item .. " in task " .. tostring(tasks.current_id() ~= nil))
+  end, { error = function(r, err) report("error", tostring(err)) end })
+  -- Queues every item, then runs the queue: an item that suspends the task
+  -- (tasks.sleep) keeps the items after it queued, not yet to be fed.
+  function feed(...) for _, item in ipairs({...}) do runner:enqueue(item) end return runner:run() end
+`;
+
+describe('an item killed or failing after a wait reaches the error watcher, and the runner takes its next item', () => {
+  const LIMITS = [
+    ['killed by taskTimeout', { taskTimeout: 20 }, 'while true do end', /CPU budget exceeded/],
+    ['past memoryLimit', { memoryLimit: 16 << 20 }, 'local s = ("x"):rep(64 << 20)', /not enough memory/],
+    ['raising', {}, 'error("boom")', /boom/],
+  ];
+  const CASES = LIMITS.flatMap(([what, options, bad, message]) =>
+    WAITS.flatMap(([how, wait]) => ['task', 'JS'].map((from) => [what, how, from, options, wait, bad, message])),
+  );
+  test.each(CASES)('%s after %s, fed from %s', async (what, how, from, options, wait, bad, message) => {
+    const { rt, taskErrors, waitFor } = reportingRuntime(options);
+    rt.load(RUNNER(wait, bad));
+    // "next" is queued behind "bad" and runs only once the runner is free.
+    if (from === 'task') {
+      const fed = rt.call('feed', 'bad', 'next');
+      if (how.startsWith('tasks.sleep') && what === 'killed by taskTimeout') {
+        // The task that called run() is the one killed: it is told too.
+        await expect(fed).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+      } else {
+        await fed;
+      }
+    } else {
+      rt.load('feed("bad", "next")');
+    }
+    expect(await waitFor('error')).toMatch(message);
+    expect(await waitFor('done', /^next/)).toBe('next in task true');
+    expect(taskErrors.filter((e) => e.id === null)).toEqual([]);
+    expect(rt.load('return runner.state')).toEqual(['ready']);
+    // Usable afterwards, from a task and from JS.
+    await rt.call('feed', 'again');
+    expect(await waitFor('done', /^again/)).toBe('again in task true');
+  });
+});
+
+test('an item killed in run() itself: the caller gets the kill, the watcher the error, the runner goes on', async () => {
+  const { rt, reports, taskErrors, waitFor } = reportingRuntime({ taskTimeout: 20 });
+  rt.load(RUNNER('', 'while true do end'));
+  await expect(rt.call('feed', 'bad')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
+  expect(await waitFor('error')).toMatch(/CPU budget exceeded/);
+  // From JS: the call is killed; run() at once after it takes the runner back.
+  expect(() => rt.load('feed("bad")')).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
+  expect(rt.load('local _, state = runner:run("next") return state')).toEqual(['ready']);
+  expect(await waitFor('done', /^next/)).toBe('next in task true');
+  expect(reports.filter(([k]) => k === 'error')).toHaveLength(2);
+  await sleep(50); // the warden of the killed call's task comes later: nothing more to tell
+  expect(reports.filter(([k]) => k === 'error')).toHaveLength(2);
+  expect(rt.load('return runner.state')).toEqual(['ready']);
+  expect(taskErrors.filter((e) => e.id === null)).toEqual([]);
+});
+
+test('the watcher hears of each killed item once', async () => {
+  const { rt, reports, waitFor } = reportingRuntime({ taskTimeout: 20 });
+  rt.load(RUNNER('async.sleep(0.001)', 'while true do end'));
+  rt.load('feed("bad", "bad", "next")');
+  await waitFor('done', /^next/);
+  await sleep(50);
+  expect(reports.filter(([k]) => k === 'error')).toHaveLength(2);
+});
+
+test('run() from JS processes the queue in a task: the item can wait on it, has an id and its budget', async () => {
+  const { rt, taskErrors, waitFor } = reportingRuntime({ taskTimeout: 50 });
+  rt.load(RUNNER('', 'while true do end'));
   rt.load(`
     local async = require "util.async"
-    out = {}
-    runner = async.runner(function(item)
-      if item == "spin" then while true do end end
-      if item == "later" then async.sleep(0.001) while true do end end
-      out[#out + 1] = item
-    end, { error = function() end })
-    function feed(item) runner:run(item) return runner.state end
+    sleeper = async.runner(function(item)
+      local id = tasks.current_id()
+      tasks.sleep(0.001)
+      report("done", item .. " " .. tostring(id ~= nil and id == tasks.current_id()))
+    end)
   `);
-  await expect(rt.call('feed', 'spin')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
-  expect(await rt.call('feed', 'a')).toBe('ready');
-  // Driven from JS (the main thread, which never dies), with a watcher long
-  // enough for the kill to land in run() itself, outside the item.
-  rt.load('runner:onerror(function() for i = 1, 1e5 do end end)');
-  expect(() => rt.load('feed("spin")')).toThrow(expect.objectContaining({ code: 'ERR_TASK_TIMEOUT' }));
-  expect(rt.load('return feed("a2")')).toEqual(['ready']);
-  rt.load('runner:onerror(function() end)');
-  expect(await rt.call('feed', 'later')).toBe('waiting');
-  // The continuation runs in a task of its own, which the budget kills.
-  const killed = new Promise((resolve) => rt.on('taskerror', (task, err) => resolve(err.code)));
-  expect(await killed).toBe('ERR_TASK_TIMEOUT');
-  // The killed continuation held the runner, and nothing of it runs after
-  // the kill (not even the next tick it would start: issue 18, a task
-  // started by code being killed would outlive the kill), so the runner
-  // still says "waiting"; its holder is dead, so the next run() takes it back.
-  expect(rt.load('return runner.state')).toEqual(['waiting']);
-  expect(await rt.call('feed', 'b')).toBe('ready');
-  expect(rt.get('out')).toEqual(['a', 'a2', 'b']);
+  // Items that do not wait are done when run() returns, as in Prosody.
+  expect(rt.load('return runner:run("quick")')).toEqual([true, 'ready', 0]);
+  expect(await waitFor('done', /^quick/)).toBe('quick in task true');
+  // An item that waits on the task: run() returns while it waits.
+  expect(rt.load('return sleeper:run("slow")')).toEqual([true, 'running', 0]);
+  expect(await waitFor('done', /^slow/)).toBe('slow true');
+  // A Lua function JS calls, and a method called through a handle.
+  // A Lua function JS calls through its handle.
+  rt.load('function feed_sleeper(item) return sleeper:run(item) end');
+  expect(rt.get('feed_sleeper')('by handle')).toBe(true);
+  expect(await waitFor('done', /^by handle/)).toBe('by handle true');
+  // The item's error raised by the default watcher reaches run()'s caller.
+  rt.load('plain = require("util.async").runner(function(item) error("plain " .. item, 0) end)');
+  expect(() => rt.load('plain:run("x")')).toThrow(/plain x/);
+  expect(taskErrors).toEqual([]);
+});
+
+test('done() from JS resumes the item in a task of its own, on a later turn of the loop', async () => {
+  const { rt, waitFor } = reportingRuntime();
+  rt.load(`
+    local async = require "util.async"
+    runner = async.runner(function(item)
+      local wait
+      wait, wake = async.waiter()
+      wait()
+      report("done", item .. " in task " .. tostring(tasks.current_id() ~= nil))
+    end)
+    runner:run("a")
+  `);
+  expect(rt.load('wake() return runner.state')).toEqual(['waiting']); // not inside this call
+  expect(await waitFor('done')).toBe('a in task true');
+  // Ready again once the next tick picked the queue up.
+  while (rt.load('return runner.state')[0] !== 'ready') await sleep(5);
 });
 
 test.each([

@@ -119,17 +119,19 @@ describe('deadline inheritance: a task started under a deadline keeps it', () =>
     await expectUsable();
   });
 
-  test('util.async next ticks started by a killed continuation do not run (its runner is taken back later)', async () => {
+  test('util.async next ticks started by a killed continuation do not run (its warden takes the runner back)', async () => {
     make({ taskTimeout: 50 });
     rt.load(`local async = require "util.async"
-      ticks = 0
+      ticks, told = 0, 0
       async.set_nexttick(function(f) ticks = ticks + 1 tasks.start(function() coroutine.yield() f() end) end)
       runner = async.runner(function(item) if item == "spin" then async.sleep(0.001) while true do end end end,
-        { error = function() end })`);
+        { error = function() told = told + 1 end })`);
     expect(rt.load('local _, state = runner:run("spin") return state')).toEqual(['waiting']);
     await sleep(300);
     expect(failures).toContain('ERR_TASK_TIMEOUT');
     expect(rt.get('ticks')).toBe(0);
+    expect(rt.get('told')).toBe(1);
+    expect(rt.load('return runner.state')).toEqual(['ready']);
     expect(rt.load('local _, state = runner:run("next") return state')).toEqual(['ready']);
     await expectUsable();
   });
