@@ -10,6 +10,7 @@
 #include "addon/values/convert.hpp"
 #include "addon/values/js_ref.hpp"
 #include "addon/values/lua_value.hpp"
+#include "core/api/lua_list.hpp"
 #include "core/base/coded_error.hpp"
 #include "core/base/utf8.hpp"
 
@@ -183,9 +184,15 @@ class LuaToJs {
     }
     if (!lua_checkstack(L_, 4)) ConversionError(env_, "Cannot convert a Lua table to JS: Lua stack overflow.");
 
-    // A sequence exactly when every key is an integer in 1..n and there are n keys.
+    // A sequence exactly when every key is an integer in 1..n and there are n
+    // keys; an empty table only when the Lua API marked it a list.
     const lua_Unsigned n = lua_rawlen(L_, idx);
     bool array = n > 0;
+    if (n == 0 && IsMarkedList(L_, idx)) {
+      lua_pushnil(L_);
+      array = lua_next(L_, idx) == 0;
+      if (!array) lua_pop(L_, 2);
+    }
     if (array) {
       lua_Unsigned count = 0;
       lua_pushnil(L_);

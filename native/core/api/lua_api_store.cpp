@@ -11,6 +11,7 @@
 // a HostSection and returns a status with a message pushed; they raise only
 // after it returned, with nothing that has a destructor in their frame.
 #include "core/api/lua_api_store.hpp"
+#include "core/api/lua_list.hpp"
 
 #include <cstdio>
 #include <cstring>
@@ -237,6 +238,7 @@ bool List(lua_State* L, KeyedStore* store, std::string_view prefix, std::string_
     return false;
   }
   lua_createtable(L, static_cast<int>(keys.size()), 0);
+  MarkList(L, -1);
   lua_Integer i = 0;
   for (const std::string& k : keys) {
     lua_pushlstring(L, k.data(), k.size());

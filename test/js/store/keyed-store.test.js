@@ -93,6 +93,19 @@ test('keys takes a start after a key and a limit', async () => {
   ]);
 });
 
+test('an empty listing reaches JS as [] (an empty record stays {}), also inside a value and through a task', async () => {
+  const rt = await open(memoryV2Store());
+  expect(rt.load('return tasks.store.keys(""), {}, { list = tasks.store.keys("none") }')).toEqual([
+    [],
+    {},
+    { list: [] },
+  ]);
+  rt.load('function listing() return tasks.store.keys("") end');
+  expect(await rt.call('listing')).toEqual([]);
+  // A list given a field is a record again.
+  expect(rt.load('local k = tasks.store.keys("") k.x = 1 return k')).toEqual([{ x: 1 }]);
+});
+
 test('values are copies: a table got or set changes nothing until it is set again', async () => {
   const rt = await open(memoryV2Store());
   expect(
