@@ -226,4 +226,23 @@ async function restore(native, bytes, name, where) {
   }
 }
 
-module.exports = { openStore, restore };
+// A store's records of one key space, by task id ("<id>/<seq>" keys): { keys, values } in order.
+function recordsBy(reader, space) {
+  const groups = new Map();
+  let after = '';
+  for (;;) {
+    const keys = reader.keys('', after, 1000, space);
+    if (!keys || keys.length === 0) break;
+    for (const k of keys) {
+      const id = k.slice(0, k.lastIndexOf('/'));
+      let group = groups.get(id);
+      if (!group) groups.set(id, (group = { keys: [], values: [] }));
+      group.keys.push(k);
+      group.values.push(reader.get(k, space));
+    }
+    after = keys[keys.length - 1];
+  }
+  return groups;
+}
+
+module.exports = { openStore, restore, recordsBy };

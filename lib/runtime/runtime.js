@@ -9,45 +9,17 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, kTaskInfo } = require('./task');
-const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus, stateWait } = require('./task_codes');
-const { openStore, restore } = require('./persist');
+const { Task, endTask, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
+const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
+const { openStore, restore, recordsBy } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
-
-// The one builder of a task's snapshot { id, status, waiting? } (rt.task,
-// rt.tasks, a Task's getters), from the native state code (PackState) and,
-// for a waiting task, the wall-clock ms its timed wait ends (or undefined).
-function taskSnapshot(id, code, until) {
-  const status = stateStatus(code);
-  if (status !== 'waiting') return { id, status };
-  const waiting = { instruction: stateWait(code) };
-  if (until !== undefined) waiting.until = new Date(until);
-  return { id, status, waiting };
-}
 
 function checkFn(fn) {
   if (typeof fn !== 'string' && typeof fn !== 'function') {
     throw invalidType('fn', "a global name, a 'module.fn' path or a Lua function", fn);
   }
-}
-
-// The error a task cancelled through its AbortSignal ends with, as Node's
-// APIs reject on an abort: an AbortError whose cause is the signal's reason.
-function abortedError(id, reason, committed) {
-  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-  if (committed === true) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-  }
-  if (committed === false) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-  }
-  return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
-}
-
-function isAbortSignal(v) {
-  return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
 }
 
 /**
@@ -65,25 +37,6 @@ function isAbortSignal(v) {
  * failure, or a Lua-started task's, while no 'taskerror' listener is attached
  * is reported with process.emitWarning, never dropped.
  */
-// A store's records of one key space, by task id ("<id>/<seq>" keys): { keys, values } in order.
-function recordsBy(reader, space) {
-  const groups = new Map();
-  let after = '';
-  for (;;) {
-    const keys = reader.keys('', after, 1000, space);
-    if (!keys || keys.length === 0) break;
-    for (const k of keys) {
-      const id = k.slice(0, k.lastIndexOf('/'));
-      let group = groups.get(id);
-      if (!group) groups.set(id, (group = { keys: [], values: [] }));
-      group.keys.push(k);
-      group.values.push(reader.get(k, space));
-    }
-    after = keys[keys.length - 1];
-  }
-  return groups;
-}
-
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)

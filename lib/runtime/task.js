@@ -2,7 +2,36 @@
 // Task: the JS handle of one Lua task, and how its end settles its result.
 'use strict';
 
-const { END, END_NAMES } = require('./task_codes');
+const { END, END_NAMES, stateStatus, stateWait } = require('./task_codes');
+const { AbortError } = require('../errors');
+
+// The one builder of a task's snapshot { id, status, waiting? } (rt.task,
+// rt.tasks, a Task's getters), from the native state code (PackState) and,
+// for a waiting task, the wall-clock ms its timed wait ends (or undefined).
+function taskSnapshot(id, code, until) {
+  const status = stateStatus(code);
+  if (status !== 'waiting') return { id, status };
+  const waiting = { instruction: stateWait(code) };
+  if (until !== undefined) waiting.until = new Date(until);
+  return { id, status, waiting };
+}
+
+// The error a task cancelled through its AbortSignal ends with, as Node's
+// APIs reject on an abort: an AbortError whose cause is the signal's reason.
+function abortedError(id, reason, committed) {
+  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
+  if (committed === true) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
+  }
+  if (committed === false) {
+    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  }
+  return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
+}
+
+function isAbortSignal(v) {
+  return typeof AbortSignal !== 'undefined' && v instanceof AbortSignal;
+}
 
 // The method a Task reads its live status through: its Runtime's
 // [kTaskInfo](id) answers a snapshot { status, waiting? }, or undefined for
@@ -99,4 +128,4 @@ class Task {
   }
 }
 
-module.exports = { Task, endTask, kTaskInfo };
+module.exports = { Task, endTask, kTaskInfo, taskSnapshot, abortedError, isAbortSignal };
