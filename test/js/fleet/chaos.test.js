@@ -2,8 +2,8 @@
 // The fleet under chaos: member processes SIGKILLed and restarted while thousands of durable tasks run across them.
 'use strict';
 
-// Issue 24, deliverable 7. Three member processes (fixtures/fleet-chaos-member.js)
-// share one PostgreSQL schema. The driver (this process, not a member) spawns
+// Three member processes (fixtures/fleet-chaos-member.js; one with its wall clock
+// 3 s ahead, see below) share one PostgreSQL schema. The driver (this process, not a member) spawns
 // LUA_TASKS_CHAOS_TASKS durable tasks (default 2,000; 50 a name) and sends
 // each task 1-3 messages by name through a random member (routed to the
 // holder); each task sleeps, takes its messages, some wait on a cron of every
@@ -84,6 +84,16 @@ const MAX_CONNECTIONS = 200; // members' pools, a paused member's and a killed o
 // The sessions of member `label` (or of every member) carry this application_name.
 const appOf = (label) => `chaos_${label.replace('.', '_')}`;
 
+// ------------------------------------------------------------ a skewed member
+// One member slot runs with its wall clock SKEW ahead (libfaketime), in every
+// generation: it records deadlines, fires others', takes names over. Every
+// cron and timer check above holds on the fleet's clock (PostgreSQL's); the
+// member must have measured its offset as about -SKEW.
+const { FAKETIME, skewedEnv } = require('./faketime');
+const SKEWED_SLOT = 2;
+const SKEW_MS = 3000;
+const SKEW_TOLERANCE_MS = 500; // the offset is measured over a loaded machine's round trips
+
 function envInt(key, dflt) {
   const v = process.env[key];
   if (v === undefined || v === '') return dflt;
@@ -145,13 +155,15 @@ describePg('Fleet chaos', () => {
 
   test(
     `${TASKS} durable tasks on ${MEMBERS} members, one SIGKILLed every few seconds for ${SECONDS} s, ` +
-      'PostgreSQL restarted and its sessions ended, holders paused mid-acknowledgement: ' +
+      'PostgreSQL restarted and its sessions ended, holders paused mid-acknowledgement, one member with its clock 3 s ahead of the others: ' +
       'every task completes once, every acknowledged message is processed once, no fencing violation',
     async () => {
       const rand = prng(SEED);
       const started = Date.now();
       const problems = []; // what breaks a guarantee, seen while it runs
       const fig = {
+        skewedOffsets: [],
+        skewedActivations: 0,
         kills: 0,
         restarts: 0,
         activations: { call: 0, due: 0, takeover: 0 },
@@ -199,6 +211,7 @@ describePg('Fleet chaos', () => {
           tokens.set(token, m.label);
         } else if (kind === 'activate') {
           fig.activations[reason] = (fig.activations[reason] || 0) + 1;
+          if (m.slot === SKEWED_SLOT) fig.skewedActivations++;
           if (!opened.has(name) || opened.get(name).get(token) !== m.label) {
             problems.push(`${m.label} activated "${name}" under token ${token}, not the one it opened it with`);
           }
@@ -230,6 +243,8 @@ describePg('Fleet chaos', () => {
         } else if (kind === 'claimslost') {
           fig.claimsLost.set(m.label, Number(name));
         } else if (kind === 'ready') {
+          // ready <member id> <offset to PostgreSQL's clock, ms>
+          if (m.slot === SKEWED_SLOT) fig.skewedOffsets.push(Number(token));
           if (VERBOSE) process.stderr.write(`${m.label} ready ${Date.now() - m.startedAt} ms after its start\n`);
           m.ready = true;
           m.onReady();
@@ -245,7 +260,9 @@ describePg('Fleet chaos', () => {
           wakeAheadMs: WAKE_AHEAD_MS,
           routeTimeoutMs: ROUTE_TIMEOUT_MS,
         };
-        const p = fork(MEMBER, [JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+        const skewed = slot === SKEWED_SLOT && FAKETIME !== null;
+        const env = skewed ? skewedEnv(`+${SKEW_MS / 1000}s`) : process.env;
+        const p = fork(MEMBER, [JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe', 'ipc'], env });
         procs.add(p);
         const m = {
           label: `m${slot}.${gen}`,
@@ -776,6 +793,16 @@ describePg('Fleet chaos', () => {
       expect(fig.midAck.pauses).toBeGreaterThan(0);
       expect(fig.midAck.sends).toBeGreaterThan(0);
       expect(fig.midAck.sessionsEnded).toBeGreaterThan(0);
+      // The skewed member ran, measured its clock about SKEW_MS ahead of
+      // PostgreSQL's, and hosted names; every check above held with it.
+      if (FAKETIME === null && process.env.LUA_TASKS_REQUIRE_PG === '1') {
+        throw new Error('libfaketime is not installed: apt-get install faketime libfaketime (.ci/run installs it).');
+      }
+      if (FAKETIME !== null) {
+        expect(fig.skewedOffsets.length).toBeGreaterThan(0);
+        for (const off of fig.skewedOffsets) expect(Math.abs(off + SKEW_MS)).toBeLessThan(SKEW_TOLERANCE_MS);
+        expect(fig.skewedActivations).toBeGreaterThan(0);
+      }
     },
     (SECONDS + 30) * 1000 + SETTLE_MS * 2,
   );

@@ -12,11 +12,11 @@
 // more than the documented bound, docs/fleet.md#one-clock), all fired, none
 // long after.
 
-const fs = require('node:fs');
-const { fork, execFileSync } = require('node:child_process');
+const { fork } = require('node:child_process');
 const path = require('node:path');
 const { describePg, createDatabase, query } = require('../pg-helpers');
 const { sleep } = require('../helpers');
+const { FAKETIME, skewedEnv } = require('./faketime');
 
 const MEMBER = path.join(__dirname, '..', 'fixtures', 'fleet-skew-member.js');
 const LEASE_MS = 2000;
@@ -24,36 +24,6 @@ const TIMER_MS = 8000; // long enough that the handover is over before any is du
 const NAMES = 6;
 // Late by more than this is a failure too (a poll, a takeover, a busy machine).
 const LATE_MS = 2500;
-
-// libfaketime from Debian (the thread-safe build: Node has threads).
-function findFaketime() {
-  const candidates = [];
-  try {
-    const listed = execFileSync('dpkg', ['-L', 'libfaketime'], {
-      encoding: 'utf8',
-      stdio: ['ignore', 'pipe', 'ignore'],
-    });
-    candidates.push(...listed.split('\n').filter((p) => /libfaketimeMT\.so\.1$/.test(p)));
-  } catch {
-    // not a Debian system, or not installed: the usual place, else none
-  }
-  candidates.push('/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1');
-  return candidates.find((p) => fs.existsSync(p)) || null;
-}
-
-const FAKETIME = findFaketime();
-
-// A member's environment: its wall clock `skew` ("+4s", "-4s") off. A
-// sanitizer run's runtime, preloaded, must stay first; libfaketime follows.
-function skewedEnv(skew) {
-  const env = { ...process.env };
-  const kept = (env.LD_PRELOAD || '').split(/[\s:]+/).filter((p) => p && !/faketime/.test(p));
-  env.LD_PRELOAD = [...kept, FAKETIME].join(' ');
-  env.FAKETIME = skew;
-  env.FAKETIME_DONT_FAKE_MONOTONIC = '1'; // timers keep real time; only the wall clock is off
-  env.FAKETIME_NO_CACHE = '1';
-  return env;
-}
 
 describePg('Fleet members with skewed clocks', () => {
   if (!FAKETIME) {
