@@ -8,6 +8,7 @@
 // specials. Every item is checked against the field's range with the position
 // of the offending character, so a user can find the mistake in a long line.
 #include "core/cron/cron_expr.hpp"
+#include "core/base/ascii.hpp"
 
 #include <bit>
 #include <cstdio>
@@ -37,19 +38,9 @@ bool IsSpace(char c) {
 bool IsDigit(char c) {
   return c >= '0' && c <= '9';
 }
-bool IsAlpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
-char Upper(char c) {
-  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
-}
-
-bool EqualsNoCase(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (size_t i = 0; i < a.size(); ++i)
-    if (Upper(a[i]) != Upper(b[i])) return false;
-  return true;
-}
+constexpr auto IsAlpha = AsciiIsAlpha;
+constexpr auto Upper = AsciiUpper;
+constexpr auto EqualsNoCase = EqualsIgnoringAsciiCase;
 
 // Input quoted in a message: control and non-ASCII bytes are escaped so the
 // message stays valid, printable UTF-8 whatever was passed in.

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 // The yield instruction parser: coroutine.yield(instruction, value, unit) into the wait it asks for.
 #include "core/scheduling/yield_instruction.hpp"
+#include "core/base/ascii.hpp"
 
-#include <cctype>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
@@ -42,12 +42,7 @@ constexpr const char kKindList[] = "IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDE
 
 bool EqualsUpper(std::string_view s, const char* upper) {
   // Names are almost always written in capitals: try the exact match first.
-  if (s.compare(upper) == 0) return true;
-  size_t i = 0;
-  for (; i < s.size() && upper[i] != '\0'; ++i) {
-    if (std::toupper(static_cast<unsigned char>(s[i])) != upper[i]) return false;
-  }
-  return i == s.size() && upper[i] == '\0';
+  return s.compare(upper) == 0 || EqualsIgnoringAsciiCase(s, upper);
 }
 
 // A short printable rendering of the value at idx, for messages.

@@ -110,7 +110,13 @@ describe('Runtime.open names the runtime and where its state is', () => {
 });
 
 describe('storeTimeout', () => {
-  test.each([[-1], ['30'], [Infinity], [2 ** 31]])('%p is refused with ERR_OUT_OF_RANGE', async (v) => {
+  test('"30" is refused with ERR_INVALID_ARG_TYPE', async () => {
+    await expect(Runtime.open({ name: 'x', store: memoryStore(), storeTimeout: '30' })).rejects.toMatchObject({
+      code: 'ERR_INVALID_ARG_TYPE',
+    });
+  });
+
+  test.each([[-1], [Infinity], [2 ** 31]])('%p is refused with ERR_OUT_OF_RANGE', async (v) => {
     await expect(Runtime.open({ name: 'x', store: memoryStore(), storeTimeout: v })).rejects.toMatchObject({
       code: 'ERR_OUT_OF_RANGE',
     });
