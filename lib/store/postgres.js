@@ -48,7 +48,8 @@ const os = require('node:os');
 const { createHash, randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('../errors');
-const { checkName } = require('./directory');
+const contract = require('./contract');
+const { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot } = contract;
 const { SOCKET_ERRORS } = require('./faults');
 
 // The schema's format version, in lua_tasks_meta.
@@ -156,67 +157,20 @@ function checkOptions(options) {
   return { connectionString, pool, leaseMs, schema, max };
 }
 
-// A batch of write(), checked and copied: { name, token, seq, state, writes }
-// with writes coalesced (the last write of a key wins) and their values copied.
+// A batch of write(), checked (the store contract) and copied: its writes
+// coalesced (the last write of a key wins: one statement cannot touch a row
+// twice) and their values copied.
 function checkBatch(batch) {
-  if (batch === null || typeof batch !== 'object') {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch must be an object { name, token, seq, state, writes }. Received ${typeName(batch)}.`,
-    );
-  }
-  const { name, token, seq, state, writes } = batch;
-  checkName(name);
-  if (token !== undefined && !(Number.isSafeInteger(token) && token > 0)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "token" of "${name}" must be a positive integer from acquire(). Received ${String(token)}.`,
-    );
-  }
-  if (seq !== undefined && !Number.isFinite(seq)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "seq" of "${name}" must be a finite number. Received ${String(seq)}.`,
-    );
-  }
-  if (state !== undefined && state !== null && !(state instanceof Uint8Array)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "state" of "${name}" must be a Buffer or Uint8Array. Received ${typeName(state)}.`,
-    );
-  }
-  if (writes !== undefined && !Array.isArray(writes)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "writes" of "${name}" must be an array. Received ${typeName(writes)}.`,
-    );
-  }
+  const b = contract.checkBatch(batch);
   const last = new Map(); // "space/key" -> { space, key, value }
-  for (const w of writes || []) {
-    if (w === null || typeof w !== 'object' || typeof w.key !== 'string' || w.key === '') {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
-      );
-    }
-    const space = w.space === undefined ? 1 : w.space;
-    if (!Number.isInteger(space) || space < 1 || space > 2 ** 31 - 1) {
-      throw makeError(
-        'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: a space is a positive integer.`,
-      );
-    }
-    if (w.value !== null && !(w.value instanceof Uint8Array)) {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `The value of store["${w.key}"] of "${name}" must be a Buffer, or null to delete it.`,
-      );
-    }
+  for (const w of b.writes) {
+    const space = w.space === undefined ? SPACES.store : w.space;
     const id = `${space}/${w.key}`;
     last.delete(id); // so the order of the map is the order of the last writes
     last.set(id, { space, key: w.key, value: w.value === null ? null : Buffer.from(w.value) });
   }
-  return { name, token, seq, state: state ?? null, writes: [...last.values()] };
+  b.writes = [...last.values()];
+  return b;
 }
 
 // Orders strings as their UTF-8 bytes (as PostgreSQL's "C" collation and the
@@ -957,19 +911,8 @@ class PostgresStore {
    */
   async save(name, bytes, info) {
     checkName(name);
-    if (!(bytes instanceof Uint8Array)) {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `The snapshot of "${name}" must be a Buffer or Uint8Array. Received ${typeName(bytes)}.`,
-      );
-    }
-    if (info !== undefined && info !== null && typeof info !== 'object') {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `The save info must be an object { token, seq }. Received ${typeName(info)}.`,
-      );
-    }
-    const { token, seq } = info || {};
+    checkSnapshot(name, bytes);
+    const { token, seq } = checkInfo(info);
     return this.write({ name, token, seq, state: bytes, writes: [] });
   }
 
@@ -1273,7 +1216,7 @@ class PostgresStore {
 
   /** The key spaces it keeps: tasks.store, durable tasks' journals and inboxes (docs/design.md). */
   get spaces() {
-    return [1, 2, 3];
+    return [...SPACE_LIST];
   }
 
   /**
