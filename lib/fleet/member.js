@@ -35,7 +35,7 @@ const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
 const { FleetClock } = require('./clock');
 const { makeError, typeName } = require('../errors');
-const { checkName } = require('../store/directory');
+const { checkName } = require('../store/contract');
 
 const DEFAULTS = {
   leaseMs: 10000,

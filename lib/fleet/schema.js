@@ -2,6 +2,8 @@
 // Making a fleet schema's tables: one session at a time, on a client that cannot crash the process.
 'use strict';
 
+const { lockId, schemaLockKey } = require('../store/postgres/schema');
+
 /**
  * Runs `statements` (CREATE ... IF NOT EXISTS) in one transaction under the
  * schema's advisory lock, the one PostgresStore makes its tables under:
@@ -23,7 +25,7 @@ async function createUnderSchemaLock(pool, schema, statements) {
   c.on('error', onError);
   try {
     await c.query('BEGIN');
-    await c.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`lua_tasks schema ${schema}`]);
+    await c.query(`SELECT pg_advisory_xact_lock(${lockId('$1')})`, [schemaLockKey(schema)]);
     for (const sql of statements) await c.query(sql);
     await c.query('COMMIT');
   } catch (e) {

@@ -3,6 +3,7 @@
 'use strict';
 
 const { createUnderSchemaLock } = require('./schema');
+const { table, lockId, nameLockPrefix } = require('../store/postgres/schema');
 
 // One row per name the fleet has hosted, in <schema>.lua_tasks_wake:
 //   wake_at = '-infinity'  the name is active: a member hosts it, or must
@@ -29,10 +30,9 @@ class WakeIndex {
    * @param {string} schema the store's schema
    */
   constructor(schema) {
-    const q = (table) => `"${schema}"."lua_tasks_${table}"`;
-    this.#t = { wake: q('wake'), leases: q('leases') };
-    // The advisory lock key of a name, as PostgresStore makes it.
-    this.#lockPrefix = `${schema}.lua_tasks_`;
+    this.#t = { wake: table(schema, 'wake'), leases: table(schema, 'leases') };
+    // A name's lock key is this and the name (nameLockKey).
+    this.#lockPrefix = nameLockPrefix(schema);
     this.#schema = schema;
   }
 
@@ -93,7 +93,7 @@ class WakeIndex {
              OR (l.locked AND NOT EXISTS (
                SELECT 1 FROM pg_locks k WHERE k.locktype = 'advisory' AND k.granted AND k.objsubid = 1
                  AND k.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                 AND ((k.classid::bigint << 32) | k.objid::bigint) = hashtextextended($3 || d.name, 0))))
+                 AND ((k.classid::bigint << 32) | k.objid::bigint) = ${lockId('$3 || d.name')})))
          ORDER BY d.wake_at LIMIT $1
          FOR UPDATE OF d SKIP LOCKED)
        RETURNING w.name, w.wake_at = '-infinity' AS takeover`,

@@ -2,7 +2,8 @@
 // Runtime.open's side of persistence: take the name, load its snapshot, restore it.
 'use strict';
 
-const { toStore, checkName } = require('../store/directory');
+const { toStore } = require('../store/directory');
+const { checkName } = require('../store/contract');
 const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const { makeError, typeName, invalidType } = require('../errors');
 const { checkNumber } = require('../validate');

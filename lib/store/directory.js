@@ -31,6 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
+const { SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -39,42 +40,6 @@ const DB_FILE = 'lua-tasks.sqlite';
 // checksummed; 4, with string references).
 const SNAPSHOT_MAGIC = Buffer.from('LTST', 'latin1');
 const SNAPSHOT_VERSIONS = [2, 3, 4];
-
-// Names become file names: keep them to a safe, portable alphabet.
-const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
-
-/**
- * Validates a runtime name for persistence.
- * @param {string} name
- * @throws {TypeError} ERR_INVALID_ARG_VALUE
- */
-function checkName(name) {
-  if (typeof name !== 'string' || !NAME_RE.test(name) || name.includes('..')) {
-    throw makeError(
-      'ERR_INVALID_ARG_VALUE',
-      `The "options.name" option must be 1-128 characters of letters, digits, ".", "_" or "-", starting with a letter or digit. Received ${JSON.stringify(name)}.`,
-    );
-  }
-}
-
-// { token, seq } of save(name, bytes, info), checked.
-function checkInfo(info) {
-  if (info === undefined || info === null) return {};
-  if (typeof info !== 'object') {
-    throw makeError('ERR_INVALID_ARG_TYPE', `The save info must be an object { token, seq }. Received ${typeof info}.`);
-  }
-  const { token, seq } = info;
-  if (token !== undefined && !(Number.isSafeInteger(token) && token > 0)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The save info's "token" must be a positive integer from acquire(). Received ${String(token)}.`,
-    );
-  }
-  if (seq !== undefined && !Number.isFinite(seq)) {
-    throw makeError('ERR_INVALID_ARG_TYPE', `The save info's "seq" must be a finite number. Received ${String(seq)}.`);
-  }
-  return { token, seq };
-}
 
 // The lock file's record, or null when it is empty or unreadable (its holder
 // has not written it yet). A record is one line of JSON.
@@ -126,52 +91,6 @@ function lockedError(name, lockPath, record) {
  *   references is released when it is collected (the GC is a backstop).
  */
 
-// A batch of write(), checked: { name, token, seq, state, writes }.
-function checkBatch(batch) {
-  if (batch === null || typeof batch !== 'object') {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch must be an object { name, token, seq, state, writes }. Received ${typeof batch}.`,
-    );
-  }
-  const { name, state, writes } = batch;
-  checkName(name);
-  const { token, seq } = checkInfo({ token: batch.token, seq: batch.seq });
-  if (state !== undefined && state !== null && !(state instanceof Uint8Array)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "state" of "${name}" must be a Buffer or Uint8Array. Received ${typeof state}.`,
-    );
-  }
-  if (writes !== undefined && !Array.isArray(writes)) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The batch's "writes" of "${name}" must be an array. Received ${typeof writes}.`,
-    );
-  }
-  for (const w of writes || []) {
-    if (w === null || typeof w !== 'object' || typeof w.key !== 'string' || w.key === '') {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
-      );
-    }
-    if (w.space !== undefined && w.space !== 1 && w.space !== 2 && w.space !== 3) {
-      throw makeError(
-        'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${String(w.space)}: this store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes).`,
-      );
-    }
-    if (w.value !== null && !(w.value instanceof Uint8Array)) {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `The value of store["${w.key}"] of "${name}" must be a Buffer, or null to delete it.`,
-      );
-    }
-  }
-  return { name, token, seq, state: state ?? undefined, writes: writes || [] };
-}
-
 // Whether `bytes` start as a snapshot of the store before v2 does.
 function looksLikeSnapshot(bytes) {
   return bytes.length >= 5 && bytes.subarray(0, 4).equals(SNAPSHOT_MAGIC) && SNAPSHOT_VERSIONS.includes(bytes[4]);
@@ -220,7 +139,7 @@ process.once('exit', () => {
 class DirectoryStore {
   /** The key spaces this store keeps (docs/design.md#the-store-interface): tasks.store, journals, inboxes. */
   get spaces() {
-    return [1, 2, 3];
+    return [...SPACE_LIST];
   }
 
   /**
@@ -433,12 +352,7 @@ class DirectoryStore {
    */
   async save(name, bytes, info) {
     checkName(name);
-    if (!(bytes instanceof Uint8Array)) {
-      throw makeError(
-        'ERR_INVALID_ARG_TYPE',
-        `The snapshot of "${name}" must be a Buffer or Uint8Array. Received ${typeof bytes}.`,
-      );
-    }
+    checkSnapshot(name, bytes);
     const { token, seq } = checkInfo(info);
     return this.write({ name, token, seq, state: bytes, writes: [] });
   }
@@ -446,7 +360,7 @@ class DirectoryStore {
   /**
    * Writes a batch all or nothing, durably.
    * @param {{ name: string, token?: number, seq?: number, state?: Uint8Array,
-   *   writes?: { space?: 1, key: string, value: Uint8Array|null }[] }} batch
+   *   writes?: { space?: 1|2|3, key: string, value: Uint8Array|null }[] }} batch
    *   `token`: from acquire(); the batch is refused (ERR_STORE_LOCKED) if this
    *   store no longer holds that lease, or the database records another
    *   owner's token. `seq`: grows with each batch under one lease; a batch
@@ -572,4 +486,4 @@ function toStore(store) {
   );
 }
 
-module.exports = { DirectoryStore, toStore, checkName, testing: { nativeOf } };
+module.exports = { DirectoryStore, toStore, testing: { nativeOf } };

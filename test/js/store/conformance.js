@@ -26,6 +26,7 @@ const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Runtime } = require('../../..');
 const { sleep } = require('../helpers');
+const { SPACES, SPACE_LIST } = require('../../../lib/store/contract');
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'store-child.js');
 
@@ -67,6 +68,95 @@ function describeStore(adapter) {
       if (ctx) await adapter.teardown(ctx);
     });
     const open = (name, extra) => Runtime.open({ name, store: adapter.store(ctx), ...extra });
+
+    // The batch format of lib/store/contract.js: every store takes and refuses the same batches.
+    describe('the batch format', () => {
+      const key = (i) => `k${i}`;
+      const bytes = (s) => Buffer.from(s);
+      let store;
+      let lease;
+      beforeEach(async () => {
+        store = await storeObject(adapter.store(ctx));
+        lease = await store.acquire('format');
+      });
+      afterEach(async () => {
+        await lease.release();
+      });
+      const write = (extra) => store.write({ name: 'format', token: lease.token, ...extra });
+
+      // (Values are read back as keys: a store may check what a value holds.)
+      test("it keeps the contract's spaces, and each space is its own", async () => {
+        expect(store.spaces).toEqual([...SPACE_LIST]);
+        await write({ writes: SPACE_LIST.map((space) => ({ space, key: `s${space}`, value: bytes('v') })) });
+        const r = store.reader('format');
+        for (const space of SPACE_LIST) expect(r.keys('s', '', -1, space)).toEqual([`s${space}`]);
+        await write({ writes: [{ key: 'default', value: bytes('d') }] });
+        expect(r.keys('d', '', -1, SPACES.store)).toEqual(['default']);
+      });
+
+      test.each([0, 4, -1, 1.5, '1', null])(
+        'a write naming space %p is refused: ERR_INVALID_ARG_VALUE',
+        async (space) => {
+          await expect(write({ writes: [{ space, key: key(1), value: bytes('x') }] })).rejects.toMatchObject({
+            code: 'ERR_INVALID_ARG_VALUE',
+            message: expect.stringContaining('spaces 1 (tasks.store), 2'),
+          });
+          expect(store.reader('format').keys()).toEqual([]);
+        },
+      );
+
+      test('a state of null or undefined is no snapshot; the batch lands', async () => {
+        await write({ state: bytes('snap') });
+        await write({ state: null, writes: [{ key: key(1), value: bytes('a') }] });
+        await write({ state: undefined, writes: [{ key: key(2), value: bytes('b') }] });
+        await write({ writes: [{ key: key(3), value: bytes('c') }] });
+        expect(await store.load('format')).toEqual(bytes('snap'));
+        expect(store.reader('format').keys('k')).toEqual([key(1), key(2), key(3)]);
+      });
+
+      test('null deletes a key; undefined or a string is refused: ERR_INVALID_ARG_TYPE naming what came', async () => {
+        await write({ writes: [{ key: key(1), value: bytes('a') }] });
+        await write({ writes: [{ key: key(1), value: null }] });
+        expect(store.reader('format').keys()).toEqual([]);
+        await expect(write({ writes: [{ key: key(1), value: undefined }] })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('or null to delete it. Received undefined.'),
+        });
+        await expect(write({ writes: [{ key: key(1), value: 'a' }] })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received the string "a"'),
+        });
+      });
+
+      test('a batch of the wrong type says what it received, as Node does', async () => {
+        await expect(store.write(null)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received null.'),
+        });
+        await expect(write({ writes: {} })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received an object.'),
+        });
+        await expect(write({ state: [1] })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received an array.'),
+        });
+        await expect(write({ writes: [{ key: '', value: null }] })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+        });
+        await expect(store.write({ name: 'format', token: 0 })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+        await expect(write({ seq: NaN })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+        await expect(store.write({ name: '../x' })).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+        await expect(store.save('format', 'x', { token: lease.token })).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received the string "x"'),
+        });
+        await expect(store.save('format', bytes('x'), 5)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('Received number 5'),
+        });
+      });
+    });
 
     test('a committed state comes back whole: types, shared tables, cycles, bytes', async () => {
       const a = await open('whole');

@@ -1,0 +1,135 @@
+// SPDX-License-Identifier: MIT
+// The store contract: runtime names, the key spaces and the batch format, checked the same way by every store.
+'use strict';
+
+// What a store's write(batch) takes (docs/persistence.md, The store interface):
+//   { name, token?, seq?, state?, writes?: [{ space?, key, value }] }
+// name   a runtime name (checkName)
+// token  from acquire(): a positive safe integer; absent for an unfenced write
+// seq    a finite number growing with each batch under one lease
+// state  the tasks.state snapshot (bytes), or absent / null: none in this batch
+// writes keyed values: space one of SPACES (absent: 1), key a non-empty
+//        string, value bytes, or null to delete the key (never undefined: a
+//        value forgotten is a mistake, not a delete)
+
+const { makeError, typeName } = require('../errors');
+
+/** The key spaces a store keeps: tasks.store, durable tasks' journals, their inboxes. */
+const SPACES = Object.freeze({ store: 1, journal: 2, inbox: 3 });
+const SPACE_LIST = Object.freeze([SPACES.store, SPACES.journal, SPACES.inbox]);
+
+// Names become file names (DirectoryStore) and lock keys (PostgresStore):
+// keep them to a safe, portable alphabet.
+const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/**
+ * Validates a runtime name for persistence.
+ * @param {string} name
+ * @throws {TypeError} ERR_INVALID_ARG_VALUE
+ */
+function checkName(name) {
+  if (typeof name !== 'string' || !NAME_RE.test(name) || name.includes('..')) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.name" option must be 1-128 characters of letters, digits, ".", "_" or "-", starting with a letter or digit. Received ${JSON.stringify(name)}.`,
+    );
+  }
+}
+
+// `what` names the field and its owner in messages.
+function checkToken(token, what) {
+  if (token !== undefined && !(Number.isSafeInteger(token) && token > 0)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `${what} must be a positive integer from acquire(). Received ${typeName(token)}.`,
+    );
+  }
+}
+
+function checkSeq(seq, what) {
+  if (seq !== undefined && !Number.isFinite(seq)) {
+    throw makeError('ERR_INVALID_ARG_TYPE', `${what} must be a finite number. Received ${typeName(seq)}.`);
+  }
+}
+
+/**
+ * The { token, seq } of save(name, bytes, info), checked; {} for none.
+ * @returns {{ token?: number, seq?: number }}
+ */
+function checkInfo(info) {
+  if (info === undefined || info === null) return {};
+  if (typeof info !== 'object') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The save info must be an object { token, seq }. Received ${typeName(info)}.`,
+    );
+  }
+  const { token, seq } = info;
+  checkToken(token, `The save info's "token"`);
+  checkSeq(seq, `The save info's "seq"`);
+  return { token, seq };
+}
+
+/** The snapshot of save(name, bytes), checked. */
+function checkSnapshot(name, bytes) {
+  if (!(bytes instanceof Uint8Array)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The snapshot of "${name}" must be a Buffer or Uint8Array. Received ${typeName(bytes)}.`,
+    );
+  }
+}
+
+/**
+ * A batch of write(), checked; neither its writes nor their values are
+ * copied. `state` is null when the batch carries none; `writes` [] when none.
+ * @returns {{ name: string, token?: number, seq?: number, state: Uint8Array|null,
+ *   writes: { space?: number, key: string, value: Uint8Array|null }[] }}
+ */
+function checkBatch(batch) {
+  if (batch === null || typeof batch !== 'object') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch must be an object { name, token, seq, state, writes }. Received ${typeName(batch)}.`,
+    );
+  }
+  const { name, token, seq, state, writes } = batch;
+  checkName(name);
+  checkToken(token, `The batch's "token" of "${name}"`);
+  checkSeq(seq, `The batch's "seq" of "${name}"`);
+  if (state !== undefined && state !== null && !(state instanceof Uint8Array)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch's "state" of "${name}" must be a Buffer or Uint8Array. Received ${typeName(state)}.`,
+    );
+  }
+  if (writes !== undefined && !Array.isArray(writes)) {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The batch's "writes" of "${name}" must be an array. Received ${typeName(writes)}.`,
+    );
+  }
+  for (const w of writes || []) {
+    if (w === null || typeof w !== 'object' || typeof w.key !== 'string' || w.key === '') {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `Each write of the batch of "${name}" must be { space, key, value } with a non-empty string key.`,
+      );
+    }
+    if (w.space !== undefined && !SPACE_LIST.includes(w.space)) {
+      throw makeError(
+        'ERR_INVALID_ARG_VALUE',
+        `The write of "${w.key}" of "${name}" names space ${typeName(w.space)}: a store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes).`,
+      );
+    }
+    if (w.value !== null && !(w.value instanceof Uint8Array)) {
+      throw makeError(
+        'ERR_INVALID_ARG_TYPE',
+        `The value of store["${w.key}"] of "${name}" must be a Buffer, or null to delete it. Received ${typeName(w.value)}.`,
+      );
+    }
+  }
+  return { name, token, seq, state: state ?? null, writes: writes || [] };
+}
+
+module.exports = { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch };
