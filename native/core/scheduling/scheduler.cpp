@@ -773,8 +773,8 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
         lua_pop(from, nargs);
         return SendResult::kNotPersistable;
       }
-      inbox_key = Journal::KeyOf(j->id(), j->inbox_seq++);
-      journal_writes_.push_back({kInboxSpace, inbox_key, Journal::Seal(RecordKind::kMessage, payload)});
+      inbox_key = RecordKey(j->id(), j->inbox_seq++);
+      journal_writes_.push_back({kInboxSpace, inbox_key, SealRecord(RecordKind::kMessage, payload)});
       TellJournal();
     }
     j->inbox.push_back(std::move(inbox_key));
