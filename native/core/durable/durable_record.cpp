@@ -41,7 +41,6 @@ const char* RecordKindName(RecordKind kind) {
   return "an unknown record";
 }
 
-
 std::string RecordKey(std::string_view id, size_t seq) {
   char digits[16];
   std::snprintf(digits, sizeof digits, "%010zu", seq);

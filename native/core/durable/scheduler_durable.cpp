@@ -246,8 +246,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   }
   if (j->replaying()) {
     YieldRecord was;
-    if (j->next_kind() != RecordKind::kYield || !DecodeYield(j->Peek(), &was) ||
-        !SameYield(was, kind, y.value)) {
+    if (j->next_kind() != RecordKind::kYield || !DecodeYield(j->Peek(), &was) || !SameYield(was, kind, y.value)) {
       FailDurable(t, Diverge(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str()));
       return kDurableFailed;
     }
@@ -407,6 +406,33 @@ bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* f
 void Scheduler::ForgetDurable(std::string_view id) {
   journal_writes_.push_back({kJournalSpace, RecordKey(id, 0), std::nullopt});
   TellJournal();
+}
+
+Scheduler::DurableYield Scheduler::OnDurableYield(Task* t, int64_t end, int* nargs) {
+  const int r = JournalYield(t, end);
+  if (r >= 0) {
+    *nargs = r;
+    return DurableYield::kReplayed;
+  }
+  if (r == kDurableFailed) return DurableYield::kFailed;
+  if (r == kParkFlushing) {
+    ParkFlushing(t, end);
+    return DurableYield::kParked;
+  }
+  if (r == kParkReplayed) {
+    const YieldRecord& y = JournalOf(t)->held;
+    // The recorded start, on this run's monotonic clock.
+    ParkJournaled(t, end, end - (clock_->WallNs() - y.wall_start));
+    return DurableYield::kParked;
+  }
+  return DurableYield::kLive;
+}
+
+bool Scheduler::FailIfDiverged(Task* t) {
+  Journal* j = JournalOf(t);
+  if (j == nullptr || !j->diverged) return false;
+  FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
+  return true;
 }
 
 }  // namespace lua_tasks
