@@ -36,8 +36,7 @@ TEST(DurableRecordTest, AnIdentityGoesBeforeThePayloadAndARecordWithoutOneReadsA
   ASSERT_TRUE(UnsealRecord(&r));
   EXPECT_EQ(SplitIdentity(std::string_view(r).substr(1), &identity), "v");
   ASSERT_TRUE(identity);
-  EXPECT_EQ(DescribeRecord(RecordKind::kCall, std::string_view(r).substr(1)),
-            "a JS call to an anonymous JS function");
+  EXPECT_EQ(DescribeRecord(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call to an anonymous JS function");
   // A record of an older version: no identity, the payload as it was.
   r = SealRecord(RecordKind::kCall, "\x01rest");
   ASSERT_TRUE(UnsealRecord(&r));
