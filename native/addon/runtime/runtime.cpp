@@ -16,7 +16,7 @@
 #include "addon/values/lua_value.hpp"
 #include "core/api/lua_api_resolve.hpp"
 #include "core/cron/cron_schedule.hpp"
-#include "core/durable/durable_journal.hpp"
+#include "core/durable/durable_record.hpp"
 #include "core/store/persist_limits.hpp"
 
 namespace lua_tasks {
@@ -374,7 +374,7 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
     for (uint32_t i = 0; i < list.Length(); ++i) {
       auto b = list.Get(i).As<Napi::Uint8Array>();
       records.emplace_back(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-      if (!Journal::Unseal(&records.back())) {
+      if (!UnsealRecord(&records.back())) {
         ThrowError(env, "ERR_STORE_CORRUPT",
                    "Record " + std::to_string(i) + " of the journal of durable task " +
                        durable.Get("id").As<Napi::String>().Utf8Value() + " is damaged (its checksum does not match).");
@@ -383,36 +383,23 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
     if (records.empty() || records[0].empty() || records[0][0] != static_cast<char>(RecordKind::kStart)) {
       ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's journal does not begin with its start record.");
     }
-    std::string error;
-    const int count = PushValues(L, std::string_view(records[0]).substr(1), &error);
-    if (count < 2) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
+    std::string error, entry_name;
     std::optional<std::string> key;
-    if (lua_type(L, -count + 1) == LUA_TSTRING) key = lua_tostring(L, -count + 1);
-    std::string entry_name = lua_type(L, -count) == LUA_TSTRING ? lua_tostring(L, -count) : "";
-    lua_rotate(L, -count, -2);  // entry, key to the top
-    lua_pop(L, 2);
+    const int count = PushStartRecord(L, std::string_view(records[0]).substr(1), &entry_name, &key, &error);
+    if (count < 0) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
     core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records),
                                     std::move(entry_name), std::move(key));
-    return static_cast<uint32_t>(count - 2);
+    return static_cast<uint32_t>(count);
   }
   PushJsArgs(core, L, args, base);
   const uint32_t n = args.Length();
   NeedStack(env, L, static_cast<int>(n) + 3, 0, "Cannot start a task");
   const std::string name = entry.As<Napi::String>().Utf8Value();
-  lua_pushlstring(L, name.data(), name.size());
   Napi::Value key = durable.Get("key");
   std::optional<std::string> key_text;
-  if (key.IsString()) {
-    key_text = key.As<Napi::String>().Utf8Value();
-    lua_pushlstring(L, key_text->data(), key_text->size());
-  } else {
-    lua_pushnil(L);
-  }
-  for (uint32_t i = 0; i < n; ++i) lua_pushvalue(L, -2 - static_cast<int>(n));
+  if (key.IsString()) key_text = key.As<Napi::String>().Utf8Value();
   std::string start, error;
-  const bool ok = EncodeValues(L, static_cast<int>(n) + 2, &start, &error);
-  lua_pop(L, static_cast<int>(n) + 2);
-  if (!ok) {
+  if (!EncodeStartRecord(L, name, key_text, -static_cast<int>(n), static_cast<int>(n), &start, &error)) {
     ThrowError(env, "ERR_CONVERSION",
                "Cannot start a durable task: its arguments must persist (strings, numbers, booleans, tables of "
                "them): " +

@@ -12,7 +12,7 @@
 #include "addon/store/store_reader.hpp"
 #include "addon/values/convert.hpp"
 #include "core/codec/state_codec.hpp"
-#include "core/durable/durable_journal.hpp"
+#include "core/durable/durable_record.hpp"
 #include "core/store/persist_limits.hpp"
 #include "core/store/tasks_state.hpp"
 
@@ -228,7 +228,9 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
     auto b = records.Get(i).As<Napi::Uint8Array>();
     std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
     const std::string inbox_key = keys.Get(i).As<Napi::String>().Utf8Value();
-    if (!Journal::Unseal(&sealed) || sealed.empty() || sealed[0] != static_cast<char>(RecordKind::kMessage)) {
+    RecordKind kind;
+    std::string_view payload;
+    if (!OpenRecord(&sealed, &kind, &payload) || kind != RecordKind::kMessage) {
       ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " of a durable task's inbox is damaged.");
     }
     StackGuard stack(L);
@@ -236,7 +238,7 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
     int n;
     {
       LuaHost::HostSection section(core->host.get(), L);
-      n = PushValues(L, std::string_view(sealed).substr(1), &error);
+      n = PushValues(L, payload, &error);
     }
     if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " does not read: " + error);
     core->scheduler->RestoreMessage(key, inbox_key, L, n);
@@ -253,31 +255,30 @@ Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   auto b = info[0].As<Napi::Uint8Array>();
   std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-  if (!Journal::Unseal(&sealed) || sealed.empty()) {
+  RecordKind kind;
+  std::string_view payload;
+  if (!OpenRecord(&sealed, &kind, &payload)) {
     ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's first record is damaged (its checksum does not match).");
   }
-  const auto kind = static_cast<RecordKind>(sealed[0]);
-  if (kind != RecordKind::kStart && kind != RecordKind::kEnd) return env.Null();
   lua_State* L = core->host->current();
   std::string error;
-  Napi::Array out = Napi::Array::New(env);
   StackGuard stack(L);
   LuaHost::HostSection section(core->host.get(), L);
-  const int n = PushValues(L, std::string_view(sealed).substr(1), &error);
-  const int first = lua_gettop(L) - n + 1;
-  if (n < (kind == RecordKind::kStart ? 2 : 4) || lua_type(L, first) != LUA_TSTRING) {
+  const int n = PushFirstRecord(L, kind, payload, &error);
+  if (n == 0) return env.Null();
+  if (n < 0) {
     ThrowError(env, "ERR_STORE_CORRUPT",
                "A durable task's first record does not read" + (error.empty() ? std::string() : ": " + error));
   }
-  if (kind == RecordKind::kStart) {
+  const int first = lua_gettop(L) - n + 1;
+  Napi::Array out = Napi::Array::New(env);
+  if (kind == RecordKind::kStart) {  // entry, key or nil
     out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
-    out.Set(1u, lua_type(L, first + 1) == LUA_TSTRING ? Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1)))
-                                                      : env.Null());
+    out.Set(1u, lua_isnil(L, first + 1) ? env.Null() : Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1))));
     return out;
   }
-  out.Set(0u, env.Null());
-  const int order[4] = {first + 1, first, first + 2, first + 3};  // key, status, ended, result
-  for (uint32_t i = 0; i < 4; ++i) out.Set(i + 1, Napi::Value(env, ToJs(core, L, order[i])));
+  out.Set(0u, env.Null());  // then key, status, ended, result
+  for (int i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i + 1), Napi::Value(env, ToJs(core, L, first + i)));
   return out;
 }
 

@@ -254,8 +254,8 @@ Journal* DurableJournal(RuntimeCore* core) {
 }
 
 // Copies the JS function's own `name` (a data property: no getter runs)
-// into buf, cut to Journal::kMaxIdentity bytes; 0 if it has none.
-size_t OwnName(RuntimeCore* core, lua_State* L, JsRefBox* box, char (&buf)[Journal::kMaxIdentity + 1]) noexcept {
+// into buf, cut to kMaxIdentity bytes; 0 if it has none.
+size_t OwnName(RuntimeCore* core, lua_State* L, JsRefBox* box, char (&buf)[kMaxIdentity + 1]) noexcept {
   napi_env env = core->env;
   LuaHost::HostSection section(core->host.get(), L);  // JS runs (lib/runtime/boundary.js readOwn), as in CallJs
   napi_handle_scope scope;
@@ -291,7 +291,7 @@ std::string_view CallName(RuntimeCore* core, lua_State* L) {
   size_t len;
   const char* s = lua_tolstring(L, lua_upvalueindex(2), &len);
   if (s == nullptr) {
-    char buf[Journal::kMaxIdentity + 1];
+    char buf[kMaxIdentity + 1];
     len = OwnName(core, L, static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1))), buf);
     lua_pushlstring(L, buf, len);
     lua_replace(L, lua_upvalueindex(2));
@@ -647,7 +647,7 @@ void PushJsRef(RuntimeCore* core, lua_State* L, napi_value v, bool callable) {
 void NameJsFunction(lua_State* L, int idx, std::string_view name) {
   if (lua_tocfunction(L, idx) != l_js_call) return;
   idx = lua_absindex(L, idx);
-  lua_pushlstring(L, name.data(), std::min(name.size(), Journal::kMaxIdentity));
+  lua_pushlstring(L, name.data(), std::min(name.size(), kMaxIdentity));
   lua_setupvalue(L, idx, 2);
 }
 

@@ -12,6 +12,7 @@
 
 #include "core/api/lua_api_resolve.hpp"
 #include "core/base/coded_error.hpp"
+#include "core/durable/durable_record.hpp"
 #include "core/scheduling/scheduler.hpp"
 
 namespace lua_tasks {
@@ -39,11 +40,11 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
 int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::string_view> identity, lua_State* L) {
   LuaHost::HostSection section(s->host(), L);
   std::optional<std::string_view> was;
-  const std::string_view values = Journal::SplitIdentity(j->Peek(), &was);
+  const std::string_view values = SplitIdentity(j->Peek(), &was);
   // Either side without an identity (a record of an older version, an
   // unnamed step) is not checked: a name added or taken away replays.
   if (j->next_kind() != kind || (was && identity && *was != *identity)) {
-    const std::string& m = s->Diverge(j, Journal::DescribeIdentity(kind, identity).c_str());
+    const std::string& m = s->Diverge(j, DescribeIdentity(kind, identity).c_str());
     PushCodedError(L, ErrorCode::kNondeterminism, m.c_str());
     return -1;
   }
@@ -86,7 +87,7 @@ int l_step(lua_State* L) {
   if (base == 1) {
     size_t len;
     const char* text = lua_tolstring(L, 1, &len);
-    luaL_argcheck(L, len <= Journal::kMaxIdentity, 1, "a step's name is at most 255 bytes");
+    luaL_argcheck(L, len <= kMaxIdentity, 1, "a step's name is at most 255 bytes");
     name = std::string_view(text, len);
   }
   luaL_checktype(L, base + 1, LUA_TFUNCTION);
@@ -145,18 +146,10 @@ void PushStartError(lua_State* L, Scheduler* s, const char* who, const std::stri
 bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
   LuaHost::HostSection section(s->host(), L);
   const int first = lua_gettop(L) - nargs + 1;
-  lua_pushlstring(L, j->entry.data(), j->entry.size());
-  if (j->key) {
-    lua_pushlstring(L, j->key->data(), j->key->size());
-  } else {
-    lua_pushnil(L);
-  }
-  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, first + i);
   std::string error;
   CodecFailure failure;
-  const bool ok =
-      EncodeValues(L, nargs + 2, &j->restart_start, &error, s->persist_limits().Encoding(s->host()), &failure);
-  lua_pop(L, nargs + 2);
+  const bool ok = EncodeStartRecord(L, j->entry, j->key, first, nargs, &j->restart_start, &error,
+                                    s->persist_limits().Encoding(s->host()), &failure);
   if (!ok) PushStartError(L, s, "tasks.continue_as_new", error, failure);
   return ok;
 }
@@ -196,17 +189,16 @@ int l_continue_as_new(lua_State* L) {
   return lua_yield(L, 0);
 }
 
-// Encodes the `count` values from `first` as a new durable task's start
-// record and hands it to the scheduler for its next Start. False with the
-// message pushed if one cannot persist.
-bool PrepareStart(Scheduler* s, lua_State* L, int first, int count) {
-  const char* entry = lua_tostring(L, first);
+// Encodes `entry` and the `nargs` values from `first` as a new durable
+// task's start record (no idempotency key from Lua) and hands it to the
+// scheduler for its next Start. False with the message pushed if one
+// cannot persist.
+bool PrepareStart(Scheduler* s, lua_State* L, const char* entry, int first, int nargs) {
   LuaHost::HostSection section(s->host(), L);
-  for (int i = 0; i < count; ++i) lua_pushvalue(L, first + i);
   std::string start, error;
   CodecFailure failure;
-  const bool ok = EncodeValues(L, count, &start, &error, s->persist_limits().Encoding(s->host()), &failure);
-  lua_pop(L, count);
+  const bool ok = EncodeStartRecord(L, entry, std::nullopt, first, nargs, &start, &error,
+                                    s->persist_limits().Encoding(s->host()), &failure);
   if (!ok) {
     PushStartError(L, s, "tasks.start_durable", error, failure);
     return false;
@@ -229,12 +221,7 @@ int l_start_durable(lua_State* L) {
   const int nargs = lua_gettop(L) - 1;
   PushEntry(L, entry, "tasks.start_durable");
   lua_insert(L, 2);  // [entry, fn, args...]
-  lua_pushvalue(L, 1);
-  lua_pushnil(L);  // no idempotency key from Lua
-  for (int i = 0; i < nargs; ++i) lua_pushvalue(L, 3 + i);
-  const int record = lua_gettop(L) - nargs - 1;
-  if (!PrepareStart(s, L, record, nargs + 2)) return lua_error(L);
-  lua_settop(L, record - 1);
+  if (!PrepareStart(s, L, entry, 3, nargs)) return lua_error(L);
   const uint64_t key = s->Start(L, nargs, false);
   if (key == 0) return luaL_error(L, "tasks.start_durable: the task could not be started (memory)");
   char id[Scheduler::kIdLength];

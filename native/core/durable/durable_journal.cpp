@@ -3,44 +3,8 @@
 #include "core/durable/durable_journal.hpp"
 
 #include <algorithm>
-#include <cstdio>
-#include <cstring>
-
-#include "core/base/crc32c.hpp"
-#include "core/codec/state_codec.hpp"
 
 namespace lua_tasks {
-
-namespace {
-// A call's or step's identity: this byte, its length (one byte), its bytes,
-// then the values' payload. No values' payload starts with it (kScalars is
-// 1, the codec's magic "L"), so a record without one reads as before.
-constexpr char kIdentityTag = 2;
-}  // namespace
-
-const char* RecordKindName(RecordKind kind) {
-  switch (kind) {
-    case RecordKind::kStart:
-      return "the start";
-    case RecordKind::kYield:
-      return "a yield";
-    case RecordKind::kIn:
-      return "a wait's outcome";
-    case RecordKind::kCall:
-      return "a JS call";
-    case RecordKind::kStep:
-      return "tasks.step";
-    case RecordKind::kValue:
-      return "a clock or random read or a tasks call";
-    case RecordKind::kMessage:
-      return "a message received";
-    case RecordKind::kEnd:
-      return "the end";
-    case RecordKind::kPatch:
-      return "tasks.patched";
-  }
-  return "an unknown record";
-}
 
 Journal::Journal(std::string id, std::vector<std::string> replay)
     : id_(std::move(id)), replay_(std::move(replay)), cursor_(replay_.empty() ? 0 : 1), seq_(replay_.size()) {
@@ -59,297 +23,25 @@ void Journal::EndReplay() {
   replay_.shrink_to_fit();
 }
 
-std::string Journal::KeyOf(std::string_view id, size_t seq) {
-  char digits[16];
-  std::snprintf(digits, sizeof digits, "%010zu", seq);
-  std::string key;
-  key.reserve(id.size() + 11);
-  key.append(id).push_back('/');
-  key.append(digits);
-  return key;
-}
-
-std::string Journal::Seal(RecordKind kind, std::string_view payload, std::optional<std::string_view> identity) {
-  std::string bytes;
-  const std::string_view id = identity ? identity->substr(0, kMaxIdentity) : std::string_view();
-  bytes.reserve(payload.size() + 5 + (identity ? id.size() + 2 : 0));
-  bytes.push_back(static_cast<char>(kind));
-  if (identity) {
-    bytes.push_back(kIdentityTag);
-    bytes.push_back(static_cast<char>(id.size()));
-    bytes.append(id);
-  }
-  bytes.append(payload);
-  const uint32_t crc = Crc32c::Update(0, bytes);
-  for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(crc >> (8 * i)));
-  return bytes;
-}
-
 void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
                      std::optional<std::string_view> identity) {
-  out->push_back({kJournalSpace, KeyOf(id_, seq_++), Seal(kind, payload, identity)});
+  out->push_back({kJournalSpace, RecordKey(id_, seq_++), SealRecord(kind, payload, identity)});
   bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
 }
 
-std::string_view Journal::SplitIdentity(std::string_view payload, std::optional<std::string_view>* identity) {
-  identity->reset();
-  if (payload.size() < 2 || payload[0] != kIdentityTag) return payload;
-  const size_t n = static_cast<uint8_t>(payload[1]);
-  if (payload.size() < 2 + n) return payload;  // does not read: the values' decoder says so
-  *identity = payload.substr(2, n);
-  return payload.substr(2 + n);
-}
-
-std::string Journal::DescribeIdentity(RecordKind kind, std::optional<std::string_view> identity) {
-  std::string out = RecordKindName(kind);
-  if (!identity) return out;
-  if (kind == RecordKind::kCall) {
-    if (identity->empty()) return out + " to an anonymous JS function";
-    return out.append(" to ").append(*identity);
-  }
-  return out.append(" \"").append(*identity).append("\"");
-}
-
 void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
-  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
-  if (end != nullptr) out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kEnd, *end)});
+  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i)
+    out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
+  if (end != nullptr) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
   for (const std::string& k : inbox) out->push_back({kInboxSpace, k, std::nullopt});
 }
 
 void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
-  for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, KeyOf(id_, i), std::nullopt});
-  out->push_back({kJournalSpace, KeyOf(id_, 0), Seal(RecordKind::kStart, start)});
+  for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
+  out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kStart, start)});
   seq_ = 1;
   bytes_ = start.size() + kRecordOverhead;
   EndReplay();
-}
-
-bool Journal::Unseal(std::string* record) {
-  if (record->size() < 5) return false;
-  const size_t body = record->size() - 4;
-  uint32_t stored = 0;
-  for (int i = 0; i < 4; ++i) stored |= static_cast<uint32_t>(static_cast<uint8_t>((*record)[body + i])) << (8 * i);
-  if (Crc32c::Update(0, std::string_view(*record).substr(0, body)) != stored) return false;
-  record->resize(body);
-  return true;
-}
-
-std::string Journal::EncodeYield(const YieldRecord& y) {
-  std::string out(2 + 3 * sizeof(int64_t), '\0');
-  out[0] = static_cast<char>(y.kind);
-  out[1] = static_cast<char>(y.unit);
-  std::memcpy(&out[2], &y.value, 8);
-  std::memcpy(&out[10], &y.wall_start, 8);
-  std::memcpy(&out[18], &y.wall_deadline, 8);
-  return out;
-}
-
-bool Journal::DecodeYield(std::string_view p, YieldRecord* y) {
-  if (p.size() != 2 + 3 * sizeof(int64_t)) return false;
-  y->kind = static_cast<WaitKind>(p[0]);
-  y->unit = static_cast<Unit>(p[1]);
-  std::memcpy(&y->value, &p[2], 8);
-  std::memcpy(&y->wall_start, &p[10], 8);
-  std::memcpy(&y->wall_deadline, &p[18], 8);
-  return true;
-}
-
-std::string Journal::Describe(RecordKind kind, std::string_view payload) {
-  if (kind == RecordKind::kYield) {
-    YieldRecord y;
-    if (DecodeYield(payload, &y)) {
-      return std::string("a yield (") + WaitKindName(y.kind) + ")";
-    }
-  }
-  if (kind == RecordKind::kCall || kind == RecordKind::kStep) {
-    std::optional<std::string_view> identity;
-    SplitIdentity(payload, &identity);
-    return DescribeIdentity(kind, identity);
-  }
-  return RecordKindName(kind);
-}
-
-namespace {
-
-// Most records hold only scalars (a wake's "SCHEDULER", elapsed, unit; a JS
-// call's number or string; a clock read): those skip the snapshot codec,
-// whose per-call setup (a Lua thread, a table index) cost more than the
-// values. The payload then starts with kScalars (the codec's start with "L").
-constexpr char kScalars = 1;
-enum : char { kNil, kFalse, kTrue, kInteger, kFloat, kString };
-
-// Strings past this many bytes in all take the codec, which writes a
-// repeated string once (return s, s, s ... of one big string).
-constexpr size_t kMaxScalarStringBytes = 4096;
-
-bool AllScalars(lua_State* L, int first, int n) {
-  size_t strings = 0;
-  for (int i = 0; i < n; ++i) {
-    const int t = lua_type(L, first + i);
-    if (t == LUA_TSTRING) {
-      strings += lua_rawlen(L, first + i);
-      if (strings > kMaxScalarStringBytes) return false;
-    } else if (t != LUA_TNIL && t != LUA_TBOOLEAN && t != LUA_TNUMBER) {
-      return false;
-    }
-  }
-  return true;
-}
-
-template <typename T>
-void Put(std::string* out, T v) {
-  char b[sizeof v];
-  std::memcpy(b, &v, sizeof v);
-  out->append(b, sizeof v);
-}
-
-template <typename T>
-bool Get(std::string_view* in, T* v) {
-  if (in->size() < sizeof *v) return false;
-  std::memcpy(v, in->data(), sizeof *v);
-  in->remove_prefix(sizeof *v);
-  return true;
-}
-
-void EncodeScalars(lua_State* L, int first, int n, std::string* out) {
-  out->clear();
-  out->push_back(kScalars);
-  Put(out, static_cast<uint32_t>(n));
-  for (int i = first; i < first + n; ++i) {
-    switch (lua_type(L, i)) {
-      case LUA_TNIL:
-        out->push_back(kNil);
-        break;
-      case LUA_TBOOLEAN:
-        out->push_back(lua_toboolean(L, i) ? kTrue : kFalse);
-        break;
-      case LUA_TNUMBER:
-        if (lua_isinteger(L, i)) {
-          out->push_back(kInteger);
-          Put(out, static_cast<int64_t>(lua_tointeger(L, i)));
-        } else {
-          out->push_back(kFloat);
-          Put(out, static_cast<double>(lua_tonumber(L, i)));
-        }
-        break;
-      default: {
-        size_t len;
-        const char* s = lua_tolstring(L, i, &len);
-        out->push_back(kString);
-        Put(out, static_cast<uint32_t>(len));
-        out->append(s, len);
-      }
-    }
-  }
-}
-
-int PushScalars(lua_State* L, std::string_view in, std::string* error) {
-  in.remove_prefix(1);
-  uint32_t n = 0;
-  if (!Get(&in, &n) || n > in.size() || !lua_checkstack(L, static_cast<int>(n) + 1)) {
-    *error = "a journal record that does not read (its count)";
-    return -1;
-  }
-  for (uint32_t i = 0; i < n; ++i) {
-    char tag = 0;
-    int64_t integer;
-    double number;
-    uint32_t len;
-    bool ok = Get(&in, &tag);
-    if (ok && tag == kNil) {
-      lua_pushnil(L);
-    } else if (ok && (tag == kFalse || tag == kTrue)) {
-      lua_pushboolean(L, tag == kTrue);
-    } else if (ok && tag == kInteger && Get(&in, &integer)) {
-      lua_pushinteger(L, integer);
-    } else if (ok && tag == kFloat && Get(&in, &number)) {
-      lua_pushnumber(L, number);
-    } else if (ok && tag == kString && Get(&in, &len) && len <= in.size()) {
-      lua_pushlstring(L, in.data(), len);
-      in.remove_prefix(len);
-    } else {
-      lua_pop(L, static_cast<int>(i));
-      *error = "a journal record that does not read (value " + std::to_string(i + 1) + ")";
-      return -1;
-    }
-  }
-  if (!in.empty()) {
-    lua_pop(L, static_cast<int>(n));
-    *error = "a journal record with bytes after its values";
-    return -1;
-  }
-  return static_cast<int>(n);
-}
-
-}  // namespace
-
-bool EncodeValues(lua_State* L, int n, std::string* out, std::string* error, const CodecGuard& guard,
-                  CodecFailure* failure) {
-  const int first = lua_gettop(L) - n + 1;
-  if (AllScalars(L, first, n)) {
-    EncodeScalars(L, first, n, out);
-    if (out->size() <= guard.max_bytes) {
-      if (failure != nullptr) *failure = CodecFailure::kNone;
-      return true;
-    }
-    out->clear();
-    *error = "value: encodes to more than " + std::to_string(guard.max_bytes) + " bytes";
-    if (failure != nullptr) *failure = CodecFailure::kTooLarge;
-    return false;
-  }
-  lua_createtable(L, n, 1);
-  for (int i = 0; i < n; ++i) {
-    lua_pushvalue(L, first + i);
-    lua_rawseti(L, -2, i + 1);
-  }
-  lua_pushinteger(L, n);
-  lua_setfield(L, -2, "n");
-  const bool ok = EncodeState(L, -1, out, error, "value", guard, failure);
-  lua_pop(L, 1);
-  return ok;
-}
-
-namespace {
-int l_tostring(lua_State* L) {
-  luaL_tolstring(L, 1, nullptr);
-  return 1;
-}
-}  // namespace
-
-void PushErrorMessage(lua_State* L, int idx) {
-  idx = lua_absindex(L, idx);
-  if (lua_type(L, idx) == LUA_TSTRING) {
-    lua_pushvalue(L, idx);
-    return;
-  }
-  lua_pushcfunction(L, l_tostring);
-  lua_pushvalue(L, idx);
-  if (lua_pcall(L, 1, 1, 0) != LUA_OK || lua_type(L, -1) != LUA_TSTRING) {
-    lua_pop(L, 1);
-    lua_pushliteral(L, "an error value without a message");
-  }
-}
-
-int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard) {
-  if (!payload.empty() && payload[0] == kScalars) return PushScalars(L, payload, error);
-  if (!DecodeState(L, payload, error, nullptr, guard)) return -1;
-  if (!lua_istable(L, -1)) {
-    lua_pop(L, 1);
-    *error = "a journal record that is not a list of values";
-    return -1;
-  }
-  lua_getfield(L, -1, "n");
-  const auto n = static_cast<int>(lua_tointeger(L, -1));
-  lua_pop(L, 1);
-  if (n < 0 || !lua_checkstack(L, n + 1)) {
-    lua_pop(L, 1);
-    *error = "a journal record with more values than the stack takes";
-    return -1;
-  }
-  const int table = lua_gettop(L);
-  for (int i = 1; i <= n; ++i) lua_rawgeti(L, table, i);
-  lua_remove(L, table);
-  return n;
 }
 
 }  // namespace lua_tasks

@@ -73,7 +73,7 @@ bool Scheduler::ReplaysWait(const Task* t, WaitKind kind) const {
   const Journal* j = JournalOf(t);
   if (j == nullptr || j->in_step > 0 || !j->replaying() || j->next_kind() != RecordKind::kYield) return false;
   YieldRecord y;
-  return Journal::DecodeYield(j->Peek(), &y) && y.kind == kind;
+  return DecodeYield(j->Peek(), &y) && y.kind == kind;
 }
 
 bool Scheduler::ReplaysMessage(const Task* t) const {
@@ -152,7 +152,7 @@ const std::string& Scheduler::Diverge(Journal* j, const char* now) {
     j->diverged = true;
     const size_t at = j->position();
     std::string recorded = "the journal's end";
-    if (j->replaying()) recorded = Journal::Describe(j->next_kind(), j->Peek());
+    if (j->replaying()) recorded = DescribeRecord(j->next_kind(), j->Peek());
     j->divergence = "durable task " + j->id() + " diverged from its journal at record " + std::to_string(at) +
                     ": the journal holds " + recorded + ", the code now made " + now +
                     " (code changed under a running durable task: see docs/durable.md#changing-code)";
@@ -246,8 +246,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   }
   if (j->replaying()) {
     YieldRecord was;
-    if (j->next_kind() != RecordKind::kYield || !Journal::DecodeYield(j->Peek(), &was) ||
-        !SameYield(was, kind, y.value)) {
+    if (j->next_kind() != RecordKind::kYield || !DecodeYield(j->Peek(), &was) || !SameYield(was, kind, y.value)) {
       FailDurable(t, Diverge(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str()));
       return kDurableFailed;
     }
@@ -277,7 +276,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
     j->held_next = y.value;
     return kParkReplayed;
   }
-  AppendRecord(j, RecordKind::kYield, Journal::EncodeYield(y));
+  AppendRecord(j, RecordKind::kYield, EncodeYield(y));
   j->awaiting = kind;
   if (!WaitIsDurablePoint(kind)) return kParkAsUsual;
   j->held = y;
@@ -339,29 +338,19 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   LuaHost::HostSection section(host_, host_->current());
   lua_State* co = t->co;
   const int top = lua_gettop(co);
-  if (!lua_checkstack(co, 6)) return;  // no room: its journal stays, and a restart ends it again
-  const char* status = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kFailed ? "failed" : "cancelled";
-  lua_pushstring(co, status);
-  if (j->key) {
-    lua_pushlstring(co, j->key->data(), j->key->size());
-  } else {
-    lua_pushnil(co);
-  }
-  lua_pushnumber(co, static_cast<double>(clock_->WallNs() / 1000000));
+  EndRecord record;
+  record.status = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kFailed ? "failed" : "cancelled";
+  record.key = &j->key;
+  record.ended_ms = clock_->WallNs() / 1000000;
   if (end.kind == TaskEnd::kDone && end.nres > 0) {
-    lua_pushvalue(co, top - end.nres + 1);
+    record.result = top - end.nres + 1;
   } else if (end.kind == TaskEnd::kFailed && end.nres > 0) {
-    PushErrorMessage(co, top);
-  } else {
-    lua_pushnil(co);
+    record.result = top;
+    record.error = true;
   }
-  std::string payload, error;
-  if (!EncodeValues(co, 4, &payload, &error, persist_limits_.Encoding(host_))) {
-    lua_pop(co, 1);
-    lua_pushnil(co);  // a result that cannot persist, or past maxValueBytes: kept as nil
-    EncodeValues(co, 4, &payload, &error);
-  }
-  lua_settop(co, top);
+  std::string payload;
+  // No room: its journal stays, and a restart ends it again.
+  if (!EncodeEndRecord(co, record, &payload, persist_limits_.Encoding(host_))) return;
   j->Finish(&payload, &journal_writes_);
   TellJournal();
 }
@@ -406,9 +395,8 @@ bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* f
     return false;
   }
   // Later messages get later keys than the restored ones.
-  const size_t slash = inbox_key.rfind('/');
-  const uint64_t seq = std::strtoull(inbox_key.c_str() + slash + 1, nullptr, 10);
-  j->inbox_seq = std::max(j->inbox_seq, seq + 1);
+  uint64_t seq = 0;
+  if (RecordSeq(inbox_key, &seq)) j->inbox_seq = std::max(j->inbox_seq, seq + 1);
   restoring_inbox_key_ = std::move(inbox_key);
   const SendResult r = Send(key, from, nargs);
   restoring_inbox_key_.reset();
@@ -416,8 +404,35 @@ bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* f
 }
 
 void Scheduler::ForgetDurable(std::string_view id) {
-  journal_writes_.push_back({kJournalSpace, Journal::KeyOf(id, 0), std::nullopt});
+  journal_writes_.push_back({kJournalSpace, RecordKey(id, 0), std::nullopt});
   TellJournal();
+}
+
+Scheduler::DurableYield Scheduler::OnDurableYield(Task* t, int64_t end, int* nargs) {
+  const int r = JournalYield(t, end);
+  if (r >= 0) {
+    *nargs = r;
+    return DurableYield::kReplayed;
+  }
+  if (r == kDurableFailed) return DurableYield::kFailed;
+  if (r == kParkFlushing) {
+    ParkFlushing(t, end);
+    return DurableYield::kParked;
+  }
+  if (r == kParkReplayed) {
+    const YieldRecord& y = JournalOf(t)->held;
+    // The recorded start, on this run's monotonic clock.
+    ParkJournaled(t, end, end - (clock_->WallNs() - y.wall_start));
+    return DurableYield::kParked;
+  }
+  return DurableYield::kLive;
+}
+
+bool Scheduler::FailIfDiverged(Task* t) {
+  Journal* j = JournalOf(t);
+  if (j == nullptr || !j->diverged) return false;
+  FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
+  return true;
 }
 
 }  // namespace lua_tasks

@@ -325,6 +325,7 @@ class Scheduler {
   bool durable_ok() const { return durable_ok_; }
 
  private:
+  // ---- Running (scheduler.cpp) ----
   // Holds the task itself, not its key: a hash lookup per wake was the
   // largest cost of an IMMEDIATE yield. Ended tasks go to `spare_` rather
   // than being freed while entries may still point at them; `gen` tells a
@@ -359,8 +360,19 @@ class Scheduler {
   // waiting on nothing (kNone), so a resume by id or a late settlement
   // cannot reach it; a cancel makes the entry stale.
   void Continue(Task* t, int nargs);
+
+  // ---- The snapshot lock (scheduler_commit.cpp) ----
   // The last lock went: runs what it held back (see Lock).
   void Unlocked();
+  void Defer(Task* t, int nargs);
+  void RunDeferred();
+  // RAII around scheduler work that runs several tasks back to back outside
+  // any window (the waiters of a task that ended; starts a COMMIT held
+  // back): with a timeSlice they share one slice (CpuBudget::OpenShared;
+  // scheduler_shared_slice.hpp).
+  class SharedSlice;
+
+  // ---- Ending (scheduler_end.cpp) ----
   // `end.trace`: where a task killed after it yielded was (KillNow; its
   // traceback on top of the main thread's stack, popped here), else nullptr:
   // EndTask reads it from the coroutine of a task that failed.
@@ -369,15 +381,15 @@ class Scheduler {
   // its stack; deferred while the lock is held, and filed as ready while a
   // kill goes on (the joiner was not part of the code being killed).
   void RunJoiner(Task* w, int nargs);
-  // RAII around scheduler work that runs several tasks back to back outside
-  // any window (the waiters of a task that ended; starts a COMMIT held
-  // back): with a timeSlice they share one slice (CpuBudget::OpenShared).
-  class SharedSlice;
+  void KillNow(Task* t, TaskEnd kind = TaskEnd::kCancelled);
+  void Remember(Task* t, const TaskEnding& end);
+
+  // ---- Waits and timers (scheduler.cpp) ----
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
-  void KillNow(Task* t, TaskEnd kind = TaskEnd::kCancelled);
   static bool Preempt(void* ctx, lua_State* L);
-  void Remember(Task* t, const TaskEnding& end);
+
+  // ---- State ----
 
   LuaHost* host_;
   const Clock* clock_;
@@ -405,11 +417,9 @@ class Scheduler {
     int nargs;     // values waiting on the task's stack
   };
   std::deque<Deferred> deferred_;  // starts, resumes and deliveries held back by the lock
-  void Defer(Task* t, int nargs);
-  void RunDeferred();
-  bool unlocking_ = false;    // inside Unlocked: a nested unlock leaves the rest to it
-  int64_t chain_start_ = -1;  // first direct Deliver since the loop turned (monotonic ns), -1 if none
-  int64_t last_park_ = 0;     // the latest park's stamp (monotonic ns): a chain's age without a clock read
+  bool unlocking_ = false;         // inside Unlocked: a nested unlock leaves the rest to it
+  int64_t chain_start_ = -1;       // first direct Deliver since the loop turned (monotonic ns), -1 if none
+  int64_t last_park_ = 0;          // the latest park's stamp (monotonic ns): a chain's age without a clock read
   uint64_t next_key_ = 1;
   // Durable tasks: their journals by key; restored tasks' ids (they keep the
   // ids of the run that started them, whose prefix was another).
@@ -430,11 +440,21 @@ class Scheduler {
   std::string next_entry_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
   std::unordered_map<std::string, uint64_t> foreign_keys_;
+  // Durable tasks' hooks (scheduler_durable.cpp).
   // What RunTask does with a durable task's yield (JournalYield).
   static constexpr int kParkAsUsual = -1;
   static constexpr int kParkReplayed = -2;  // the journal ends at this wait: its recorded deadline
   static constexpr int kParkFlushing = -3;  // its record is written first (ParkFlushing)
   static constexpr int kDurableFailed = -4;
+  // What a durable task's yield comes to in RunTask: it goes on as any
+  // task's (kLive: Park), it replays (kReplayed: the recorded outcome's
+  // *nargs values on its stack, run it again), it is filed (kParked) or it
+  // failed (kFailed).
+  enum class DurableYield { kLive, kReplayed, kParked, kFailed };
+  DurableYield OnDurableYield(Task* t, int64_t end, int* nargs);
+  // A task whose replay diverged and whose code caught the error fails all
+  // the same: true if t did (it ended).
+  bool FailIfDiverged(Task* t);
   void AttachJournal(Task* t);
   int JournalIn(Task* t, int nargs);       // the values a wait ended with; -1 if the task failed
   int JournalYield(Task* t, int64_t now);  // >= 0: values of the recorded outcome pushed (replay)

@@ -18,51 +18,6 @@ namespace {
 
 constexpr int64_t kSec = 1'000'000'000;
 
-TEST(JournalTest, RecordsAreSealedAndADamagedOneIsRefused) {
-  std::string r = Journal::Seal(RecordKind::kStep, "payload");
-  std::string copy = r;
-  ASSERT_TRUE(Journal::Unseal(&copy));
-  EXPECT_EQ(copy, std::string("S") + "payload");
-  r[3] ^= 1;
-  EXPECT_FALSE(Journal::Unseal(&r));
-  std::string tiny = "abc";
-  EXPECT_FALSE(Journal::Unseal(&tiny));
-}
-
-TEST(JournalTest, AnIdentityGoesBeforeThePayloadAndARecordWithoutOneReadsAsBefore) {
-  std::string r = Journal::Seal(RecordKind::kStep, "payload", std::string_view("pay"));
-  ASSERT_TRUE(Journal::Unseal(&r));
-  std::optional<std::string_view> identity;
-  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "payload");
-  ASSERT_TRUE(identity);
-  EXPECT_EQ(*identity, "pay");
-  EXPECT_EQ(Journal::Describe(RecordKind::kStep, std::string_view(r).substr(1)), "tasks.step \"pay\"");
-  // An anonymous JS function has an empty identity, which is not none.
-  r = Journal::Seal(RecordKind::kCall, "v", std::string_view());
-  ASSERT_TRUE(Journal::Unseal(&r));
-  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "v");
-  ASSERT_TRUE(identity);
-  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)),
-            "a JS call to an anonymous JS function");
-  // A record of an older version: no identity, the payload as it was.
-  r = Journal::Seal(RecordKind::kCall, "\x01rest");
-  ASSERT_TRUE(Journal::Unseal(&r));
-  EXPECT_EQ(Journal::SplitIdentity(std::string_view(r).substr(1), &identity), "\x01rest");
-  EXPECT_FALSE(identity);
-  EXPECT_EQ(Journal::Describe(RecordKind::kCall, std::string_view(r).substr(1)), "a JS call");
-  // A name longer than a record keeps is cut.
-  r = Journal::Seal(RecordKind::kCall, "v", std::string(300, 'x'));
-  ASSERT_TRUE(Journal::Unseal(&r));
-  Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
-  EXPECT_EQ(identity->size(), Journal::kMaxIdentity);
-}
-
-TEST(JournalTest, KeysSortInRecordOrder) {
-  EXPECT_EQ(Journal::KeyOf("t1", 7), "t1/0000000007");
-  EXPECT_LT(Journal::KeyOf("t1", 9), Journal::KeyOf("t1", 10));
-  EXPECT_LT(Journal::KeyOf("t1", 99999), Journal::KeyOf("t1", 100000));
-}
-
 TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   Journal j("t1", {});
   std::vector<SpacedWrite> out;
@@ -80,47 +35,12 @@ TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   EXPECT_EQ(out.back().key, "t1/0000000000");
   ASSERT_TRUE(out.back().value);
   std::string rec = *out.back().value;
-  ASSERT_TRUE(Journal::Unseal(&rec));
+  ASSERT_TRUE(UnsealRecord(&rec));
   EXPECT_EQ(rec, "Ee");
   out.clear();
   j.Restart("new", &out);
   EXPECT_EQ(j.size(), 1u);
   EXPECT_EQ(out.size(), 3u);  // two deletes, the new start
-}
-
-TEST(JournalTest, ValuesRoundTripScalarsAndTablesAndADamagedScalarRecordIsRefused) {
-  lua_State* L = luaL_newstate();
-  std::string payload, error;
-  lua_pushnil(L);
-  lua_pushboolean(L, 1);
-  lua_pushinteger(L, -7);
-  lua_pushnumber(L, 2.5);
-  lua_pushlstring(L, "a\0b", 3);
-  ASSERT_TRUE(EncodeValues(L, 5, &payload, &error)) << error;
-  lua_settop(L, 0);
-  ASSERT_EQ(PushValues(L, payload, &error), 5) << error;
-  EXPECT_TRUE(lua_isnil(L, 1));
-  EXPECT_TRUE(lua_toboolean(L, 2));
-  EXPECT_TRUE(lua_isinteger(L, 3));
-  EXPECT_EQ(lua_tointeger(L, 3), -7);
-  EXPECT_EQ(lua_tonumber(L, 4), 2.5);
-  size_t len;
-  const char* s = lua_tolstring(L, 5, &len);
-  EXPECT_EQ(std::string(s, len), std::string("a\0b", 3));
-  lua_settop(L, 0);
-  payload.pop_back();  // a torn string
-  EXPECT_EQ(PushValues(L, payload, &error), -1);
-  EXPECT_EQ(lua_gettop(L), 0);
-  // A table goes through the snapshot codec.
-  lua_newtable(L);
-  lua_pushinteger(L, 42);
-  lua_setfield(L, -2, "x");
-  ASSERT_TRUE(EncodeValues(L, 1, &payload, &error)) << error;
-  lua_settop(L, 0);
-  ASSERT_EQ(PushValues(L, payload, &error), 1) << error;
-  lua_getfield(L, 1, "x");
-  EXPECT_EQ(lua_tointeger(L, -1), 42);
-  lua_close(L);
 }
 
 // The hooks: every COMMIT (a durable wait's too) is written at once.
@@ -200,7 +120,7 @@ class DurableTest : public ::testing::Test {
     for (const auto& [k, v] : store) {
       if (k.rfind(id + "/", 0) != 0) continue;
       std::string r = v;
-      EXPECT_TRUE(Journal::Unseal(&r));
+      EXPECT_TRUE(UnsealRecord(&r));
       records.push_back(r);
     }
     Scheduler* s = life->rt.scheduler.get();
@@ -338,7 +258,7 @@ TEST_F(DurableTest, CodeThatYieldsOtherwiseFailsWithNondeterminism) {
       << second->hooks.ends[0];
   EXPECT_NE(second->hooks.ends[0].find("a yield (FOR)"), std::string::npos);
   // The journal stays for code that replays it.
-  EXPECT_EQ(store.count(Journal::KeyOf(id, 1)), 1u);
+  EXPECT_EQ(store.count(RecordKey(id, 1)), 1u);
 }
 
 // Two named steps in the first run; `second`: the code a restart meets.
@@ -423,11 +343,11 @@ TEST_F(StepIdentityTest, ARecordWrittenWithoutAnIdentityReplaysUnderANamedStep) 
   for (auto& [k, v] : store) {
     if (k.rfind(id + "/", 0) != 0) continue;
     std::string r = v;
-    ASSERT_TRUE(Journal::Unseal(&r));
+    ASSERT_TRUE(UnsealRecord(&r));
     std::optional<std::string_view> identity;
-    const std::string_view values = Journal::SplitIdentity(std::string_view(r).substr(1), &identity);
+    const std::string_view values = SplitIdentity(std::string_view(r).substr(1), &identity);
     if (static_cast<RecordKind>(r[0]) != RecordKind::kStep || !identity) continue;
-    v = Journal::Seal(RecordKind::kStep, values);
+    v = SealRecord(RecordKind::kStep, values);
     ++rewritten;
   }
   EXPECT_EQ(rewritten, 2);

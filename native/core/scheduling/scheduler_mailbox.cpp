@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: MIT
+// The scheduler's mailboxes: tasks.send and tasks.receive, a durable task's inbox kept in the store.
+#include <string>
+#include <utility>
+
+#include "core/scheduling/scheduler.hpp"
+
+namespace lua_tasks {
+
+Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) {
+  Task* t = Find(key);
+  if (t == nullptr || t->mail_count >= mailbox_limit_) {
+    lua_pop(from, nargs);
+    return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
+  }
+  if (Journal* j = JournalOf(t)) {
+    // A durable task's message is kept in its inbox (space 3) until it is
+    // received: a restart puts it back in the mailbox (docs/durable.md).
+    std::string inbox_key;
+    if (restoring_inbox_key_) {
+      inbox_key = std::move(*restoring_inbox_key_);
+    } else {
+      LuaHost::HostSection section(host_, from);
+      std::string payload;
+      CodecFailure failure;
+      if (!EncodeValues(from, nargs, &payload, &last_send_error_, persist_limits_.Encoding(host_), &failure)) {
+        if (failure == CodecFailure::kTooLarge) {
+          last_send_error_ += ": " + LimitAdvice("maxValueBytes", persist_limits_.value_bytes);
+        }
+        lua_pop(from, nargs);
+        return SendResult::kNotPersistable;
+      }
+      inbox_key = RecordKey(j->id(), j->inbox_seq++);
+      journal_writes_.push_back({kInboxSpace, inbox_key, SealRecord(RecordKind::kMessage, payload)});
+      TellJournal();
+    }
+    j->inbox.push_back(std::move(inbox_key));
+  }
+  {
+    // The mailbox's growth is bounded by mailbox_limit_: it is not charged
+    // to the memory limit, so a send never raises it here (the values were
+    // charged when they were made or converted).
+    LuaHost::HostSection section(host_, from);
+    if (t->mailbox == LUA_NOREF) {
+      lua_createtable(from, 4, 0);
+      t->mailbox = luaL_ref(from, LUA_REGISTRYINDEX);
+    }
+    lua_rawgeti(from, LUA_REGISTRYINDEX, t->mailbox);
+    const int box = lua_gettop(from);
+    const int first = box - nargs;
+    lua_pushinteger(from, nargs);
+    lua_rawseti(from, box, t->mail_tail);
+    for (int i = 0; i < nargs; ++i) {
+      lua_pushvalue(from, first + i);
+      lua_rawseti(from, box, t->mail_tail + 1 + i);
+    }
+    lua_settop(from, first - 1);
+    t->mail_tail += 1 + nargs;
+    ++t->mail_count;
+  }
+  if (t->status == TaskStatus::kWaiting && t->wait == WaitKind::kReceive) {
+    ClearWait(t);
+    Continue(t, 0);
+    if (batch_ == 0) hooks_->OnScheduleChange();
+  }
+  return SendResult::kQueued;
+}
+
+int Scheduler::TakeMessage(Task* t, lua_State* L) {
+  Journal* const durable = JournalOf(t);
+  Journal* j = durable;
+  if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it
+  if (j != nullptr && j->replaying()) {
+    // Replay: the message it took then, or none (it waited): the mailbox of
+    // this run is left for when the task goes on live.
+    if (j->next_kind() != RecordKind::kMessage) return -1;
+    LuaHost::HostSection section(host_, L);
+    std::string error;
+    const int n = PushValues(L, j->Next(), &error, Decoding(host_));
+    if (!j->replaying()) j->EndReplay();
+    return n < 0 ? -3 : n;
+  }
+  if (t->mail_count == 0) return -1;
+  lua_rawgeti(L, LUA_REGISTRYINDEX, t->mailbox);
+  const int box = lua_gettop(L);
+  lua_rawgeti(L, box, t->mail_head);
+  const int n = static_cast<int>(lua_tointeger(L, -1));
+  lua_pop(L, 1);
+  if (!lua_checkstack(L, n + 2)) {
+    lua_pop(L, 1);
+    return -2;
+  }
+  for (int i = 0; i <= n; ++i) {
+    if (i > 0) lua_rawgeti(L, box, t->mail_head + i);
+    lua_pushnil(L);  // setting a present key to nil never allocates
+    lua_rawseti(L, box, t->mail_head + i);
+  }
+  lua_remove(L, box);
+  --t->mail_count;
+  // An empty mailbox starts again at slot 1, so the slots a task keeps
+  // receiving into stay in the table's array part.
+  t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
+  if (t->mail_count == 0) t->mail_tail = 1;
+  if (durable != nullptr && !durable->inbox.empty()) {
+    // Received: its inbox record goes in the batch that journals the receipt.
+    journal_writes_.push_back({kInboxSpace, std::move(durable->inbox.front()), std::nullopt});
+    durable->inbox.pop_front();
+    TellJournal();
+  }
+  if (j != nullptr) {
+    LuaHost::HostSection section(host_, L);
+    std::string payload, error;
+    if (!EncodeRecord(j, L, n, &payload, &error)) {
+      lua_pop(L, n);
+      return -3;
+    }
+    AppendRecord(j, RecordKind::kMessage, payload);
+  }
+  return n;
+}
+
+}  // namespace lua_tasks
