@@ -7,9 +7,13 @@
 
 namespace lua_tasks {
 
-constexpr bool AsciiIsAlpha(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z'); }
+constexpr bool AsciiIsAlpha(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
+}
 
-constexpr char AsciiUpper(char c) { return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c; }
+constexpr char AsciiUpper(char c) {
+  return (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+}
 
 // Equal but for the case of ASCII letters; other bytes must be equal.
 constexpr bool EqualsIgnoringAsciiCase(std::string_view a, std::string_view b) {
