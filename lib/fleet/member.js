@@ -35,6 +35,7 @@ const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
 const { FleetClock } = require('./clock');
 const { makeError, typeName } = require('../errors');
+const { checkNumber } = require('../validate');
 const { checkName } = require('../store/contract');
 
 const DEFAULTS = {
@@ -58,13 +59,7 @@ function sleep(ms) {
 
 function positiveInt(options, key, min = 0) {
   const v = options[key] === undefined ? DEFAULTS[key] : options[key];
-  if (!Number.isInteger(v) || v < min || v > 2 ** 31 - 1) {
-    throw makeError(
-      'ERR_INVALID_ARG_VALUE',
-      `The "options.${key}" option must be an integer number of milliseconds from ${min} to 2147483647. Received ${typeName(v)}.`,
-    );
-  }
-  return v;
+  return checkNumber(`options.${key}`, v, { unit: 'milliseconds', min, max: 2 ** 31 - 1, integer: true });
 }
 
 function checkJoin(options) {

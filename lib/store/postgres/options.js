@@ -3,6 +3,7 @@
 'use strict';
 
 const { makeError, typeName } = require('../../errors');
+const { checkNumber } = require('../../validate');
 
 const LEASE_MS = 10000;
 const LEASE_MS_MIN = 100;
@@ -61,30 +62,14 @@ function checkOptions(options) {
       `PostgresStore needs exactly one of "options.connectionString" and "options.pool". Received ${connectionString === undefined ? 'neither' : 'both'}.`,
     );
   }
-  if (typeof leaseMs !== 'number') {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "options.leaseMs" option must be a number of milliseconds. Received ${typeName(leaseMs)}.`,
-    );
-  }
-  if (!Number.isInteger(leaseMs) || leaseMs < LEASE_MS_MIN || leaseMs > 2 ** 31 - 1) {
-    throw makeError(
-      'ERR_INVALID_ARG_VALUE',
-      `The "options.leaseMs" option must be an integer from ${LEASE_MS_MIN} to 2147483647. Received ${leaseMs}.`,
-    );
-  }
+  checkNumber('options.leaseMs', leaseMs, { unit: 'milliseconds', min: LEASE_MS_MIN, max: 2 ** 31 - 1, integer: true });
   if (typeof schema !== 'string' || !SCHEMA_RE.test(schema)) {
     throw makeError(
       'ERR_INVALID_ARG_VALUE',
       `The "options.schema" option must be a lowercase SQL identifier (letters, digits, "_"; at most 63). Received ${typeName(schema)}.`,
     );
   }
-  if (!Number.isInteger(max) || max < 1) {
-    throw makeError(
-      'ERR_INVALID_ARG_VALUE',
-      `The "options.max" option must be a positive integer (connections of the pool the store makes). Received ${typeName(max)}.`,
-    );
-  }
+  checkNumber('options.max', max, { unit: 'connections', min: 1, max: 10000, integer: true });
   return { connectionString, pool, leaseMs, schema, max };
 }
 

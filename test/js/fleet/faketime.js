@@ -23,6 +23,18 @@ function findFaketime() {
 
 const FAKETIME = findFaketime();
 
+// Why a skewed member cannot run here, or null: libfaketime missing, or the
+// sanitizer runtime preloaded (npm run test:asan), beside which libfaketime's
+// start deadlocks (a Node under both hangs before its first line).
+function skewUnavailable() {
+  if (/libasan/.test(process.env.LD_PRELOAD || '')) {
+    return 'the sanitizer runtime is preloaded, and libfaketime deadlocks beside it';
+  }
+  return FAKETIME ? null : 'libfaketime is not installed (apt-get install faketime libfaketime)';
+}
+// Missing where it was required (LUA_TASKS_REQUIRE_PG=1): a failure, not a skip.
+const SKEW_REQUIRED_MISSING = FAKETIME === null && process.env.LUA_TASKS_REQUIRE_PG === '1';
+
 // A member's environment: its wall clock `skew` ("+4s", "-4s") off. A
 // sanitizer run's runtime, preloaded, must stay first; libfaketime follows.
 function skewedEnv(skew, base = process.env) {
@@ -35,4 +47,4 @@ function skewedEnv(skew, base = process.env) {
   return env;
 }
 
-module.exports = { FAKETIME, skewedEnv };
+module.exports = { FAKETIME, SKEW_REQUIRED_MISSING, skewUnavailable, skewedEnv };

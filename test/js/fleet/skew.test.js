@@ -16,7 +16,7 @@ const { fork } = require('node:child_process');
 const path = require('node:path');
 const { describePg, createDatabase, query } = require('../pg-helpers');
 const { sleep } = require('../helpers');
-const { FAKETIME, skewedEnv } = require('./faketime');
+const { SKEW_REQUIRED_MISSING, skewUnavailable, skewedEnv } = require('./faketime');
 
 const MEMBER = path.join(__dirname, '..', 'fixtures', 'fleet-skew-member.js');
 const LEASE_MS = 2000;
@@ -26,15 +26,15 @@ const NAMES = 6;
 const LATE_MS = 2500;
 
 describePg('Fleet members with skewed clocks', () => {
-  if (!FAKETIME) {
-    if (process.env.LUA_TASKS_REQUIRE_PG === '1') {
-      test('libfaketime is installed (LUA_TASKS_REQUIRE_PG=1)', () => {
-        throw new Error('libfaketime is not installed: apt-get install faketime libfaketime (.ci/run installs it).');
-      });
-    } else {
-      process.stderr.write('Fleet members with skewed clocks: skipped, libfaketime is not installed\n');
-      test.skip('libfaketime is not installed (apt-get install faketime libfaketime)', () => {});
-    }
+  if (SKEW_REQUIRED_MISSING) {
+    test('libfaketime is installed (LUA_TASKS_REQUIRE_PG=1)', () => {
+      throw new Error('libfaketime is not installed: apt-get install faketime libfaketime (.ci/run installs it).');
+    });
+    return;
+  }
+  if (skewUnavailable()) {
+    process.stderr.write(`Fleet members with skewed clocks: skipped, ${skewUnavailable()}\n`);
+    test.skip(skewUnavailable(), () => {});
     return;
   }
 

@@ -27,7 +27,7 @@ describe('PostgresStore options', () => {
       expect.objectContaining({ code: 'ERR_INVALID_ARG_TYPE', message: expect.stringContaining('options.leaseMs') }),
     );
     expect(() => new PostgresStore({ connectionString: 'postgres://x/y', leaseMs: 5 })).toThrow(
-      expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('options.leaseMs') }),
+      expect.objectContaining({ code: 'ERR_OUT_OF_RANGE', message: expect.stringContaining('options.leaseMs') }),
     );
     expect(() => new PostgresStore({ connectionString: 'postgres://x/y', schema: 'Drop Table' })).toThrow(
       expect.objectContaining({ code: 'ERR_INVALID_ARG_VALUE', message: expect.stringContaining('options.schema') }),
