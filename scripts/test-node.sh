@@ -47,7 +47,8 @@ else
 fi
 jest_args=()
 if [ "$addon_only" = 1 ]; then
-  jest_args=(--testPathIgnorePatterns '/test/js/(pack|store-directory|store-pg|state-codec|fleet-chaos)\.test\.js$' '/security/conversion-fuzz\.test\.js$')
+  jest_args=(--testPathIgnorePatterns '/test/js/pack\.test\.js$' '/test/js/store/(directory|postgres)-conformance\.test\.js$'
+    '/test/js/store/state-codec\.test\.js$' '/test/js/fleet/chaos\.test\.js$' '/test/js/security/conversion-fuzz\.test\.js$')
 fi
 node node_modules/jest/bin/jest.js "${jest_args[@]}"
 echo "test-node: Node $major took $((SECONDS - start)) s, the build $((built - start)) s"
