@@ -69,7 +69,10 @@ const configure = [
   `-DCMAKE_BUILD_TYPE=${process.env.LUA_TASKS_BUILD_TYPE || 'Release'}`,
 ];
 if (process.env.LUA_TASKS_SANITIZE === '1') configure.push('-DLUA_TASKS_SANITIZE=ON');
-const quiet = { stdio: ['ignore', 'inherit', 'inherit'] };
+// With ccache (CMakeLists.txt uses it when installed), paths under the
+// checkout are hashed relative to it, so a fresh clone (CI's next run)
+// finds the objects of the last one.
+const quiet = { stdio: ['ignore', 'inherit', 'inherit'], env: { CCACHE_BASEDIR: root, ...process.env } };
 try {
   execFileSync('cmake', configure, quiet);
   execFileSync(
