@@ -132,4 +132,16 @@ function checkBatch(batch) {
   return { name, token, seq, state: state ?? null, writes: writes || [] };
 }
 
-module.exports = { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch };
+/**
+ * save(name, bytes, info) as the batch every store writes for it: the
+ * snapshot alone, checked.
+ * @returns {{ name: string, token?: number, seq?: number, state: Uint8Array, writes: [] }}
+ */
+function snapshotBatch(name, bytes, info) {
+  checkName(name);
+  checkSnapshot(name, bytes);
+  const { token, seq } = checkInfo(info);
+  return { name, token, seq, state: bytes, writes: [] };
+}
+
+module.exports = { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch, snapshotBatch };

@@ -31,7 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch } = require('./contract');
+const { SPACE_LIST, checkName, checkBatch, snapshotBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -351,10 +351,7 @@ class DirectoryStore {
    * @returns {Promise<void>}
    */
   async save(name, bytes, info) {
-    checkName(name);
-    checkSnapshot(name, bytes);
-    const { token, seq } = checkInfo(info);
-    return this.write({ name, token, seq, state: bytes, writes: [] });
+    return this.write(snapshotBatch(name, bytes, info));
   }
 
   /**

@@ -49,7 +49,7 @@ const { randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('../../errors');
 const contract = require('../contract');
-const { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot } = contract;
+const { SPACES, SPACE_LIST, checkName, snapshotBatch } = contract;
 const { checkOptions, loadPg } = require('./options');
 const { LIMITS, overLimits, limitError } = require('./limits');
 const { Records } = require('./records');
@@ -539,10 +539,7 @@ class PostgresStore {
    * @returns {Promise<void>}
    */
   async save(name, bytes, info) {
-    checkName(name);
-    checkSnapshot(name, bytes);
-    const { token, seq } = checkInfo(info);
-    return this.write({ name, token, seq, state: bytes, writes: [] });
+    return this.write(snapshotBatch(name, bytes, info));
   }
 
   /**
