@@ -3,7 +3,7 @@
 'use strict';
 
 const { toStore } = require('../store/directory');
-const { checkName } = require('../store/contract');
+const { checkName, NATIVE_SCAN, SPACES } = require('../store/contract');
 const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const { makeError, typeName, invalidType } = require('../errors');
 const { checkNumber } = require('../validate');
@@ -227,23 +227,28 @@ async function restore(native, bytes, name, where) {
   }
 }
 
-// A store's records of one key space, by task id ("<id>/<seq>" keys): { keys, values } in order.
-function recordsBy(reader, space) {
-  const groups = new Map();
-  let after = '';
-  for (;;) {
-    const keys = reader.keys('', after, 1000, space);
-    if (!keys || keys.length === 0) break;
-    for (const k of keys) {
-      const id = k.slice(0, k.lastIndexOf('/'));
-      let group = groups.get(id);
-      if (!group) groups.set(id, (group = { keys: [], values: [] }));
-      group.keys.push(k);
-      group.values.push(reader.get(k, space));
+/**
+ * Hands every durable record of the name (journals and inboxes, key spaces 2
+ * and 3) to the native restore: the directory store's in one native scan,
+ * another store's reader a page at a time (its values are not kept in JS).
+ * @param {object} native the runtime's native object
+ * @param {object} reader the store's reader(name)
+ */
+function scanRecords(native, reader) {
+  if (typeof reader[NATIVE_SCAN] === 'function' && native.restoreScan(...reader[NATIVE_SCAN]())) return;
+  for (const space of [SPACES.journal, SPACES.inbox]) {
+    let after = '';
+    for (;;) {
+      const keys = reader.keys('', after, 1000, space);
+      if (!keys || keys.length === 0) break;
+      native.restoreFeed(
+        space,
+        keys,
+        keys.map((k) => reader.get(k, space)),
+      );
+      after = keys[keys.length - 1];
     }
-    after = keys[keys.length - 1];
   }
-  return groups;
 }
 
-module.exports = { openStore, restore, recordsBy };
+module.exports = { openStore, restore, scanRecords };

@@ -11,7 +11,7 @@ const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
 const { Task, endTask, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
-const { openStore, restore, recordsBy } = require('./persist');
+const { openStore, restore, scanRecords } = require('./persist');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
@@ -469,21 +469,26 @@ class Runtime extends EventEmitter {
   }
 
   #replayDurable(reader, name) {
-    const groups = recordsBy(reader, 2); // journals
-    const inboxes = recordsBy(reader, 3); // messages not yet received
+    const native = this.#native;
+    try {
+      scanRecords(native, reader);
+      this.#startRestored(native.restoreTasks(), name);
+    } finally {
+      if (!this.#closed) native.restoreEnd();
+    }
+  }
+
+  // Each task of restoreTasks(): a finished one retained (or forgotten past
+  // its retention), an unfinished one started to replay its journal.
+  #startRestored(tasks, name) {
     const now = Date.now() + this.#clockOffsetMs; // an end's time is on the runtime's clock
-    for (const [id, { values: records }] of groups) {
+    for (const [id, entry, key, status, ended, value] of tasks) {
       this.#hasDurable = true;
       let task;
-      let key;
       try {
-        const info = this.#native.durableInfo(records[0]);
-        if (!info) throw makeError('ERR_STORE_CORRUPT', 'its first record is neither its start nor its end');
-        let entry;
-        [entry, key] = info;
+        if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
         if (entry === null) {
           // Finished: kept until its retention ends, then its record goes.
-          const [, , status, ended, value] = info;
           if (this.#retention === 0 || ended + this.#retention <= now) {
             this.#native.forgetDurable(id);
             continue;
@@ -500,9 +505,8 @@ class Runtime extends EventEmitter {
           if (key !== null) this.#durableKeys.set(key, task);
           continue;
         }
-        task = this.#start(entry, [], undefined, undefined, { id, records });
-        const inbox = inboxes.get(id);
-        if (inbox) this.#native.restoreInbox(id, inbox.keys, inbox.values);
+        task = this.#start(entry, [], undefined, undefined, { id });
+        this.#native.restoreInbox(id);
       } catch (e) {
         // Its records stay: code that can run it may be deployed.
         process.emitWarning(`lua-tasks: the durable task ${id} of "${name}" could not be restored: ${reasonText(e)}`, {

@@ -18,6 +18,13 @@ const { makeError, typeName } = require('../errors');
 const SPACES = Object.freeze({ store: 1, journal: 2, inbox: 3 });
 const SPACE_LIST = Object.freeze([SPACES.store, SPACES.journal, SPACES.inbox]);
 
+/**
+ * A reader's optional method, for the runtime's restore only: () -> [native
+ * store, name] when the reader's records can be scanned natively in one pass
+ * (the directory store), so Runtime.open makes no JS value per record.
+ */
+const NATIVE_SCAN = Symbol('lua-tasks.nativeScan');
+
 // Names become file names (DirectoryStore) and lock keys (PostgresStore):
 // keep them to a safe, portable alphabet.
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -144,4 +151,4 @@ function snapshotBatch(name, bytes, info) {
   return { name, token, seq, state: bytes, writes: [] };
 }
 
-module.exports = { SPACES, SPACE_LIST, checkName, checkInfo, checkSnapshot, checkBatch, snapshotBatch };
+module.exports = { SPACES, SPACE_LIST, NATIVE_SCAN, checkName, checkInfo, checkSnapshot, checkBatch, snapshotBatch };

@@ -31,7 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, checkName, checkBatch, snapshotBatch } = require('./contract');
+const { SPACE_LIST, NATIVE_SCAN, checkName, checkBatch, snapshotBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -424,6 +424,7 @@ class DirectoryStore {
       get: (key, space = 1) => native().get(name, key, space),
       keys: (prefix = '', after = '', limit = -1, space = 1) =>
         native().keys(name, prefix, after ?? '', limit ?? -1, space),
+      [NATIVE_SCAN]: () => [native(), name],
     };
   }
 

@@ -112,10 +112,13 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_confirmWrites>("confirmWrites"),
                          InstanceMethod<&Runtime::JS_putBackWrites>("putBackWrites"),
                          InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
-                         InstanceMethod<&Runtime::JS_durableInfo>("durableInfo"),
+                         InstanceMethod<&Runtime::JS_restoreScan>("restoreScan"),
+                         InstanceMethod<&Runtime::JS_restoreFeed>("restoreFeed"),
+                         InstanceMethod<&Runtime::JS_restoreTasks>("restoreTasks"),
+                         InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
+                         InstanceMethod<&Runtime::JS_restoreEnd>("restoreEnd"),
                          InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
                          InstanceMethod<&Runtime::JS_pauseCollector>("pauseCollector"),
-                         InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
                          InstanceMethod<&Runtime::JS_setDurable>("setDurable"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
@@ -361,23 +364,21 @@ void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int ba
 
 // A durable task's start (JS_start's info[3]). New ({ key }): pushes the
 // arguments, and hands the scheduler the start record (entry, key,
-// arguments). Restored ({ id, records }): pushes the arguments its start
-// record holds, and hands over its records to replay. Returns the count of
-// arguments pushed.
+// arguments). Restored ({ id }): pushes the arguments its start record
+// holds, and hands over its records (Runtime.open's restore set) to replay.
+// Returns the count of arguments pushed.
 uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value& entry, const Napi::Array& args,
                              const Napi::Object& durable, int base) {
   Napi::Env env(core->env);
-  if (durable.Has("records")) {
-    Napi::Array list = durable.Get("records").As<Napi::Array>();
+  if (durable.Has("id")) {
+    const std::string id = durable.Get("id").As<Napi::String>().Utf8Value();
     std::vector<std::string> records;
-    records.reserve(list.Length());
-    for (uint32_t i = 0; i < list.Length(); ++i) {
-      auto b = list.Get(i).As<Napi::Uint8Array>();
-      records.emplace_back(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-      if (!UnsealRecord(&records.back())) {
+    if (core->restoring) records = core->restoring->TakeJournal(id);
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (!UnsealRecord(&records[i])) {
         ThrowError(env, "ERR_STORE_CORRUPT",
-                   "Record " + std::to_string(i) + " of the journal of durable task " +
-                       durable.Get("id").As<Napi::String>().Utf8Value() + " is damaged (its checksum does not match).");
+                   "Record " + std::to_string(i) + " of the journal of durable task " + id +
+                       " is damaged (its checksum does not match).");
       }
     }
     if (records.empty() || records[0].empty() || records[0][0] != static_cast<char>(RecordKind::kStart)) {
@@ -387,8 +388,7 @@ uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value&
     std::optional<std::string> key;
     const int count = PushStartRecord(L, std::string_view(records[0]).substr(1), &entry_name, &key, &error);
     if (count < 0) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
-    core->scheduler->PrepareDurable(durable.Get("id").As<Napi::String>().Utf8Value(), "", std::move(records),
-                                    std::move(entry_name), std::move(key));
+    core->scheduler->PrepareDurable(id, "", std::move(records), std::move(entry_name), std::move(key));
     return static_cast<uint32_t>(count);
   }
   PushJsArgs(core, L, args, base);
@@ -415,7 +415,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
-  // info[3]: a durable task's { key } (new) or { id, records } (restored):
+  // info[3]: a durable task's { key } (new) or { id } (restored):
   // docs/durable.md.
   Napi::Value durable = info[3];
   uint32_t n = args.Length();

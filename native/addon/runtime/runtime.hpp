@@ -64,10 +64,16 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   // Durable tasks (docs/durable.md): their records, written with the batch.
   Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);     // () -> [{ space: 2 | 3, key, value }] | null
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
-  Napi::Value JS_durableInfo(const Napi::CallbackInfo& info);    // (first record) -> [entry, key] | [null, key, ...end]
-  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);  // (id) its end record goes
+  // Runtime.open's restore of durable tasks (docs/durable.md#restore): their
+  // records read in one pass, then each task started from its own.
+  Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);     // (NativeStore, name): the store's scan, natively
+  Napi::Value JS_restoreFeed(const Napi::CallbackInfo& info);     // (space, keys, records): a page of a JS reader's
+  Napi::Value JS_restoreTasks(const Napi::CallbackInfo& info);    // () -> [[id, entry, key] | [id, null, key, ...end]
+                                                                  //        | [id, false, why]]
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id) its messages back into its mailbox
+  Napi::Value JS_restoreEnd(const Napi::CallbackInfo& info);      // () what was not taken is dropped
+  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);   // (id) its end record goes
   Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
-  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id, keys, records) back into its mailbox
   Napi::Value JS_setDurable(const Napi::CallbackInfo& info);      // (ok, retain ends, skip missed cron instants)
   Napi::Value JS_lock(const Napi::CallbackInfo& info);            // () commit lock, for rt.commit()
   Napi::Value JS_unlock(const Napi::CallbackInfo& info);          // ()

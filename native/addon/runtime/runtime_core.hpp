@@ -13,6 +13,7 @@
 #include "addon/runtime/uv_driver.hpp"
 #include "core/base/clock.hpp"
 #include "core/codec/state_codec.hpp"
+#include "core/durable/journal_restore.hpp"
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_runtime.hpp"
 #include "core/scheduling/scheduler.hpp"
@@ -160,12 +161,13 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // host and scheduler (LuaRuntime) are null once closed. The clock outlives
   // the host, whose os.time reads it even in lua_close's finalizers: every
   // way out, ~RuntimeCore too, frees the host in CloseNow.
-  OffsetClock<SystemClock> clock;    // wall offset: the clockOffsetMs option, rt.setClockOffset
-  std::unique_ptr<UvDriver> driver;  // closes its handles asynchronously
-  const void* jsref_mt[3] = {};      // identities of the JsRef metatables (function, object, error) in host's state
-  napi_ref settle = nullptr;         // JS function settle(key, token, ok, value) for awaited promises
-  std::string scratch;               // reused buffer for JS string -> Lua conversion
-  size_t conversion_limit = 0;       // conversionLimit: bytes one conversion may produce (0 = no cap)
+  OffsetClock<SystemClock> clock;             // wall offset: the clockOffsetMs option, rt.setClockOffset
+  std::unique_ptr<UvDriver> driver;           // closes its handles asynchronously
+  std::unique_ptr<JournalRestore> restoring;  // Runtime.open's durable records, restoreScan .. restoreEnd
+  const void* jsref_mt[3] = {};  // identities of the JsRef metatables (function, object, error) in host's state
+  napi_ref settle = nullptr;     // JS function settle(key, token, ok, value) for awaited promises
+  std::string scratch;           // reused buffer for JS string -> Lua conversion
+  size_t conversion_limit = 0;   // conversionLimit: bytes one conversion may produce (0 = no cap)
 
   // RAII, around Scheduler::Start for rt.start(): if the task it starts
   // (`key`) ends before Start returns, its end kind is kept here (kind()) and

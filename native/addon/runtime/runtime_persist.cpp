@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "addon/errors.hpp"
+#include "addon/store/native_store.hpp"
 #include "addon/store/store_reader.hpp"
 #include "addon/values/convert.hpp"
 #include "core/codec/state_codec.hpp"
@@ -214,24 +215,109 @@ Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
   return out;
 }
 
-Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
-  // (id, keys[], records[]): a restored durable task's messages not yet
-  // received, back into its mailbox in order.
+Napi::Value Runtime::JS_restoreScan(const Napi::CallbackInfo& info) {
+  // (store, name): a directory store's records of `name`, read natively in
+  // one pass. False when `store` is not a NativeStore (the JS side then
+  // feeds pages of its reader with restoreFeed).
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
-  uint64_t key = 0;
-  if (!core->scheduler->ParseId(info[0].As<Napi::String>().Utf8Value(), &key)) return env.Undefined();
+  NativeStore* store = NativeStore::From(info[0]);
+  if (store == nullptr) return Napi::Boolean::New(env, false);
+  if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
+  store->ScanDurable(env, info[1].As<Napi::String>().Utf8Value(), core->restoring.get());
+  return Napi::Boolean::New(env, true);
+}
+
+Napi::Value Runtime::JS_restoreFeed(const Napi::CallbackInfo& info) {
+  // (space, keys[], records[]): a page of a JS store's reader, in key order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
+  const int space = info[0].As<Napi::Number>().Int32Value();
   Napi::Array keys = info[1].As<Napi::Array>();
   Napi::Array records = info[2].As<Napi::Array>();
-  lua_State* L = core->host->current();
   for (uint32_t i = 0; i < keys.Length(); ++i) {
-    auto b = records.Get(i).As<Napi::Uint8Array>();
-    std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-    const std::string inbox_key = keys.Get(i).As<Napi::String>().Utf8Value();
+    Napi::Value v = records.Get(i);
+    if (!v.IsTypedArray()) {
+      ThrowError(env, "ERR_STORE_CORRUPT",
+                 "The store's reader has no value for the listed record " + keys.Get(i).ToString().Utf8Value() + ".");
+    }
+    auto b = v.As<Napi::Uint8Array>();
+    core->restoring->Add(space, keys.Get(i).As<Napi::String>().Utf8Value(),
+                         std::string_view(reinterpret_cast<const char*>(b.Data()), b.ByteLength()));
+  }
+  return env.Undefined();
+}
+
+namespace {
+
+// What a durable task's first record says (JS_restoreTasks): a start record
+// [id, entry, key | null]; an end record (a finished task, retained) [id,
+// null, key | null, status, ended (ms since the epoch), result or error
+// message]; a record that does not read [id, false, why].
+Napi::Value DescribeTask(RuntimeCore* core, lua_State* L, const std::string& id, const std::string& first) {
+  Napi::Env env(core->env);
+  Napi::Array out = Napi::Array::New(env);
+  out.Set(0u, Napi::String::New(env, id));
+  const auto fail = [&](const std::string& why) {
+    out.Set(1u, Napi::Boolean::New(env, false));
+    out.Set(2u, Napi::String::New(env, why));
+    return out;
+  };
+  std::string sealed = first;
+  RecordKind kind;
+  std::string_view payload;
+  if (!OpenRecord(&sealed, &kind, &payload)) return fail("its first record is damaged (its checksum does not match)");
+  std::string error;
+  StackGuard stack(L);
+  LuaHost::HostSection section(core->host.get(), L);
+  const int n = PushFirstRecord(L, kind, payload, &error);
+  if (n == 0) return fail("its first record is neither its start nor its end");
+  if (n < 0) return fail("its first record does not read" + (error.empty() ? std::string() : ": " + error));
+  const int top = lua_gettop(L) - n + 1;
+  if (kind == RecordKind::kStart) {  // entry, key or nil
+    out.Set(1u, Napi::String::New(env, lua_tostring(L, top)));
+    out.Set(2u, lua_isnil(L, top + 1) ? env.Null() : Napi::Value(Napi::String::New(env, lua_tostring(L, top + 1))));
+    return out;
+  }
+  out.Set(1u, env.Null());  // then key, status, ended, result
+  for (int i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i + 2), Napi::Value(env, ToJs(core, L, top + i)));
+  return out;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
+  // () -> one description a task that has a journal, in key order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Napi::Array out = Napi::Array::New(env);
+  if (!core->restoring) return out;
+  lua_State* L = core->host->current();
+  uint32_t i = 0;
+  for (const std::string& id : core->restoring->ids()) {
+    const std::string* first = core->restoring->First(id);
+    if (first != nullptr) out.Set(i++, DescribeTask(core, L, id, *first));
+  }
+  return out;
+}
+
+Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
+  // (id): a restored durable task's messages not yet received, back into
+  // its mailbox in order.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const std::string id = info[0].As<Napi::String>().Utf8Value();
+  uint64_t key = 0;
+  if (!core->restoring || !core->scheduler->ParseId(id, &key)) return env.Undefined();
+  JournalRestore::Inbox inbox = core->restoring->TakeInbox(id);
+  lua_State* L = core->host->current();
+  for (size_t i = 0; i < inbox.keys.size(); ++i) {
+    std::string& sealed = inbox.records[i];
     RecordKind kind;
     std::string_view payload;
     if (!OpenRecord(&sealed, &kind, &payload) || kind != RecordKind::kMessage) {
-      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " of a durable task's inbox is damaged.");
+      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox.keys[i] + " of a durable task's inbox is damaged.");
     }
     StackGuard stack(L);
     std::string error;
@@ -240,46 +326,16 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
       LuaHost::HostSection section(core->host.get(), L);
       n = PushValues(L, payload, &error);
     }
-    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox_key + " does not read: " + error);
-    core->scheduler->RestoreMessage(key, inbox_key, L, n);
+    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox.keys[i] + " does not read: " + error);
+    core->scheduler->RestoreMessage(key, std::move(inbox.keys[i]), L, n);
   }
   core->OnScheduleChange();
   return env.Undefined();
 }
 
-Napi::Value Runtime::JS_durableInfo(const Napi::CallbackInfo& info) {
-  // What a durable task's first record says: a start record gives [entry,
-  // key | null]; an end record (a finished task, retained) [null, key |
-  // null, status, ended (ms since the epoch), result or error message].
-  Napi::Env env = info.Env();
-  RuntimeCore* core = OpenCore(env);
-  auto b = info[0].As<Napi::Uint8Array>();
-  std::string sealed(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
-  RecordKind kind;
-  std::string_view payload;
-  if (!OpenRecord(&sealed, &kind, &payload)) {
-    ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's first record is damaged (its checksum does not match).");
-  }
-  lua_State* L = core->host->current();
-  std::string error;
-  StackGuard stack(L);
-  LuaHost::HostSection section(core->host.get(), L);
-  const int n = PushFirstRecord(L, kind, payload, &error);
-  if (n == 0) return env.Null();
-  if (n < 0) {
-    ThrowError(env, "ERR_STORE_CORRUPT",
-               "A durable task's first record does not read" + (error.empty() ? std::string() : ": " + error));
-  }
-  const int first = lua_gettop(L) - n + 1;
-  Napi::Array out = Napi::Array::New(env);
-  if (kind == RecordKind::kStart) {  // entry, key or nil
-    out.Set(0u, Napi::String::New(env, lua_tostring(L, first)));
-    out.Set(1u, lua_isnil(L, first + 1) ? env.Null() : Napi::Value(Napi::String::New(env, lua_tostring(L, first + 1))));
-    return out;
-  }
-  out.Set(0u, env.Null());  // then key, status, ended, result
-  for (int i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i + 1), Napi::Value(env, ToJs(core, L, first + i)));
-  return out;
+Napi::Value Runtime::JS_restoreEnd(const Napi::CallbackInfo& info) {
+  core_->restoring.reset();
+  return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_pauseCollector(const Napi::CallbackInfo& info) {

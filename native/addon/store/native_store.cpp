@@ -7,6 +7,7 @@
 
 #include "addon/addon_data.hpp"
 #include "addon/errors.hpp"
+#include "core/durable/durable_record.hpp"
 
 namespace lua_tasks {
 
@@ -125,8 +126,29 @@ Napi::Function NativeStore::Init(Napi::Env env) {
                      });
 }
 
+namespace {
+// Marks the objects that are NativeStores (NativeStore::From).
+constexpr napi_type_tag kNativeStoreTag = {0x6c75612d7461736bULL, 0x732d73746f726531ULL};
+}  // namespace
+
+NativeStore* NativeStore::From(Napi::Value value) {
+  if (!value.IsObject() || !value.As<Napi::Object>().CheckTypeTag(&kNativeStoreTag)) return nullptr;
+  return Unwrap(value.As<Napi::Object>());
+}
+
+void NativeStore::ScanDurable(Napi::Env env, const std::string& name, JournalRestore* out) {
+  CheckOpen(env, "reader");
+  try {
+    reader_->Scan(name, kJournalSpace, kInboxSpace,
+                  [out](int space, std::string_view key, std::string_view value) { out->Add(space, key, value); });
+  } catch (const StoreError& e) {
+    ThrowStoreError(env, e, path_);
+  }
+}
+
 NativeStore::NativeStore(const Napi::CallbackInfo& info) : Napi::ObjectWrap<NativeStore>(info), env_(info.Env()) {
   Napi::Env env = info.Env();
+  info.This().As<Napi::Object>().TypeTag(&kNativeStoreTag);
   path_ = StringArg(info, 0, "The store directory") + "/" + kStoreDbFile;
   auto h = std::make_unique<Handles>();
   h->owner = this;

@@ -11,6 +11,7 @@
 #include <napi.h>
 #include <uv.h>
 
+#include "core/durable/journal_restore.hpp"
 #include "core/store/store_db.hpp"
 #include "core/store/store_writer.hpp"
 
@@ -37,6 +38,13 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
  public:
   static Napi::Function Init(Napi::Env env);
   explicit NativeStore(const Napi::CallbackInfo& info);
+  // The NativeStore `value` is, or nullptr for any other value (a type tag,
+  // not a class check: a JS object cannot pass for one).
+  static NativeStore* From(Napi::Value value);
+  // Runtime.open's one pass over `name`'s durable records (spaces 2 and 3)
+  // on this thread's read-only connection, into *out; throws a JS error
+  // (ERR_STORE_CORRUPT for a damaged row) on failure.
+  void ScanDurable(Napi::Env env, const std::string& name, JournalRestore* out);
   ~NativeStore() override;
 
  private:

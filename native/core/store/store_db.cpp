@@ -198,6 +198,8 @@ StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
       "SELECT name, space, key, sum FROM kv WHERE (name, space, key) < (?1, ?2, ?3) "
       "ORDER BY name DESC, space DESC, key DESC LIMIT 1");
   commits_ = Prepare("SELECT count FROM commits WHERE id = 1");
+  scan_ =
+      Prepare("SELECT space, key, value, sum FROM kv WHERE name = ?1 AND space BETWEEN ?2 AND ?3 ORDER BY space, key");
   struct stat st;
   if (stat(path_.c_str(), &st) == 0) {
     db_dev_ = st.st_dev;
@@ -407,6 +409,34 @@ std::optional<std::string> StoreDb::Get(std::string_view name, int space, std::s
                          ") in " + path_ + ".");
   }
   return value;
+}
+
+void StoreDb::Scan(std::string_view name, int first, int last,
+                   const std::function<void(int space, std::string_view key, std::string_view value)>& visit) {
+  SqliteStatement::Use use(scan_);
+  BindText(scan_, 1, name);
+  sqlite3_bind_int(scan_.get(), 2, first);
+  sqlite3_bind_int(scan_.get(), 3, last);
+  for (;;) {
+    const int rc = sqlite3_step(scan_.get());
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) Fail(rc, "read the records of \"" + std::string(name) + "\"");
+    const int space = sqlite3_column_int(scan_.get(), 0);
+    const auto* k = reinterpret_cast<const char*>(sqlite3_column_text(scan_.get(), 1));
+    const std::string_view key(k == nullptr ? "" : k, static_cast<size_t>(sqlite3_column_bytes(scan_.get(), 1)));
+    const auto* v = static_cast<const char*>(sqlite3_column_blob(scan_.get(), 2));
+    const std::string_view value(v == nullptr ? "" : v, static_cast<size_t>(sqlite3_column_bytes(scan_.get(), 2)));
+    const std::optional<int64_t> sum = ColumnSum(scan_, 3);
+    if (sum && *sum != RowSum(name, space, key, value)) {
+      throw StoreError(StoreFailure::kCorrupt, 0, 0,
+                       "The record " + Quote(key) + " (space " + std::to_string(space) + ") of runtime \"" +
+                           std::string(name) +
+                           "\" is corrupt (its row checksum, over the name, key and value, does "
+                           "not match) in " +
+                           path_ + ". The database is damaged: restore the directory from a backup.");
+    }
+    visit(space, key, value);
+  }
 }
 
 void StoreDb::CheckNeighbors(std::string_view name, int space, std::string_view key) {

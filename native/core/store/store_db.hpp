@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -124,6 +125,12 @@ class StoreDb {
   // Each key listed is verified against its row's key checksum.
   std::vector<std::string> Keys(std::string_view name, int space, std::string_view prefix, std::string_view after,
                                 int64_t limit);
+  // Every row of `name` in spaces `first`..`last`, by space then key, handed
+  // to `visit(space, key, value)` in one statement (so one read snapshot)
+  // without a lookup a row. Each row is verified against its checksum; a
+  // damaged one fails the scan, naming it.
+  void Scan(std::string_view name, int first, int last,
+            const std::function<void(int space, std::string_view key, std::string_view value)>& visit);
 
  private:
   void Exec(const char* sql);
@@ -135,7 +142,7 @@ class StoreDb {
   SqliteConnection db_;
   SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   SqliteStatement owner_get_, owner_set_, snap_put_, snap_import_, snap_get_, kv_put_, kv_del_, kv_get_;
-  SqliteStatement keys_bounded_, keys_open_, next_row_, prev_row_;
+  SqliteStatement keys_bounded_, keys_open_, next_row_, prev_row_, scan_;
   SqliteStatement count_commit_, commits_;
   // The files this connection opened: (device, inode) of the database, and
   // of its -wal once it exists (0, 0: not seen yet).

@@ -155,6 +155,32 @@ TEST(StoreDbTest, ADamagedKeyNeitherAnswersForAnotherKeyNorVanishes) {
   EXPECT_EQ(r.Get("other", kSpaceStore, "x"), ValueSnapshot("x"));
 }
 
+TEST(StoreDbTest, AScanVisitsEveryRowOfTheSpacesInOrderAndRefusesADamagedOne) {
+  TempDir dir;
+  StoreDb w(dir.Db(), StoreDb::Access::kReadWrite);
+  StoreBatch b;
+  b.name = "game";
+  for (int space : {3, 2, 1, 4}) {
+    for (const char* k : {"t/2", "t/1"}) b.writes.push_back({space, k, std::string(k) + std::to_string(space)});
+  }
+  w.Begin();
+  w.Apply(b);
+  w.Commit();
+  Put(w, "other", {"t/0"});
+  StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+  std::vector<std::string> seen;
+  r.Scan("game", 2, 3, [&](int space, std::string_view key, std::string_view value) {
+    seen.push_back(std::to_string(space) + " " + std::string(key) + " " + std::string(value));
+  });
+  EXPECT_EQ(seen, (Keys{"2 t/1 t/12", "2 t/2 t/22", "3 t/1 t/13", "3 t/2 t/23"}));
+  Exec(dir.Db(), "UPDATE kv SET value = x'00' WHERE space = 3 AND key = 't/2'");
+  seen.clear();
+  const std::string m = Corrupt(
+      [&] { r.Scan("game", 2, 3, [&](int, std::string_view key, std::string_view) { seen.emplace_back(key); }); });
+  EXPECT_NE(m.find("store[\"t/2\"] (space 3) of runtime \"game\" is corrupt"), std::string::npos) << m;
+  EXPECT_EQ(seen.size(), 3u);  // the rows before it were read
+}
+
 TEST(StoreDbTest, ADamagedNameOrSpaceIsCaughtToo) {
   for (const char* damage : {"UPDATE kv SET name = 'gamd'", "UPDATE kv SET space = 3"}) {
     TempDir dir;
