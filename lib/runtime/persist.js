@@ -208,6 +208,9 @@ async function openStore(options) {
   }
 }
 
+// Records read a page at a time at Runtime.open (scanRecords).
+const SCAN_PAGE = 10000;
+
 // Decodes the snapshot into a new runtime's tasks.state a slice at a time, a
 // loop turn between slices.
 async function restore(native, bytes, name, where) {
@@ -229,26 +232,36 @@ async function restore(native, bytes, name, where) {
 
 /**
  * Hands every durable record of the name (journals and inboxes, key spaces 2
- * and 3) to the native restore: the directory store's in one native scan,
- * another store's reader a page at a time (its values are not kept in JS).
+ * and 3) to the native restore, none of them kept in JS: the directory
+ * store's in one native scan; a store with scan() a page at a time (the
+ * PostgreSQL store keeps them in the database only); else its reader's
+ * keys() and get() a page at a time.
  * @param {object} native the runtime's native object
+ * @param {object} store the store
  * @param {object} reader the store's reader(name)
+ * @param {string} name
+ * @returns {Promise<void>}
  */
-function scanRecords(native, reader) {
+async function scanRecords(native, store, reader, name) {
   if (typeof reader[NATIVE_SCAN] === 'function' && native.restoreScan(...reader[NATIVE_SCAN]())) return;
-  for (const space of [SPACES.journal, SPACES.inbox]) {
-    let after = '';
-    for (;;) {
-      const keys = reader.keys('', after, 1000, space);
-      if (!keys || keys.length === 0) break;
-      native.restoreFeed(
-        space,
-        keys,
-        keys.map((k) => reader.get(k, space)),
-      );
-      after = keys[keys.length - 1];
-    }
-  }
+  // A page of a space: the store's scan(), else its reader's keys() and get().
+  const page = async (space, after) => {
+    if (typeof store.scan === 'function') return store.scan(name, space, after, SCAN_PAGE);
+    const keys = reader.keys('', after, SCAN_PAGE, space) || [];
+    return { keys, values: keys.map((k) => reader.get(k, space)) };
+  };
+  // Both spaces at once (a remote store answers them on two connections);
+  // a short page is the last.
+  await Promise.all(
+    [SPACES.journal, SPACES.inbox].map(async (space) => {
+      for (let after = ''; ;) {
+        const { keys, values } = await page(space, after);
+        if (keys.length > 0) native.restoreFeed(space, keys, values);
+        if (keys.length < SCAN_PAGE) return;
+        after = keys[keys.length - 1];
+      }
+    }),
+  );
 }
 
 module.exports = { openStore, restore, scanRecords };

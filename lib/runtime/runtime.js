@@ -164,7 +164,7 @@ class Runtime extends EventEmitter {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
       if (persist.setup !== undefined) await persist.setup(rt);
-      if (persist.durable) rt.#restoreDurable(persist.reader, persist.name);
+      if (persist.durable) await rt.#restoreDurable(persist.store, persist.reader, persist.name);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
@@ -459,20 +459,17 @@ class Runtime extends EventEmitter {
 
   // Runtime.open: every unfinished durable task of the store runs again from
   // its entry, replaying its journal, and goes on from where it was.
-  #restoreDurable(reader, name) {
-    this.#native.pauseCollector(true);
-    try {
-      this.#replayDurable(reader, name);
-    } finally {
-      if (!this.#closed) this.#native.pauseCollector(false);
-    }
-  }
-
-  #replayDurable(reader, name) {
+  async #restoreDurable(store, reader, name) {
     const native = this.#native;
     try {
-      scanRecords(native, reader);
-      this.#startRestored(native.restoreTasks(), name);
+      await scanRecords(native, store, reader, name);
+      this.#check();
+      native.pauseCollector(true);
+      try {
+        this.#startRestored(native.restoreTasks(), name);
+      } finally {
+        if (!this.#closed) native.pauseCollector(false);
+      }
     } finally {
       if (!this.#closed) native.restoreEnd();
     }

@@ -88,6 +88,19 @@ function checkSnapshot(name, bytes) {
 }
 
 /**
+ * The space of a scan(name, space, after, limit), checked.
+ * @throws {TypeError} ERR_INVALID_ARG_VALUE
+ */
+function checkSpace(space) {
+  if (!SPACE_LIST.includes(space)) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `A store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes). Received space ${typeName(space)}.`,
+    );
+  }
+}
+
+/**
  * A batch of write(), checked; neither its writes nor their values are
  * copied. `state` is null when the batch carries none; `writes` [] when none.
  * @returns {{ name: string, token?: number, seq?: number, state: Uint8Array|null,
@@ -151,4 +164,14 @@ function snapshotBatch(name, bytes, info) {
   return { name, token, seq, state: bytes, writes: [] };
 }
 
-module.exports = { SPACES, SPACE_LIST, NATIVE_SCAN, checkName, checkInfo, checkSnapshot, checkBatch, snapshotBatch };
+module.exports = {
+  SPACES,
+  SPACE_LIST,
+  NATIVE_SCAN,
+  checkName,
+  checkSpace,
+  checkInfo,
+  checkSnapshot,
+  checkBatch,
+  snapshotBatch,
+};

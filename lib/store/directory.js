@@ -31,7 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, NATIVE_SCAN, checkName, checkBatch, snapshotBatch } = require('./contract');
+const { SPACE_LIST, NATIVE_SCAN, checkName, checkSpace, checkBatch, snapshotBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -426,6 +426,23 @@ class DirectoryStore {
         native().keys(name, prefix, after ?? '', limit ?? -1, space),
       [NATIVE_SCAN]: () => [native(), name],
     };
+  }
+
+  /**
+   * A page of a name's committed records in `space`: the keys that sort
+   * after `after` (bytewise), at most `limit`, and their values.
+   * @param {string} name
+   * @param {number} space
+   * @param {string} after
+   * @param {number} limit
+   * @returns {Promise<{ keys: string[], values: Buffer[] }>}
+   */
+  async scan(name, space, after, limit) {
+    checkName(name);
+    checkSpace(space);
+    const native = this.#open(name);
+    const keys = native.keys(name, '', String(after ?? ''), limit >= 0 ? limit : -1, space);
+    return { keys, values: keys.map((k) => native.get(name, k, space)) };
   }
 
   /**

@@ -93,6 +93,9 @@ async function createDatabase() {
 async function query(dbUrl, text, values) {
   const { Client } = require('pg');
   const c = new Client({ connectionString: dbUrl });
+  // A server restarted meanwhile ends the session: the query rejects with
+  // it, and the client's 'error' event must not go unheard.
+  c.on('error', () => {});
   await c.connect();
   try {
     return await c.query(text, values);

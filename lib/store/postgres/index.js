@@ -49,7 +49,7 @@ const { randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('../../errors');
 const contract = require('../contract');
-const { SPACES, SPACE_LIST, checkName, snapshotBatch } = contract;
+const { SPACES, SPACE_LIST, checkName, checkSpace, snapshotBatch } = contract;
 const { checkOptions, loadPg } = require('./options');
 const { LIMITS, overLimits, limitError } = require('./limits');
 const { Records } = require('./records');
@@ -162,7 +162,7 @@ class PostgresStore {
       written: (b) => {
         const held = this.#leases.get(b.name);
         if (held && !held.pending) {
-          for (const w of b.writes) this.#records(held, w.space).set(w.key, w.value);
+          for (const w of b.writes) if (w.space === SPACES.store) this.#records(held, w.space).set(w.key, w.value);
         }
       },
     });
@@ -423,10 +423,12 @@ class PostgresStore {
         }
         throw this.#lockedError(name, holder, expiresAt);
       }
+      // tasks.store's rows only: journals and inboxes stay in PostgreSQL (scan()).
       const { rows } = await this.#with((c) =>
-        c.query(`SELECT space, key, value FROM ${this.#t.kv} WHERE name = $1`, [name]),
+        c.query(`SELECT key, value FROM ${this.#t.kv} WHERE name = $1 AND space = $2`, [name, SPACES.store]),
       );
-      for (const r of rows) this.#records(lease, r.space).set(r.key, r.value);
+      const store = this.#records(lease, SPACES.store);
+      for (const r of rows) store.set(r.key, r.value);
     } catch (e) {
       if (this.#leases.get(name) === lease) this.#leases.delete(name);
       if (taken) await this.#giveUp(lease).catch(() => {});
@@ -657,9 +659,29 @@ class PostgresStore {
   }
 
   /**
-   * Synchronous keyed reads of a name this store holds, from its rows loaded
-   * by acquire() and this store's own committed writes since. `space`
-   * (default 1, tasks.store) picks the key space, as the directory store's.
+   * A page of a name's records in `space`, from PostgreSQL: the keys that
+   * sort after `after` (bytewise), at most `limit`, and their values.
+   * @param {string} name
+   * @param {number} space
+   * @param {string} after
+   * @param {number} limit
+   * @returns {Promise<{ keys: string[], values: Buffer[] }>}
+   */
+  async scan(name, space, after, limit) {
+    checkName(name);
+    checkSpace(space);
+    this.#checkOpen();
+    const { rows } = await this.#with((c) =>
+      c.query({ ...this.#sql.scan, values: [name, space, String(after ?? ''), limit >= 0 ? limit : null] }),
+    );
+    return { keys: rows.map((r) => r.key), values: rows.map((r) => r.value) };
+  }
+
+  /**
+   * Synchronous reads of tasks.store's values (space 1) of a name this store
+   * holds, from its rows loaded by acquire() and this store's own committed
+   * writes since. Journals and inboxes (spaces 2 and 3) are not kept in
+   * memory: scan() reads them.
    * @param {string} name
    * @returns {{ get(key: string, space?: number): Buffer|null,
    *   keys(prefix?: string, after?: string, limit?: number, space?: number): string[] }}
@@ -668,10 +690,10 @@ class PostgresStore {
   reader(name) {
     checkName(name);
     const records = (space) => {
-      if (!Number.isInteger(space) || space < 1) {
+      if (space !== SPACES.store) {
         throw makeError(
           'ERR_INVALID_ARG_VALUE',
-          `The reader's space must be a positive integer. Received ${typeName(space)}.`,
+          `The PostgresStore's reader reads tasks.store's values (space 1); journals and inboxes are read with scan(name, space, after, limit). Received space ${typeName(space)}.`,
         );
       }
       const lease = this.#leases.get(name);

@@ -58,6 +58,10 @@ function statements(schema, t) {
       name: `lua_tasks_write_unfenced_${s}`,
       text: apply(`SELECT $1::text AS name WHERE $2::bigint IS NULL`),
     },
+    scan: {
+      name: `lua_tasks_scan_${s}`,
+      text: `SELECT key, value FROM ${kv} WHERE name = $1 AND space = $2 AND key > $3 ORDER BY key LIMIT $4`,
+    },
     take: {
       name: `lua_tasks_take_${s}`,
       // Free, released, expired, or its holder's session ended ($3: this

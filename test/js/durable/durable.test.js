@@ -244,19 +244,22 @@ test('messages a durable task received replay; the mailbox of the new run waits 
   const source = `
     function inbox()
       local a = tasks.receive()
+      effect(a)
       local b = tasks.receive()
       return a .. "+" .. b
     end`;
-  let rt = await open(dir, source);
+  const calls = new Map();
+  let rt = await open(dir, source, calls);
   const task = rt.spawn('inbox', { durable: true, key: 'm' });
   expect(rt.send(task.id, 'one')).toBe(true);
-  await sleep(30);
+  await loopUntil(() => calls.get('one') === 1); // taken; close() writes its journal
   await rt.close();
-  rt = await open(dir, source);
+  rt = await open(dir, source, calls);
   const t = rt.spawn('inbox', { durable: true, key: 'm' });
   expect(t.waiting.instruction).toBe('RECEIVE');
   rt.send(t.id, 'two');
   expect(await t.result).toBe('one+two');
+  expect(calls.get('one')).toBe(1); // replayed, not called again
   await rt.close();
 });
 
