@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstddef>
+#include <utility>
 #include <vector>
 
 namespace lua_tasks {
@@ -23,6 +24,11 @@ class RingQueue {
     buf_[(head_ + size_) & (buf_.size() - 1)] = v;
     ++size_;
   }
+  void push_back(T&& v) {
+    if (size_ == buf_.size()) Grow();
+    buf_[(head_ + size_) & (buf_.size() - 1)] = std::move(v);
+    ++size_;
+  }
   void pop_front() {
     head_ = (head_ + 1) & (buf_.size() - 1);
     --size_;
@@ -35,7 +41,7 @@ class RingQueue {
  private:
   void Grow() {
     std::vector<T> bigger(buf_.empty() ? 16 : buf_.size() * 2);
-    for (size_t i = 0; i < size_; ++i) bigger[i] = (*this)[i];
+    for (size_t i = 0; i < size_; ++i) bigger[i] = std::move(buf_[(head_ + i) & (buf_.size() - 1)]);
     buf_.swap(bigger);
     head_ = 0;
   }

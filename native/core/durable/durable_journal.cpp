@@ -33,7 +33,7 @@ void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) cons
   for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i)
     out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
   if (end != nullptr) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
-  for (const std::string& k : inbox) out->push_back({kInboxSpace, k, std::nullopt});
+  for (size_t i = 0; i < inbox.size(); ++i) out->push_back({kInboxSpace, inbox[i], std::nullopt});
 }
 
 void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
