@@ -429,6 +429,8 @@ export class Runtime extends EventEmitter {
     /** Live durable tasks (of `tasks`). */
     durableTasks: number;
     preemptions: number;
+    /** Restored durable tasks that failed (a replay that met changed code) or could not be restored. */
+    restoreFailures: number;
   };
   /** Writes the commits asked for before it, then cancels every task and frees the state. */
   close(): Promise<void>;

@@ -9,7 +9,7 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
+const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore, scanRecords } = require('./persist');
 
@@ -58,6 +58,11 @@ class Runtime extends EventEmitter {
   #clockOffsetMs = 0; // added to Date.now() for the runtime's wall clock (setClockOffset)
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
   #hasDurable = false; // a durable task was started or restored: close() writes their records first
+  // Restored durable tasks: nobody awaits them, so their failures are
+  // reported as an unowned task's are (docs/durable.md#restore-at-open).
+  #restoredTasks = new WeakSet();
+  #restoreFailures = 0; // restored tasks that failed or could not be restored (stats())
+  #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
 
   /**
@@ -273,7 +278,28 @@ class Runtime extends EventEmitter {
     }
     endTask(task, kind, value);
     if (kind === END.done) this.emit('taskdone', task, value);
+    else if (kind === END.failed && this.#restoredTasks.has(task)) this.#restoreFailed(task, value);
     else if (kind === END.failed && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
+  }
+
+  // A restored durable task failed (a replay that met changed code, a bug
+  // after it) or could not be restored: 'taskerror', or a process warning
+  // when nobody listens; never silent. During Runtime.open, with no
+  // listener yet (one added in setup hears it at once), it is held until
+  // the open has resolved, so a listener added just after it hears it.
+  #restoreFailed(task, err) {
+    this.#restoreFailures++;
+    if (this.#heldReports && this.listenerCount('taskerror') === 0) this.#heldReports.push([task, err]);
+    else this.#reportUnowned(task, err);
+  }
+
+  #releaseReports() {
+    const held = this.#heldReports;
+    this.#heldReports = null;
+    if (held.length === 0) return;
+    setImmediate(() => {
+      for (const [task, err] of held) this.#reportUnowned(task, err);
+    });
   }
 
   #reportUnowned(task, err) {
@@ -461,6 +487,7 @@ class Runtime extends EventEmitter {
   // its entry, replaying its journal, and goes on from where it was.
   async #restoreDurable(store, reader, name) {
     const native = this.#native;
+    this.#heldReports = [];
     try {
       await scanRecords(native, store, reader, name);
       this.#check();
@@ -473,6 +500,7 @@ class Runtime extends EventEmitter {
     } finally {
       if (!this.#closed) native.restoreEnd();
     }
+    this.#releaseReports();
   }
 
   // Each task of restoreTasks(): a finished one retained (or forgotten past
@@ -491,13 +519,7 @@ class Runtime extends EventEmitter {
             continue;
           }
           task = new Task(this, id);
-          const kind = status === 'done' ? END.done : status === 'failed' ? END.failed : END.cancelled;
-          const error = () =>
-            makeError(
-              kind === END.failed ? 'ERR_LUA_RUNTIME' : 'ERR_TASK_CANCELLED',
-              `The durable task ${id} ${status === 'failed' ? `failed before this runtime was opened: ${value}` : 'was cancelled before this runtime was opened.'}`,
-            );
-          endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
+          endRetained(task, status, value);
           this.#retained.set(id, status);
           if (key !== null) this.#durableKeys.set(key, task);
           continue;
@@ -506,9 +528,8 @@ class Runtime extends EventEmitter {
         this.#native.restoreInbox(id);
       } catch (e) {
         // Its records stay: code that can run it may be deployed.
-        process.emitWarning(`lua-tasks: the durable task ${id} of "${name}" could not be restored: ${reasonText(e)}`, {
-          code: 'LUA_TASK_FAILED',
-        });
+        const why = `The durable task ${id} of "${name}" could not be restored: ${reasonText(e)}. Its records are kept.`;
+        this.#restoreFailed({ id, restored: false }, makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e }));
         continue;
       }
       this.#keep(key, task);
@@ -539,6 +560,7 @@ class Runtime extends EventEmitter {
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
     const task = new Task(this, id, labels && labels.name, labels && labels.meta);
+    if (durable && durable.id) this.#restoredTasks.add(task); // before it can end
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
     let endValue;
@@ -709,7 +731,9 @@ class Runtime extends EventEmitter {
   /** Memory figures of the Lua state in bytes, and the number of live tasks. */
   stats() {
     this.#check();
-    return this.#native.stats();
+    const stats = this.#native.stats();
+    stats.restoreFailures = this.#restoreFailures;
+    return stats;
   }
 
   /**

@@ -3,7 +3,7 @@
 'use strict';
 
 const { END, END_NAMES, stateStatus, stateWait } = require('./task_codes');
-const { AbortError } = require('../errors');
+const { AbortError, makeError } = require('../errors');
 
 // The one builder of a task's snapshot { id, status, waiting? } (rt.task,
 // rt.tasks, a Task's getters), from the native state code (PackState) and,
@@ -128,4 +128,18 @@ class Task {
   }
 }
 
-module.exports = { Task, endTask, kTaskInfo, taskSnapshot, abortedError, isAbortSignal };
+/**
+ * Settles the Task of a durable task that had ended before this runtime was
+ * opened, from its end record (status 'done', 'failed' or 'cancelled').
+ */
+function endRetained(task, status, value) {
+  const kind = status === 'done' ? END.done : status === 'failed' ? END.failed : END.cancelled;
+  const error = () =>
+    makeError(
+      kind === END.failed ? 'ERR_LUA_RUNTIME' : 'ERR_TASK_CANCELLED',
+      `The durable task ${task.id} ${status === 'failed' ? `failed before this runtime was opened: ${value}` : 'was cancelled before this runtime was opened.'}`,
+    );
+  endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
+}
+
+module.exports = { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal };

@@ -241,3 +241,75 @@ test('a journal written without identities (by an older version) still replays, 
   expect(calls.size).toBe(0);
   await rt.close();
 });
+
+// A deploy that breaks a waiting task must not lose it silently: the replay
+// fails inside Runtime.open, before the caller could listen.
+describe('a task that fails while Runtime.open restores it is never silent', () => {
+  const FIRST = `function q() grantGold(1) coroutine.yield("INDEFINITELY") end`;
+  const SECOND = `function q() grantXp(1) coroutine.yield("INDEFINITELY") end`;
+  async function reopened(source, dir) {
+    return closeAfterTest(
+      await Runtime.open({
+        name: 'game',
+        store: dir,
+        setup: (r) => {
+          r.set('grantGold', () => 'gold');
+          r.set('grantXp', () => 'xp');
+          r.load(source);
+        },
+      }),
+    );
+  }
+  async function brokenDeploy() {
+    const dir = tmpdir();
+    let rt = await reopened(FIRST, dir);
+    const task = rt.spawn('q', { durable: true });
+    await loopUntil(() => rt.task(task.id).waiting?.instruction === 'INDEFINITELY');
+    await rt.close();
+    rt = await reopened(SECOND, dir);
+    return { rt, id: task.id, dir };
+  }
+
+  test('a taskerror listener added just after the open hears it; stats() counts it', async () => {
+    const { rt, id } = await brokenDeploy();
+    const heard = [];
+    rt.on('taskerror', (t, e) => heard.push([t.id, e.code]));
+    expect(rt.stats().restoreFailures).toBe(1);
+    await loopUntil(() => heard.length > 0);
+    expect(heard).toEqual([[id, 'ERR_NONDETERMINISM']]);
+  });
+
+  test('without a listener it is a process warning naming the task and the change', async () => {
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      const { id } = await brokenDeploy();
+      const ofTask = () => warn.mock.calls.find(([m]) => String(m).includes(id));
+      await loopUntil(() => ofTask() !== undefined);
+      const [message, options] = ofTask();
+      expect(options.code).toBe('LUA_TASK_FAILED');
+      expect(message).toContain('grantGold'); // what the journal holds
+      expect(message).toContain('grantXp'); // what the code now made
+    } finally {
+      warn.mockRestore();
+    }
+  });
+
+  test('a task that cannot be restored at all (its entry is gone) is reported the same way, and its records kept', async () => {
+    const { dir, id } = await brokenDeploy().then(async ({ rt, id, dir }) => {
+      await rt.close();
+      return { dir, id };
+    });
+    const rt = await reopened('-- q is gone', dir);
+    const heard = [];
+    rt.on('taskerror', (t, e) => heard.push([t.id, t.restored, e.code, e.message]));
+    await loopUntil(() => heard.length > 0);
+    expect(heard[0][0]).toBe(id);
+    expect(heard[0][1]).toBe(false);
+    expect(heard[0][3]).toContain('could not be restored');
+    expect(heard[0][3]).toContain('Its records are kept');
+    await rt.close();
+    const store = new DirectoryStore(dir);
+    expect((await store.scan('game', 2, '', 10)).keys.length).toBeGreaterThan(0);
+    await store.close();
+  });
+});
