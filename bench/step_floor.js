@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
-// W17: a durable step + COMMIT, one after another, beside the same store's one-row floor; WAL bytes a step.
+// A durable step + COMMIT, one after another, beside the same store's one-row floor; WAL bytes a step.
+//
+// Rows of W14 (the directory store: dirRows) and W15 (PostgreSQL: pgRows).
 //
 // What a sequential durable step costs against what the store underneath
 // can do at best, measured side by side in one run:
@@ -21,8 +23,7 @@
 //
 // Each rep a child process (a directory or database of its own, made and
 // removed here), round-robin across the implementations, the first round
-// a warm-up. Without LUA_TASKS_PG_URL the PostgreSQL rows say so. Sizes:
-// W17_STEPS, W17_PG_STEPS, W17_REPS.
+// a warm-up. Sizes: FLOOR_STEPS, FLOOR_PG_STEPS, FLOOR_REPS.
 'use strict';
 
 const fs = require('fs');
@@ -31,9 +32,9 @@ const path = require('path');
 const { nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
-const STEPS = env('W17_STEPS', 2000);
-const PG_STEPS = env('W17_PG_STEPS', 1000);
-const REPS = env('W17_REPS', 3);
+const STEPS = env('FLOOR_STEPS', 2000);
+const PG_STEPS = env('FLOOR_PG_STEPS', 1000);
+const REPS = env('FLOOR_REPS', 3);
 const CHILD_TIMEOUT_MS = 300000;
 const TARGET_FLOOR = 0.8; // of the store's one-row floor
 const TARGET_WAL_X = 2; // WAL bytes a step ≤ 2× the raw upsert's
@@ -108,7 +109,7 @@ async function luaTasks(kind, where, steps) {
   };
   const store = kind === 'pg' ? new PostgresStore({ connectionString: where }) : where;
   try {
-    const rt = await Runtime.open({ name: 'w17', store, setup });
+    const rt = await Runtime.open({ name: 'floor', store, setup });
     const task = rt.spawn('seq_commit', { durable: true, args: [steps] });
     const parked = () => (task.waiting || {}).instruction === 'INDEFINITELY';
     await waitFor(parked, 'the task parked before its steps');
@@ -138,7 +139,7 @@ function sqliteFloor(dir, n) {
   db.exec(`CREATE TABLE kv(name TEXT NOT NULL, space INTEGER NOT NULL, key TEXT NOT NULL, value BLOB NOT NULL,
     PRIMARY KEY (name, space, key)) WITHOUT ROWID`);
   const put = db.prepare(
-    `INSERT INTO kv(name, space, key, value) VALUES('w17', 2, ?, ?)
+    `INSERT INTO kv(name, space, key, value) VALUES('floor', 2, ?, ?)
      ON CONFLICT(name, space, key) DO UPDATE SET value = excluded.value`,
   );
   const t0 = nowMs();
@@ -159,8 +160,8 @@ async function pgFloor(url, n) {
       PRIMARY KEY (name, space, key))`);
     await c.query('SET synchronous_commit = on');
     const put = {
-      name: 'w17_put',
-      text: `INSERT INTO kv(name, space, key, value) VALUES('w17', 2, $1, $2)
+      name: 'floor_put',
+      text: `INSERT INTO kv(name, space, key, value) VALUES('floor', 2, $1, $2)
         ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value`,
     };
     const lsn0 = await walLsn(url);
@@ -186,7 +187,7 @@ async function child(argv) {
     case 'upsert':
       return pgFloor(where, Number(n));
     default:
-      throw new Error(`w17: unknown case ${what}`);
+      throw new Error(`step_floor: unknown case ${what}`);
   }
 }
 
@@ -212,7 +213,7 @@ async function rep(impl, root, url, n) {
       fs.rmSync(dir, { recursive: true, force: true });
     }
   }
-  const db = await pgDatabase(url, 'w17');
+  const db = await pgDatabase(url, 'floor');
   try {
     return nodeChild(__filename, [impl, db.url, n], { timeoutMs: CHILD_TIMEOUT_MS });
   } finally {
@@ -220,73 +221,69 @@ async function rep(impl, root, url, n) {
   }
 }
 
-async function run() {
-  const url = process.env.LUA_TASKS_PG_URL || '';
-  if (url && !/^postgres(ql)?:\/\/\S+$/.test(url)) {
-    throw new Error(`LUA_TASKS_PG_URL is not one postgres:// URL: ${JSON.stringify(url)}`);
-  }
-  const impls = url ? ['dir', 'sqlite', 'pg', 'upsert'] : ['dir', 'sqlite'];
+// Runs `impls` REPS + 1 times round-robin (the first round warms up): each one's reps.
+async function reps(impls, url) {
   const got = new Map(impls.map((i) => [i, []]));
-  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-w17-'));
+  const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-step-floor-'));
   try {
     for (let r = 0; r < REPS + 1; r++) {
       for (const impl of impls) {
         const n = impl === 'pg' || impl === 'upsert' ? PG_STEPS : STEPS;
         const out = await rep(impl, root, url, n);
-        if (r > 0) got.get(impl).push(out); // the first round warms up
+        if (r > 0) got.get(impl).push(out);
       }
     }
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }
+  return got;
+}
 
+// Our rate beside the floor's, rep by rep.
+function pair(got, ours, floor, kase) {
   const rate = (impl) => got.get(impl).map((o) => o.steps / (o.ms / 1000));
-  const rows = [];
-  const pair = (ours, floor, kase) => {
-    const v = median(rate(ours));
-    const f = median(rate(floor));
-    const ratios = rate(ours).map((x, i) => x / rate(floor)[i]);
-    rows.push(
-      {
-        case: kase,
-        impl: IMPL[ours],
-        value: v,
-        min: Math.min(...rate(ours)),
-        unit: 'steps/s',
-        target: `≥ ${TARGET_FLOOR} of the floor`,
-        ok: v / f >= TARGET_FLOOR,
-        note: `${fmt(v / f, 2)} of the floor (rep by rep: ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
-      },
-      {
-        case: kase,
-        impl: IMPL[floor],
-        value: f,
-        min: Math.min(...rate(floor)),
-        unit: 'rows/s',
-        ratio: f / v,
-        note: 'the floor: one row, one durable transaction each',
-      },
-    );
-  };
-  pair('dir', 'sqlite', `1 task × ${fmt(STEPS)} steps, each made durable before the next: directory store`);
-  const pgCase = `1 task × ${fmt(PG_STEPS)} steps, each made durable before the next: PostgreSQL`;
-  if (!url) {
-    for (const impl of ['pg', 'upsert']) {
-      rows.push({
-        case: pgCase,
-        impl: IMPL[impl],
-        value: NaN,
-        unit: 'steps/s',
-        note: 'NOT measured: needs LUA_TASKS_PG_URL',
-      });
-    }
-    return rows;
-  }
-  pair('pg', 'upsert', pgCase);
+  const v = median(rate(ours));
+  const f = median(rate(floor));
+  const ratios = rate(ours).map((x, i) => x / rate(floor)[i]);
+  return [
+    {
+      case: kase,
+      impl: IMPL[ours],
+      value: v,
+      min: Math.min(...rate(ours)),
+      unit: 'steps/s',
+      target: `≥ ${TARGET_FLOOR} of the floor`,
+      ok: v / f >= TARGET_FLOOR,
+      note: `${fmt(v / f, 2)} of the floor (rep by rep: ${ratios.map((x) => fmt(x, 2)).join(', ')})`,
+    },
+    {
+      case: kase,
+      impl: IMPL[floor],
+      value: f,
+      min: Math.min(...rate(floor)),
+      unit: 'rows/s',
+      ratio: f / v,
+      note: 'the floor: one row, one durable transaction each',
+    },
+  ];
+}
+
+/** W14's rows: the directory store beside SQLite's floor. */
+async function dirRows() {
+  const got = await reps(['dir', 'sqlite'], '');
+  return pair(got, 'dir', 'sqlite', `1 task × ${fmt(STEPS)} steps, each made durable before the next: directory store`);
+}
+
+const pgCase = () => `1 task × ${fmt(PG_STEPS)} steps, each made durable before the next: PostgreSQL`;
+const walCase = 'WAL bytes a durable step on PostgreSQL (pg_current_wal_lsn() before and after ÷ steps)';
+
+/** W15's rows: PostgresStore beside PostgreSQL's floor, and the WAL a step; `url` a role that may CREATEDB. */
+async function pgRows(url) {
+  const got = await reps(['pg', 'upsert'], url);
+  const rows = pair(got, 'pg', 'upsert', pgCase());
   const wal = (impl) => got.get(impl).map((o) => o.wal / o.steps);
   const w = median(wal('pg'));
   const u = median(wal('upsert'));
-  const walCase = 'WAL bytes a durable step on PostgreSQL (pg_current_wal_lsn() before and after ÷ steps)';
   rows.push(
     {
       case: walCase,
@@ -311,11 +308,17 @@ async function run() {
   return rows;
 }
 
-module.exports = {
-  id: 'w17',
-  title: "W17: a durable step + COMMIT beside the store's one-row floor, and WAL bytes a step on PostgreSQL",
-  run,
-};
+/** W15's rows without a server: each says why. */
+function pgNotMeasured(why) {
+  return [
+    [pgCase(), 'pg', 'steps/s'],
+    [pgCase(), 'upsert', 'rows/s'],
+    [walCase, 'pg', 'bytes'],
+    [walCase, 'upsert', 'bytes'],
+  ].map(([kase, impl, unit]) => ({ case: kase, impl: IMPL[impl], value: NaN, unit, note: `NOT measured: ${why}` }));
+}
+
+module.exports = { dirRows, pgRows, pgNotMeasured };
 
 if (require.main === module) {
   child(process.argv.slice(2)).then(printAndExit, (e) => {
