@@ -25,6 +25,8 @@
 //    returns (every unfinished task has replayed its journal and stands at
 //    its wait: open restores them before it resolves), checked by the count
 //    of tasks waiting and a task's place.
+// 4. One task's step + COMMIT after step + COMMIT beside SQLite's one-row
+//    floor (bench/step_floor.js).
 //
 // Sizes can be made smaller for a quick look (W14_STEP_TASKS, W14_STEPS,
 // W14_SLEEPERS, W14_RECOVER_TASKS, W14_LONG_STEPS); the results files come
@@ -35,6 +37,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { nowMs, median, check, nodeChild, warmMemory } = require('./harness');
+const stepFloor = require('./step_floor');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const STEP_TASKS = env('W14_STEP_TASKS', 100);
@@ -438,7 +441,12 @@ async function recoverRows(root) {
 async function run() {
   const root = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-w14-'));
   try {
-    return [...(await stepRows(root)), ...(await sleepRows(root)), ...(await recoverRows(root))];
+    return [
+      ...(await stepRows(root)),
+      ...(await stepFloor.dirRows()),
+      ...(await sleepRows(root)),
+      ...(await recoverRows(root)),
+    ];
   } finally {
     fs.rmSync(root, { recursive: true, force: true });
   }

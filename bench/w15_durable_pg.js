@@ -24,6 +24,9 @@
 // with no call made again; DBOS's system tables hold every workflow as
 // SUCCESS and every step's output. The target: lua-tasks ≥ 10×
 // DBOS's durable steps/s, stated on the lua-tasks rows of each case.
+// Beside them, PostgreSQL's floor: one task's step + COMMIT against
+// autocommit upserts of one row, and the WAL bytes of each
+// (bench/step_floor.js).
 //
 // Without LUA_TASKS_PG_URL (a role that may CREATEDB: scripts/pg.sh start
 // prints one) the rows say so and carry no figures. Sizes can be made
@@ -32,6 +35,7 @@
 
 const fs = require('fs');
 const { nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
+const stepFloor = require('./step_floor');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const TASKS = env('W15_TASKS', 100);
@@ -222,7 +226,8 @@ function notMeasured(why) {
 async function run() {
   const url = process.env.LUA_TASKS_PG_URL || '';
   if (!url) {
-    return notMeasured('needs LUA_TASKS_PG_URL (a PostgreSQL role with CREATEDB; scripts/pg.sh start prints one)');
+    const why = 'needs LUA_TASKS_PG_URL (a PostgreSQL role with CREATEDB; scripts/pg.sh start prints one)';
+    return [...notMeasured(why), ...stepFloor.pgNotMeasured(why)];
   }
   if (!/^postgres(ql)?:\/\/\S+$/.test(url)) {
     throw new Error(`LUA_TASKS_PG_URL is not one postgres:// URL: ${JSON.stringify(url)}`);
@@ -272,7 +277,7 @@ async function run() {
       });
     }
   }
-  return rows;
+  return [...rows, ...(await stepFloor.pgRows(url))];
 }
 
 module.exports = {

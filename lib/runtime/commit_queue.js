@@ -18,6 +18,12 @@ const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
 const RETRY_MIN_MS = 50;
 const RETRY_MAX_MS = 2000;
 
+// The largest snapshot kept to tell an unchanged tasks.state from a changed
+// one byte for byte (a batch then carries none). A larger one is written
+// with every batch: keeping it would double its memory, and a checksum
+// alone could take a changed state for the same.
+const KEEP_STATE_MAX = 1 << 20;
+
 /**
  * Whether a store's failure is transient: the same write may land later (the
  * store says so with `err.transient`, or it is a timeout or a socket error).
@@ -134,6 +140,10 @@ class CommitQueue {
   #backoff = 0; // ms before the held committers are asked again (0: none failed since the last success)
   #down = null; // { since, error } while writes fail transiently
   #onHealth; // (event) => void: the store's writes failing transiently, or working again
+  // The tasks.state snapshot the store confirmed last, { bytes, token }, or
+  // null when unknown: none yet, or a write failed (it may still land). A
+  // batch whose snapshot equals it carries none (sameAsWritten).
+  #written = null;
 
   /**
    * @param {object} native the runtime's native object (lock, unlock, snapshotBegin/Step/Abort)
@@ -338,15 +348,20 @@ class CommitQueue {
       const token = this.#lease && this.#lease.token !== undefined ? this.#lease.token : undefined;
       const store = this.#store;
       const name = this.#name;
-      const write =
-        typeof store.write === 'function'
-          ? () => store.write({ name, token, seq, state: bytes, writes: writes || [] })
-          : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
+      const keyedStore = typeof store.write === 'function';
+      const state = keyedStore && this.#sameAsWritten(bytes, token) ? null : bytes;
+      const write = keyedStore
+        ? () => store.write({ name, token, seq, state, writes: writes || [] })
+        : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
+      // Until this write settles, what the store holds is not known.
+      const before = this.#written;
+      this.#written = null;
       await withTimeout(Promise.resolve().then(write), this.#timeout, () =>
-        typeof store.write === 'function' ? `The store's write("${name}")` : `The store's save("${name}")`,
+        keyedStore ? `The store's write("${name}")` : `The store's save("${name}")`,
       ).catch((e) => {
         throw this.#saveFailed(e);
       });
+      this.#written = state === null ? before : bytes.length <= KEEP_STATE_MAX ? { bytes, token } : null;
     } catch (e) {
       error = e;
     }
@@ -381,6 +396,19 @@ class CommitQueue {
       await null;
       for (const m of group) if (m.task && m.ok !== undefined) this.#outcomes.delete(m.task.key);
     }
+  }
+
+  /**
+   * Whether `bytes` is the snapshot the store last confirmed under `token`,
+   * byte for byte. A failed write cleared what was confirmed: it may land
+   * later, so the next snapshot goes whatever it is.
+   * @param {Buffer} bytes
+   * @param {*} token
+   * @returns {boolean}
+   */
+  #sameAsWritten(bytes, token) {
+    const w = this.#written;
+    return w !== null && w.token === token && w.bytes.length === bytes.length && w.bytes.equals(bytes);
   }
 
   // Writes failing transiently, and working again, are told once each.

@@ -13,6 +13,7 @@ Journal::Journal(std::string id, std::vector<std::string> replay)
 }
 
 std::string_view Journal::Next() {
+  landed_commits = 0;
   std::string_view r = replay_[cursor_++];
   return r.substr(1);
 }
@@ -25,6 +26,7 @@ void Journal::EndReplay() {
 
 void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
                      std::optional<std::string_view> identity) {
+  landed_commits = 0;
   out->push_back({kJournalSpace, RecordKey(id_, seq_++), SealRecord(kind, payload, identity)});
   bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
 }
@@ -40,6 +42,7 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
   out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kStart, start)});
   seq_ = 1;
+  landed_commits = 0;
   bytes_ = start.size() + kRecordOverhead;
   EndReplay();
 }

@@ -83,6 +83,13 @@ class Journal {
   // The wait whose outcome is recorded next (kNone: none: a first run, a
   // preemption's continuation).
   WaitKind awaiting = WaitKind::kNone;
+  // The COMMIT awaited has no yield record: its outcome is recorded only if
+  // it failed (kCommitFailed).
+  bool unrecorded_commit = false;
+  // COMMITs that landed since the last record (appended, or read by the
+  // replay): a failed COMMIT's record keeps the count, so a replay tells it
+  // from the COMMITs before it, which left none. Append and Next reset it.
+  uint64_t landed_commits = 0;
   // A wait that waits for its record to be durable (the task is committing meanwhile).
   bool flushing = false;
   YieldRecord held;

@@ -37,6 +37,8 @@ const char* RecordKindName(RecordKind kind) {
       return "the end";
     case RecordKind::kPatch:
       return "tasks.patched";
+    case RecordKind::kCommitFailed:
+      return "a failed COMMIT";
   }
   return "an unknown record";
 }
@@ -132,6 +134,20 @@ bool DecodeYield(std::string_view p, YieldRecord* y) {
   std::memcpy(&y->value, &p[2], 8);
   std::memcpy(&y->wall_start, &p[10], 8);
   std::memcpy(&y->wall_deadline, &p[18], 8);
+  return true;
+}
+
+std::string EncodeCommitFailed(uint64_t landed, std::string_view values) {
+  std::string out(sizeof landed, '\0');
+  std::memcpy(out.data(), &landed, sizeof landed);
+  out.append(values);
+  return out;
+}
+
+bool DecodeCommitFailed(std::string_view payload, uint64_t* landed, std::string_view* values) {
+  if (payload.size() < sizeof *landed) return false;
+  std::memcpy(landed, payload.data(), sizeof *landed);
+  *values = payload.substr(sizeof *landed);
   return true;
 }
 

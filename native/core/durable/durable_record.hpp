@@ -44,6 +44,12 @@ enum class RecordKind : char {
   kMessage = 'M',  // a message taken from the mailbox (journal), or one waiting (inbox)
   kEnd = 'E',      // how the task ended (written as the task's records are deleted)
   kPatch = 'P',    // tasks.patched(name) said true: code newer than the task's start
+  // A COMMIT that failed: how many COMMITs landed since the record before
+  // it, then the values its yield returned (false, error). A COMMIT that
+  // landed leaves no record: the records after it, written with or after its
+  // batch, show it returned true. Journals written before this kind existed
+  // hold a kYield and a kIn for every COMMIT instead.
+  kCommitFailed = 'F',
 };
 const char* RecordKindName(RecordKind kind);
 
@@ -98,6 +104,10 @@ std::string DescribeRecord(RecordKind kind, std::string_view payload);
 // ---- Payloads ----
 std::string EncodeYield(const YieldRecord& y);
 bool DecodeYield(std::string_view payload, YieldRecord* y);
+// A failed COMMIT's payload: `landed`, the COMMITs that landed (and left no
+// record) between the record before it and it, then `values` (EncodeValues').
+std::string EncodeCommitFailed(uint64_t landed, std::string_view values);
+bool DecodeCommitFailed(std::string_view payload, uint64_t* landed, std::string_view* values);
 
 // The `n` values on top of L as one payload (a table { n = n, ... } in the
 // codec). False with *error if one cannot persist. Caller holds a HostSection.

@@ -178,9 +178,16 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   if (j == nullptr) return nargs;
   const WaitKind w = j->awaiting;
   j->awaiting = WaitKind::kNone;
+  const bool unrecorded = j->unrecorded_commit;
+  j->unrecorded_commit = false;
   std::optional<std::string> call;  // the JS call whose promise settled, if one
   call.swap(j->awaiting_call);
   if (w == WaitKind::kNone || j->replaying()) return nargs;  // a first run, a preemption, a replayed outcome
+  if (unrecorded && nargs == 2 && lua_type(t->co, -2) == LUA_TBOOLEAN && lua_toboolean(t->co, -2) &&
+      lua_isnil(t->co, -1)) {
+    ++j->landed_commits;  // a COMMIT that landed: what the task journals next shows it
+    return nargs;
+  }
   std::string payload, error;
   bool ok;
   {
@@ -210,6 +217,8 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   }
   if (w == WaitKind::kPromise) {
     AppendRecord(j, RecordKind::kCall, payload, call ? std::optional<std::string_view>(*call) : std::nullopt);
+  } else if (unrecorded) {
+    AppendRecord(j, RecordKind::kCommitFailed, EncodeCommitFailed(j->landed_commits, payload));
   } else {
     AppendRecord(j, RecordKind::kIn, payload);
   }
@@ -244,9 +253,54 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   } else if (kind == WaitKind::kUntilTime || kind == WaitKind::kUntilNext) {
     y.wall_deadline = y.value;
   }
+  // The values of the record just read (a view into it), pushed as the
+  // yield's outcome: their count.
+  const auto replay_outcome = [&](std::string_view values) -> int {
+    std::string error;
+    int n;
+    {
+      LuaHost::HostSection section(host_, host_->current());
+      n = PushValues(t->co, values, &error, Decoding(host_));
+    }
+    if (!j->replaying()) j->EndReplay();
+    if (n < 0) {
+      FailDurable(t, "durable task " + j->id() + ": a journal record does not read: " + error);
+      return kDurableFailed;
+    }
+    return n;
+  };
+  YieldRecord was;
+  const bool recorded = j->replaying() && j->next_kind() == RecordKind::kYield && DecodeYield(j->Peek(), &was);
+  if (kind == WaitKind::kCommit && j->replaying() && !(recorded && was.kind == WaitKind::kCommit)) {
+    // A COMMIT without a yield record (a journal of an earlier version has
+    // one: it replays below). One that failed left its outcome, counting the
+    // COMMITs that landed before it; one that landed left nothing, and the
+    // record that follows shows it returned true.
+    uint64_t landed = 0;
+    std::string_view values;
+    if (j->next_kind() == RecordKind::kCommitFailed && DecodeCommitFailed(j->Peek(), &landed, &values) &&
+        landed == j->landed_commits) {
+      j->Next();
+      return replay_outcome(values);
+    }
+    ++j->landed_commits;
+    bool room;
+    {
+      LuaHost::HostSection section(host_, host_->current());
+      room = lua_checkstack(t->co, 2) != 0;
+      if (room) {
+        lua_pushboolean(t->co, 1);
+        lua_pushnil(t->co);
+      }
+    }
+    if (!room) {
+      FailDurable(t, "durable task " + j->id() + ": no stack room to replay a COMMIT");
+      return kDurableFailed;
+    }
+    return 2;
+  }
   if (j->replaying()) {
-    YieldRecord was;
-    if (j->next_kind() != RecordKind::kYield || !DecodeYield(j->Peek(), &was) || !SameYield(was, kind, y.value)) {
+    if (!recorded || !SameYield(was, kind, y.value)) {
       FailDurable(t, Diverge(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str()));
       return kDurableFailed;
     }
@@ -256,18 +310,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
         FailDurable(t, Diverge(j, "a wait's outcome"));
         return kDurableFailed;
       }
-      std::string error;
-      int n;
-      {
-        LuaHost::HostSection section(host_, host_->current());
-        n = PushValues(t->co, j->Next(), &error, Decoding(host_));
-      }
-      if (!j->replaying()) j->EndReplay();
-      if (n < 0) {
-        FailDurable(t, "durable task " + j->id() + ": a journal record does not read: " + error);
-        return kDurableFailed;
-      }
-      return n;
+      return replay_outcome(j->Next());
     }
     // The journal ends at this wait: the task waits again, with the deadline it had.
     j->EndReplay();
@@ -275,6 +318,12 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
     j->held = was;
     j->held_next = y.value;
     return kParkReplayed;
+  }
+  if (kind == WaitKind::kCommit) {
+    // No record unless it fails (JournalIn): a step + COMMIT journals the step alone.
+    j->awaiting = kind;
+    j->unrecorded_commit = true;
+    return kParkAsUsual;
   }
   AppendRecord(j, RecordKind::kYield, EncodeYield(y));
   j->awaiting = kind;

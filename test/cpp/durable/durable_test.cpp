@@ -53,12 +53,19 @@ class Hooks final : public SchedulerHooks {
   }
   void OnScheduleChange() override {}
   void OnCommit(Task& task) override {
-    lua_pushboolean(task.co, 1);
-    lua_pushnil(task.co);
+    if (++commits == fail_at) {
+      lua_pushboolean(task.co, 0);
+      lua_pushliteral(task.co, "disk on fire");
+    } else {
+      lua_pushboolean(task.co, 1);
+      lua_pushnil(task.co);
+    }
     sched->FinishCommit(&task, 2);
   }
   std::vector<std::string> ends;
   Scheduler* sched = nullptr;
+  int commits = 0;  // COMMITs asked for (a durable wait's write too)
+  int fail_at = 0;  // the COMMIT of that count fails with "disk on fire"
 };
 
 // One runtime's life over a store kept in a map, as a restart sees it.
@@ -75,6 +82,7 @@ class DurableTest : public ::testing::Test {
     EXPECT_TRUE(life->rt.Assemble(o, on != nullptr ? on : &clock, &life->hooks, &error)) << error;
     life->hooks.sched = life->rt.scheduler.get();
     life->rt.scheduler->set_durable_ok(true);
+    life->rt.scheduler->set_has_store(true);
     Run(life.get(), "log = {} function note(s) log[#log + 1] = s end " + source);
     return life;
   }
@@ -140,6 +148,10 @@ class DurableTest : public ::testing::Test {
         store.erase(w.key);
       }
     }
+  }
+  // Runs what is ready until nothing is: a committer goes on through the ready queue.
+  void Settle(Life* life) {
+    for (int i = 0; i < 20; ++i) Advance(life, 0);
   }
   void Advance(Life* life, int64_t ns) {
     clock.Advance(ns);
@@ -259,6 +271,164 @@ TEST_F(DurableTest, CodeThatYieldsOtherwiseFailsWithNondeterminism) {
   EXPECT_NE(second->hooks.ends[0].find("a yield (FOR)"), std::string::npos);
   // The journal stays for code that replays it.
   EXPECT_EQ(store.count(RecordKey(id, 1)), 1u);
+}
+
+// The kinds of task `id`'s records in the store, in order ("ASSY": start, step, step, yield).
+std::string Kinds(const std::map<std::string, std::string>& store, const std::string& id) {
+  std::string out;
+  for (const auto& [k, v] : store) {
+    if (k.rfind(id + "/", 0) == 0) out.push_back(v[0]);
+  }
+  return out;
+}
+
+constexpr const char* kStepsAndCommits = R"(
+  n = 0
+  function f()
+    local sum = 0
+    for i = 1, 3 do
+      sum = sum + tasks.step(function() n = n + 1 note("ran " .. i) return i end)
+      coroutine.yield("COMMIT")
+    end
+    coroutine.yield("INDEFINITELY")
+    note("sum " .. sum)
+  end)";
+
+TEST_F(DurableTest, AStepAndItsCommitJournalTheStepAloneAndReplay) {
+  std::string id;
+  {
+    auto first = Open(kStepsAndCommits);
+    id = StartNew(first.get(), "f");
+    Settle(first.get());
+    EXPECT_EQ(first->hooks.commits, 4);  // three COMMITs, the INDEFINITELY's write
+    EXPECT_EQ(Log(first.get()), "ran 1,ran 2,ran 3");
+  }
+  EXPECT_EQ(Kinds(store, id), "ASSSY");
+  auto second = Open(kStepsAndCommits);
+  const uint64_t key = Restore(second.get(), id, "f");
+  Settle(second.get());
+  EXPECT_EQ(second->hooks.commits, 0);  // a replayed COMMIT does not write again
+  lua_State* L = second->rt.host->main();
+  EXPECT_EQ(second->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  Settle(second.get());
+  EXPECT_EQ(Log(second.get()), "sum 6");  // no step ran again
+  EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
+}
+
+// Rewrites task `id`'s journal as versions that recorded every COMMIT wrote
+// it: a yield record and its outcome (true) after each step. `cut`: the
+// journal ends after the last step's yield record (killed mid-COMMIT).
+void AsOldJournal(std::map<std::string, std::string>* store, const std::string& id, bool cut) {
+  std::vector<std::string> records;
+  for (const auto& [k, v] : *store) {
+    if (k.rfind(id + "/", 0) == 0) records.push_back(v);
+  }
+  std::string ok;
+  {
+    lua_State* L = luaL_newstate();
+    lua_pushboolean(L, 1);
+    lua_pushnil(L);
+    std::string error;
+    EXPECT_TRUE(EncodeValues(L, 2, &ok, &error)) << error;
+    lua_close(L);
+  }
+  YieldRecord commit;
+  commit.kind = WaitKind::kCommit;
+  std::vector<std::string> old;
+  for (size_t i = 0; i < records.size(); ++i) {
+    old.push_back(records[i]);
+    if (records[i][0] != static_cast<char>(RecordKind::kStep)) continue;
+    old.push_back(SealRecord(RecordKind::kYield, EncodeYield(commit)));
+    const bool last_step = i + 1 < records.size() && records[i + 1][0] != static_cast<char>(RecordKind::kStep);
+    if (cut && last_step) break;
+    old.push_back(SealRecord(RecordKind::kIn, ok));
+  }
+  for (auto it = store->begin(); it != store->end();) {
+    it = it->first.rfind(id + "/", 0) == 0 ? store->erase(it) : std::next(it);
+  }
+  for (size_t i = 0; i < old.size(); ++i) (*store)[RecordKey(id, i)] = old[i];
+}
+
+TEST_F(DurableTest, AJournalThatRecordsEveryCommitReplays) {
+  std::string id;
+  {
+    auto first = Open(kStepsAndCommits);
+    id = StartNew(first.get(), "f");
+    Settle(first.get());
+  }
+  AsOldJournal(&store, id, false);
+  EXPECT_EQ(Kinds(store, id), "ASYISYISYIY");
+  auto second = Open(kStepsAndCommits);
+  const uint64_t key = Restore(second.get(), id, "f");
+  Settle(second.get());
+  EXPECT_TRUE(second->hooks.ends.empty());
+  EXPECT_EQ(second->hooks.commits, 0);
+  lua_State* L = second->rt.host->main();
+  EXPECT_EQ(second->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  Settle(second.get());
+  EXPECT_EQ(Log(second.get()), "sum 6");
+  EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
+}
+
+TEST_F(DurableTest, AJournalCutInsideARecordedCommitCommitsAgainAndGoesOnInTheNewForm) {
+  std::string id;
+  {
+    auto first = Open(kStepsAndCommits);
+    id = StartNew(first.get(), "f");
+    Settle(first.get());
+  }
+  AsOldJournal(&store, id, true);
+  EXPECT_EQ(Kinds(store, id), "ASYISYISY");
+  {
+    auto second = Open(kStepsAndCommits);
+    Restore(second.get(), id, "f");
+    Settle(second.get());
+    EXPECT_EQ(second->hooks.commits, 2);  // the third COMMIT again, then the INDEFINITELY's write
+    EXPECT_EQ(Log(second.get()), "");
+  }
+  EXPECT_EQ(Kinds(store, id), "ASYISYISYIY");  // its outcome as that journal has it
+  auto third = Open(kStepsAndCommits);
+  const uint64_t key = Restore(third.get(), id, "f");
+  Settle(third.get());
+  lua_State* L = third->rt.host->main();
+  EXPECT_EQ(third->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  Settle(third.get());
+  EXPECT_EQ(Log(third.get()), "sum 6");
+}
+
+// Only a failed COMMIT leaves a record; the COMMITs around it that landed
+// leave none, and its record counts those before it.
+TEST_F(DurableTest, AFailedCommitIsJournaledAndItsErrorReplaysBetweenCommitsThatLanded) {
+  const char* src = R"(
+    function f()
+      tasks.step(function() note("ran") end)
+      coroutine.yield("COMMIT")
+      coroutine.yield("COMMIT")
+      local ok, err = pcall(coroutine.yield, "COMMIT")
+      note(tostring(ok) .. " " .. tostring(err))
+      coroutine.yield("COMMIT")
+      tasks.step(function() note("ran again") end)
+      coroutine.yield("INDEFINITELY")
+      note("end")
+    end)";
+  std::string id;
+  {
+    auto first = Open(src);
+    first->hooks.fail_at = 3;
+    id = StartNew(first.get(), "f");
+    Settle(first.get());
+    EXPECT_EQ(Log(first.get()), "ran,false disk on fire,ran again");
+  }
+  EXPECT_EQ(Kinds(store, id), "ASFSY");
+  auto second = Open(src);
+  const uint64_t key = Restore(second.get(), id, "f");
+  Settle(second.get());
+  EXPECT_EQ(Log(second.get()), "false disk on fire");  // no step ran again; the error came back at its COMMIT
+  EXPECT_EQ(second->hooks.commits, 0);
+  lua_State* L = second->rt.host->main();
+  EXPECT_EQ(second->rt.scheduler->Resume(key, L, 0), Scheduler::ResumeResult::kResumed);
+  Settle(second.get());
+  EXPECT_EQ(second->hooks.ends, std::vector<std::string>{"done"});
 }
 
 // Two named steps in the first run; `second`: the code a restart meets.
