@@ -158,9 +158,13 @@ const RUNNER = (waitCode, badCode) => `
   function feed(...) for _, item in ipairs({...}) do runner:enqueue(item) end return runner:run() end
 `;
 
+// The kills' CPU budget: taskTimeout is wall time while Lua runs, so a
+// budget of a few ms was spent by a plain load() on a loaded machine.
+const KILL_MS = 250;
+
 describe('an item killed or failing after a wait reaches the error watcher, and the runner takes its next item', () => {
   const LIMITS = [
-    ['killed by taskTimeout', { taskTimeout: 20 }, 'while true do end', /CPU budget exceeded/],
+    ['killed by taskTimeout', { taskTimeout: KILL_MS }, 'while true do end', /CPU budget exceeded/],
     ['past memoryLimit', { memoryLimit: 16 << 20 }, 'local s = ("x"):rep(64 << 20)', /not enough memory/],
     ['raising', {}, 'error("boom")', /boom/],
   ];
@@ -193,7 +197,7 @@ describe('an item killed or failing after a wait reaches the error watcher, and 
 });
 
 test('an item killed in run() itself: the caller gets the kill, the watcher the error, the runner goes on', async () => {
-  const { rt, reports, taskErrors, waitFor } = reportingRuntime({ taskTimeout: 20 });
+  const { rt, reports, taskErrors, waitFor } = reportingRuntime({ taskTimeout: KILL_MS });
   rt.load(RUNNER('', 'while true do end'));
   await expect(rt.call('feed', 'bad')).rejects.toMatchObject({ code: 'ERR_TASK_TIMEOUT' });
   expect(await waitFor('error')).toMatch(/CPU budget exceeded/);
@@ -209,7 +213,7 @@ test('an item killed in run() itself: the caller gets the kill, the watcher the 
 });
 
 test('the watcher hears of each killed item once', async () => {
-  const { rt, reports, waitFor } = reportingRuntime({ taskTimeout: 20 });
+  const { rt, reports, waitFor } = reportingRuntime({ taskTimeout: KILL_MS });
   rt.load(RUNNER('async.sleep(0.001)', 'while true do end'));
   rt.load('feed("bad", "bad", "next")');
   await waitFor('done', /^next/);
@@ -218,7 +222,7 @@ test('the watcher hears of each killed item once', async () => {
 });
 
 test('run() from JS processes the queue in a task: the item can wait on it, has an id and its budget', async () => {
-  const { rt, taskErrors, waitFor } = reportingRuntime({ taskTimeout: 50 });
+  const { rt, taskErrors, waitFor } = reportingRuntime({ taskTimeout: KILL_MS });
   rt.load(RUNNER('', 'while true do end'));
   rt.load(`
     local async = require "util.async"
