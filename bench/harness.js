@@ -124,6 +124,63 @@ function warmMemory(gib) {
   if (p.status !== 0) throw new Error(`warmMemory(${gib}): the child failed (${p.error || p.signal || p.status})`);
 }
 
+/**
+ * The floor: bench/floor/floor.cpp, built beside the C++ tests (CMake target
+ * bench_floor, in the build the addon is loaded from). It times, on the same
+ * Lua library, what a task is made of: { yield, yield10k, spawn, c_to_lua,
+ * lua_to_c } in ns per operation (see the program's header). Returns an
+ * implementation for sample() whose once() runs the program, or null when it
+ * was not built (a build without the C++ tests).
+ */
+function floorImpl({ warmup = 1, reps = 5 } = {}) {
+  const root = path.join(__dirname, '..');
+  const file = path.join(process.env.LUA_TASKS_BUILD_DIR || path.join(root, 'build'), 'bench_floor');
+  if (!fs.existsSync(file)) return null;
+  return {
+    name: 'floor',
+    warmup,
+    reps,
+    once() {
+      const p = spawnSync(file, [], { encoding: 'utf8', timeout: 120000 });
+      if (p.status !== 0) {
+        throw new Error(`bench_floor failed: ${String(p.stderr || p.error || p.signal).trim()}`);
+      }
+      const ns = JSON.parse(p.stdout.trim().split('\n').pop());
+      delete ns.lua; // the library's version, not a measure
+      return ns;
+    },
+  };
+}
+
+/**
+ * A row for one floor measure beside lua-tasks's `value` (same unit): the
+ * "× lua-tasks" column is floor ÷ lua-tasks as for any row, and the note says
+ * lua-tasks's multiple of the floor. `maxRatio`, if given, is the target for
+ * that multiple. With no floor built, the row says so.
+ */
+function floorRow(stats, measure, { kase, impl, unit, value, note, maxRatio }) {
+  const f = stats && stats.get('floor');
+  if (!f) {
+    return { case: kase, impl, value: NaN, unit, note: 'bench_floor not built (it is built with the C++ tests)' };
+  }
+  const m = f[measure];
+  const times = value / m.median;
+  const row = {
+    case: kase,
+    impl,
+    value: m.median,
+    min: m.min,
+    unit,
+    ratio: m.median / value,
+    note: `${note}; lua-tasks ${times.toFixed(2)}× this`,
+  };
+  if (maxRatio !== undefined) {
+    row.target = `lua-tasks ≤ ${maxRatio}× this`;
+    row.ok = times <= maxRatio;
+  }
+  return row;
+}
+
 /** Whether the lua5.4 CLI can be run here (it is a baseline, not a requirement). */
 function haveLuaCli() {
   const p = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
@@ -218,6 +275,8 @@ module.exports = {
   warmMemory,
   intervalGaps,
   machine,
+  floorImpl,
+  floorRow,
   haveLuaCli,
   runLuaCli,
 };
