@@ -21,7 +21,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, runLuaCli, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const TASKS = 10000;
 const YIELDS = 100;
@@ -82,6 +82,15 @@ async function nodeWorker(n) {
 const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const impls = [];
   // The same run with the safety limits on.
   const LIMITS = [
@@ -123,15 +132,15 @@ async function run() {
       name: 'lua5.4',
       warmup: 1,
       reps: 5,
-      once() {
-        const r = runLuaCli(LUA_CLI);
+      async once() {
+        const r = await runLuaCliIn(spawner, LUA_CLI);
         check('lua5.4 yields', Number(r.count), TOTAL);
         return { ns: nsPerYield(r.ms) };
       },
     });
   }
 
-  const floor = floorImpl({ warmup: 1, reps: 5 });
+  const floor = floorImpl(spawner, { warmup: 1, reps: 5 });
   if (floor) impls.push(floor);
 
   impls.push({

@@ -14,7 +14,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, Spawner, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N; // sum of add(i, 1) for i = 0..N-1
@@ -27,6 +27,15 @@ const PEER_RATIO = 20; // peers expected this many times slower
 const nsPerCall = (ms) => (ms * 1e6) / N;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const js = []; // JS -> Lua implementations
   const lj = []; // Lua -> JS implementations
   const jsadd = (a, b) => a + b;
@@ -143,7 +152,7 @@ async function run() {
     },
   });
 
-  const floor = floorImpl({ warmup: 1, reps: 7 });
+  const floor = floorImpl(spawner, { warmup: 1, reps: 7 });
   const floors = {
     'JS → Lua': ['c_to_lua', 'C → Lua', 'lua_pcall of the Lua add from C'],
     'Lua → JS': ['lua_to_c', 'Lua → C', 'the same Lua loop calling a lua_CFunction add'],

@@ -15,7 +15,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, runLuaCli, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const TARGET_NS = 1000;
@@ -35,6 +35,15 @@ print(string.format("%d %.9f", c, t1 - t0))`;
 const nsPerTask = (ms) => (ms * 1e6) / N;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const rt = new Runtime();
   rt.load(LUA_F);
   const impls = [];
@@ -96,7 +105,7 @@ async function run() {
       return { ns: nsPerTask(ms) };
     },
   });
-  const floor = floorImpl({ warmup: 1, reps: 7 });
+  const floor = floorImpl(spawner, { warmup: 1, reps: 7 });
   if (floor) impls.push(floor);
   const haveCli = haveLuaCli();
   if (haveCli) {
@@ -104,8 +113,8 @@ async function run() {
       name: 'lua5.4',
       warmup: 1,
       reps: 7,
-      once() {
-        const r = runLuaCli(CLI);
+      async once() {
+        const r = await runLuaCliIn(spawner, CLI);
         check('lua5.4 runs', Number(r.count), N);
         return { ns: nsPerTask(r.ms) };
       },
