@@ -4,22 +4,17 @@
 
 namespace lua_tasks {
 
-uint32_t TimerQueue::NewSlot(uint64_t payload) {
-  uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
+inline void TimerQueue::RemoveAt(uint32_t i) {
+  FreeSlot(heap_[i].slot);
+  const Node last = heap_.back();
+  heap_.pop_back();
+  if (i == heap_.size()) return;
+  Place(i, last);
+  if (i > 0 && Less(heap_[i], heap_[(i - 1) / kArity])) {
+    SiftUp(i);
   } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back({});
+    SiftDown(i);
   }
-  slots_[slot].payload = payload;
-  return slot;
-}
-
-void TimerQueue::FreeSlot(uint32_t slot) {
-  slots_[slot].pos = kFree;
-  free_.push_back(slot);
 }
 
 TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
@@ -92,19 +87,6 @@ void TimerQueue::CompactRun() {
     }
   }
   run_.swap(kept);
-}
-
-void TimerQueue::RemoveAt(uint32_t i) {
-  FreeSlot(heap_[i].slot);
-  const Node last = heap_.back();
-  heap_.pop_back();
-  if (i == heap_.size()) return;
-  Place(i, last);
-  if (i > 0 && Less(heap_[i], heap_[(i - 1) / kArity])) {
-    SiftUp(i);
-  } else {
-    SiftDown(i);
-  }
 }
 
 // A 4-ary heap: half the depth of a binary one, and a node's four children

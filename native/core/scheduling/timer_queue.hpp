@@ -78,9 +78,25 @@ class TimerQueue {
   }
   void SiftUp(uint32_t i);
   void SiftDown(uint32_t i);
-  void RemoveAt(uint32_t i);
-  uint32_t NewSlot(uint64_t payload);
-  void FreeSlot(uint32_t slot);
+  // Inlined into PopIfDue, where i is 0, as into Cancel.
+  [[gnu::always_inline]] inline void RemoveAt(uint32_t i);
+  // Inlined: they are on every add and pop.
+  [[gnu::always_inline]] uint32_t NewSlot(uint64_t payload) {
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+    } else {
+      slot = static_cast<uint32_t>(slots_.size());
+      slots_.push_back({});
+    }
+    slots_[slot].payload = payload;
+    return slot;
+  }
+  [[gnu::always_inline]] void FreeSlot(uint32_t slot) {
+    slots_[slot].pos = kFree;
+    free_.push_back(slot);
+  }
   void TrimRun();     // drops cancelled entries from the run's ends
   void CompactRun();  // drops every cancelled entry of the run
 
