@@ -7,7 +7,7 @@
 // on every implementation alike instead of on whichever ran last.
 'use strict';
 
-const { execFileSync, spawnSync } = require('child_process');
+const { execFileSync, fork, spawnSync } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
@@ -124,6 +124,113 @@ function warmMemory(gib) {
   if (p.status !== 0) throw new Error(`warmMemory(${gib}): the child failed (${p.error || p.signal || p.status})`);
 }
 
+/**
+ * Runs programs (the floor, the lua5.4 CLI) from a small helper process
+ * (spawner.js), forked once when made, never from the bench's own process:
+ * a fork marks every page of the forking process copy-on-write, and its next
+ * write to each page faults. Beside a runtime holding 100,000 waiting tasks
+ * (200 MB) that fault storm was what W8 measured after each run of a child:
+ * a start cost 10 µs instead of 0.6. Make it before the workload's runtimes
+ * (the one fork then costs little) and close() it at the end.
+ */
+class Spawner {
+  constructor() {
+    this.child = fork(path.join(__dirname, 'spawner.js'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    this.pending = new Map();
+    this.next = 0;
+    this.child.on('message', (m) => {
+      const done = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      done(m);
+    });
+  }
+
+  /**
+   * Runs `file args` to its end in the helper.
+   * @returns {Promise<{ status: number|null, signal: string|null, error: string|null,
+   *   stdout: string, stderr: string, wallMs: number }>} wallMs: spawn to exit
+   */
+  run(file, args = [], timeoutMs = 120000) {
+    const id = this.next++;
+    return new Promise((resolve) => {
+      this.pending.set(id, resolve);
+      this.child.send({ id, file, args, timeoutMs });
+    });
+  }
+
+  close() {
+    this.child.disconnect();
+  }
+}
+
+/**
+ * runLuaCli's chunk run through a Spawner: resolves to { count, ms, wallMs }
+ * as runLuaCli returns.
+ */
+async function runLuaCliIn(spawner, src) {
+  const p = await spawner.run('lua5.4', ['-e', src]);
+  if (p.status !== 0) throw new Error(`lua5.4 failed: ${p.stderr || p.error || p.signal}`);
+  const [count, dt] = p.stdout.trim().split(' ');
+  return { count, ms: Number(dt) * 1e3, wallMs: p.wallMs };
+}
+
+/**
+ * The floor: bench/floor/floor.cpp, built beside the C++ tests (CMake target
+ * bench_floor, in the build the addon is loaded from). It times, on the same
+ * Lua library, what a task is made of: { yield, yield10k, spawn, c_to_lua,
+ * lua_to_c } in ns per operation (see the program's header). Returns an
+ * implementation for sample() whose once() runs the program through
+ * `spawner`, or null when it was not built (a build without the C++ tests).
+ */
+function floorImpl(spawner, { warmup = 1, reps = 5 } = {}) {
+  const root = path.join(__dirname, '..');
+  const file = path.join(process.env.LUA_TASKS_BUILD_DIR || path.join(root, 'build'), 'bench_floor');
+  if (!fs.existsSync(file)) return null;
+  return {
+    name: 'floor',
+    warmup,
+    reps,
+    async once() {
+      const p = await spawner.run(file);
+      if (p.status !== 0) {
+        throw new Error(`bench_floor failed: ${String(p.stderr || p.error || p.signal).trim()}`);
+      }
+      const ns = JSON.parse(p.stdout.trim().split('\n').pop());
+      delete ns.lua; // the library's version, not a measure
+      return ns;
+    },
+  };
+}
+
+/**
+ * A row for one floor measure beside lua-tasks's `value` (same unit): the
+ * "× lua-tasks" column is floor ÷ lua-tasks as for any row, and the note says
+ * lua-tasks's multiple of the floor. `maxRatio`, if given, is the target for
+ * that multiple. With no floor built, the row says so.
+ */
+function floorRow(stats, measure, { kase, impl, unit, value, note, maxRatio }) {
+  const f = stats && stats.get('floor');
+  if (!f) {
+    return { case: kase, impl, value: NaN, unit, note: 'bench_floor not built (it is built with the C++ tests)' };
+  }
+  const m = f[measure];
+  const times = value / m.median;
+  const row = {
+    case: kase,
+    impl,
+    value: m.median,
+    min: m.min,
+    unit,
+    ratio: m.median / value,
+    note: `${note}; lua-tasks ${times.toFixed(2)}× this`,
+  };
+  if (maxRatio !== undefined) {
+    row.target = `lua-tasks ≤ ${maxRatio}× this`;
+    row.ok = times <= maxRatio;
+  }
+  return row;
+}
+
 /** Whether the lua5.4 CLI can be run here (it is a baseline, not a requirement). */
 function haveLuaCli() {
   const p = spawnSync('lua5.4', ['-v'], { encoding: 'utf8' });
@@ -218,6 +325,10 @@ module.exports = {
   warmMemory,
   intervalGaps,
   machine,
+  Spawner,
+  runLuaCliIn,
+  floorImpl,
+  floorRow,
   haveLuaCli,
   runLuaCli,
 };

@@ -14,17 +14,21 @@
 // stops the clock when the first worker gets past its 100th yield (a JS
 // stamp() called from Lua): the workers run in lockstep, so that is rounds
 // 1-99 alone, and its note gives what the last round (every task's last
-// yield, end and join) took.
+// yield, end and join) took. Two rows give the floor (bench/floor/floor.cpp,
+// in the same run): a lua_resume / coroutine.yield round trip driven from C,
+// of one coroutine and of 10,000 in turn (W2's shape, creation and end
+// included), with lua-tasks's multiple of each.
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const TASKS = 10000;
 const YIELDS = 100;
 const TOTAL = TASKS * YIELDS;
 const TARGET_NS = 250; // ns per yield
 const NODE_RATIO = 5; // Node's await setImmediate at least this many times slower
+const FLOOR_RATIO = 1.5; // lua-tasks at most this many times the C round trip
 
 const WORKER = `
 local function worker(n)
@@ -78,6 +82,15 @@ async function nodeWorker(n) {
 const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const impls = [];
   // The same run with the safety limits on.
   const LIMITS = [
@@ -119,13 +132,16 @@ async function run() {
       name: 'lua5.4',
       warmup: 1,
       reps: 5,
-      once() {
-        const r = runLuaCli(LUA_CLI);
+      async once() {
+        const r = await runLuaCliIn(spawner, LUA_CLI);
         check('lua5.4 yields', Number(r.count), TOTAL);
         return { ns: nsPerYield(r.ms) };
       },
     });
   }
+
+  const floor = floorImpl(spawner, { warmup: 1, reps: 5 });
+  if (floor) impls.push(floor);
 
   impls.push({
     name: 'node',
@@ -205,7 +221,27 @@ async function run() {
   rows.push(
     row('lua-tasks all limits', 'lua-tasks, every limit', 'timeSlice: 5, taskTimeout: 60000, memoryLimit: 1 GiB'),
   );
+  const kase = `${TASKS} × ${YIELDS} yields`;
+  const floorNote = 'the Lua library alone: lua_resume from C';
+  rows.push(
+    floorRow(floor && stats, 'yield', {
+      kase: 'resume + yield',
+      impl: 'C floor, one coroutine',
+      unit: 'ns/yield',
+      value: base,
+      note: `${floorNote}, one coroutine yielding in a loop`,
+      maxRatio: FLOOR_RATIO,
+    }),
+    floorRow(floor && stats, 'yield10k', {
+      kase,
+      impl: 'C floor, 10,000 in turn',
+      unit: 'ns/yield',
+      value: base,
+      note: `${floorNote}, W2's worker on 10,000 coroutines resumed in turn with "SCHEDULER", made and ended inside the time`,
+    }),
+  );
   const nd = row('node', 'node async/await', 'await new Promise(setImmediate) in 10,000 concurrent async functions');
+  if (floor) nd.note += `; ${(nd.value / stats.get('floor').yield.median).toFixed(1)}× the C floor`;
   nd.target = `≥ ${NODE_RATIO}× lua-tasks`;
   nd.ok = nd.ratio >= NODE_RATIO;
   rows.push(nd);

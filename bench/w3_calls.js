@@ -8,11 +8,13 @@
 // fengari has no generic JS<->Lua conversion without fengari-interop (not a
 // dependency), so its rows use its raw C-style API: the cheapest path it has.
 // lua-tasks is warmed up longer than the peers: its JS loop only reaches
-// steady state after V8 optimises it (about 1e6 calls).
+// steady state after V8 optimises it (about 1e6 calls). Each direction ends
+// with its floor (bench/floor/floor.cpp, in the same run): lua_pcall of a Lua
+// add from C, and a Lua loop calling a C add, with lua-tasks's multiple.
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check } = require('./harness');
+const { nowMs, sample, check, Spawner, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N; // sum of add(i, 1) for i = 0..N-1
@@ -25,6 +27,15 @@ const PEER_RATIO = 20; // peers expected this many times slower
 const nsPerCall = (ms) => (ms * 1e6) / N;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const js = []; // JS -> Lua implementations
   const lj = []; // Lua -> JS implementations
   const jsadd = (a, b) => a + b;
@@ -141,12 +152,17 @@ async function run() {
     },
   });
 
+  const floor = floorImpl(spawner, { warmup: 1, reps: 7 });
+  const floors = {
+    'JS → Lua': ['c_to_lua', 'C → Lua', 'lua_pcall of the Lua add from C'],
+    'Lua → JS': ['lua_to_c', 'Lua → C', 'the same Lua loop calling a lua_CFunction add'],
+  };
   const rows = [];
   for (const [kind, impls] of [
     ['JS → Lua', js],
     ['Lua → JS', lj],
   ]) {
-    const stats = await sample(impls);
+    const stats = await sample(floor ? [...impls, floor] : impls);
     const base = stats.get('lua-tasks').ns.median;
     for (const impl of impls) {
       const m = stats.get(impl.name).ns;
@@ -168,6 +184,16 @@ async function run() {
       }
       rows.push(row);
     }
+    const [measure, crossing, note] = floors[kind];
+    rows.push(
+      floorRow(floor && stats, measure, {
+        kase: `${crossing} add(a, b)`,
+        impl: 'C floor',
+        unit: 'ns/call',
+        value: base,
+        note: `the Lua library alone: ${note}`,
+      }),
+    );
   }
   rt.close();
   wasmoon.global.close();

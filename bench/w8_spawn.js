@@ -8,17 +8,21 @@
 // Lua) and a trivial async function call in Node. Counts are checked, and no
 // task may be left behind (rt.stats().tasks). One more row starts a coroutine
 // object (the seed's namazu.coroutine.start(co)) with 100,000 other tasks
-// waiting in the same runtime: what a start costs with many tasks alive.
+// waiting in the same runtime: what a start costs with many tasks alive,
+// beside the same start in a runtime with none waiting. The floor
+// (bench/floor/floor.cpp, in the same run): lua_newthread + lua_resume of f
+// to its end, driven from C on the same Lua library.
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, runLuaCli } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const TARGET_NS = 1000;
 const LUA_F = 'count = 0 function f() count = count + 1 end';
 const FROM_LUA = `local c = 0 local function f() c = c + 1 end for i = 1, ${N} do tasks.start(f) end return c`;
 const WAITING = 1e5;
+const BUSY_RATIO = 1.3; // a start beside WAITING tasks at most this many times one beside none
 const FROM_CO = `local nc = require("namazu.coroutine")
 local c = 0 local function f() c = c + 1 end
 for i = 1, ${N} do nc.start(coroutine.create(f)) end return c`;
@@ -31,6 +35,15 @@ print(string.format("%d %.9f", c, t1 - t0))`;
 const nsPerTask = (ms) => (ms * 1e6) / N;
 
 async function run() {
+  const spawner = new Spawner(); // before the runtimes: see Spawner
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
+async function measure(spawner) {
   const rt = new Runtime();
   rt.load(LUA_F);
   const impls = [];
@@ -78,14 +91,30 @@ async function run() {
       return { ns: nsPerTask(ms) };
     },
   });
+  const alone = new Runtime();
+  impls.push({
+    name: 'coAlone',
+    warmup: 1,
+    reps: 7,
+    once() {
+      const t = nowMs();
+      const [c] = alone.load(FROM_CO);
+      const ms = nowMs() - t;
+      check('namazu.coroutine.start runs (alone)', c, N);
+      check('tasks left (alone)', alone.stats().tasks, 0);
+      return { ns: nsPerTask(ms) };
+    },
+  });
+  const floor = floorImpl(spawner, { warmup: 1, reps: 7 });
+  if (floor) impls.push(floor);
   const haveCli = haveLuaCli();
   if (haveCli) {
     impls.push({
       name: 'lua5.4',
       warmup: 1,
       reps: 7,
-      once() {
-        const r = runLuaCli(CLI);
+      async once() {
+        const r = await runLuaCliIn(spawner, CLI);
         check('lua5.4 runs', Number(r.count), N);
         return { ns: nsPerTask(r.ms) };
       },
@@ -110,6 +139,7 @@ async function run() {
   const stats = await sample(impls);
   rt.closeSync();
   busy.closeSync();
+  alone.closeSync();
 
   const rows = [];
   const base = stats.get('lua').ns.median;
@@ -125,13 +155,32 @@ async function run() {
   fromJs.target = `≤ ${TARGET_NS} ns/task`;
   fromJs.ok = fromJs.value <= TARGET_NS;
   rows.push(fromJs);
+  const coAlone = row(
+    'coAlone',
+    'start + finish, from Lua',
+    'lua-tasks, a coroutine',
+    'namazu.coroutine.start(coroutine.create(f)), no other task',
+  );
+  rows.push(coAlone);
+  const busyRow = row(
+    'co',
+    'start + finish, from Lua',
+    'lua-tasks, a coroutine, 100,000 tasks waiting',
+    `namazu.coroutine.start(coroutine.create(f)) beside ${WAITING.toLocaleString('en')} tasks waiting INDEFINITELY`,
+  );
+  const busyTimes = busyRow.value / coAlone.value;
+  busyRow.note += `; ${busyTimes.toFixed(2)}× the same with none waiting`;
+  busyRow.target = `≤ ${BUSY_RATIO}× with none waiting`;
+  busyRow.ok = busyTimes <= BUSY_RATIO;
+  rows.push(busyRow);
   rows.push(
-    row(
-      'co',
-      'start + finish, from Lua',
-      'lua-tasks, a coroutine, 100,000 tasks waiting',
-      `namazu.coroutine.start(coroutine.create(f)) beside ${WAITING.toLocaleString('en')} tasks waiting INDEFINITELY`,
-    ),
+    floorRow(floor && stats, 'spawn', {
+      kase: 'start + finish, from Lua',
+      impl: 'C floor',
+      unit: 'ns/task',
+      value: base,
+      note: 'the Lua library alone: lua_newthread + lua_resume of f to its end, from C',
+    }),
   );
   if (haveCli) {
     rows.push(

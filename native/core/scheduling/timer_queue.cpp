@@ -4,43 +4,8 @@
 
 namespace lua_tasks {
 
-TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
-  uint32_t slot;
-  if (!free_.empty()) {
-    slot = free_.back();
-    free_.pop_back();
-  } else {
-    slot = static_cast<uint32_t>(slots_.size());
-    slots_.push_back({});
-  }
-  slots_[slot].payload = payload;
-  heap_.push_back({});
-  Place(static_cast<uint32_t>(heap_.size() - 1), Node{deadline, next_seq_++, slot});
-  SiftUp(static_cast<uint32_t>(heap_.size() - 1));
-  return slot + 1;
-}
-
-bool TimerQueue::Cancel(Handle h, uint64_t payload) {
-  if (h == 0 || h > slots_.size()) return false;
-  const Slot& s = slots_[h - 1];
-  if (s.pos == kFree || s.payload != payload) return false;
-  RemoveAt(s.pos);
-  return true;
-}
-
-bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
-  if (heap_.empty() || heap_.front().deadline > now || heap_.front().seq >= before_seq) return false;
-  const uint32_t slot = heap_.front().slot;
-  *payload = slots_[slot].payload;
-  *handle = slot + 1;
-  RemoveAt(0);
-  return true;
-}
-
-void TimerQueue::RemoveAt(uint32_t i) {
-  const uint32_t slot = heap_[i].slot;
-  slots_[slot].pos = kFree;
-  free_.push_back(slot);
+inline void TimerQueue::RemoveAt(uint32_t i) {
+  FreeSlot(heap_[i].slot);
   const Node last = heap_.back();
   heap_.pop_back();
   if (i == heap_.size()) return;
@@ -50,6 +15,78 @@ void TimerQueue::RemoveAt(uint32_t i) {
   } else {
     SiftDown(i);
   }
+}
+
+TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
+  const uint32_t slot = NewSlot(payload);
+  const Node n{deadline, next_seq_++, slot};
+  if (run_.empty() || deadline >= run_.back().deadline) {
+    run_.push_back(n);
+    slots_[slot].pos = kInRun;
+    ++run_live_;
+    return slot + 1;
+  }
+  heap_.push_back({});
+  Place(static_cast<uint32_t>(heap_.size() - 1), n);
+  SiftUp(static_cast<uint32_t>(heap_.size() - 1));
+  return slot + 1;
+}
+
+bool TimerQueue::Cancel(Handle h, uint64_t payload) {
+  if (h == 0 || h > slots_.size()) return false;
+  Slot& s = slots_[h - 1];
+  if (s.pos == kFree || s.pos == kCancelledInRun || s.payload != payload) return false;
+  if (s.pos == kInRun) {
+    s.pos = kCancelledInRun;
+    --run_live_;
+    TrimRun();
+    if (run_.size() - run_live_ > run_live_ + kRunSlack) CompactRun();
+    return true;
+  }
+  RemoveAt(s.pos);
+  return true;
+}
+
+bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
+  const bool from_run = !run_.empty() && (heap_.empty() || Less(run_.front(), heap_.front()));
+  if (!from_run && heap_.empty()) return false;
+  const Node& n = from_run ? run_.front() : heap_.front();
+  if (n.deadline > now || n.seq >= before_seq) return false;
+  const uint32_t slot = n.slot;
+  *payload = slots_[slot].payload;
+  *handle = slot + 1;
+  if (from_run) {
+    FreeSlot(slot);
+    run_.pop_front();
+    --run_live_;
+    TrimRun();
+  } else {
+    RemoveAt(0);
+  }
+  return true;
+}
+
+void TimerQueue::TrimRun() {
+  while (!run_.empty() && slots_[run_.front().slot].pos == kCancelledInRun) {
+    FreeSlot(run_.front().slot);
+    run_.pop_front();
+  }
+  while (!run_.empty() && slots_[run_.back().slot].pos == kCancelledInRun) {
+    FreeSlot(run_.back().slot);
+    run_.pop_back();
+  }
+}
+
+void TimerQueue::CompactRun() {
+  std::deque<Node> kept;
+  for (const Node& n : run_) {
+    if (slots_[n.slot].pos == kCancelledInRun) {
+      FreeSlot(n.slot);
+    } else {
+      kept.push_back(n);
+    }
+  }
+  run_.swap(kept);
 }
 
 // A 4-ary heap: half the depth of a binary one, and a node's four children

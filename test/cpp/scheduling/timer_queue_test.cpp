@@ -53,6 +53,52 @@ TEST(TimerQueue, CancelRemovesTheEntryAndStaleHandlesDoNothing) {
   EXPECT_FALSE(q.Cancel(0, 0));
 }
 
+// Waits added in deadline order (the same duration, each from its own now)
+// take the queue's sorted run; others its heap. Mixed, with cancels at
+// either end of the run and in its middle, they still pop in order.
+TEST(TimerQueue, InOrderAndOutOfOrderEntriesMergeAndCancelAnywhere) {
+  TimerQueue q;
+  const auto a = q.Add(10, 1);  // the run: 10, 20, 30, 40
+  const auto b = q.Add(20, 2);
+  q.Add(15, 3);  // before the run's last: the heap
+  const auto c = q.Add(30, 4);
+  q.Add(30, 5);  // equal to the last: still after it
+  const auto d = q.Add(40, 6);
+  q.Add(5, 7);
+  EXPECT_EQ(q.size(), 7u);
+  EXPECT_EQ(q.NextDeadline(), 5);
+  EXPECT_TRUE(q.Cancel(c, 4));  // the run's middle
+  EXPECT_FALSE(q.Cancel(c, 4));
+  EXPECT_TRUE(q.Cancel(d, 6));  // its last
+  EXPECT_TRUE(q.Cancel(a, 1));  // its first
+  EXPECT_EQ(q.size(), 4u);
+  EXPECT_EQ(q.NextDeadline(), 5);
+  EXPECT_EQ(PopAll(q, 15), (std::vector<uint64_t>{7, 3}));
+  EXPECT_EQ(q.NextDeadline(), 20);
+  EXPECT_EQ(PopAll(q, 100), (std::vector<uint64_t>{2, 5}));
+  EXPECT_TRUE(q.empty());
+  EXPECT_FALSE(q.Cancel(b, 2));
+}
+
+// A task that re-arms a long timeout and is woken early each time (receive
+// with a timeout, answered at once) cancels entries in the run's middle:
+// they are dropped as they pile up, and a handle stays valid meanwhile.
+TEST(TimerQueue, CancelledEntriesOfTheRunDoNotPileUp) {
+  TimerQueue q;
+  const auto keep = q.Add(1, 0);  // the run's front stays live throughout
+  auto prev = q.Add(1000, 1);
+  for (uint64_t i = 2; i <= 100000; ++i) {
+    const auto h = q.Add(static_cast<int64_t>(1000 + i), i);
+    ASSERT_TRUE(q.Cancel(prev, i - 1));  // behind the front, before the last: the middle
+    prev = h;
+    ASSERT_LE(q.held(), 2 * q.size() + 100);
+  }
+  EXPECT_EQ(q.size(), 2u);
+  EXPECT_EQ(PopAll(q, INT64_MAX), (std::vector<uint64_t>{0, 100000}));
+  EXPECT_FALSE(q.Cancel(keep, 0));
+  EXPECT_EQ(q.held(), 0u);
+}
+
 TEST(TimerQueue, AMillionEntriesWithRandomCancelsStayOrdered) {
   TimerQueue q;
   std::mt19937_64 rng(42);
