@@ -47,4 +47,17 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   EndReplay();
 }
 
+void Journal::AddMessage(std::string_view payload, std::vector<SpacedWrite>* out) {
+  std::string message_key = RecordKey(id_, inbox_seq++);
+  out->push_back({kInboxSpace, message_key, SealRecord(RecordKind::kMessage, payload)});
+  inbox.push_back(std::move(message_key));
+}
+
+bool Journal::MessageReceived(std::vector<SpacedWrite>* out) {
+  if (inbox.empty()) return false;
+  out->push_back({kInboxSpace, std::move(inbox.front()), std::nullopt});
+  inbox.pop_front();
+  return true;
+}
+
 }  // namespace lua_tasks

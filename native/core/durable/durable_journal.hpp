@@ -69,6 +69,16 @@ class Journal {
   // The idempotency key it was started with, if any (its end record keeps it).
   std::optional<std::string> key;
   std::string entry;  // its entry's name: a continue-as-new runs it again
+  // ---- Inbox (messages sent and not yet received, space 3) ----
+  // A message sent to the task: its record into *out, its key kept until it
+  // is received.
+  void AddMessage(std::string_view payload, std::vector<SpacedWrite>* out);
+  // A message restored from the store (Runtime.open): its key, as stored.
+  void AddRestoredMessage(std::string stored_key) { inbox.push_back(std::move(stored_key)); }
+  // The oldest message was received: its record's delete into *out (the
+  // batch that journals the receipt). False if the inbox is empty.
+  bool MessageReceived(std::vector<SpacedWrite>* out);
+
   // The inbox: the keys of the messages in its mailbox, oldest first, and
   // the seq the next one gets. (A ring allocates nothing until a message
   // comes; an empty std::deque holds ~600 bytes, a durable task's largest

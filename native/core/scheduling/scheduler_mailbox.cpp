@@ -16,9 +16,8 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
   if (Journal* j = JournalOf(t)) {
     // A durable task's message is kept in its inbox (space 3) until it is
     // received: a restart puts it back in the mailbox (docs/durable.md).
-    std::string inbox_key;
     if (restoring_inbox_key_) {
-      inbox_key = std::move(*restoring_inbox_key_);
+      j->AddRestoredMessage(std::move(*restoring_inbox_key_));
     } else {
       LuaHost::HostSection section(host_, from);
       std::string payload;
@@ -30,11 +29,9 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
         lua_pop(from, nargs);
         return SendResult::kNotPersistable;
       }
-      inbox_key = RecordKey(j->id(), j->inbox_seq++);
-      journal_writes_.push_back({kInboxSpace, inbox_key, SealRecord(RecordKind::kMessage, payload)});
+      j->AddMessage(payload, &journal_writes_);
       TellJournal();
     }
-    j->inbox.push_back(std::move(inbox_key));
   }
   {
     // The mailbox's growth is bounded by mailbox_limit_: it is not charged
@@ -101,12 +98,7 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
   // receiving into stay in the table's array part.
   t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
   if (t->mail_count == 0) t->mail_tail = 1;
-  if (durable != nullptr && !durable->inbox.empty()) {
-    // Received: its inbox record goes in the batch that journals the receipt.
-    journal_writes_.push_back({kInboxSpace, std::move(durable->inbox.front()), std::nullopt});
-    durable->inbox.pop_front();
-    TellJournal();
-  }
+  if (durable != nullptr && durable->MessageReceived(&journal_writes_)) TellJournal();
   if (j != nullptr) {
     LuaHost::HostSection section(host_, L);
     std::string payload, error;
