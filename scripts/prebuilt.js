@@ -25,7 +25,14 @@ function fail(line) {
   process.exit(1);
 }
 
-if (target !== 'linux-x64') fail(`prebuilt binaries are made for linux-x64 only, not ${target}`);
+if (target !== 'linux-x64') {
+  // npm pack elsewhere still packs: the tarball then builds from source everywhere.
+  if (process.env.npm_lifecycle_event === 'prepack') {
+    console.error(`lua-tasks prebuilt: none made on ${target} (linux-x64 only): the tarball has no prebuilt binary`);
+    process.exit(0);
+  }
+  fail(`prebuilt binaries are made for linux-x64 only, not ${target}`);
+}
 
 // What every glibc system that runs Node's official binary has: Node itself
 // links these, so they are never shipped.
