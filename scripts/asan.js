@@ -29,12 +29,13 @@ const libasan = execFileSync('gcc', ['-print-file-name=libasan.so'], { encoding:
 // binary and a source build of its own, neither under the sanitizers.
 run(
   process.execPath,
+  // The paths first: --testPathIgnorePatterns takes every argument after it.
   [
     require.resolve('jest/bin/jest'),
     '--runInBand',
+    ...process.argv.slice(2),
     '--testPathIgnorePatterns',
     '/test/js/pack\\.test\\.js$',
-    ...process.argv.slice(2),
   ],
   {
     LD_PRELOAD: libasan,
