@@ -9,7 +9,7 @@ module.exports = [
   // What git ignores: the builds (build/generated included), scratch output
   // of the bench and the fuzzers. node_modules/ is ignored by default; no
   // fixture needs to keep a layout of its own. .prettierignore lists the same.
-  { ignores: ['build/', 'build-*/', 'bench/.work/', 'fuzz-corpus/'] },
+  { ignores: ['build/', 'build-*/', 'bench/.work/', 'fuzz-corpus/', 'prebuilds/'] },
   js.configs.recommended,
   {
     files: ['**/*.js'],

@@ -1,22 +1,19 @@
 // SPDX-License-Identifier: MIT
-// Loads the native addon built by scripts/build.js (once per environment).
+// Loads the native addon (once per environment): a source build, else the prebuilt binary.
 'use strict';
-const fs = require('node:fs');
-const path = require('node:path');
+const { addonPath } = require('./addon_path');
 const { makeError } = require('./errors');
 const boundary = require('./runtime/boundary');
 
 let binding;
+const addon = addonPath();
 try {
-  // In a source checkout (it has test/), LUA_TASKS_BUILD_DIR selects another
-  // build: the sanitizers', another Node major's. An installed package loads
-  // only the addon it built: no environment variable points it at other code.
-  const own = path.join(__dirname, '..', 'build');
-  const checkout = fs.existsSync(path.join(__dirname, '..', 'test', 'js'));
-  const dir = (checkout && process.env.LUA_TASKS_BUILD_DIR) || own;
-  binding = require(path.join(dir, 'lua_tasks.node'));
+  binding = require(addon.file);
 } catch (e) {
-  e.message = `lua-tasks: the native addon is not built (${e.message}). Run "npm install" (or "npm run build") in the package directory.`;
+  const prebuiltWhy = addon.why ? ` ${addon.why[0].toUpperCase()}${addon.why.slice(1)}.` : '';
+  e.message =
+    `lua-tasks: the native addon does not load (${e.message}).${prebuiltWhy} ` +
+    'Build it from source: "npm rebuild lua-tasks --build-from-source" in your project ("npm run build" in a clone).';
   throw e;
 }
 // Subscribes a task waiting on `promise`; settle(key, token, ok, value) wakes it.

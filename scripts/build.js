@@ -55,7 +55,11 @@ if (headerUv !== process.versions.uv) {
 }
 
 const napiDir = path.dirname(require.resolve('node-addon-api/package.json', { paths: [root] }));
-const withTests = fs.existsSync(path.join(root, 'test', 'cpp')) && process.env.LUA_TASKS_TESTS !== '0';
+// LUA_TASKS_PREBUILT=1 (scripts/prebuilt.js): the binary the package ships,
+// linked to run without a compiler or -dev package, and with no test hooks.
+const prebuilt = process.env.LUA_TASKS_PREBUILT === '1';
+const withTests = !prebuilt && fs.existsSync(path.join(root, 'test', 'cpp')) && process.env.LUA_TASKS_TESTS !== '0';
+const testHooks = !prebuilt && fs.existsSync(path.join(root, 'test', 'js'));
 
 const configure = [
   '-S',
@@ -65,7 +69,8 @@ const configure = [
   `-DNODE_INCLUDE_DIR=${nodeInclude}`,
   `-DNODE_ADDON_API_DIR=${napiDir}`,
   `-DLUA_TASKS_TESTS=${withTests ? 'ON' : 'OFF'}`,
-  `-DLUA_TASKS_TEST_HOOKS=${fs.existsSync(path.join(root, 'test', 'js')) ? 'ON' : 'OFF'}`,
+  `-DLUA_TASKS_TEST_HOOKS=${testHooks ? 'ON' : 'OFF'}`,
+  `-DLUA_TASKS_PREBUILT=${prebuilt ? 'ON' : 'OFF'}`,
   `-DCMAKE_BUILD_TYPE=${process.env.LUA_TASKS_BUILD_TYPE || 'Release'}`,
 ];
 if (process.env.LUA_TASKS_SANITIZE === '1') configure.push('-DLUA_TASKS_SANITIZE=ON');

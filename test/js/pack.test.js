@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The package as a user meets it: npm pack, npm install <tarball> into an empty project, smoke tests there.
 //
-// The install compiles the addon from the tarball's sources (about a minute on
-// two cores), so the install test has a generous timeout. node-addon-api comes
-// from npm's cache when it is there (--prefer-offline), else from the registry.
+// npm pack builds the prebuilt binary (prepack: scripts/prebuilt.js, a build
+// of its own in build-prebuilt/). The first install loads that binary and
+// compiles nothing; the second, with --build-from-source, compiles the addon
+// from the tarball's sources (about a minute on two cores), so it has a
+// generous timeout. Both run offline: node-addon-api is bundled.
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -47,17 +49,31 @@ function libFiles(dir, rel = 'lib') {
     .flatMap((d) => (d.isDirectory() ? libFiles(path.join(dir, d.name), `${rel}/${d.name}`) : [`${rel}/${d.name}`]));
 }
 
+// An empty project with the packed tarball installed; args: npm's extra flags.
+function installInto(name, args = []) {
+  const app = path.join(dir, name);
+  fs.mkdirSync(app);
+  fs.writeFileSync(path.join(app, 'package.json'), JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }));
+  run(
+    'npm',
+    ['install', path.join(dir, packed.filename), '--offline', '--no-audit', '--no-fund', '--loglevel=error', ...args],
+    app,
+    INSTALL_MS,
+  );
+  return app;
+}
+
 let dir;
 let packed;
 beforeAll(() => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-pack-'));
-  packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', dir], root))[0];
-}, 120000);
+  packed = JSON.parse(run('npm', ['pack', '--json', '--pack-destination', dir], root, INSTALL_MS))[0];
+}, INSTALL_MS);
 afterAll(() => {
   if (dir) fs.rmSync(dir, { recursive: true, force: true });
 });
 
-test('the tarball holds every file the build, the library and its reader need, and none of the tests, benches or builds', () => {
+test('the tarball holds the prebuilt binary and every file the build, the library and its reader need, and none of the tests, benches or builds', () => {
   const files = packed.files.map((f) => f.path);
   const needed = [
     'package.json',
@@ -65,11 +81,18 @@ test('the tarball holds every file the build, the library and its reader need, a
     'LICENSE',
     'CMakeLists.txt',
     'scripts/build.js',
+    'scripts/install.js',
     ...libFiles(path.join(root, 'lib')),
     ...libFiles(path.join(root, 'native'), 'native'),
     ...libFiles(path.join(root, 'docs'), 'docs'), // the README links into docs/
+    ...libFiles(path.join(root, 'examples'), 'examples'), // the README runs them
+    ...libFiles(path.join(root, 'prebuilds'), 'prebuilds'),
   ];
-  expect(files.sort()).toEqual([...new Set(needed)].sort());
+  // node-addon-api is bundled: the source build needs it, and the install no network.
+  const bundled = files.filter((f) => f.startsWith('node_modules/'));
+  expect(bundled).toEqual(expect.arrayContaining(['node_modules/node-addon-api/napi.h']));
+  expect(bundled.every((f) => f.startsWith('node_modules/node-addon-api/'))).toBe(true);
+  expect(files.filter((f) => !f.startsWith('node_modules/')).sort()).toEqual([...new Set(needed)].sort());
   expect(needed).toEqual(
     expect.arrayContaining([
       'lib/index.mjs',
@@ -79,33 +102,27 @@ test('the tarball holds every file the build, the library and its reader need, a
       'native/addon/lua/file_modules.lua',
       'native/cmake/embed_lua.cmake',
       'docs/api.md',
+      'prebuilds/linux-x64/lua_tasks.node',
+      'prebuilds/linux-x64/prebuilt.json',
+      'prebuilds/linux-x64/liblua5.4.so.0',
+      'examples/hello.js',
     ]),
   );
-  expect(packed.unpackedSize).toBeLessThan(1.5 * (1 << 20)); // sources and docs: about 1 MB (a build tree is over 10)
+  // Sources and docs about 1 MB, the prebuilt binary and its libraries about 4 (a build tree is over 10).
+  expect(packed.unpackedSize).toBeLessThan(7 * (1 << 20));
 });
 
 test(
-  'it installs into an empty project, builds, and runs tasks from CommonJS, ESM, TypeScript and the CLI',
+  'it installs into an empty project without compiling and runs tasks from CommonJS, ESM, TypeScript and the CLI',
   () => {
-    const app = path.join(dir, 'app');
-    fs.mkdirSync(app);
-    fs.writeFileSync(
-      path.join(app, 'package.json'),
-      JSON.stringify({ name: 'smoke', version: '1.0.0', private: true }),
-    );
-    run(
-      'npm',
-      ['install', path.join(dir, packed.filename), '--prefer-offline', '--no-audit', '--no-fund', '--loglevel=error'],
-      app,
-      INSTALL_MS,
-    );
+    const app = installInto('app');
     const installed = path.join(app, 'node_modules', 'lua-tasks');
-    expect(fs.readdirSync(path.join(installed, 'build'))).toEqual(['lua_tasks.node']); // no CMake tree left behind
+    expect(fs.existsSync(path.join(installed, 'build'))).toBe(false); // the prebuilt loaded: nothing was built
 
     fs.writeFileSync(
       path.join(app, 'smoke.cjs'),
       `
-    // An installed package loads the addon it built, whatever this says.
+    // An installed package loads its own addon, whatever this says.
     process.env.LUA_TASKS_BUILD_DIR = '/nonexistent';
     const { Runtime } = require('lua-tasks');
     (async () => {
@@ -119,12 +136,19 @@ test(
       const binding = require(require('node:path').join(require.resolve('lua-tasks'), '..', 'binding.js'));
       const hooks = ['snapshot', 'restore'].filter((m) => m in binding.NativeRuntime.prototype)
         .concat('failNextTransactions' in binding.NativeStore.prototype ? ['failNextTransactions'] : []);
-      console.log(JSON.stringify({ why, elapsed, unit, wall, shipped, hooks }));
+      const { file } = require(require('node:path').join(require.resolve('lua-tasks'), '..', 'addon_path.js')).addonPath();
+      console.log(JSON.stringify({ why, elapsed, unit, wall, shipped, hooks, file }));
     })();`,
     );
     const cjs = JSON.parse(run(process.execPath, ['smoke.cjs'], app));
     // The test-only methods are not in an installed package's addon.
-    expect(cjs).toMatchObject({ why: 'SCHEDULER', unit: 'MILLISECONDS', shipped: 'function', hooks: [] });
+    expect(cjs).toMatchObject({
+      why: 'SCHEDULER',
+      unit: 'MILLISECONDS',
+      shipped: 'function',
+      hooks: [],
+      file: path.join(installed, 'prebuilds', 'linux-x64', 'lua_tasks.node'),
+    });
     expect(cjs.elapsed).toBeGreaterThanOrEqual(19);
     expect(cjs.wall).toBeGreaterThanOrEqual(19);
     expect(cjs.wall).toBeLessThan(2000);
@@ -178,6 +202,29 @@ test(
       app,
     );
     expect(cli.trim().split('\n')).toEqual(['2030-01-01T12:00:00+00:00', '2030-01-02T12:00:00+00:00']);
+  },
+  INSTALL_MS + 60000,
+);
+
+test(
+  'with --build-from-source it compiles the addon from the tarball and loads that build',
+  () => {
+    const app = installInto('built', ['--build-from-source']);
+    const installed = path.join(app, 'node_modules', 'lua-tasks');
+    expect(fs.readdirSync(path.join(installed, 'build'))).toEqual(['lua_tasks.node']); // no CMake tree left behind
+    fs.writeFileSync(
+      path.join(app, 'which.cjs'),
+      `
+    const { Runtime } = require('lua-tasks');
+    const { addonPath } = require(require('node:path').join(require.resolve('lua-tasks'), '..', 'addon_path.js'));
+    const rt = new Runtime();
+    console.log(JSON.stringify({ file: addonPath().file, v: rt.load('return 6 * 7')[0] }));
+    rt.closeSync();`,
+    );
+    expect(JSON.parse(run(process.execPath, ['which.cjs'], app))).toEqual({
+      file: path.join(installed, 'build', 'lua_tasks.node'),
+      v: 42,
+    });
   },
   INSTALL_MS + 60000,
 );
