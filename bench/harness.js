@@ -314,7 +314,18 @@ async function pgDatabase(url, tag) {
   return { url: u.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
+/** Runs `measure(spawner)` with a Spawner made before its runtimes (see Spawner), closed after. */
+async function withSpawner(measure) {
+  const spawner = new Spawner();
+  try {
+    return await measure(spawner);
+  } finally {
+    spawner.close();
+  }
+}
+
 module.exports = {
+  withSpawner,
   pgDatabase,
   nowMs,
   median,

@@ -21,7 +21,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, withSpawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const TASKS = 10000;
 const YIELDS = 100;
@@ -81,14 +81,7 @@ async function nodeWorker(n) {
 
 const nsPerYield = (ms) => (ms * 1e6) / TOTAL;
 
-async function run() {
-  const spawner = new Spawner(); // before the runtimes: see Spawner
-  try {
-    return await measure(spawner);
-  } finally {
-    spawner.close();
-  }
-}
+const run = () => withSpawner(measure);
 
 async function measure(spawner) {
   const impls = [];

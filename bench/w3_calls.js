@@ -14,7 +14,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, Spawner, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, withSpawner, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const JS_TO_LUA_SUM = (N * (N - 1)) / 2 + N; // sum of add(i, 1) for i = 0..N-1
@@ -26,14 +26,7 @@ const PEER_RATIO = 20; // peers expected this many times slower
 
 const nsPerCall = (ms) => (ms * 1e6) / N;
 
-async function run() {
-  const spawner = new Spawner(); // before the runtimes: see Spawner
-  try {
-    return await measure(spawner);
-  } finally {
-    spawner.close();
-  }
-}
+const run = () => withSpawner(measure);
 
 async function measure(spawner) {
   const js = []; // JS -> Lua implementations

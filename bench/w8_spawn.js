@@ -15,7 +15,7 @@
 'use strict';
 
 const { Runtime } = require('..');
-const { nowMs, sample, check, haveLuaCli, Spawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
+const { nowMs, sample, check, haveLuaCli, withSpawner, runLuaCliIn, floorImpl, floorRow } = require('./harness');
 
 const N = 1e5;
 const TARGET_NS = 1000;
@@ -34,14 +34,7 @@ print(string.format("%d %.9f", c, t1 - t0))`;
 
 const nsPerTask = (ms) => (ms * 1e6) / N;
 
-async function run() {
-  const spawner = new Spawner(); // before the runtimes: see Spawner
-  try {
-    return await measure(spawner);
-  } finally {
-    spawner.close();
-  }
-}
+const run = () => withSpawner(measure);
 
 async function measure(spawner) {
   const rt = new Runtime();
