@@ -234,9 +234,12 @@ describePg('Fleet on PostgreSQL', () => {
       (await query(db.url, `SELECT bytes FROM "${schema}".lua_tasks_snapshots WHERE name = 'cut'`)).rows[0].bytes;
     const before = await snapshot();
     // What a member that lost its network would see: another holder's token.
+    // (locked = false: that holder's lease runs an hour; left true, the row
+    // would say a lock session holds it, and since none does, this member's
+    // next activation of "cut" would rightly take it back.)
     await query(
       db.url,
-      `UPDATE "${schema}".lua_tasks_leases SET token = token + 1, holder = '{"store":"elsewhere"}', expires_at = now() + interval '1 hour' WHERE name = 'cut'`,
+      `UPDATE "${schema}".lua_tasks_leases SET token = token + 1, holder = '{"store":"elsewhere"}', locked = false, expires_at = now() + interval '1 hour' WHERE name = 'cut'`,
     );
     // Its COMMIT now is refused (or, if it already noticed, it runs no more Lua).
     const err = await Promise.resolve()
