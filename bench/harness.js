@@ -314,6 +314,10 @@ async function pgDatabase(url, tag) {
   return { url: u.href, name, drop: () => admin(`DROP DATABASE IF EXISTS ${name} WITH (FORCE)`) };
 }
 
+/** A number with thousands separators and `digits` decimals, for notes. */
+const fmt = (n, digits = 0) =>
+  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
+
 /** Runs `measure(spawner)` with a Spawner made before its runtimes (see Spawner), closed after. */
 async function withSpawner(measure) {
   const spawner = new Spawner();
@@ -325,6 +329,7 @@ async function withSpawner(measure) {
 }
 
 module.exports = {
+  fmt,
   withSpawner,
   pgDatabase,
   nowMs,

@@ -29,7 +29,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
+const { fmt, nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const STEPS = env('FLOOR_STEPS', 2000);
@@ -192,9 +192,6 @@ async function child(argv) {
 }
 
 // --------------------------------------------------------------- the parent
-
-const fmt = (v, digits = 0) =>
-  v.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 const IMPL = {
   dir: 'lua-tasks durable, tasks.step + COMMIT (directory store)',

@@ -40,7 +40,7 @@ const fs = require('fs');
 const os = require('os');
 const path = require('path');
 const { performance, monitorEventLoopDelay } = require('perf_hooks');
-const { nowMs, median, percentile, check, nodeChild, pgDatabase } = require('./harness');
+const { fmt, nowMs, median, percentile, check, nodeChild, pgDatabase } = require('./harness');
 
 const PLAYERS = 100000;
 const TASKS = 100;
@@ -462,10 +462,6 @@ async function child(argv) {
 // ------------------------------------------------------------- the parent
 
 const runChild = (...args) => nodeChild(__filename, args, { timeoutMs: CHILD_TIMEOUT_MS });
-
-function fmt(n, digits = 0) {
-  return n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
-}
 
 // Milliseconds with the digits that matter, as index.js prints its columns.
 const msText = (v) => fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);

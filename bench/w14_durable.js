@@ -36,7 +36,7 @@
 const fs = require('fs');
 const os = require('os');
 const path = require('path');
-const { nowMs, median, check, nodeChild, warmMemory } = require('./harness');
+const { fmt, nowMs, median, check, nodeChild, warmMemory } = require('./harness');
 const stepFloor = require('./step_floor');
 
 const env = (name, def) => Number(process.env[name]) || def;
@@ -274,9 +274,6 @@ async function child(argv) {
 // --------------------------------------------------------------- the parent
 
 const runChild = (...args) => nodeChild(__filename, args, { nodeArgs: ['--expose-gc'], timeoutMs: CHILD_TIMEOUT_MS });
-
-const fmt = (n, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 const msText = (v) => fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 

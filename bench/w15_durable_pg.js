@@ -34,7 +34,7 @@
 'use strict';
 
 const fs = require('fs');
-const { nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
+const { fmt, nowMs, median, check, nodeChild, pgDatabase } = require('./harness');
 const stepFloor = require('./step_floor');
 
 const env = (name, def) => Number(process.env[name]) || def;
@@ -178,9 +178,6 @@ async function query(url, text) {
 }
 
 // --------------------------------------------------------------- the parent
-
-const fmt = (n, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 const CASES = [
   { key: 'many', tasks: TASKS, steps: STEPS, what: `${fmt(TASKS)} tasks at once × ${fmt(STEPS)} steps` },

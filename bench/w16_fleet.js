@@ -43,7 +43,7 @@ const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
 const readline = require('readline');
-const { nowMs, median, percentile, check, pgDatabase } = require('./harness');
+const { fmt, nowMs, median, percentile, check, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
 const LEASE_MS = env('W16_LEASE_MS', 2000);
@@ -408,9 +408,6 @@ async function startMembers(all, specs) {
   await Promise.all(ps.map((p) => p.ready()));
   return ps;
 }
-
-const fmt = (n, digits = 0) =>
-  n.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits });
 
 const IMPL = {
   routed: 'lua-tasks fleet, routed (another member process)',
