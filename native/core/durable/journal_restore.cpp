@@ -19,7 +19,8 @@ void JournalRestore::Add(int space, std::string_view key, std::string_view value
   if (space != kJournalSpace && space != kInboxSpace) return;
   const std::string_view id = IdOf(key);
   if (last_ == nullptr || id != last_id_) {
-    last_ = &groups_.try_emplace(std::string(id)).first->second;
+    const auto it = groups_.find(id);
+    last_ = it != groups_.end() ? &it->second : &groups_.try_emplace(std::string(id)).first->second;
     last_id_.assign(id);
   }
   ++records_;
@@ -33,12 +34,12 @@ void JournalRestore::Add(int space, std::string_view key, std::string_view value
 }
 
 JournalRestore::Group* JournalRestore::Find(std::string_view id) {
-  const auto it = groups_.find(std::string(id));
+  const auto it = groups_.find(id);
   return it == groups_.end() ? nullptr : &it->second;
 }
 
 const std::string* JournalRestore::First(std::string_view id) const {
-  const auto it = groups_.find(std::string(id));
+  const auto it = groups_.find(id);
   if (it == groups_.end() || it->second.journal.empty()) return nullptr;
   return &it->second.journal.front();
 }

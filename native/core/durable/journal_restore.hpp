@@ -2,6 +2,7 @@
 // JournalRestore: a runtime's stored durable records, grouped per task for Runtime.open.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -44,7 +45,12 @@ class JournalRestore {
   };
   Group* Find(std::string_view id);
 
-  std::unordered_map<std::string, Group> groups_;
+  // Looked up by string_view: no string made for a lookup.
+  struct IdHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  };
+  std::unordered_map<std::string, Group, IdHash, std::equal_to<>> groups_;
   std::vector<std::string> ids_;
   // The group the last record went to: records of one task come together.
   std::string last_id_;
