@@ -243,6 +243,21 @@ async function restore(native, bytes, name, where) {
  * @returns {Promise<void>}
  */
 async function scanRecords(native, store, reader, name) {
+  try {
+    await scanSpaces(native, store, reader, name);
+  } catch (e) {
+    // As a failed load: the open fails saying what it could not read; a
+    // damaged record keeps its own code.
+    if (e && (e.code === 'ERR_STORE_CORRUPT' || e.code === 'ERR_RUNTIME_CLOSED')) throw e;
+    throw makeError(
+      'ERR_COMMIT_FAILED',
+      `Cannot read the durable tasks' records of runtime "${name}" from the store: ${reasonText(e)}.`,
+      { cause: e },
+    );
+  }
+}
+
+async function scanSpaces(native, store, reader, name) {
   if (typeof reader[NATIVE_SCAN] === 'function' && native.restoreScan(...reader[NATIVE_SCAN]())) return;
   // A page of a space: the store's scan(), else its reader's keys() and get().
   const page = async (space, after) => {

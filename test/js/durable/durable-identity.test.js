@@ -313,3 +313,42 @@ describe('a task that fails while Runtime.open restores it is never silent', () 
     await store.close();
   });
 });
+
+test('a store whose scan() fails fails Runtime.open saying so, and leaves the name free', async () => {
+  const dir = tmpdir();
+  const real = new DirectoryStore(dir);
+  let rt = await Runtime.open({
+    name: 'game',
+    store: real,
+    setup: (r) => r.load('function q() coroutine.yield("INDEFINITELY") end'),
+  });
+  rt.spawn('q', { durable: true });
+  await rt.close();
+  // The store as a user's own over the same files, its journals read by scan() only.
+  let fail = true;
+  const store = {
+    spaces: real.spaces,
+    acquire: (n) => real.acquire(n),
+    load: (n) => real.load(n),
+    save: (n, b, i) => real.save(n, b, i),
+    write: (b) => real.write(b),
+    reader: (n) => {
+      const r = real.reader(n);
+      return { get: r.get, keys: r.keys };
+    },
+    scan: (...args) =>
+      fail
+        ? Promise.reject(Object.assign(new Error('Connection terminated unexpectedly'), { code: 'ECONNRESET' }))
+        : real.scan(...args),
+  };
+  const setup = (r) => r.load('function q() coroutine.yield("INDEFINITELY") end');
+  await expect(Runtime.open({ name: 'game', store, setup })).rejects.toMatchObject({
+    code: 'ERR_COMMIT_FAILED',
+    message: expect.stringMatching(/durable tasks' records of runtime "game".*Connection terminated unexpectedly/),
+  });
+  fail = false; // the store is back: the name was released, the task is there
+  rt = await Runtime.open({ name: 'game', store, setup });
+  expect(rt.tasks().map((t) => t.waiting && t.waiting.instruction)).toEqual(['INDEFINITELY']);
+  await rt.close();
+  await real.close();
+});
