@@ -88,16 +88,32 @@ function checkSnapshot(name, bytes) {
 }
 
 /**
- * The space of a scan(name, space, after, limit), checked.
- * @throws {TypeError} ERR_INVALID_ARG_VALUE
+ * The arguments of a store's scan(name, space, after, limit), checked:
+ * space one of SPACE_LIST, after a string ('' from the first key), limit a
+ * non-negative integer or -1 (every key).
+ * @returns {{ after: string, limit: number }}
+ * @throws {TypeError} ERR_INVALID_ARG_VALUE, ERR_INVALID_ARG_TYPE
  */
-function checkSpace(space) {
+function checkScan(space, after, limit) {
   if (!SPACE_LIST.includes(space)) {
     throw makeError(
       'ERR_INVALID_ARG_VALUE',
-      `A store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes). Received space ${typeName(space)}.`,
+      `A store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes). Received ${typeName(space)}.`,
     );
   }
+  if (after !== undefined && typeof after !== 'string') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The scan's "after" must be a key string ('' from the first). Received ${typeName(after)}.`,
+    );
+  }
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= -1)) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The scan's "limit" must be an integer of at least 0, or -1 for every key. Received ${typeName(limit)}.`,
+    );
+  }
+  return { after: after ?? '', limit: limit ?? -1 };
 }
 
 /**
@@ -169,7 +185,7 @@ module.exports = {
   SPACE_LIST,
   NATIVE_SCAN,
   checkName,
-  checkSpace,
+  checkScan,
   checkInfo,
   checkSnapshot,
   checkBatch,

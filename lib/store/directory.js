@@ -31,7 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, NATIVE_SCAN, checkName, checkSpace, checkBatch, snapshotBatch } = require('./contract');
+const { SPACE_LIST, NATIVE_SCAN, checkName, checkScan, checkBatch, snapshotBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -439,9 +439,9 @@ class DirectoryStore {
    */
   async scan(name, space, after, limit) {
     checkName(name);
-    checkSpace(space);
+    const page = checkScan(space, after, limit);
     const native = this.#open(name);
-    const keys = native.keys(name, '', String(after ?? ''), limit >= 0 ? limit : -1, space);
+    const keys = native.keys(name, '', page.after, page.limit, space);
     return { keys, values: keys.map((k) => native.get(name, k, space)) };
   }
 

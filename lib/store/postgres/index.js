@@ -49,7 +49,7 @@ const { randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('../../errors');
 const contract = require('../contract');
-const { SPACES, SPACE_LIST, checkName, checkSpace, snapshotBatch } = contract;
+const { SPACES, SPACE_LIST, checkName, checkScan, snapshotBatch } = contract;
 const { checkOptions, loadPg } = require('./options');
 const { LIMITS, overLimits, limitError } = require('./limits');
 const { Records } = require('./records');
@@ -669,10 +669,10 @@ class PostgresStore {
    */
   async scan(name, space, after, limit) {
     checkName(name);
-    checkSpace(space);
+    const page = checkScan(space, after, limit);
     this.#checkOpen();
     const { rows } = await this.#with((c) =>
-      c.query({ ...this.#sql.scan, values: [name, space, String(after ?? ''), limit >= 0 ? limit : null] }),
+      c.query({ ...this.#sql.scan, values: [name, space, page.after, page.limit >= 0 ? page.limit : null] }),
     );
     return { keys: rows.map((r) => r.key), values: rows.map((r) => r.value) };
   }

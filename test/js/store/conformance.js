@@ -110,7 +110,19 @@ function describeStore(adapter) {
         expect(page2.keys).toEqual(sorted.slice(2));
         expect(page2.values.map(String)).toEqual(sorted.slice(2));
         expect((await store.scan('format', SPACES.inbox, '', 10)).keys).toEqual([]);
-        await expect(store.scan('format', 4, '', 10)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+        await expect(store.scan('format', 4, '', 10)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_VALUE',
+          message: expect.stringContaining('Received number 4'),
+        });
+        await expect(store.scan('format', SPACES.journal, 7, 10)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_TYPE',
+          message: expect.stringContaining('"after"'),
+        });
+        await expect(store.scan('format', SPACES.journal, '', 1.5)).rejects.toMatchObject({
+          code: 'ERR_INVALID_ARG_VALUE',
+          message: expect.stringContaining('Received number 1.5'),
+        });
+        expect((await store.scan('format', SPACES.journal)).keys).toEqual(sorted); // defaults: from the first, every key
       });
 
       test.each([0, 4, -1, 1.5, '1', null])(
