@@ -186,7 +186,7 @@ export interface KeyedStore extends Store {
   /** Synchronous reads of one held name's committed keyed values. */
   reader(name: string): StoreReader;
   /** A page of a name's committed records in `space` whose keys sort after `after` (bytewise), at most `limit`. */
-  scan?(name: string, space: number, after: string, limit: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  scan?(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
 }
 
 /** Synchronous keyed reads of one name's values; they see what was committed. */
@@ -218,7 +218,7 @@ export class DirectoryStore implements KeyedStore {
   /** Durable before it resolves; all or nothing. */
   write(batch: StoreBatch): Promise<void>;
   reader(name: string): StoreReader;
-  scan(name: string, space: number, after: string, limit: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
   /** Transactions (one fsync each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight and closes the database. Idempotent. */
@@ -269,7 +269,7 @@ export class PostgresStore implements KeyedStore {
   /** Reads of tasks.store's values (space 1 only) of a name this store holds, from memory. */
   reader(name: string): StoreReader;
   /** Journals and inboxes (any space), a page at a time, from PostgreSQL. */
-  scan(name: string, space: number, after: string, limit: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
   /** Transactions (one WAL flush each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight, ends the lock session and the pool it made. Idempotent. */
