@@ -179,7 +179,10 @@ describePg('PostgresStore faults', () => {
 
   test("a holder paused inside a write transaction (SIGSTOP) holds another store's acquire only until idle_in_transaction_session_timeout", async () => {
     // leaseMs 1000: the child's transactions end 1 s after they go idle.
-    const spec = { url: db.url, schema: 'paused', tasks: 2, steps: 500, leaseMs: 1000, runtimes: 2 };
+    // steps: more than it can finish while the test looks for a write to
+    // stop (a step writes one record now, and 500 were done in seconds); the
+    // test kills it at the end.
+    const spec = { url: db.url, schema: 'paused', tasks: 2, steps: 50000, leaseMs: 1000, runtimes: 2 };
     const p = spawn(process.execPath, [CHILD, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise((resolve) => p.once('exit', resolve));
     let text = '';
