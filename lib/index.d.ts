@@ -389,6 +389,8 @@ export interface OpenOptions extends RuntimeOptions {
   durableRetention?: number;
   /** An UNTIL_NEXT instant a durable task missed while closed: fires once at open, or is skipped. @default 'once' */
   durableCatchUp?: 'once' | 'skip';
+  /** 'lazy' (default): durable tasks waiting on a far deadline, INDEFINITELY or in tasks.receive stay in a directory store until needed; 'all': every one is replayed at open. */
+  durableRestore?: 'lazy' | 'all';
 }
 
 export class Runtime extends EventEmitter {
@@ -428,6 +430,8 @@ export class Runtime extends EventEmitter {
     tasks: number;
     /** Live durable tasks (of `tasks`). */
     durableTasks: number;
+    /** Durable tasks left in the store at open (docs/durable.md#restore-at-open), not counted in tasks. */
+    dormantTasks: number;
     preemptions: number;
     /** Restored durable tasks that failed (a replay that met changed code) or could not be restored. */
     restoreFailures: number;

@@ -315,6 +315,19 @@ class CommitQueue {
     });
   }
 
+  #locked = false; // the snapshot lock is held (#run)
+  #afterUnlock = [];
+
+  /**
+   * Runs `fn` once the snapshot lock is let go (now if it is not held):
+   * what the lock deferred has run by then.
+   * @param {() => void} fn
+   */
+  afterUnlock(fn) {
+    if (this.#locked) this.#afterUnlock.push(fn);
+    else fn();
+  }
+
   async #run(group) {
     const native = this.#native;
     // The snapshot lock: held while the snapshot is taken, so no task changes
@@ -323,10 +336,14 @@ class CommitQueue {
     // write (group commit across tasks).
     native.lock();
     let locked = true;
+    this.#locked = true;
     const unlock = () => {
       if (!locked) return;
       locked = false;
+      this.#locked = false;
       if (!this.#closed) native.unlock();
+      const after = this.#afterUnlock.splice(0);
+      for (const fn of after) fn();
     };
     let error = null;
     // tasks.store's writes since the last batch, taken at the instant the

@@ -138,7 +138,23 @@ function stripPeriod(message) {
  */
 async function openStore(options) {
   if (options === null || typeof options !== 'object') throw invalidType('options', 'an object', options);
-  const { name, store, storeTimeout, storeCacheBytes, setup, durableRetention, durableCatchUp, ...rest } = options;
+  const {
+    name,
+    store,
+    storeTimeout,
+    storeCacheBytes,
+    setup,
+    durableRetention,
+    durableCatchUp,
+    durableRestore,
+    ...rest
+  } = options;
+  if (durableRestore !== undefined && durableRestore !== 'lazy' && durableRestore !== 'all') {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The "options.durableRestore" option must be 'lazy' (a durable task waiting on a far deadline, INDEFINITELY or in tasks.receive stays in the store until needed) or 'all' (every unfinished durable task is replayed at open). Received ${typeName(durableRestore)}.`,
+    );
+  }
   if (durableCatchUp !== undefined && durableCatchUp !== 'once' && durableCatchUp !== 'skip') {
     throw makeError(
       'ERR_INVALID_ARG_VALUE',
@@ -183,7 +199,11 @@ async function openStore(options) {
     const reader = readerOf(st, name);
     // Durable tasks need a store that keeps their journals and inboxes.
     const spaces = reader && Array.isArray(st.spaces) ? st.spaces : [1];
-    const durable = spaces.includes(2) && spaces.includes(3);
+    const durable = spaces.includes(SPACES.journal) && spaces.includes(SPACES.inbox);
+    // Its index lets Runtime.open leave waiting tasks in the store: a store
+    // that reads a task's journal at once when it is needed (the directory
+    // store's native reader).
+    const indexed = durable && spaces.includes(SPACES.index) && typeof reader[NATIVE_SCAN] === 'function';
     return {
       rest,
       persist: {
@@ -198,6 +218,8 @@ async function openStore(options) {
         durableRetention: retention,
         durableCatchUp,
         durable,
+        indexed,
+        lazy: durableRestore !== 'all',
       },
       state,
       where,
@@ -246,15 +268,33 @@ async function scanRecords(native, store, reader, name) {
   try {
     await scanSpaces(native, store, reader, name);
   } catch (e) {
-    // As a failed load: the open fails saying what it could not read; a
-    // damaged record keeps its own code.
-    if (e && (e.code === 'ERR_STORE_CORRUPT' || e.code === 'ERR_RUNTIME_CLOSED')) throw e;
-    throw makeError(
-      'ERR_COMMIT_FAILED',
-      `Cannot read the durable tasks' records of runtime "${name}" from the store: ${reasonText(e)}.`,
-      { cause: e },
-    );
+    throw readFailed(e, name);
   }
+}
+
+/**
+ * Reads the name's index of durable tasks natively (the directory store):
+ * the tasks that run now into the native restore, the others left dormant.
+ * @returns {false | Array} false when the name has no complete index (then
+ *   scanRecords reads every journal), else [dormant, id, key, ...]
+ */
+function readIndex(native, scan, name, lazy) {
+  try {
+    return native.restoreIndex(...scan, lazy);
+  } catch (e) {
+    throw readFailed(e, name);
+  }
+}
+
+// As a failed load: the open fails saying what it could not read; a
+// damaged record keeps its own code.
+function readFailed(e, name) {
+  if (e && (e.code === 'ERR_STORE_CORRUPT' || e.code === 'ERR_RUNTIME_CLOSED')) return e;
+  return makeError(
+    'ERR_COMMIT_FAILED',
+    `Cannot read the durable tasks' records of runtime "${name}" from the store: ${reasonText(e)}.`,
+    { cause: e },
+  );
 }
 
 async function scanSpaces(native, store, reader, name) {
@@ -279,4 +319,4 @@ async function scanSpaces(native, store, reader, name) {
   );
 }
 
-module.exports = { openStore, restore, scanRecords };
+module.exports = { openStore, restore, scanRecords, readIndex };

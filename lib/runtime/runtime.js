@@ -11,7 +11,8 @@ const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
 const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
-const { openStore, restore, scanRecords } = require('./persist');
+const { openStore, restore } = require('./persist');
+const { DurableRestore, ACTIVATE } = require('./durable_restore');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
@@ -64,6 +65,7 @@ class Runtime extends EventEmitter {
   #restoreFailures = 0; // restored tasks that failed or could not be restored (stats())
   #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
+  #restorer = null; // the DurableRestore of a runtime with durable tasks: activates dormant ones
 
   /**
    * @param {object} [options]
@@ -123,7 +125,8 @@ class Runtime extends EventEmitter {
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
       this.#durable = persist.durable;
-      this.#native.setDurable(persist.durable, this.#retention > 0, persist.durableCatchUp === 'skip');
+      const skipMissed = persist.durableCatchUp === 'skip';
+      this.#native.setDurable(persist.durable, this.#retention > 0, skipMissed, persist.indexed);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -169,7 +172,7 @@ class Runtime extends EventEmitter {
       rt = new Runtime({ ...rest, [PERSIST]: persist });
       if (state) await restore(rt.#native, state, persist.name, where);
       if (persist.setup !== undefined) await persist.setup(rt);
-      if (persist.durable) await rt.#restoreDurable(persist.store, persist.reader, persist.name);
+      if (persist.durable) await rt.#restoreDurable(persist);
       return rt;
     } catch (e) {
       if (rt) rt.#lease = null; // released below, once
@@ -437,7 +440,8 @@ class Runtime extends EventEmitter {
     }
     if (durable) this.#checkDurable(fn);
     if (key !== undefined) {
-      const existing = this.#durableKeys.get(key);
+      let existing = this.#durableKeys.get(key);
+      if (typeof existing === 'string') existing = this.#activated(key, existing);
       if (existing) return existing; // the live task with this key: start-up code can "ensure" its tasks
     }
     if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
@@ -453,6 +457,15 @@ class Runtime extends EventEmitter {
     const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
     this.#keep(key ?? null, task);
     return task;
+  }
+
+  // The dormant task `id` that `key` names, activated: its Task.
+  #activated(key, id) {
+    this[ACTIVATE](id);
+    const task = this.#durableKeys.get(key);
+    if (typeof task !== 'string') return task;
+    const why = `The durable task ${id} with the key ${JSON.stringify(key)} could not be restored (its records are kept; see 'taskerror'), and no second task takes its key.`;
+    throw makeError('ERR_STORE_CORRUPT', why);
   }
 
   // Durable tasks need an entry that a restart can find again and a store
@@ -483,58 +496,37 @@ class Runtime extends EventEmitter {
     task.result.then(ended, ended);
   }
 
-  // Runtime.open: every unfinished durable task of the store runs again from
-  // its entry, replaying its journal, and goes on from where it was.
-  async #restoreDurable(store, reader, name) {
-    const native = this.#native;
+  // Runtime.open: the store's unfinished durable tasks run again, or stay
+  // dormant until needed (lib/runtime/durable_restore.js).
+  async #restoreDurable({ store, reader, name, lazy }) {
     this.#heldReports = [];
-    try {
-      await scanRecords(native, store, reader, name);
-      this.#check();
-      native.pauseCollector(true);
-      try {
-        this.#startRestored(native.restoreTasks(), name);
-      } finally {
-        if (!this.#closed) native.pauseCollector(false);
-      }
-    } finally {
-      if (!this.#closed) native.restoreEnd();
-    }
+    this.#restorer = new DurableRestore(this.#native, name, {
+      closed: () => this.#closed,
+      start: (entry, id) => {
+        this.#hasDurable = true;
+        return this.#start(entry, [], undefined, undefined, { id });
+      },
+      retain: (id, status, ended, value, key) => {
+        // A finished task is kept until its retention ends (its end is on the runtime's clock).
+        this.#hasDurable = true;
+        if (this.#retention === 0 || ended + this.#retention <= Date.now() + this.#clockOffsetMs) return false;
+        const task = new Task(this, id);
+        endRetained(task, status, value);
+        this.#retained.set(id, status);
+        if (key !== null) this.#durableKeys.set(key, task);
+        return true;
+      },
+      keep: (key, task) => this.#keep(key, task),
+      keepDormant: (key, id) => this.#durableKeys.set(key, id),
+      failed: (task, err) => this.#restoreFailed(task, err),
+    });
+    await this.#restorer.open(store, reader, lazy);
     this.#releaseReports();
   }
 
-  // Each task of restoreTasks(): a finished one retained (or forgotten past
-  // its retention), an unfinished one started to replay its journal.
-  #startRestored(tasks, name) {
-    const now = Date.now() + this.#clockOffsetMs; // an end's time is on the runtime's clock
-    for (const [id, entry, key, status, ended, value] of tasks) {
-      this.#hasDurable = true;
-      let task;
-      try {
-        if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
-        if (entry === null) {
-          // Finished: kept until its retention ends, then its record goes.
-          if (this.#retention === 0 || ended + this.#retention <= now) {
-            this.#native.forgetDurable(id);
-            continue;
-          }
-          task = new Task(this, id);
-          endRetained(task, status, value);
-          this.#retained.set(id, status);
-          if (key !== null) this.#durableKeys.set(key, task);
-          continue;
-        }
-        task = this.#start(entry, [], undefined, undefined, { id });
-        this.#native.restoreInbox(id);
-      } catch (e) {
-        // Its records stay: code that can run it may be deployed.
-        const why = `The durable task ${id} of "${name}" could not be restored: ${reasonText(e)}. Its records are kept.`;
-        this.#restoreFailed({ id, restored: false }, makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e }));
-        continue;
-      }
-      this.#keep(key, task);
-      task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
-    }
+  // The native side needs a dormant durable task: its journal is read and replayed.
+  [ACTIVATE](id) {
+    if (this.#restorer) this.#restorer.activate(id);
   }
 
   #start(fn, args, signal, labels, durable) {
@@ -626,7 +618,11 @@ class Runtime extends EventEmitter {
   resume(id, ...values) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
-    return this.#native.resume(id, values);
+    const resumed = this.#native.resume(id, values);
+    if (resumed !== 2) return resumed;
+    // A dormant task activated during a COMMIT's snapshot replays at its end.
+    this.#commits.afterUnlock(() => this.#native.resume(id, values));
+    return true;
   }
 
   /**
@@ -686,7 +682,7 @@ class Runtime extends EventEmitter {
     return this.#snapshot(id);
   }
 
-  /** Snapshots of every live task, oldest first. */
+  /** Snapshots of every live task, oldest first, then of the dormant durable tasks. */
   tasks() {
     this.#check();
     const rows = this.#native.tasks(); // key, state code, until: per live task, oldest first
@@ -694,6 +690,9 @@ class Runtime extends EventEmitter {
     for (let i = 0; i < rows.length; i += 3) {
       list.push(this.#labelled(taskSnapshot(this.#idOf(rows[i]), rows[i + 1], rows[i + 2])));
     }
+    // Then the durable tasks left in the store at open (dormant), by id.
+    const dormant = this.#restorer ? this.#native.dormantTasks() : [];
+    for (let i = 0; i < dormant.length; i += 3) list.push(taskSnapshot(dormant[i], dormant[i + 1], dormant[i + 2]));
     return list;
   }
 

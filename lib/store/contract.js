@@ -14,9 +14,9 @@
 
 const { makeError, typeName } = require('../errors');
 
-/** The key spaces a store keeps: tasks.store, durable tasks' journals, their inboxes. */
-const SPACES = Object.freeze({ store: 1, journal: 2, inbox: 3 });
-const SPACE_LIST = Object.freeze([SPACES.store, SPACES.journal, SPACES.inbox]);
+/** The key spaces a store keeps: tasks.store, durable tasks' journals, their inboxes, their index. */
+const SPACES = Object.freeze({ store: 1, journal: 2, inbox: 3, index: 4 });
+const SPACE_LIST = Object.freeze([SPACES.store, SPACES.journal, SPACES.inbox, SPACES.index]);
 
 /**
  * A reader's optional method, for the runtime's restore only: () -> [native
@@ -98,7 +98,7 @@ function checkScan(space, after, limit) {
   if (!SPACE_LIST.includes(space)) {
     throw makeError(
       'ERR_INVALID_ARG_VALUE',
-      `A store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes). Received ${typeName(space)}.`,
+      `A store keeps spaces 1 (tasks.store), 2 (durable tasks' journals), 3 (their inboxes) and 4 (their index). Received ${typeName(space)}.`,
     );
   }
   if (after !== undefined && typeof after !== 'string') {
@@ -155,7 +155,7 @@ function checkBatch(batch) {
     if (w.space !== undefined && !SPACE_LIST.includes(w.space)) {
       throw makeError(
         'ERR_INVALID_ARG_VALUE',
-        `The write of "${w.key}" of "${name}" names space ${typeName(w.space)}: a store keeps spaces 1 (tasks.store), 2 (durable tasks' journals) and 3 (their inboxes).`,
+        `The write of "${w.key}" of "${name}" names space ${typeName(w.space)}: a store keeps spaces 1 (tasks.store), 2 (durable tasks' journals), 3 (their inboxes) and 4 (their index).`,
       );
     }
     if (w.value !== null && !(w.value instanceof Uint8Array)) {

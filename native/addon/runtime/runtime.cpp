@@ -116,6 +116,11 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_restoreFeed>("restoreFeed"),
                          InstanceMethod<&Runtime::JS_restoreTasks>("restoreTasks"),
                          InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
+                         InstanceMethod<&Runtime::JS_restoreIndex>("restoreIndex"),
+                         InstanceMethod<&Runtime::JS_restoreOne>("restoreOne"),
+                         InstanceMethod<&Runtime::JS_writeIndex>("writeIndex"),
+                         InstanceMethod<&Runtime::JS_dormantTasks>("dormantTasks"),
+                         InstanceMethod<&Runtime::JS_setActivate>("setActivate"),
                          InstanceMethod<&Runtime::JS_restoreEnd>("restoreEnd"),
                          InstanceMethod<&Runtime::JS_forgetDurable>("forgetDurable"),
                          InstanceMethod<&Runtime::JS_pauseCollector>("pauseCollector"),
@@ -477,14 +482,41 @@ bool ReadKey(const Napi::Value& id, const Scheduler& s, uint64_t* key) {
   return s.ParseId(std::string_view(buf, n), key);
 }
 
+// ReadKey for an operation on the task: a dormant task is activated first.
+bool ResolveKey(const Napi::Value& id, Scheduler& s, uint64_t* key) {
+  if (ReadKey(id, s, key)) return true;
+  if (s.dormant().empty()) return false;
+  char buf[Scheduler::kIdLength + 5];
+  size_t n = 0;
+  if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return false;
+  return s.Resolve(std::string_view(buf, n), key);
+}
+
+// The dormant task `id` names, if any: answered without activating it.
+const DormantTasks::Entry* DormantOf(const Napi::Value& id, const Scheduler& s) {
+  if (s.dormant().empty()) return nullptr;
+  char buf[Scheduler::kIdLength + 5];
+  size_t n = 0;
+  if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return nullptr;
+  return s.dormant().Find(std::string_view(buf, n));
+}
+
 }  // namespace
 
 Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
+  const DormantTasks::Entry* dormant = DormantOf(info[0], *core->scheduler);
+  const bool resumable_dormant = dormant != nullptr && IsResumable(dormant->kind);
+  if (!ResolveKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   Task* t = core->scheduler->Find(key);
+  if (resumable_dormant && t != nullptr && t->status == TaskStatus::kWaiting && t->wait == WaitKind::kNone &&
+      core->scheduler->locked()) {
+    // Activated while a COMMIT's snapshot is taken: its replay runs at the
+    // unlock, and the resume must follow it (2: the JS side does that).
+    return Napi::Number::New(env, 2);
+  }
   if (t == nullptr || !t->resumable()) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
@@ -514,7 +546,7 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!ReadKey(info[0], *core->scheduler, &key) || core->scheduler->Find(key) == nullptr) {
+  if (!ResolveKey(info[0], *core->scheduler, &key) || core->scheduler->Find(key) == nullptr) {
     return Napi::Boolean::New(env, false);
   }
   lua_State* L = core->host->current();
@@ -547,7 +579,7 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!ReadKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
+  if (!ResolveKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
   const bool ok = core->Entered([&] { return core->scheduler->Cancel(key); });
   return Napi::Boolean::New(env, ok);
 }
@@ -567,7 +599,11 @@ Napi::Value Runtime::JS_taskState(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Scheduler* s = OpenCore(env)->scheduler.get();
   uint64_t key;
-  if (!ReadKey(info[0], *s, &key)) return env.Undefined();
+  if (!ReadKey(info[0], *s, &key)) {
+    const DormantTasks::Entry* d = DormantOf(info[0], *s);
+    return d != nullptr ? Napi::Value(Napi::Number::New(env, PackState(TaskStatus::kWaiting, d->kind)))
+                        : env.Undefined();
+  }
   if (const Task* t = s->Find(key)) {
     return Napi::Number::New(env, PackState(t->status, t->current_wait()));
   }
@@ -581,7 +617,12 @@ Napi::Value Runtime::JS_taskUntil(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   Scheduler* s = OpenCore(env)->scheduler.get();
   uint64_t key;
-  return UntilMs(env, *s, ReadKey(info[0], *s, &key) ? s->Find(key) : nullptr);
+  if (!ReadKey(info[0], *s, &key)) {
+    const DormantTasks::Entry* d = DormantOf(info[0], *s);
+    if (d == nullptr || d->wall_deadline == 0) return env.Undefined();
+    return Napi::Number::New(env, static_cast<double>(d->wall_deadline / 1000000));
+  }
+  return UntilMs(env, *s, s->Find(key));
 }
 
 Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
@@ -641,6 +682,8 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
   // Live durable tasks: a fleet member hibernates a runtime only when every live task is one.
   out.Set("durableTasks", Napi::Number::New(env, static_cast<double>(core->scheduler->durable_count())));
+  // Durable tasks left in the store at open, not in memory (docs/durable.md#restore-at-open).
+  out.Set("dormantTasks", Napi::Number::New(env, static_cast<double>(core->scheduler->dormant().size())));
   const CpuBudget* b = core->host->budget();
   out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));
   return out;

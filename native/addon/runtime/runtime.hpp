@@ -26,7 +26,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_close(const Napi::CallbackInfo& info);      // () -> undefined
   Napi::Value JS_stats(const Napi::CallbackInfo& info);      // () -> { memoryUsed, memoryPeak, memoryLimit, tasks }
   Napi::Value JS_start(const Napi::CallbackInfo& info);      // (fn: path | Lua function, args[], out) -> PackStart
-  Napi::Value JS_resume(const Napi::CallbackInfo& info);     // (id, args[]) -> boolean
+  Napi::Value JS_resume(const Napi::CallbackInfo& info);     // (id, args[]) -> boolean | 2 (resume after the unlock)
   Napi::Value JS_send(const Napi::CallbackInfo& info);       // (id, args[]) -> boolean; throws ERR_MAILBOX_FULL
   Napi::Value JS_cancel(const Napi::CallbackInfo& info);     // (id) -> boolean
   Napi::Value JS_taskState(const Napi::CallbackInfo& info);  // (id) -> PackState(status, wait) | undefined
@@ -66,17 +66,22 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
   // Runtime.open's restore of durable tasks (docs/durable.md#restore): their
   // records read in one pass, then each task started from its own.
-  Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);     // (NativeStore, name): the store's scan, natively
-  Napi::Value JS_restoreFeed(const Napi::CallbackInfo& info);     // (space, keys, records): a page of a JS reader's
-  Napi::Value JS_restoreTasks(const Napi::CallbackInfo& info);    // () -> [[id, entry, key] | [id, null, key, ...end]
-                                                                  //        | [id, false, why]]
-  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);    // (id) its messages back into its mailbox
-  Napi::Value JS_restoreEnd(const Napi::CallbackInfo& info);      // () what was not taken is dropped
-  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);   // (id) its end record goes
+  Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);    // (NativeStore, name): the store's scan, natively
+  Napi::Value JS_restoreFeed(const Napi::CallbackInfo& info);    // (space, keys, records): a page of a JS reader's
+  Napi::Value JS_restoreTasks(const Napi::CallbackInfo& info);   // () -> [[id, entry, key] | [id, null, key, ...end]
+                                                                 //        | [id, false, why]]
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);   // (id) its messages back into its mailbox
+  Napi::Value JS_restoreIndex(const Napi::CallbackInfo& info);   // (NativeStore, name) -> false | [dormant, id, key...]
+  Napi::Value JS_restoreOne(const Napi::CallbackInfo& info);     // (NativeStore, name, id) -> [description] | []
+  Napi::Value JS_writeIndex(const Napi::CallbackInfo& info);     // (retained ids) a name's index, written whole
+  Napi::Value JS_dormantTasks(const Napi::CallbackInfo& info);   // () -> [id, state, until, ...] per dormant task
+  Napi::Value JS_setActivate(const Napi::CallbackInfo& info);    // (fn(owner, id)) activates a dormant task
+  Napi::Value JS_restoreEnd(const Napi::CallbackInfo& info);     // () what was not taken is dropped
+  Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);  // (id) its end record goes
   Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
-  Napi::Value JS_setDurable(const Napi::CallbackInfo& info);      // (ok, retain ends, skip missed cron instants)
-  Napi::Value JS_lock(const Napi::CallbackInfo& info);            // () commit lock, for rt.commit()
-  Napi::Value JS_unlock(const Napi::CallbackInfo& info);          // ()
+  Napi::Value JS_setDurable(const Napi::CallbackInfo& info);  // (ok, retain ends, skip missed cron instants, indexed)
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);        // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);      // ()
 
   RuntimeCore* OpenCore(Napi::Env env);
 

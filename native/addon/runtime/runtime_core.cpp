@@ -359,6 +359,29 @@ void RuntimeCore::OnJournal() {
   napi_close_handle_scope(env, scope);
 }
 
+void RuntimeCore::SetActivate(napi_value fn) {
+  if (activate_ != nullptr) napi_delete_reference(env, activate_);
+  napi_create_reference(env, fn, 1, &activate_);
+}
+
+void RuntimeCore::OnActivate(const std::string& id) {
+  if (!notify_ || activate_ == nullptr || owner_ == nullptr || closed()) return;
+  napi_handle_scope scope;
+  napi_open_handle_scope(env, &scope);
+  napi_value argv[2], fn, recv, ignored;
+  napi_get_reference_value(env, activate_, &fn);
+  napi_get_reference_value(env, owner_, &argv[0]);
+  napi_create_string_utf8(env, id.data(), id.size(), &argv[1]);
+  napi_get_undefined(env, &recv);
+  if (argv[0] != nullptr && fn != nullptr && napi_call_function(env, recv, fn, 2, argv, &ignored) != napi_ok) {
+    // The JS side reports an activation's failure itself: this is a bug there, uncaught.
+    napi_value exc;
+    napi_get_and_clear_last_exception(env, &exc);
+    napi_fatal_exception(env, exc);
+  }
+  napi_close_handle_scope(env, scope);
+}
+
 void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commit) {
   napi_create_reference(env, owner, 0, &owner_);
   napi_create_reference(env, commit, 1, &commit_);
@@ -597,6 +620,7 @@ void RuntimeCore::CloseNow(bool notify) {
     if (settle != nullptr) napi_delete_reference(env, settle);
     if (owner_ != nullptr) napi_delete_reference(env, owner_);
     if (commit_ != nullptr) napi_delete_reference(env, commit_);
+    if (activate_ != nullptr) napi_delete_reference(env, activate_);
     if (resource_ != nullptr) napi_delete_reference(env, resource_);
     if (poll_fn_ != nullptr) napi_delete_reference(env, poll_fn_);
   }
@@ -605,6 +629,7 @@ void RuntimeCore::CloseNow(bool notify) {
   listener_ = nullptr;
   owner_ = nullptr;
   commit_ = nullptr;
+  activate_ = nullptr;
   settle = nullptr;
   if (async_ != nullptr && notify) napi_async_destroy(env, async_);
   async_ = nullptr;

@@ -145,6 +145,9 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
 
   // SchedulerHooks
   void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override;
+  void OnActivate(const std::string& id) override;
+  // The JS function OnActivate calls: fn(owner, id).
+  void SetActivate(napi_value fn);
   // The JS value a task ended with: its result, its error or undefined; and
   // its kind as the listener hears it. Throws Napi::Error.
   napi_value EndValue(const Task& task, lua_State* co, const TaskEnding& end, EndKind* kind);
@@ -228,6 +231,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   napi_ref listener_ = nullptr;  // JS onEnd(owner, key, kind, value); captures nothing
   napi_ref owner_ = nullptr;     // the JS Runtime: weak, strong while busy
   napi_ref commit_ = nullptr;    // JS commit(owner, bytes, settle, key, token)
+  napi_ref activate_ = nullptr;  // JS activate(owner, id), for a runtime with dormant tasks
   napi_ref poll_fn_ = nullptr;   // a native no-op PollTerminating calls; lives until the state is freed
   bool owner_strong_ = false;
   int64_t reported_ = 0;                                   // bytes last reported to napi_adjust_external_memory

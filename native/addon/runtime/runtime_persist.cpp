@@ -9,11 +9,13 @@
 #include <vector>
 
 #include "addon/errors.hpp"
+#include "addon/runtime/task_codes.hpp"
 #include "addon/store/native_store.hpp"
 #include "addon/store/store_reader.hpp"
 #include "addon/values/convert.hpp"
 #include "core/codec/state_codec.hpp"
 #include "core/durable/durable_record.hpp"
+#include "core/durable/index_restore.hpp"
 #include "core/store/persist_limits.hpp"
 #include "core/store/tasks_state.hpp"
 
@@ -302,6 +304,100 @@ Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
   return out;
 }
 
+Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
+  // (store, name, lazy) -> false when `store` is not a NativeStore or the
+  // name has no complete index (the caller reads every journal); else
+  // [dormant, id, key, id, key, ...]: how many tasks stay dormant (none
+  // unless `lazy`), and the idempotency keys of those that have one. The
+  // tasks that run now are in restoring.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  NativeStore* store = NativeStore::From(info[0]);
+  if (store == nullptr) return Napi::Boolean::New(env, false);
+  const std::string name = info[1].As<Napi::String>().Utf8Value();
+  if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
+  Scheduler* s = core->scheduler.get();
+  const bool lazy = info[2].ToBoolean();
+  IndexRestore r;
+  store->Read(env, [&](StoreDb& db) {
+    r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), lazy, core->restoring.get(), &s->dormant());
+  });
+  if (!r.complete) return Napi::Boolean::New(env, false);
+  Napi::Array out = Napi::Array::New(env, 1 + 2 * r.keys.size());
+  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
+  uint32_t i = 1;
+  for (const auto& [id, key] : r.keys) {
+    out.Set(i++, Napi::String::New(env, id));
+    out.Set(i++, Napi::String::New(env, key));
+  }
+  core->OnScheduleChange();  // the dormant tasks' deadlines
+  return out;
+}
+
+Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
+  // (store, name, id) -> [description] of the dormant task `id`, its
+  // records read into restoring (see JS_restoreTasks), or [] if it is not
+  // dormant. It is no longer dormant either way.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  NativeStore* store = NativeStore::From(info[0]);
+  const std::string name = info[1].As<Napi::String>().Utf8Value();
+  const std::string id = info[2].As<Napi::String>().Utf8Value();
+  Napi::Array out = Napi::Array::New(env);
+  if (store == nullptr || !core->scheduler->dormant().Take(id)) return out;
+  if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
+  store->Read(env, [&](StoreDb& db) { RestoreTask(db, name, id, true, core->restoring.get()); });
+  if (const std::string* first = core->restoring->First(id)) {
+    out.Set(0u, DescribeTask(core, core->host->current(), id, *first));
+  }
+  return out;
+}
+
+Napi::Value Runtime::JS_writeIndex(const Napi::CallbackInfo& info) {
+  // (retained ids): every unfinished durable task's index entry, the
+  // retained finished ones' end records moved from record 0 into the index,
+  // then the index's mark (a name written without an index).
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  std::vector<std::pair<std::string, std::string>> ended;
+  if (core->restoring && info[0].IsArray()) {
+    Napi::Array ids = info[0].As<Napi::Array>();
+    for (uint32_t i = 0; i < ids.Length(); ++i) {
+      std::string id = ids.Get(i).As<Napi::String>().Utf8Value();
+      if (const std::string* first = core->restoring->First(id)) ended.emplace_back(std::move(id), *first);
+    }
+  }
+  core->scheduler->WriteIndex(ended);
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_dormantTasks(const Napi::CallbackInfo& info) {
+  // () -> [id, state, until | undefined, ...] per dormant task, by id (the
+  // order of their starts within one run).
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  std::vector<std::pair<std::string, DormantTasks::Entry>> list;
+  core->scheduler->dormant().ForEach(
+      [&](const std::string& id, const DormantTasks::Entry& e) { list.emplace_back(id, e); });
+  std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  Napi::Array out = Napi::Array::New(env, 3 * list.size());
+  uint32_t i = 0;
+  for (const auto& [id, e] : list) {
+    out.Set(i++, Napi::String::New(env, id));
+    out.Set(i++, PackState(TaskStatus::kWaiting, e.kind));
+    out.Set(i++, e.wall_deadline != 0
+                     ? Napi::Value(Napi::Number::New(env, static_cast<double>(e.wall_deadline / 1000000)))
+                     : env.Undefined());
+  }
+  return out;
+}
+
+Napi::Value Runtime::JS_setActivate(const Napi::CallbackInfo& info) {
+  // (fn(owner, id)): how a dormant task is activated (RuntimeCore::OnActivate).
+  OpenCore(info.Env())->SetActivate(info[0]);
+  return info.Env().Undefined();
+}
+
 Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
   // (id): a restored durable task's messages not yet received, back into
   // its mailbox in order.
@@ -354,11 +450,13 @@ Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
-  // (ok: the store keeps journals, retain: end records are kept, skipMissed)
+  // (ok: the store keeps journals, retain: end records are kept, skipMissed,
+  // indexed: durable tasks keep an index entry)
   RuntimeCore* core = OpenCore(info.Env());
   core->scheduler->set_durable_ok(info[0].ToBoolean());
   core->scheduler->set_retain_ends(info[1].ToBoolean());
   core->scheduler->set_skip_missed(info[2].ToBoolean());
+  core->scheduler->set_indexed(info[3].ToBoolean());
   return info.Env().Undefined();
 }
 

@@ -137,10 +137,16 @@ NativeStore* NativeStore::From(Napi::Value value) {
 }
 
 void NativeStore::ScanDurable(Napi::Env env, const std::string& name, JournalRestore* out) {
+  Read(env, [&](StoreDb& db) {
+    db.Scan(name, kJournalSpace, kInboxSpace,
+            [out](int space, std::string_view key, std::string_view value) { out->Add(space, key, value); });
+  });
+}
+
+void NativeStore::Read(Napi::Env env, const std::function<void(StoreDb&)>& read) {
   CheckOpen(env, "reader");
   try {
-    reader_->Scan(name, kJournalSpace, kInboxSpace,
-                  [out](int space, std::string_view key, std::string_view value) { out->Add(space, key, value); });
+    read(*reader_);
   } catch (const StoreError& e) {
     ThrowStoreError(env, e, path_);
   }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <unordered_map>
@@ -45,6 +46,9 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   // on this thread's read-only connection, into *out; throws a JS error
   // (ERR_STORE_CORRUPT for a damaged row) on failure.
   void ScanDurable(Napi::Env env, const std::string& name, JournalRestore* out);
+  // Runs `read` on that connection: Runtime.open's read of the index, a
+  // dormant task's activation. A StoreError becomes the same JS error.
+  void Read(Napi::Env env, const std::function<void(StoreDb&)>& read);
   ~NativeStore() override;
 
  private:

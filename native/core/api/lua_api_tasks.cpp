@@ -89,12 +89,13 @@ int StartTask(lua_State* L) {
   return 1;
 }
 
-// Key of the task id at arg 1, or 0 (unknown format).
+// Key of the task id at arg 1, or 0 (unknown format). A dormant task is
+// activated first (docs/durable.md#restore-at-open).
 uint64_t KeyArg(lua_State* L, Scheduler* s) {
   size_t n;
   const char* id = luaL_checklstring(L, 1, &n);
   uint64_t key = 0;
-  if (!s->ParseId(std::string_view(id, n), &key)) return 0;
+  if (!s->Resolve(std::string_view(id, n), &key)) return 0;
   return key;
 }
 
@@ -223,8 +224,13 @@ int l_tasks_cancel(lua_State* L) {
 
 int l_tasks_status(lua_State* L) {
   Scheduler* s = Sched(L);
-  const uint64_t key = KeyArg(L, s);
-  if (Task* t = s->Find(key)) {
+  size_t n;
+  const char* id = luaL_checklstring(L, 1, &n);
+  uint64_t key = 0;
+  s->ParseId(std::string_view(id, n), &key);  // looks only: a dormant task stays dormant
+  if (key == 0 && s->dormant().Contains(std::string_view(id, n))) {
+    lua_pushstring(L, TaskStatusName(TaskStatus::kWaiting));
+  } else if (Task* t = s->Find(key)) {
     lua_pushstring(L, TaskStatusName(t->status));
   } else if (const Scheduler::Finished* f = s->FindFinished(key)) {
     lua_pushstring(L, TaskStatusName(f->status));

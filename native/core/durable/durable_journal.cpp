@@ -31,11 +31,23 @@ void Journal::Append(RecordKind kind, std::string_view payload, std::vector<Spac
   bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
 }
 
-void Journal::Finish(const std::string* end, std::vector<SpacedWrite>* out) const {
-  for (size_t i = end != nullptr ? 1 : 0; i < seq_; ++i)
-    out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
-  if (end != nullptr) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
+void Journal::Finish(const std::string* end, bool indexed, std::vector<SpacedWrite>* out) const {
+  const bool end_at_0 = end != nullptr && !indexed;
+  for (size_t i = end_at_0 ? 1 : 0; i < seq_; ++i) out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
+  if (end_at_0) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
   for (size_t i = 0; i < inbox.size(); ++i) out->push_back({kInboxSpace, inbox[i], std::nullopt});
+  if (indexed) {
+    out->push_back({kIndexSpace, id_,
+                    end != nullptr ? std::optional<std::string>(SealRecord(RecordKind::kEnd, *end)) : std::nullopt});
+  }
+}
+
+void Journal::Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) const {
+  IndexEntry e;
+  e.waiting = wait != nullptr;
+  if (wait != nullptr) e.wait = *wait;
+  e.key = key;
+  out->push_back({kIndexSpace, id_, SealIndexEntry(e)});
 }
 
 void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {

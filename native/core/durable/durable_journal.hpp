@@ -59,9 +59,12 @@ class Journal {
   void Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
               std::optional<std::string_view> identity = std::nullopt);
   // The task ended: deletes of its records into *out; with `end` (an end
-  // record's payload) record 0 becomes that end record instead, kept while
-  // finished tasks are retained (docs/durable.md#retention).
-  void Finish(const std::string* end, std::vector<SpacedWrite>* out) const;
+  // record's payload) that end record is kept while finished tasks are
+  // retained (docs/durable.md#retention): as its index entry when
+  // `indexed`, else as its record 0.
+  void Finish(const std::string* end, bool indexed, std::vector<SpacedWrite>* out) const;
+  // Its index entry (space 4): waiting on `wait`, or running (nullptr).
+  void Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) const;
   // A new run of the same task (tasks.continue_as_new): every record goes
   // and `start` becomes record 0.
   void Restart(std::string_view start, std::vector<SpacedWrite>* out);

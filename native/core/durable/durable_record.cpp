@@ -39,6 +39,8 @@ const char* RecordKindName(RecordKind kind) {
       return "tasks.patched";
     case RecordKind::kCommitFailed:
       return "a failed COMMIT";
+    case RecordKind::kIndex:
+      return "an index entry";
   }
   return "an unknown record";
 }
@@ -148,6 +150,40 @@ bool DecodeCommitFailed(std::string_view payload, uint64_t* landed, std::string_
   if (payload.size() < sizeof *landed) return false;
   std::memcpy(landed, payload.data(), sizeof *landed);
   *values = payload.substr(sizeof *landed);
+  return true;
+}
+
+namespace {
+constexpr size_t kYieldBytes = 2 + 3 * sizeof(int64_t);
+}  // namespace
+
+std::string SealIndexEntry(const IndexEntry& e) {
+  // State ('R' running, 'W' waiting), whether a key follows, the wait's
+  // yield payload when waiting, then the key's bytes.
+  std::string p;
+  p.reserve(2 + kYieldBytes + (e.key ? e.key->size() : 0));
+  p.push_back(e.waiting ? 'W' : 'R');
+  p.push_back(e.key ? 1 : 0);
+  if (e.waiting) p.append(EncodeYield(e.wait));
+  if (e.key) p.append(*e.key);
+  return SealRecord(RecordKind::kIndex, p);
+}
+
+bool DecodeIndexEntry(std::string_view p, IndexEntry* e) {
+  if (p.size() < 2 || (p[0] != 'R' && p[0] != 'W') || (p[1] != 0 && p[1] != 1)) return false;
+  e->waiting = p[0] == 'W';
+  const bool keyed = p[1] == 1;
+  p.remove_prefix(2);
+  if (e->waiting) {
+    if (p.size() < kYieldBytes || !DecodeYield(p.substr(0, kYieldBytes), &e->wait)) return false;
+    p.remove_prefix(kYieldBytes);
+  }
+  if (keyed)
+    e->key = std::string(p);
+  else if (!p.empty())
+    return false;
+  else
+    e->key.reset();
   return true;
 }
 

@@ -50,6 +50,8 @@ enum class RecordKind : char {
   // batch, show it returned true. Journals written before this kind existed
   // hold a kYield and a kIn for every COMMIT instead.
   kCommitFailed = 'F',
+  // A durable task's entry in its runtime's index (space 4): IndexEntry.
+  kIndex = 'X',
 };
 const char* RecordKindName(RecordKind kind);
 
@@ -66,6 +68,7 @@ struct YieldRecord {
 // The spaces of a durable task's records in the store (docs/design.md#the-store-interface).
 inline constexpr int kJournalSpace = 2;
 inline constexpr int kInboxSpace = 3;  // messages sent to it and not yet received
+inline constexpr int kIndexSpace = 4;  // one entry a task: what Runtime.open reads (IndexEntry)
 
 // A write of a durable task's records: its space, key, and sealed record (none: delete).
 struct SpacedWrite {
@@ -123,6 +126,28 @@ void PushErrorMessage(lua_State* L, int idx);
 // `guard`: decodes under its memory limit and stop check (state_codec.hpp).
 // Caller holds a HostSection.
 int PushValues(lua_State* L, std::string_view payload, std::string* error, const CodecGuard& guard = {});
+
+// ---- The index (space 4, docs/durable.md#restore-at-open) ----
+// A durable task's index entry, key its id: what Runtime.open reads instead
+// of its journal to know whether the task must run again now or can stay
+// dormant until something needs it. Written with the batch of the task's
+// start (running), of each durable wait (waiting: the wait as its yield
+// record holds it), and of a wake before that wait's deadline (running
+// again); a finished task's entry, while it is retained, is its end record
+// (kEnd) instead, and its journal is gone.
+struct IndexEntry {
+  bool waiting = false;
+  YieldRecord wait;                // when waiting
+  std::optional<std::string> key;  // its idempotency key
+};
+// The index's own entry, under a key no task id has: present once every
+// unfinished task of the name has an entry (a name written by an older
+// version has none until its first open).
+inline constexpr char kIndexMarkKey[] = "=index";
+// An entry sealed as a kIndex record.
+std::string SealIndexEntry(const IndexEntry& e);
+// A kIndex record's payload read; false if it does not read.
+bool DecodeIndexEntry(std::string_view payload, IndexEntry* e);
 
 // ---- The start and end records ----
 // A start record's payload: the entry, the key (nil: none) and the `nargs`

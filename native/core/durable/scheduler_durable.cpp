@@ -54,11 +54,13 @@ void Scheduler::AttachJournal(Task* t) {
     foreign_keys_[id] = t->key;
   }
   auto j = std::make_unique<Journal>(std::move(id), std::move(next_records_));
+  j->key = std::move(next_key_text_);
   if (j->size() == 0) {
     j->Append(RecordKind::kStart, next_start_, &journal_writes_);
+    if (indexed_) j->Index(nullptr, &journal_writes_);
+    if (mark_pending_) WriteIndexMark();
     TellJournal();
   }
-  j->key = std::move(next_key_text_);
   j->entry = std::move(next_entry_);
   next_entry_.clear();
   next_key_text_.reset();
@@ -222,6 +224,12 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   } else {
     AppendRecord(j, RecordKind::kIn, payload);
   }
+  // Woken before its deadline (or it had none): its index entry must not
+  // leave it dormant at the next open. A wake at the deadline needs none:
+  // an entry whose deadline passed is replayed at open.
+  if (indexed_ && WaitIsDurablePoint(w) && (j->held.wall_deadline == 0 || clock_->WallNs() < j->held.wall_deadline)) {
+    j->Index(nullptr, &journal_writes_);
+  }
   return nargs;
 }
 
@@ -328,6 +336,7 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   AppendRecord(j, RecordKind::kYield, EncodeYield(y));
   j->awaiting = kind;
   if (!WaitIsDurablePoint(kind)) return kParkAsUsual;
+  if (indexed_) j->Index(&y, &journal_writes_);
   j->held = y;
   j->held_mono_start = now;
   return kParkFlushing;
@@ -378,7 +387,7 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   // for code that replays it (docs/durable.md#changing-code).
   if (closing_ || j->diverged) return;
   if (!retain_ends_) {
-    j->Finish(nullptr, &journal_writes_);
+    j->Finish(nullptr, indexed_, &journal_writes_);
     TellJournal();
     return;
   }
@@ -400,7 +409,7 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   std::string payload;
   // No room: its journal stays, and a restart ends it again.
   if (!EncodeEndRecord(co, record, &payload, persist_limits_.Encoding(host_))) return;
-  j->Finish(&payload, &journal_writes_);
+  j->Finish(&payload, indexed_, &journal_writes_);
   TellJournal();
 }
 
@@ -453,8 +462,45 @@ bool Scheduler::RestoreMessage(uint64_t key, std::string inbox_key, lua_State* f
 }
 
 void Scheduler::ForgetDurable(std::string_view id) {
+  // Its end record: record 0, or its index entry.
   journal_writes_.push_back({kJournalSpace, RecordKey(id, 0), std::nullopt});
+  if (indexed_) journal_writes_.push_back({kIndexSpace, std::string(id), std::nullopt});
   TellJournal();
+}
+
+void Scheduler::WriteIndex(const std::vector<std::pair<std::string, std::string>>& ended) {
+  for (const auto& [id, record] : ended) {
+    journal_writes_.push_back({kIndexSpace, id, record});
+    journal_writes_.push_back({kJournalSpace, RecordKey(id, 0), std::nullopt});
+  }
+  for (const auto& [key, j] : journals_) {
+    const Task* t = tasks_.Find(key);
+    // A wait whose record is being written (flushing) is filed when it is.
+    const bool waits =
+        j->flushing || (t != nullptr && t->status == TaskStatus::kWaiting && WaitIsDurablePoint(t->wait));
+    j->Index(waits ? &j->held : nullptr, &journal_writes_);
+  }
+  // Nothing to index (a new name): the mark goes with the first entry,
+  // so a runtime without durable tasks writes no batch for it.
+  if (journals_.empty() && ended.empty()) {
+    mark_pending_ = true;
+    return;
+  }
+  WriteIndexMark();
+}
+
+void Scheduler::WriteIndexMark() {
+  mark_pending_ = false;
+  journal_writes_.push_back({kIndexSpace, kIndexMarkKey, SealRecord(RecordKind::kIndex, "mark")});
+  TellJournal();
+}
+
+void Scheduler::ActivateDue(int64_t batch_end) {
+  while (locks_ == 0 && !host_->terminating() && clock_->MonoNs() < batch_end) {
+    std::optional<std::string> id = dormant_.PopDue(clock_->WallNs());
+    if (!id) return;
+    hooks_->OnActivate(*id);
+  }
 }
 
 Scheduler::DurableYield Scheduler::OnDurableYield(Task* t, int64_t end, int* nargs) {

@@ -78,6 +78,20 @@ size_t Scheduler::FormatId(uint64_t key, char* buf) const {
   return kIdLength;
 }
 
+int64_t Scheduler::NextDeadline() const {
+  if (!dormant_.HasWakes()) return timers_.NextDeadline();
+  // A dormant task's wake is on the wall clock: read against it now.
+  const int64_t mono = clock_->MonoNs() + (dormant_.NextWake() - clock_->WallNs());
+  return timers_.empty() ? mono : std::min(mono, timers_.NextDeadline());
+}
+
+bool Scheduler::Resolve(std::string_view id, uint64_t* key) {
+  if (ParseId(id, key)) return true;
+  if (!dormant_.Contains(id)) return false;
+  hooks_->OnActivate(std::string(id));
+  return ParseId(id, key);
+}
+
 std::string Scheduler::IdOf(uint64_t key) const {
   char buf[kIdLength];
   return std::string(buf, FormatId(key, buf));
@@ -590,6 +604,7 @@ void Scheduler::RunTimers() {
     due_.clear();
     if (locks_ > 0 || now >= batch_end) break;
   }
+  if (dormant_.HasWakes() && locks_ == 0) ActivateDue(batch_end);
   --batch_;
   TrimSpare();
   hooks_->OnScheduleChange();

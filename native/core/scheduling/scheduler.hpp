@@ -16,6 +16,7 @@
 #include "core/base/clock.hpp"
 #include "core/base/ring_queue.hpp"
 #include "core/cron/cron_schedule.hpp"
+#include "core/durable/dormant_tasks.hpp"
 #include "core/durable/durable_journal.hpp"
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_ref.hpp"
@@ -47,6 +48,10 @@ class SchedulerHooks {
   // Durable tasks wrote journal records that no write has taken yet (called
   // once until TakeJournalWrites): the embedder writes them soon.
   virtual void OnJournal() {}
+  // A dormant durable task is needed (named by id, or its deadline nears):
+  // the embedder reads its journal and starts it (PrepareDurable + Start),
+  // taking it out of dormant(), before it returns.
+  virtual void OnActivate(const std::string& id) {}
 
   // Async context: the embedder's notion of whose work a call is (Node's
   // AsyncLocalStorage), opaque here: a number other than 0 in
@@ -148,10 +153,10 @@ class Scheduler {
   void RunTimers();     // every timed wait that is due
 
   bool HasReady() const { return !ready_.empty(); }
-  bool HasTimers() const { return !timers_.empty(); }
+  bool HasTimers() const { return !timers_.empty() || dormant_.HasWakes(); }
   // Tasks that something outside the loop's handles will wake (promises).
   bool HasOutsideWaits() const { return outside_waits_ != 0; }
-  int64_t NextDeadline() const { return timers_.NextDeadline(); }  // monotonic ns
+  int64_t NextDeadline() const;  // monotonic ns; HasTimers() must be true
   size_t task_count() const { return tasks_.size(); }
   uint64_t next_key() const { return next_key_; }       // the key Start gives next
   size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
@@ -202,6 +207,9 @@ class Scheduler {
   // every tasks.start).
   size_t FormatId(uint64_t key, char* buf) const;
   bool ParseId(std::string_view id, uint64_t* key) const;
+  // ParseId, and a dormant task's id activates it first (OnActivate): what
+  // every operation on a task by id uses, except those that only look.
+  bool Resolve(std::string_view id, uint64_t* key);
   const std::string& id_prefix() const { return prefix_; }
 
   // Outcome of a task that ended recently (kept for tasks.wait / status).
@@ -283,6 +291,19 @@ class Scheduler {
   void set_skip_missed(bool v) { skip_missed_ = v; }
   // Deletes the end record of a finished durable task past its retention.
   void ForgetDurable(std::string_view id);
+  // Whether durable tasks keep an index entry (space 4) that Runtime.open
+  // reads instead of their journals (the store can read a task's journal
+  // when it is needed: docs/durable.md#restore-at-open).
+  void set_indexed(bool v) { indexed_ = v; }
+  bool indexed() const { return indexed_; }
+  // Writes every unfinished durable task's index entry as it stands, moves
+  // the end records of the `ended` tasks (id, its record 0 as stored) into
+  // the index, then writes the index's mark: the index of a name written
+  // without one.
+  void WriteIndex(const std::vector<std::pair<std::string, std::string>>& ended);
+  // The durable tasks Runtime.open left in the store.
+  DormantTasks& dormant() { return dormant_; }
+  const DormantTasks& dormant() const { return dormant_; }
   Journal* JournalOf(const Task* t) const {
     if (!t->durable) return nullptr;
     auto it = journals_.find(t->key);
@@ -436,6 +457,9 @@ class Scheduler {
   std::string last_send_error_;
   bool retain_ends_ = true;
   bool skip_missed_ = false;
+  bool indexed_ = false;
+  bool mark_pending_ = false;  // WriteIndex found nothing: the mark goes with the first entry
+  DormantTasks dormant_;
   std::optional<std::string> next_key_text_;
   std::string next_entry_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
@@ -455,6 +479,9 @@ class Scheduler {
   // A task whose replay diverged and whose code caught the error fails all
   // the same: true if t did (it ended).
   bool FailIfDiverged(Task* t);
+  // Activates the dormant tasks whose deadline nears (RunTimers), until `batch_end`.
+  void ActivateDue(int64_t batch_end);
+  void WriteIndexMark();
   void AttachJournal(Task* t);
   int JournalIn(Task* t, int nargs);       // the values a wait ended with; -1 if the task failed
   int JournalYield(Task* t, int64_t now);  // >= 0: values of the recorded outcome pushed (replay)

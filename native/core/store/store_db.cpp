@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // StoreDb: one connection to the SQLite database of a store directory (docs/persistence.md).
 //
-// Schema, version 2 (PRAGMA user_version):
+// Schema, version 3 (PRAGMA user_version; 3 differs from 2 in what space 4 holds only):
 //   snapshots(name PRIMARY KEY, seq, bytes)            tasks.state, whole, as the codec wrote it
 //   kv(name, space, key, sum, value) PRIMARY KEY (name, space, key), WITHOUT ROWID
 //                                                      keyed values, each a codec snapshot, and
@@ -200,6 +200,9 @@ StoreDb::StoreDb(const std::string& path, Access access) : path_(path) {
   commits_ = Prepare("SELECT count FROM commits WHERE id = 1");
   scan_ =
       Prepare("SELECT space, key, value, sum FROM kv WHERE name = ?1 AND space BETWEEN ?2 AND ?3 ORDER BY space, key");
+  scan_range_ = Prepare(
+      "SELECT space, key, value, sum FROM kv WHERE name = ?1 AND space BETWEEN ?2 AND ?3 AND key >= ?4 AND key < ?5 "
+      "ORDER BY space, key");
   struct stat st;
   if (stat(path_.c_str(), &st) == 0) {
     db_dev_ = st.st_dev;
@@ -417,16 +420,32 @@ void StoreDb::Scan(std::string_view name, int first, int last,
   BindText(scan_, 1, name);
   sqlite3_bind_int(scan_.get(), 2, first);
   sqlite3_bind_int(scan_.get(), 3, last);
+  VisitRows(scan_, name, visit);
+}
+
+void StoreDb::ScanRange(std::string_view name, int first, int last, std::string_view low, std::string_view high,
+                        const std::function<void(int space, std::string_view key, std::string_view value)>& visit) {
+  SqliteStatement::Use use(scan_range_);
+  BindText(scan_range_, 1, name);
+  sqlite3_bind_int(scan_range_.get(), 2, first);
+  sqlite3_bind_int(scan_range_.get(), 3, last);
+  BindText(scan_range_, 4, low);
+  BindText(scan_range_, 5, high);
+  VisitRows(scan_range_, name, visit);
+}
+
+void StoreDb::VisitRows(SqliteStatement& s, std::string_view name,
+                        const std::function<void(int space, std::string_view key, std::string_view value)>& visit) {
   for (;;) {
-    const int rc = sqlite3_step(scan_.get());
+    const int rc = sqlite3_step(s.get());
     if (rc == SQLITE_DONE) break;
     if (rc != SQLITE_ROW) Fail(rc, "read the records of \"" + std::string(name) + "\"");
-    const int space = sqlite3_column_int(scan_.get(), 0);
-    const auto* k = reinterpret_cast<const char*>(sqlite3_column_text(scan_.get(), 1));
-    const std::string_view key(k == nullptr ? "" : k, static_cast<size_t>(sqlite3_column_bytes(scan_.get(), 1)));
-    const auto* v = static_cast<const char*>(sqlite3_column_blob(scan_.get(), 2));
-    const std::string_view value(v == nullptr ? "" : v, static_cast<size_t>(sqlite3_column_bytes(scan_.get(), 2)));
-    const std::optional<int64_t> sum = ColumnSum(scan_, 3);
+    const int space = sqlite3_column_int(s.get(), 0);
+    const auto* k = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 1));
+    const std::string_view key(k == nullptr ? "" : k, static_cast<size_t>(sqlite3_column_bytes(s.get(), 1)));
+    const auto* v = static_cast<const char*>(sqlite3_column_blob(s.get(), 2));
+    const std::string_view value(v == nullptr ? "" : v, static_cast<size_t>(sqlite3_column_bytes(s.get(), 2)));
+    const std::optional<int64_t> sum = ColumnSum(s, 3);
     if (sum && *sum != RowSum(name, space, key, value)) {
       throw StoreError(StoreFailure::kCorrupt, 0, 0,
                        "The record " + Quote(key) + " (space " + std::to_string(space) + ") of runtime \"" +

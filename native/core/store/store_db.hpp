@@ -18,9 +18,11 @@ namespace lua_tasks {
 inline constexpr char kStoreDbFile[] = "lua-tasks.sqlite";
 // The schema's version, in PRAGMA user_version. A database of a higher one
 // was written by a newer lua-tasks and is refused; a lower one is upgraded
-// when the writer opens it (1 -> 2: kv.sum and the commits counter).
-inline constexpr int kStoreFormatVersion = 2;
-// tasks.store records in kv.space; 2 journal, 3 inbox, 4 timers are reserved.
+// when the writer opens it (1 -> 2: kv.sum and the commits counter; 2 -> 3:
+// space 4 keeps durable tasks' index, which versions before 3 would leave
+// stale: a name's index is written at its first open by version 3).
+inline constexpr int kStoreFormatVersion = 3;
+// tasks.store records in kv.space; 2 durable journals, 3 inboxes, 4 their index.
 inline constexpr int kSpaceStore = 1;
 
 // Why an operation failed.
@@ -131,6 +133,9 @@ class StoreDb {
   // damaged one fails the scan, naming it.
   void Scan(std::string_view name, int first, int last,
             const std::function<void(int space, std::string_view key, std::string_view value)>& visit);
+  // The same for the keys from `low` (included) to `high` (excluded) only.
+  void ScanRange(std::string_view name, int first, int last, std::string_view low, std::string_view high,
+                 const std::function<void(int space, std::string_view key, std::string_view value)>& visit);
 
  private:
   void Exec(const char* sql);
@@ -142,12 +147,14 @@ class StoreDb {
   SqliteConnection db_;
   SqliteStatement begin_, commit_, rollback_, savepoint_, release_, rollback_to_;
   SqliteStatement owner_get_, owner_set_, snap_put_, snap_import_, snap_get_, kv_put_, kv_del_, kv_get_;
-  SqliteStatement keys_bounded_, keys_open_, next_row_, prev_row_, scan_;
+  SqliteStatement keys_bounded_, keys_open_, next_row_, prev_row_, scan_, scan_range_;
   SqliteStatement count_commit_, commits_;
   // The files this connection opened: (device, inode) of the database, and
   // of its -wal once it exists (0, 0: not seen yet).
   uint64_t db_dev_ = 0, db_ino_ = 0, wal_dev_ = 0, wal_ino_ = 0;
   void CheckNeighbors(std::string_view name, int space, std::string_view key);
+  void VisitRows(SqliteStatement& s, std::string_view name,
+                 const std::function<void(int space, std::string_view key, std::string_view value)>& visit);
 };
 
 // A keyed row's checksum, kv.sum: the high 32 bits are the CRC-32C of the

@@ -25,12 +25,12 @@ TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   j.Append(RecordKind::kStep, "b", &out);
   j.Append(RecordKind::kStep, "c", &out);
   out.clear();
-  j.Finish(nullptr, &out);
+  j.Finish(nullptr, false, &out);
   ASSERT_EQ(out.size(), 3u);
   for (const SpacedWrite& w : out) EXPECT_FALSE(w.value.has_value());
   out.clear();
   std::string end = "e";
-  j.Finish(&end, &out);
+  j.Finish(&end, false, &out);
   ASSERT_EQ(out.size(), 3u);
   EXPECT_EQ(out.back().key, "t1/0000000000");
   ASSERT_TRUE(out.back().value);

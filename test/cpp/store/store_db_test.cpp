@@ -282,7 +282,7 @@ TEST(StoreDbTest, ANewerFormatVersionIsRefusedNamingBothNumbers) {
       EXPECT_EQ(e.failure(), StoreFailure::kCorrupt);
       const std::string m = e.what();
       EXPECT_NE(m.find("format version 7"), std::string::npos) << m;
-      EXPECT_NE(m.find("reads format version 2 only"), std::string::npos) << m;
+      EXPECT_NE(m.find("reads format version 3 only"), std::string::npos) << m;
     }
   }
 }
@@ -301,7 +301,7 @@ TEST(StoreDbTest, SchemaVersionAndJournalMode) {
     sqlite3_finalize(s);
     return v;
   };
-  EXPECT_EQ(one("PRAGMA user_version"), "2");
+  EXPECT_EQ(one("PRAGMA user_version"), "3");
   EXPECT_EQ(one("PRAGMA journal_mode"), "wal");
   sqlite3_close(raw);
 }

@@ -32,6 +32,7 @@ async function open(dir, source, calls = new Map(), errors = []) {
   const rt = await Runtime.open({
     name: 'game',
     store: dir,
+    durableRestore: 'all', // every task replays at open, where a divergence shows
     setup: (r) => {
       r.set('grantGold', (n) => count('grantGold', `gold ${n}`));
       r.set('grantXp', (n) => count('grantXp', `xp ${n}`));
@@ -252,6 +253,7 @@ describe('a task that fails while Runtime.open restores it is never silent', () 
       await Runtime.open({
         name: 'game',
         store: dir,
+        durableRestore: 'all',
         setup: (r) => {
           r.set('grantGold', () => 'gold');
           r.set('grantXp', () => 'xp');

@@ -193,6 +193,11 @@ test('code that changed under a durable task fails it with ERR_NONDETERMINISM, n
       r.load(`function q() coroutine.yield("FOR", 1, "HOURS") end`); // the call is gone
     },
   });
+  // It stays in the store until needed (docs/durable.md#restore-at-open): a
+  // resume reads its journal, and the replay fails.
+  expect(errors).toHaveLength(0);
+  expect(rt.task(task.id)).toMatchObject({ status: 'waiting', waiting: { instruction: 'FOR' } });
+  expect(rt.resume(task.id)).toBe(false);
   expect(errors).toHaveLength(1);
   const [id, err] = errors[0];
   expect(id).toBe(task.id);

@@ -434,7 +434,7 @@ describe('the database', () => {
     );
     expect(err).toMatchObject({ code: 'ERR_STORE_CORRUPT' });
     expect(err.message).toMatch(
-      /has format version 7, written by a newer lua-tasks; this one reads format version 2 only/,
+      /has format version 7, written by a newer lua-tasks; this one reads format version 3 only/,
     );
     expect(err.message).toContain(file);
   });

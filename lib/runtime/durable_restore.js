@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: MIT
+// Runtime.open's restore of durable tasks, and the activation of those it left dormant in the store.
+'use strict';
+
+const { NATIVE_SCAN } = require('../store/contract');
+const { makeError } = require('../errors');
+const { reasonText } = require('./commit_queue');
+const { scanRecords, readIndex } = require('./persist');
+
+/**
+ * What the restore needs of its Runtime (whose fields are private):
+ * @typedef {object} RestoreHost
+ * @property {() => boolean} closed
+ * @property {(entry: string, id: string) => object} start starts the task `id` to replay its journal; its Task
+ * @property {(id: string, status: string, ended: number, value: *, key: string | null) => boolean}
+ *   retain a finished task: kept (true), or past its retention (false: its record goes)
+ * @property {(key: string | null, task: object) => void} keep the key names the task while it lives
+ * @property {(key: string, id: string) => void} keepDormant the key names a dormant task
+ * @property {(task: object, err: Error) => void} failed a task could not be restored, or failed replaying
+ */
+
+// Every unfinished durable task of a name runs again from its entry,
+// replaying its journal, and goes on from where it was; on the directory
+// store only those that need to (docs/durable.md#restore-at-open): the
+// others stay dormant, known by id, until something needs them.
+class DurableRestore {
+  #native;
+  #name;
+  /** @type {RestoreHost} */
+  #host;
+  #lazy = null; // [native store, name]: the store a dormant task's journal is read from
+  #depth = 0; // restores in progress (an activation can start inside another's replay)
+
+  constructor(native, name, host) {
+    this.#native = native;
+    this.#name = name;
+    this.#host = host;
+  }
+
+  /**
+   * Runtime.open's restore; throws what the store's read throws.
+   * @param {boolean} lazy whether tasks that need not run now stay dormant (durableRestore: 'lazy')
+   */
+  async open(store, reader, lazy) {
+    const native = this.#native;
+    const scan = typeof reader[NATIVE_SCAN] === 'function' ? reader[NATIVE_SCAN]() : null;
+    this.#depth++;
+    try {
+      const index = scan ? readIndex(native, scan, this.#name, lazy) : false;
+      if (index === false) await scanRecords(native, store, reader, this.#name);
+      if (this.#host.closed()) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
+      if (scan) {
+        // Before any replay: a restored task may name a dormant one.
+        this.#lazy = scan;
+        native.setActivate(DurableRestore.#dispatch);
+        for (let i = 1; i < index.length; i += 2) this.#host.keepDormant(index[i + 1], index[i]);
+      }
+      native.pauseCollector(true);
+      let retained;
+      try {
+        retained = this.#startAll(native.restoreTasks());
+      } finally {
+        if (!this.#host.closed()) native.pauseCollector(false);
+      }
+      // A name written without an index gets one, with the next write.
+      if (scan && index === false && !this.#host.closed()) native.writeIndex(retained);
+    } finally {
+      this.#depth--;
+      if (!this.#host.closed()) native.restoreEnd();
+    }
+  }
+
+  // The native side needs the dormant task `id` (named, or its deadline nears).
+  static #dispatch = (rt, id) => rt[ACTIVATE](id);
+
+  /**
+   * Reads the dormant task `id`'s journal and starts it to replay it; a
+   * failure is reported as a failed restore (its records are kept).
+   * @param {string} id
+   */
+  activate(id) {
+    if (this.#lazy === null || this.#host.closed()) return;
+    const native = this.#native;
+    this.#depth++;
+    try {
+      this.#startAll(native.restoreOne(this.#lazy[0], this.#lazy[1], id));
+    } catch (e) {
+      this.#cannot(id, e);
+    } finally {
+      this.#depth--;
+      if (this.#depth === 0 && !this.#host.closed()) native.restoreEnd();
+    }
+  }
+
+  // Each description of restoreTasks(): a finished task retained (or
+  // forgotten past its retention), an unfinished one started to replay its
+  // journal. Returns the ids of those retained.
+  #startAll(tasks) {
+    const host = this.#host;
+    const retained = [];
+    for (const [id, entry, key, status, ended, value] of tasks) {
+      let task;
+      try {
+        if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
+        if (entry === null) {
+          if (host.retain(id, status, ended, value, key)) retained.push(id);
+          else this.#native.forgetDurable(id);
+          continue;
+        }
+        task = host.start(entry, id);
+        this.#native.restoreInbox(id);
+      } catch (e) {
+        this.#cannot(id, e);
+        continue;
+      }
+      host.keep(key, task);
+      task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
+    }
+    return retained;
+  }
+
+  // Its records stay: code that can run it may be deployed.
+  #cannot(id, e) {
+    const why = `The durable task ${id} of "${this.#name}" could not be restored: ${reasonText(e)}. Its records are kept.`;
+    this.#host.failed({ id, restored: false }, makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e }));
+  }
+}
+
+/** The Runtime method the native side's activation calls (a symbol: not public API). */
+const ACTIVATE = Symbol('lua-tasks.activate');
+
+module.exports = { DurableRestore, ACTIVATE };
