@@ -9,7 +9,7 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
+const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore, scanRecords } = require('./persist');
 
@@ -214,20 +214,8 @@ class Runtime extends EventEmitter {
   #cancelledError(id, committed) {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
-    if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
-    return () => {
-      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-      if (committed === true) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-      }
-      if (committed === false) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-      }
-      const props = {};
-      if (reason !== undefined) props.reason = reason;
-      if (committed !== undefined) props.committed = committed;
-      return makeError('ERR_TASK_CANCELLED', message, props);
-    };
+    const aborted = this.#aborted.delete(id);
+    return () => cancelledError(id, reason, committed, aborted);
   }
 
   #onEnd(key, kind, value) {
