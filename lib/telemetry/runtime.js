@@ -7,6 +7,7 @@ const { END, END_NAMES, WAIT_KINDS } = require('../runtime/task_codes');
 const { ATTR, SPAN, instrumentsOf } = require('./instruments');
 const { telemetryOf } = require('./api');
 
+const ORIGIN = performance.timeOrigin; // read once: its getter showed in a task start's profile
 const FUNCTION_ENTRY = '(function)'; // a task started from a Lua function: no name to count it by
 
 // Bytes a batch's writes carry: each key and value.
@@ -27,11 +28,13 @@ class RuntimeTelemetry {
   #api;
   #tracer;
   #i; // the meter's instruments
-  // Task -> { span, entry, t0, key } of a task started and not yet ended:
+  // Task -> { span, set (its attributes), t0, key } of a task started and not yet ended:
   // weak, as a Task holds its Runtime, which the meter must not keep alive.
   #live = new WeakMap();
   #byKey = new Map(); // task key -> the same record: a COMMIT's task found by its key, close()'s leftovers
-  #attrs = new Map(); // "entry\0outcome" -> frozen attributes (no object made per task)
+  // entry -> its frozen attributes: [started, then ended by END kind], so no
+  // attributes object is made per task.
+  #attrs = new Map();
   #base;
   #observe;
   #meter;
@@ -87,21 +90,22 @@ class RuntimeTelemetry {
     return t === null ? null : new RuntimeTelemetry(t, rt, native, name);
   }
 
-  #attributes(entry, outcome) {
-    const k = outcome === undefined ? entry : `${entry}\0${outcome}`;
-    let a = this.#attrs.get(k);
-    if (!a) {
-      a = { ...this.#base, [ATTR.entry]: entry };
-      if (outcome !== undefined) a[ATTR.outcome] = outcome;
-      Object.freeze(a);
-      if (this.#attrs.size < 1024) this.#attrs.set(k, a); // entries are few; a bound all the same
+  #attributes(entry) {
+    let a = this.#attrs.get(entry);
+    if (a === undefined) {
+      const started = Object.freeze({ ...this.#base, [ATTR.entry]: entry });
+      a = [started];
+      for (const kind of [END.done, END.failed, END.cancelled]) {
+        a[kind + 1] = Object.freeze({ ...started, [ATTR.outcome]: END_NAMES[kind] });
+      }
+      if (this.#attrs.size < 1024) this.#attrs.set(entry, a); // entries are few; a bound all the same
     }
     return a;
   }
 
   /** A time to pass to started(): taken before the task's first run. */
   now() {
-    return performance.timeOrigin + performance.now();
+    return ORIGIN + performance.now();
   }
 
   /**
@@ -115,14 +119,15 @@ class RuntimeTelemetry {
    */
   started(key, task, fn, durable, t0) {
     const entry = typeof fn === 'string' ? fn : FUNCTION_ENTRY;
-    const attrs = this.#attributes(entry);
+    const set = this.#attributes(entry);
+    const attrs = set[0];
     this.#i.started.add(1, attrs);
     const span = this.#tracer.startSpan(
       SPAN.task,
       { startTime: t0, attributes: { ...attrs, [ATTR.taskId]: task.id, [ATTR.durable]: durable !== undefined } },
       this.#api.context.active(),
     );
-    const rec = { span, entry, t0, key };
+    const rec = { span, set, t0, key };
     this.#live.set(task, rec);
     this.#byKey.set(key, rec);
   }
@@ -144,8 +149,9 @@ class RuntimeTelemetry {
     this.#byKey.delete(rec.key);
     const outcome = END_NAMES[kind];
     const end = this.now();
-    this.#i.ended.add(1, this.#attributes(rec.entry, outcome));
-    this.#i.duration.record((end - rec.t0) / 1000, this.#attributes(rec.entry, outcome));
+    const attrs = rec.set[kind + 1];
+    this.#i.ended.add(1, attrs);
+    this.#i.duration.record((end - rec.t0) / 1000, attrs);
     const span = rec.span;
     span.setAttribute(ATTR.outcome, outcome);
     if (kind === END.failed) {
