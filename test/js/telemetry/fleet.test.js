@@ -10,6 +10,7 @@ const { setupOtel, parentOf, point } = require('./otel-sdk');
 describePg('fleet telemetry on PostgreSQL', () => {
   let db;
   let otel;
+  let schema;
   const members = [];
   beforeAll(async () => {
     db = await createDatabase();
@@ -19,22 +20,32 @@ describePg('fleet telemetry on PostgreSQL', () => {
   });
   beforeEach(() => {
     otel = setupOtel();
+    schema = 'otel';
   });
   afterEach(async () => {
     await Promise.all(members.splice(0).map((m) => m.leave()));
     await otel.shutdown();
   });
-  const join = async () => {
+  const join = async (extra = {}) => {
     const m = await Fleet.join({
       connectionString: db.url,
-      schema: 'otel',
+      schema,
       leaseMs: 1000,
       idleMs: 0,
       runtime: { setup: (rt) => rt.load(FLEET_LUA) },
       telemetry: { meterProvider: otel.meterProvider, tracerProvider: otel.tracerProvider },
+      ...extra,
     });
     members.push(m);
     return m;
+  };
+  // Resolves when pred() holds; fails naming what it waited for.
+  const until = async (pred, what, ms = 10000) => {
+    const end = Date.now() + ms;
+    while (!(await pred())) {
+      if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+      await new Promise((r) => setTimeout(r, 20));
+    }
   };
   const inCaller = (fn) =>
     otel.tracer.startActiveSpan('caller', async (span) => {
@@ -93,5 +104,29 @@ describePg('fleet telemetry on PostgreSQL', () => {
       'lua_tasks.outcome': 'done',
     });
     expect(ended.value).toBe(1);
+  });
+
+  test('hibernations, takeovers and activations are counted by runtime and reason', async () => {
+    schema = 'otel_moves';
+    const a = await join({ idleMs: 150 });
+    const b = await join();
+    let hibernated = false;
+    a.on('hibernate', () => (hibernated = true));
+    await a.spawn('inbox', 'counter', { args: [2] });
+    await until(() => hibernated, 'the hibernation of "inbox"');
+    await a.spawn('moving', 'sleeper', { args: [0.6, 'm'] }); // a timer too near to hibernate
+    await a.leave();
+    await until(() => b.hosted().includes('moving'), 'the takeover of "moving"');
+    const m = await otel.metrics();
+    const hibernations = m.get('lua_tasks.fleet.hibernations');
+    expect(hibernations.descriptor.unit).toBe('{hibernation}');
+    expect(point(hibernations, { 'lua_tasks.runtime': 'inbox' }).value).toBe(1);
+    const activations = m.get('lua_tasks.fleet.activations');
+    expect(point(activations, { 'lua_tasks.runtime': 'moving', 'lua_tasks.reason': 'call' }).value).toBe(1);
+    expect(point(activations, { 'lua_tasks.runtime': 'moving', 'lua_tasks.reason': 'takeover' }).value).toBe(1);
+    const takeovers = m.get('lua_tasks.fleet.takeovers');
+    expect(takeovers.descriptor.unit).toBe('{takeover}');
+    expect(point(takeovers, { 'lua_tasks.runtime': 'moving' }).value).toBe(1);
+    expect(takeovers.dataPoints).toHaveLength(1);
   });
 });

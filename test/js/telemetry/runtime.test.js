@@ -202,4 +202,26 @@ describe('with a store', () => {
     expect(commits.some((s) => parentOf(s) === caller)).toBe(true);
     expect(otel.spans().some((s) => s.name === 'lua_tasks.task')).toBe(false); // the quest's span is open while it runs
   });
+
+  test('a durable task that fails at its restore is counted in restore failures', async () => {
+    const first = await open();
+    const dir = dirs[dirs.length - 1];
+    first.spawn('quest', { durable: true });
+    await first.close();
+    const errors = [];
+    const rt = closeAfterTest(
+      await Runtime.open({
+        name: 'shop',
+        store: dir,
+        telemetry: telemetry(),
+        setup: (r) => r.on('taskerror', (t, e) => errors.push(e)), // quest is gone from the code
+      }),
+    );
+    await until(() => errors.length > 0);
+    const m = await otel.metrics();
+    const failures = m.get('lua_tasks.restore.failures');
+    expect(failures.descriptor.unit).toBe('{task}');
+    expect(point(failures, { 'lua_tasks.runtime': 'shop' }).value).toBe(1);
+    expect(rt.stats().restoreFailures).toBe(1);
+  });
 });
