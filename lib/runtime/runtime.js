@@ -776,8 +776,8 @@ class Runtime extends EventEmitter {
   #released = Promise.resolve();
 
   #shutdown() {
-    this.#native.close(); // cancels every task: a committer in flight asks the queue for its outcome
     if (this.#tel !== null) this.#tel.close();
+    this.#native.close(); // cancels every task: a committer in flight asks the queue for its outcome
     if (!this.#commits) return;
     const lease = this.#lease;
     this.#lease = null;

@@ -8,6 +8,7 @@ const { ATTR, SPAN, instrumentsOf } = require('./instruments');
 const { telemetryOf } = require('./api');
 
 const ORIGIN = performance.timeOrigin; // read once: its getter showed in a task start's profile
+const CLOSED = 'closed'; // a span's outcome when its runtime closed before the task ended
 const FUNCTION_ENTRY = '(function)'; // a task started from a Lua function: no name to count it by
 
 // Bytes a batch's writes carry: each key and value.
@@ -31,7 +32,7 @@ class RuntimeTelemetry {
   // Task -> { span, set (its attributes), t0, key } of a task started and not yet ended:
   // weak, as a Task holds its Runtime, which the meter must not keep alive.
   #live = new WeakMap();
-  #byKey = new Map(); // task key -> the same record: a COMMIT's task found by its key, close()'s leftovers
+  #byKey = new Map(); // task key -> the same record: a COMMIT's task found by its key; what close() ends
   // entry -> its frozen attributes: [started, then ended by END kind], so no
   // attributes object is made per task.
   #attrs = new Map();
@@ -59,7 +60,7 @@ class RuntimeTelemetry {
       const r = rtRef.deref();
       const n = nativeRef.deref();
       if (r === undefined || n === undefined) {
-        this.close();
+        this.close(true);
         return;
       }
       let waits;
@@ -127,7 +128,7 @@ class RuntimeTelemetry {
       { startTime: t0, attributes: { ...attrs, [ATTR.taskId]: task.id, [ATTR.durable]: durable !== undefined } },
       this.#api.context.active(),
     );
-    const rec = { span, set, t0, key };
+    const rec = { span, set, t0, key, durable: durable !== undefined, closed: false };
     this.#live.set(task, rec);
     this.#byKey.set(key, rec);
   }
@@ -142,7 +143,7 @@ class RuntimeTelemetry {
     const rec = this.#live.get(task);
     if (rec === undefined) return;
     this.#live.delete(task);
-    this.#end(rec, kind, value);
+    if (!rec.closed) this.#end(rec, kind, value);
   }
 
   #end(rec, kind, value) {
@@ -213,8 +214,16 @@ class RuntimeTelemetry {
     span.end();
   }
 
-  /** The runtime closed: no more collection from it; a span still open ends as cancelled. */
-  close() {
+  /**
+   * The runtime is closing (before its tasks are cancelled): no more
+   * collection from it. A durable task live now did not end: it goes on at
+   * the next open (in a span of that run), so its span ends with the
+   * outcome 'closed' and it is not counted as ended. The other tasks end
+   * as the close cancels them. `all`: the runtime was collected, unclosed:
+   * every span still open ends as 'closed'.
+   * @param {boolean} [all]
+   */
+  close(all = false) {
     if (this.#observe === null) return;
     this.#meter.removeBatchObservableCallback(this.#observe, [
       this.#i.waiting,
@@ -222,7 +231,13 @@ class RuntimeTelemetry {
       this.#i.restoreFailures,
     ]);
     this.#observe = null;
-    for (const rec of [...this.#byKey.values()]) this.#end(rec, END.cancelled);
+    for (const rec of [...this.#byKey.values()]) {
+      if (!rec.durable && !all) continue;
+      rec.closed = true;
+      this.#byKey.delete(rec.key);
+      rec.span.setAttribute(ATTR.outcome, CLOSED);
+      rec.span.end();
+    }
   }
 }
 

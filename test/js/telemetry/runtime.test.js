@@ -149,6 +149,7 @@ describe('with a store', () => {
             coroutine.yield("COMMIT")
             return tasks.state[item]
           end
+          function hold() coroutine.yield("INDEFINITELY") end
           function quest()
             tasks.step(function() return "found" end)
             return tasks.receive()
@@ -223,5 +224,21 @@ describe('with a store', () => {
     expect(failures.descriptor.unit).toBe('{task}');
     expect(point(failures, { 'lua_tasks.runtime': 'shop' }).value).toBe(1);
     expect(rt.stats().restoreFailures).toBe(1);
+  });
+
+  test("closing ends a durable task's span as 'closed', not counted as ended; other tasks are cancelled", async () => {
+    const rt = await open();
+    const quest = rt.spawn('quest', { durable: true });
+    rt.start('hold').result.catch(() => {});
+    await until(() => quest.status === 'waiting');
+    await rt.close();
+    const spans = otel.spans().filter((s) => s.name === 'lua_tasks.task');
+    const outcome = (entry) =>
+      spans.find((s) => s.attributes['lua_tasks.entry'] === entry).attributes['lua_tasks.outcome'];
+    expect(outcome('quest')).toBe('closed');
+    expect(outcome('hold')).toBe('cancelled');
+    const ended = (await otel.metrics()).get('lua_tasks.task.ended');
+    expect(point(ended, { 'lua_tasks.entry': 'hold', 'lua_tasks.outcome': 'cancelled' }).value).toBe(1);
+    expect(point(ended, { 'lua_tasks.entry': 'quest' })).toBeUndefined();
   });
 });
