@@ -48,6 +48,18 @@ export interface RuntimeOptions {
   maxPendingBytes?: number;
   /** Bytes one run of a durable task's journal may hold (payloads, 32 bytes a record besides); past it ERR_STORE_LIMIT (use tasks.continue_as_new). @default memoryLimit, else 64 MiB */
   maxJournalBytes?: number;
+  /**
+   * Metrics and spans through OpenTelemetry's API (@opentelemetry/api, an optional peer): true uses the
+   * globally registered providers; an object gives providers (each defaulting to the global one). Without
+   * the API installed, one process warning and nothing else (docs/operations.md#metrics-and-traces). @default false
+   */
+  telemetry?: boolean | TelemetryProviders;
+}
+
+/** The providers the telemetry option takes: any OpenTelemetry MeterProvider and TracerProvider. */
+export interface TelemetryProviders {
+  meterProvider?: { getMeter(name: string, version?: string): unknown };
+  tracerProvider?: { getTracer(name: string, version?: string): unknown };
 }
 
 export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled';
@@ -308,6 +320,8 @@ export interface FleetOptions {
   routeTimeoutMs?: number;
   /** Connections of the member's pool. @default 10 */
   max?: number;
+  /** The member's metrics and spans (routing, activations) and its runtimes' default telemetry option. @default false */
+  telemetry?: boolean | TelemetryProviders;
 }
 
 /** A fleet member: hosts named runtimes on PostgreSQL and serves operations by name for the whole fleet. */

@@ -37,6 +37,7 @@ const { FleetClock } = require('./clock');
 const { makeError, typeName } = require('../errors');
 const { checkNumber } = require('../validate');
 const { checkName } = require('../store/contract');
+const { MemberTelemetry, checkTelemetry } = require('../telemetry/fleet');
 
 const DEFAULTS = {
   leaseMs: 10000,
@@ -79,6 +80,7 @@ function checkJoin(options) {
     'pollMs',
     'routeTimeoutMs',
     'max',
+    'telemetry',
   ];
   for (const k of Object.keys(options)) {
     if (!known.includes(k)) {
@@ -97,6 +99,7 @@ function checkJoin(options) {
     connectionString: options.connectionString,
     schema: options.schema,
     max: options.max,
+    telemetry: checkTelemetry(options.telemetry),
     runtime,
     leaseMs,
     idleMs: positiveInt(options, 'idleMs'),
@@ -144,6 +147,7 @@ class Member extends EventEmitter {
   #left = null;
   #stats = { activations: 0, hibernations: 0, lost: 0, routed: 0, served: 0, takeovers: 0 };
   #latencies = [];
+  #tel = null; // MemberTelemetry with the telemetry option (docs/operations.md#metrics-and-traces)
 
   constructor(o, token) {
     super();
@@ -168,6 +172,7 @@ class Member extends EventEmitter {
 
   async [START]() {
     const o = this.#o;
+    this.#tel = MemberTelemetry.of(o.telemetry, this);
     this.#pg = require('pg');
     this.#pool = new this.#pg.Pool({ connectionString: o.connectionString, max: o.max || 10, allowExitOnIdle: true });
     hearPool(this.#pool); // its clients' errors too: an unheard one kills the process
@@ -290,10 +295,22 @@ class Member extends EventEmitter {
     }
   }
 
+  // An operation by name; with telemetry, in a span of its own.
+  #op(name, op, args) {
+    if (this.#tel === null) return this.#route(name, op, args);
+    return this.#tel.operation(name, op, () => this.#route(name, op, args));
+  }
+
+  // router.request; with telemetry, in a client span whose context the request carries.
+  #request(to, body, ms, id, first) {
+    if (this.#tel === null) return this.#router.request(to, body, ms, id, first);
+    return this.#tel.send(to, body, (traced) => this.#router.request(to, traced, ms, id, first));
+  }
+
   // Runs an operation where the name is. Once it has been sent to another
   // member, its request row exists and whoever runs it claims it first: so
   // does this member before running it itself (docs/fleet.md#at-most-once).
-  async #op(name, op, args) {
+  async #route(name, op, args) {
     checkOp(name, op);
     this.#checkOpen();
     const deadline = Date.now() + this.#o.routeTimeoutMs;
@@ -340,7 +357,7 @@ class Member extends EventEmitter {
         const start = Date.now();
         let answer;
         try {
-          answer = await this.#router.request(holder, { name, op, args }, left, requestId, !sent);
+          answer = await this.#request(holder, { name, op, args }, left, requestId, !sent);
           sent = true;
         } catch (e) {
           this.#routes.delete(name);
@@ -394,7 +411,8 @@ class Member extends EventEmitter {
     const now = this.#hosted.get(req.name);
     if (!now || now.state !== 'active') return { moved: true };
     now.lastUsed = Date.now();
-    const r = await this.#run(req.name, now, req.op, req.args);
+    const run = () => this.#run(req.name, now, req.op, req.args);
+    const r = await (this.#tel === null ? run() : this.#tel.serve(req, run));
     if (r.moved) return r;
     this.#stats.served++;
     return r.value;
@@ -434,7 +452,8 @@ class Member extends EventEmitter {
     let opened = null;
     try {
       const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
-      const rt = await Runtime.open({ ...extra, name, store: this.#store, clockOffsetMs: this.#clock.offsetMs });
+      const opts = { telemetry: this.#o.telemetry, ...extra, name, store: this.#store };
+      const rt = await Runtime.open({ ...opts, clockOffsetMs: this.#clock.offsetMs });
       opened = rt;
       if (this.#left) {
         opened = null;
@@ -710,7 +729,8 @@ const Fleet = {
    * Joins the fleet of a PostgreSQL database (schema): the tables are made
    * if missing, this member listens for routed requests and takes due names.
    * @param {{ connectionString: string, schema?: string, leaseMs?: number, runtime?: object|Function,
-   *   idleMs?: number, wakeAheadMs?: number, pollMs?: number, routeTimeoutMs?: number, max?: number }} options
+   *   idleMs?: number, wakeAheadMs?: number, pollMs?: number, routeTimeoutMs?: number, max?: number,
+   *   telemetry?: boolean|{ meterProvider?: object, tracerProvider?: object } }} options
    * @returns {Promise<Member>}
    */
   async join(options) {

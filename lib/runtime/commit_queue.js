@@ -140,6 +140,7 @@ class CommitQueue {
   #backoff = 0; // ms before the held committers are asked again (0: none failed since the last success)
   #down = null; // { since, error } while writes fail transiently
   #onHealth; // (event) => void: the store's writes failing transiently, or working again
+  #telemetry; // RuntimeTelemetry told of each write, or null
   // The tasks.state snapshot the store confirmed last, { bytes, token }, or
   // null when unknown: none yet, or a write failed (it may still land). A
   // batch whose snapshot equals it carries none (sameAsWritten).
@@ -153,8 +154,10 @@ class CommitQueue {
    * @param {{ token?: * } | null} lease the store's lease on the name, if it gives one
    * @param {(event: { ok: boolean, error?: Error, since: number, downMs?: number }) => void} [onHealth]
    *   told when writes begin to fail transiently (ok false) and when one lands again (ok true)
+   * @param {object|null} [telemetry] the runtime's RuntimeTelemetry (lib/telemetry/runtime.js)
    */
-  constructor(native, store, name, timeout, lease, onHealth) {
+  constructor(native, store, name, timeout, lease, onHealth, telemetry = null) {
+    this.#telemetry = telemetry;
     this.#onHealth = onHealth || (() => {});
     this.#native = native;
     this.#store = store;
@@ -352,6 +355,8 @@ class CommitQueue {
     // Durable tasks' journal and inbox records (spaces 2, 3) of the same moment.
     const journal = native.takeJournal();
     const writes = journal ? (keyed ? keyed.concat(journal) : journal) : keyed;
+    const observed = this.#telemetry === null ? null : this.#telemetry.commitBegin(group);
+    let sent = null; // the snapshot the write carried
     try {
       if (writes && typeof this.#store.write !== 'function') {
         throw makeError(
@@ -367,6 +372,7 @@ class CommitQueue {
       const name = this.#name;
       const keyedStore = typeof store.write === 'function';
       const state = keyedStore && this.#sameAsWritten(bytes, token) ? null : bytes;
+      sent = state;
       const write = keyedStore
         ? () => store.write({ name, token, seq, state, writes: writes || [] })
         : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
@@ -383,6 +389,7 @@ class CommitQueue {
       error = e;
     }
     unlock();
+    if (observed !== null) this.#telemetry.commitEnd(observed, sent, keyed, journal, error);
     const cause = error === null ? null : error.cause !== undefined ? error.cause : error;
     const transient = error !== null && isTransient(cause);
     // A failed batch's writes go into the next COMMIT's, unless set again

@@ -9,6 +9,7 @@ const binding = require('../binding');
 const { makeError, quote, typeName, invalidType } = require('../errors');
 const { nearest } = require('../nearest');
 const { checkNumber } = require('../validate');
+const { checkTelemetry } = require('../telemetry/api');
 
 /**
  * Every option `new Runtime()` takes. The Options table in docs/api.md, the
@@ -32,6 +33,7 @@ const RUNTIME_OPTIONS = Object.freeze([
   'maxValueBytes',
   'maxPendingBytes',
   'maxJournalBytes',
+  'telemetry',
 ]);
 
 /** The options only `Runtime.open` takes (OpenOptions in index.d.ts). */
@@ -179,6 +181,7 @@ function normalizeOptions(options) {
   if (options.clockOffsetMs !== undefined) {
     out.clockOffsetMs = clockOffsetOf('options.clockOffsetMs', options.clockOffsetMs);
   }
+  out.telemetry = checkTelemetry(options.telemetry);
   if (typeof keepAlive !== 'boolean') throw invalidType('options.keepAlive', 'a boolean', keepAlive);
   out.keepAlive = keepAlive;
   if (typeof trustedObjects !== 'boolean') throw invalidType('options.trustedObjects', 'a boolean', trustedObjects);

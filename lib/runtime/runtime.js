@@ -9,10 +9,11 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
+const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore } = require('./persist');
 const { DurableRestore, ACTIVATE } = require('./durable_restore');
+const { RuntimeTelemetry } = require('../telemetry/runtime');
 
 // The keys rt.spawn takes (any other is refused, naming the nearest).
 const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
@@ -66,6 +67,7 @@ class Runtime extends EventEmitter {
   #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
   #restorer = null; // the DurableRestore of a runtime with durable tasks: activates dormant ones
+  #tel = null; // RuntimeTelemetry with the telemetry option (docs/operations.md#metrics-and-traces)
 
   /**
    * @param {object} [options]
@@ -88,6 +90,7 @@ class Runtime extends EventEmitter {
    * @param {number} [options.maxValueBytes] largest encoded value a script may persist (default memoryLimit, else 2^30)
    * @param {number} [options.maxPendingBytes] tasks.store bytes that may wait for a COMMIT (default memoryLimit, else no bound)
    * @param {number} [options.maxJournalBytes] bytes of one run of a durable journal, 32 a record besides its payload (default memoryLimit, else 64 MiB)
+   * @param {boolean|object} [options.telemetry=false] metrics and spans through OpenTelemetry: true, or { meterProvider?, tracerProvider? }
    * @throws {TypeError|RangeError} for a bad option
    */
   constructor(options) {
@@ -111,6 +114,7 @@ class Runtime extends EventEmitter {
       Runtime.#dispatchCommit,
     );
     this.#idPrefix = this.#native.idPrefix();
+    this.#tel = RuntimeTelemetry.of(opts.telemetry, this, this.#native, persist ? persist.name : null);
     if (persist) {
       this.#name = persist.name;
       this.#lease = persist.lease;
@@ -121,6 +125,7 @@ class Runtime extends EventEmitter {
         persist.storeTimeout,
         persist.lease,
         (e) => this.#storeHealth(e),
+        this.#tel,
       );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
       this.#retention = persist.durableRetention;
@@ -217,20 +222,8 @@ class Runtime extends EventEmitter {
   #cancelledError(id, committed) {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
-    if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
-    return () => {
-      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-      if (committed === true) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-      }
-      if (committed === false) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-      }
-      const props = {};
-      if (reason !== undefined) props.reason = reason;
-      if (committed !== undefined) props.committed = committed;
-      return makeError('ERR_TASK_CANCELLED', message, props);
-    };
+    const aborted = this.#aborted.delete(id);
+    return () => cancelledError(id, reason, committed, aborted);
   }
 
   #onEnd(key, kind, value) {
@@ -264,6 +257,7 @@ class Runtime extends EventEmitter {
 
   // A task started from JS ended: settle it, keep its labels a while, tell listeners.
   #ended(task, kind, value) {
+    if (this.#tel !== null) this.#tel.ended(task, kind, value);
     // Most tasks have no labels: no lookup by their id then (W8).
     const labels = this.#labels.size > 0 ? this.#labels.get(task.id) : undefined;
     if (labels) {
@@ -542,6 +536,7 @@ class Runtime extends EventEmitter {
     // reuses an array, nested ones get their own.
     const out = this.#starting === 0 ? this.#startOut : [undefined];
     out[0] = undefined;
+    const t0 = this.#tel === null ? 0 : this.#tel.now();
     this.#starting++;
     try {
       started = this.#native.start(fn, args, out, durable);
@@ -552,6 +547,7 @@ class Runtime extends EventEmitter {
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
     const task = new Task(this, id, labels && labels.name, labels && labels.meta);
+    if (this.#tel !== null) this.#tel.started(key, task, fn, durable, t0);
     if (durable && durable.id) this.#restoredTasks.add(task); // before it can end
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
@@ -779,6 +775,7 @@ class Runtime extends EventEmitter {
   #released = Promise.resolve();
 
   #shutdown() {
+    if (this.#tel !== null) this.#tel.close();
     this.#native.close(); // cancels every task: a committer in flight asks the queue for its outcome
     if (!this.#commits) return;
     const lease = this.#lease;

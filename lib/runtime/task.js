@@ -16,17 +16,33 @@ function taskSnapshot(id, code, until) {
   return { id, status, waiting };
 }
 
+// What a cancelled task's error adds when it was cancelled while its COMMIT
+// was being written: whether that snapshot landed.
+function commitNote(reason, committed) {
+  if (committed === undefined) return '';
+  const sep = reason !== undefined ? '.' : '';
+  return committed
+    ? `${sep} Its COMMIT had been written: the snapshot it asked for is saved.`
+    : `${sep} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+}
+
 // The error a task cancelled through its AbortSignal ends with, as Node's
 // APIs reject on an abort: an AbortError whose cause is the signal's reason.
 function abortedError(id, reason, committed) {
-  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-  if (committed === true) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-  }
-  if (committed === false) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-  }
+  const message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}${commitNote(reason, committed)}`;
   return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
+}
+
+// The error of a cancelled task: an AbortError when its AbortSignal did it,
+// else (rt.cancel, task.cancel, Lua's tasks.cancel, close) ERR_TASK_CANCELLED
+// carrying the reason given.
+function cancelledError(id, reason, committed, aborted) {
+  if (aborted) return abortedError(id, reason, committed);
+  const message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}${commitNote(reason, committed)}`;
+  const props = {};
+  if (reason !== undefined) props.reason = reason;
+  if (committed !== undefined) props.committed = committed;
+  return makeError('ERR_TASK_CANCELLED', message, props);
 }
 
 function isAbortSignal(v) {
@@ -142,4 +158,12 @@ function endRetained(task, status, value) {
   endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
 }
 
-module.exports = { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal };
+module.exports = {
+  Task,
+  endTask,
+  endRetained,
+  kTaskInfo,
+  taskSnapshot,
+  cancelledError,
+  isAbortSignal,
+};

@@ -17,6 +17,7 @@
 #include "core/api/lua_api_resolve.hpp"
 #include "core/cron/cron_schedule.hpp"
 #include "core/durable/durable_record.hpp"
+#include "core/scheduling/wait_census.hpp"
 #include "core/store/persist_limits.hpp"
 
 namespace lua_tasks {
@@ -92,6 +93,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_taskState>("taskState"),
                          InstanceMethod<&Runtime::JS_taskUntil>("taskUntil"),
                          InstanceMethod<&Runtime::JS_tasks>("tasks"),
+                         InstanceMethod<&Runtime::JS_waits>("waits"),
                          InstanceMethod<&Runtime::JS_idPrefix>("idPrefix"),
                          InstanceMethod<&Runtime::JS_keepAlive>("keepAlive"),
                          InstanceMethod<&Runtime::JS_setClockOffset>("setClockOffset"),
@@ -643,6 +645,17 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
     out.Set(i++, PackState(t->status, t->current_wait()));
     out.Set(i++, UntilMs(env, *s, t));
   }
+  return out;
+}
+
+Napi::Value Runtime::JS_waits(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const WaitCensus c = TakeWaitCensus(core->scheduler->tasks());
+  Napi::Array out = Napi::Array::New(env, kWaitKindSlots + 1);
+  for (uint32_t i = 0; i < kWaitKindSlots; ++i) out.Set(i, static_cast<double>(c.waiting[i]));
+  const int64_t age = core->scheduler->clock()->MonoNs() - c.oldest_wait_start;
+  out.Set(static_cast<uint32_t>(kWaitKindSlots), c.any_waiting ? static_cast<double>(age) / 1e6 : -1.0);
   return out;
 }
 

@@ -32,9 +32,10 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_taskState(const Napi::CallbackInfo& info);  // (id) -> PackState(status, wait) | undefined
   Napi::Value JS_taskUntil(
       const Napi::CallbackInfo& info);  // (id) -> end of a timed wait (FOR, UNTIL_*) in wall ms | undefined
-  Napi::Value JS_tasks(const Napi::CallbackInfo& info);           // () -> [key, state, until, ...] per live task
-  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);        // ids are prefix + base-36 key
-  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);       // (bool)
+  Napi::Value JS_tasks(const Napi::CallbackInfo& info);      // () -> [key, state, until, ...] per live task
+  Napi::Value JS_waits(const Napi::CallbackInfo& info);      // () -> [tasks per wait code..., longest wait ms | -1]
+  Napi::Value JS_idPrefix(const Napi::CallbackInfo& info);   // ids are prefix + base-36 key
+  Napi::Value JS_keepAlive(const Napi::CallbackInfo& info);  // (bool)
   Napi::Value JS_setClockOffset(const Napi::CallbackInfo& info);  // (ms) added to the wall clock
   Napi::Value JS_preload(const Napi::CallbackInfo& info);         // (name, source | value)
   Napi::Value JS_isLoaded(const Napi::CallbackInfo& info);     // (name) -> whether require(name) has its value already
