@@ -314,6 +314,14 @@ const stoppableAlready = [
     "rt.load('xpcall(function() pcall(coroutine.wrap(function() while true do end end)) end, function() while true do end end)');",
   ],
   [
+    'a coroutine detached at a wait (coroutine.resume in a task) that spins when it wakes',
+    "rt.load('function f() coroutine.resume(coroutine.create(function() tasks.sleep(0) while true do end end)) coroutine.yield() end'); rt.start('f');",
+  ],
+  [
+    "a detached coroutine's <close> handler that loops, run when its task ends",
+    `rt.load('function f() coroutine.resume(coroutine.create(function() local x <close> = ${LOOPING_CLOSE} tasks.sleep(60) end)) tasks.sleep(0.01) end'); rt.start('f');`,
+  ],
+  [
     'a util.async runner spinning',
     'rt.load(\'local async = require("util.async") local r = async.runner(function() while true do end end) r:run(1)\');',
   ],
