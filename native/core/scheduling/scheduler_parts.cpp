@@ -41,7 +41,7 @@ Scheduler::DetachResult Scheduler::Detach(lua_State* L) {
   Task* p = NewTask();
   p->co = co;
   p->family = Task::kPart;
-  LuaHost::SetMark(co, LuaHost::kPartMark, true);  // until ReleasePart
+  LuaHost::SetMark(co, LuaHost::kPartMark, true);                   // until ReleasePart
   p->anchor = anchors_.Put(L, host_->memory().arena().SlotOf(co));  // pops the thread
   p->Pend(t->pending_kind, t->pending_value, t->pending_unit);
   t->has_pending = false;

@@ -266,6 +266,24 @@ TEST_F(PartsTest, APartStartedInsideAPartAndYieldInstructionsInOneArePlainValues
   EXPECT_EQ(sched->tasks().size(), 0u);
 }
 
+TEST_F(PartsTest, APartCannotResumeOrWaitForItsOwnTask) {
+  Run(R"(function t()
+    local id = tasks.current_id()
+    coroutine.resume(coroutine.create(function()
+      tasks.sleep(1)
+      note(select(2, pcall(tasks.resume, id)))
+      note(select(2, pcall(tasks.wait, id)))
+    end))
+    coroutine.yield("INDEFINITELY")
+  end)");
+  const uint64_t key = Start("t");
+  Turn(1000 * kMs);
+  const std::string log = Log();
+  EXPECT_NE(log.find("tasks.resume: a task cannot resume itself (it is running),"), std::string::npos) << log;
+  EXPECT_NE(log.find("tasks.wait: a task cannot wait for itself"), std::string::npos) << log;
+  EXPECT_TRUE(sched->Cancel(key));
+}
+
 // A part runs under its task's budget: its time counts with the task's.
 TEST(PartsBudgetTest, APartPastTheTaskTimeoutKillsTheTask) {
   TickingClock clock;
@@ -288,6 +306,47 @@ TEST(PartsBudgetTest, APartPastTheTaskTimeoutKillsTheTask) {
   for (int i = 0; i < 10 && rt.scheduler->task_count() > 0; ++i) rt.scheduler->RunTimers();
   EXPECT_EQ(ends.ends, std::vector<std::string>{"failed:timeout"});
   EXPECT_EQ(rt.scheduler->tasks().size(), 0u);
+}
+
+// With a timeSlice a part that runs long is preempted like a task, and its
+// task's code runs in between.
+TEST(PartsBudgetTest, APartIsPreemptedAtTheSliceAndItsTaskRunsMeanwhile) {
+  TickingClock clock;
+  Ends ends;
+  LuaRuntime rt;
+  LuaHostOptions o;
+  o.time_slice_ns = 5'000'000;
+  o.clock = &clock;
+  std::string error;
+  ASSERT_TRUE(rt.Assemble(o, &clock, &ends, &error)) << error;
+  lua_State* L = rt.host->main();
+  ASSERT_EQ(luaL_dostring(L, R"(
+    log = ""
+    function t()
+      local done = false
+      coroutine.resume(coroutine.create(function()
+        tasks.sleep(0)
+        log = log .. "part "
+        local x = 0
+        for i = 1, 1e6 do x = x + 1 end
+        log = log .. "done "
+        done = true
+      end))
+      while not done do
+        if log:sub(-5) == "part " then log = log .. "task " end
+        coroutine.yield()
+      end
+    end)"),
+            LUA_OK);
+  lua_getglobal(L, "t");
+  rt.scheduler->Start(L, 0, true);
+  for (int i = 0; i < 100000 && rt.scheduler->task_count() > 0; ++i) {
+    rt.scheduler->RunTimers();
+    rt.scheduler->RunImmediate();
+  }
+  lua_getglobal(L, "log");
+  EXPECT_STREQ(lua_tostring(L, -1), "part task done ");
+  EXPECT_EQ(ends.ends, std::vector<std::string>{"done"});
 }
 
 }  // namespace
