@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// coroutine.resume, wrap, close and status as tasks need them: a task's waits pass through, its coroutine is refused.
+// coroutine.resume, wrap, close and status for tasks: a waiting coroutine detaches or passes its wait up.
 //
 // Design: API waits (tasks.sleep, tasks.wait, tasks.receive, a JS Promise)
 // may be called from inside coroutines the user made: they store the wait in
