@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A coroutine that reaches an API wait under coroutine.resume goes on as a detached part of its task: the seed's fan-out runs its waits side by side.
 'use strict';
-const { makeRuntime, makeRuntimeWithLines, sleep, until } = require('../helpers');
+const { makeRuntime, makeRuntimeWithLines, until } = require('../helpers');
 
 // The seed's update_resources idiom (elements-coroutines.txt), with `call`
 // standing in for resource.invoke: a counter, one coroutine.create +
@@ -202,8 +202,7 @@ describe('errors, cancels and limits reach the whole task', () => {
     expect(rt.cancel(task.id)).toBe(true);
     await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
     expect(lines.sort()).toEqual(['part 1 closed', 'part 2 closed', 'part 3 closed']);
-    await until(() => log.length === 6);
-    await sleep(5);
+    await until(() => log.length === 6); // the promises settle after the cancel: nothing runs
     expect(lines).toHaveLength(3);
     expect(rt.tasks()).toEqual([]);
   });
@@ -217,6 +216,24 @@ describe('errors, cancels and limits reach the whole task', () => {
       end`);
     expect(await rt.call('t')).toBe('ended');
     expect(lines).toEqual(['part closed']);
+  });
+
+  test('close() closes every task and the parts that wait in it', async () => {
+    const { rt, lines } = makeRuntimeWithLines();
+    const log = [];
+    rt.set('call', slowCall(log, 20));
+    rt.load(`${CLOSER}
+      function t(name)
+        coroutine.resume(coroutine.create(function() local c <close> = closer(name .. " sleeping") tasks.sleep(60) end))
+        coroutine.resume(coroutine.create(function() local c <close> = closer(name .. " awaiting") call(1) end))
+        coroutine.yield("INDEFINITELY")
+      end`);
+    const tasks = [rt.start('t', 'a'), rt.start('t', 'b')];
+    await rt.close();
+    for (const task of tasks) await expect(task.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+    expect(lines.sort()).toEqual(['a awaiting closed', 'a sleeping closed', 'b awaiting closed', 'b sleeping closed']);
+    await until(() => log.length === 4); // the promises settle after the close: nothing runs
+    expect(lines).toHaveLength(4);
   });
 
   test('taskTimeout counts the parts: one that spins after its wait kills the task', async () => {
