@@ -4,7 +4,8 @@
 // Design: a task's instruction is parsed where it is given. coroutine.yield
 // is replaced by l_co_yield: on a task's own thread it validates the
 // instruction (raising at the caller's line if it is bad), stores it in the
-// task and yields no values; on any other coroutine it is Lua's plain yield.
+// task and yields no values; on any other coroutine (a detached part's
+// thread too: scheduler_parts.cpp) it is Lua's plain yield.
 // The life of one yield: parsed here (with yield_instruction.cpp), filed and
 // woken by the scheduler (scheduler.cpp). A wait the tasks API starts inside
 // a coroutine of the user's reaches the task's thread through the resume
