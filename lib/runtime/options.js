@@ -45,6 +45,7 @@ const OPEN_OPTIONS = Object.freeze([
   'setup',
   'durableRetention',
   'durableCatchUp',
+  'durableRestore',
 ]);
 
 const LIB_NAMES = ['base', 'coroutine', 'string', 'table', 'math', 'utf8', 'os', 'io', 'debug', 'package'];

@@ -190,26 +190,36 @@ end)
 -- coroutine.lua: API waits pass through nested coroutines
 --------------------------------------------------------------------------
 
-test("a sentinel yield passes up through coroutine.resume and wrap, and the resume values come back", function()
+test("a sentinel yield passes up through wrap and tasks.resume_inline, and the resume values come back", function()
   local SENTINEL = {}
-  local co = {}
+  local co, tasks = {}, {}
   for k, v in pairs(coroutine) do co[k] = v end
   local task = coroutine.create(function() end)
+  local function detaching() end  -- the C resume that detaches: installed as coroutine.resume as it is
   run("core/lua/coroutine.lua", { coroutine = co }, SENTINEL,
-      function(c) return c == task end, function() return false end,
-      coroutine.resume, coroutine.status, nil)
-  -- The outer coroutine stands for the task; the inner one is the user's.
+      function(c) return c == task end, function() return false end, function() return false end,
+      detaching, coroutine.resume, coroutine.status, nil, tasks)
+  eq(co.resume, detaching, "coroutine.resume is the C function")
+  -- The outer coroutine stands for the task; the inner ones are the user's.
   local outer = coroutine.create(function()
     local inner = co.wrap(function()
       local got = co.yield(SENTINEL, "wait")  -- as tasks.sleep does from a user's coroutine
       return "inner got " .. got
     end)
-    return inner()
+    local nested = coroutine.create(function(x)
+      local got = co.yield(SENTINEL, "again")
+      return x .. got
+    end)
+    local _, r = tasks.resume_inline(nested, "inline got ")
+    return inner(), r
   end)
   local ok, sentinel, what = coroutine.resume(outer)
-  eq(ok, true, "ok") eq(sentinel, SENTINEL, "passed up") eq(what, "wait", "with its values")
-  local ok2, result = coroutine.resume(outer, "woken")
+  eq(ok, true, "ok") eq(sentinel, SENTINEL, "passed up") eq(what, "again", "with its values")
+  local ok1, sentinel1, what1 = coroutine.resume(outer, "woken")
+  eq(ok1, true, "ok") eq(sentinel1, SENTINEL, "passed up") eq(what1, "wait", "with its values")
+  local ok2, result, r = coroutine.resume(outer, "woken")
   eq(ok2, true, "ok after wake") eq(result, "inner got woken", "resume values passed down")
+  eq(r, "inline got woken", "through tasks.resume_inline too")
   raises(function() co.close(task) end, "cannot close a task's coroutine", "close(task)")
 end)
 

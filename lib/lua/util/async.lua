@@ -46,6 +46,9 @@
 --   async._start = fn                 fn(f, r), contract at the runners' hooks
 --   async._continue = fn              fn(f, r), same place
 --   async._hold = fn                  fn(r), same place
+--   async._resume = fn                fn(thread, ...): resumes the runner's thread (default
+--                                     coroutine.resume); a host whose coroutine.resume lets a
+--                                     waiting coroutine go on by itself gives one that does not
 
 local coroutine_close = coroutine.close
 local create = coroutine.create
@@ -247,6 +250,7 @@ end
 async._start = on_own_thread
 async._continue = on_own_thread
 async._hold = function() end
+async._resume = resume
 
 -- Resumes the runner's thread once, recording the runner as active meanwhile.
 -- Outcomes:
@@ -261,7 +265,7 @@ local function step(r, ...)
   active[r] = entries
   local guard <close> = r.guard
   guard.armed = true
-  local ok, res = resume(thread, ...)
+  local ok, res = async._resume(thread, ...)
   guard.armed = false
   active[r] = nil
   if ok and res == WAIT then return "wait" end

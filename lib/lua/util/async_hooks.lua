@@ -102,6 +102,11 @@ async._hold = function(r)
   runners[r] = r.owner
 end
 
+-- An item that waits on the task (tasks.sleep, a JS Promise) suspends the
+-- task with it, as in Prosody: coroutine.resume would detach the runner's
+-- thread at that wait (docs/api.md, Coroutines in tasks).
+async._resume = tasks.resume_inline or async._resume
+
 async.set_nexttick(function(f)
   start(function() yield() f() end)
 end)

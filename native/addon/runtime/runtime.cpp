@@ -633,7 +633,8 @@ Napi::Value Runtime::JS_tasks(const Napi::CallbackInfo& info) {
   Scheduler* s = core->scheduler.get();
   std::vector<uint64_t> keys;
   s->tasks().ForEach([&](const Task& t) {
-    if (!t.ended()) keys.push_back(t.key);  // not one still winding down (see Scheduler::Find)
+    // Not one still winding down, nor a detached part (see Scheduler::Find).
+    if (!t.ended() && (t.family & Task::kPart) == 0) keys.push_back(t.key);
   });
   std::sort(keys.begin(), keys.end());
   // JS builds the snapshots, as it does for taskState: one builder.

@@ -35,11 +35,12 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_value_double(env, argv[0], &key_d);
   napi_get_value_uint32(env, argv[1], &token);
   napi_get_value_bool(env, argv[2], &ok);
-  Task* t = core->scheduler->Find(static_cast<uint64_t>(key_d));
+  // The task, or the detached part of one, that awaits it.
+  const auto key = static_cast<uint64_t>(key_d);
+  Task* t = core->scheduler->Awaiting(key, token);
   // A cancelled or finished task, or a late settlement: ignored.
   const WaitKind wait = t != nullptr ? t->SettledBy(token) : WaitKind::kNone;
   if (wait == WaitKind::kNone) return nullptr;
-  const uint64_t key = t->key;
   // The value is converted on the current thread, not on the waiting
   // coroutine: converting allocates, a collector step may run finalizers
   // (Lua code) on the thread that allocates, and a suspended coroutine must
@@ -75,7 +76,7 @@ napi_value Settle(napi_env env, napi_callback_info info) {
         lua_pushboolean(L, 0);
         PushJsException(core.get(), L, e);
       }
-      again = core->closed() ? nullptr : core->scheduler->Find(key);
+      again = core->closed() ? nullptr : core->scheduler->Awaiting(key, token);
       if (again == nullptr || again->SettledBy(token) != wait || !lua_checkstack(again->co, 2)) {
         lua_settop(L, top);
         return 0;

@@ -67,7 +67,7 @@ int l_tasks_current_id(lua_State* L) {
     lua_pushnil(L);
     return 1;
   }
-  PushId(L, s, t->key);
+  PushId(L, s, s->Owner(t)->key);  // a detached part's is its task's
   return 1;
 }
 
@@ -202,7 +202,8 @@ int l_tasks_receive(lua_State* L) {
   // at once, or the wait it made (docs/durable.md), whatever the mailbox holds.
   const bool replayed_message = t->durable && s->ReplaysMessage(t);
   const bool replayed_wait = t->durable && s->ReplaysWait(t, WaitKind::kReceive);
-  if (replayed_message || (!replayed_wait && (t->mail_count > 0 || timeout == 0))) return Received(L, s, t);
+  const bool mail = s->Owner(t)->mail_count > 0;  // a part receives its task's messages
+  if (replayed_message || (!replayed_wait && (mail || timeout == 0))) return Received(L, s, t);
   NeedTask(L, s, "tasks.receive");  // it must suspend: raises if it cannot here
   t->Pend(WaitKind::kReceive, timeout, unit);
   if (L == t->co) return lua_yieldk(L, 0, 0, k_receive);
@@ -253,7 +254,7 @@ int l_tasks_join(lua_State* L) {
   Task* target = s->Find(key);
   if (target != nullptr) {
     Task* t = NeedTask(L, s, "tasks.wait");
-    if (target == t) return luaL_error(L, "tasks.wait: a task cannot wait for itself");
+    if (target == s->Owner(t)) return luaL_error(L, "tasks.wait: a task cannot wait for itself");
     t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
     return Suspend(L, s, t);
   }

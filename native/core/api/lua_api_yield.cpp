@@ -4,7 +4,8 @@
 // Design: a task's instruction is parsed where it is given. coroutine.yield
 // is replaced by l_co_yield: on a task's own thread it validates the
 // instruction (raising at the caller's line if it is bad), stores it in the
-// task and yields no values; on any other coroutine it is Lua's plain yield.
+// task and yields no values; on any other coroutine (a detached part's
+// thread too: scheduler_parts.cpp) it is Lua's plain yield.
 // The life of one yield: parsed here (with yield_instruction.cpp), filed and
 // woken by the scheduler (scheduler.cpp). A wait the tasks API starts inside
 // a coroutine of the user's reaches the task's thread through the resume
@@ -114,11 +115,15 @@ int l_co_yield(lua_State* L) {
   }
   if (t == nullptr || t->co != L) return lua_yield(L, lua_gettop(L));  // plain Lua semantics
   const int n = lua_gettop(L);
+  // A detached part's own yields are plain: it goes back to its resumer
+  // (Scheduler::ParkPlain); only an API wait passed up suspends it.
+  const bool part = (t->family & Task::kPart) != 0;
   if (n == 0) {  // the common bare yield: IMMEDIATE, nothing to parse
-    t->Pend(WaitKind::kImmediate);
+    if (!part) t->Pend(WaitKind::kImmediate);
     return lua_yield(L, 0);
   }
   if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
+  if (part) return lua_yield(L, n);
   WaitRequest req;
   char err[256];
   // Coded errors: a task that does not catch them fails with ERR_BAD_YIELD

@@ -46,7 +46,7 @@ class InterruptWatch;
 // outside protected mode must not raise. Allocation is the only way the calls
 // we make there can fail, and MemoryBudget never refuses while `enforce` is off
 // (see memory_budget.hpp); Enter turns enforcement on for the Lua code it runs.
-class LuaHost {
+class alignas(16) LuaHost {
  public:
   // Creates the state and opens the profile's libraries; on failure returns
   // nullptr and sets *error.
@@ -74,6 +74,17 @@ class LuaHost {
   static bool HasKilledMark(lua_State* co) {
     return (*static_cast<uintptr_t*>(lua_getextraspace(co)) & kKilledMark) != 0;
   }
+  // A coroutine that runs as a detached part of its task (the scheduler
+  // resumes it: Scheduler::Detach), and one parked after a plain yield from
+  // there: its yielded values wait on its stack for its resumer's next resume.
+  static void SetMark(lua_State* co, uintptr_t mark, bool on) {
+    auto* bits = static_cast<uintptr_t*>(lua_getextraspace(co));
+    *bits = on ? (*bits | mark) : (*bits & ~mark);
+  }
+  static bool HasMark(lua_State* co, uintptr_t mark) {
+    return (*static_cast<uintptr_t*>(lua_getextraspace(co)) & mark) != 0;
+  }
+  static bool HasPartMark(lua_State* co) { return HasMark(co, kPartMark); }
 
   lua_State* main() const { return L_; }
   // The innermost thread running Lua code now, or the main thread when none
@@ -312,7 +323,9 @@ class LuaHost {
 
   static constexpr uintptr_t kTaskMark = 1;
   static constexpr uintptr_t kKilledMark = 2;
-  static constexpr uintptr_t kMarks = kTaskMark | kKilledMark;  // a LuaHost is aligned to 8 or more
+  static constexpr uintptr_t kPartMark = 4;
+  static constexpr uintptr_t kParkedMark = 8;
+  static constexpr uintptr_t kMarks = kTaskMark | kKilledMark | kPartMark | kParkedMark;  // a LuaHost is aligned to 16
 
   // Lua code (an Entry) or host code working on the state (a HostSection) is
   // on the C stack: the state must not be freed now (a close() asked for by

@@ -1,7 +1,8 @@
 -- SPDX-License-Identifier: MIT
--- coroutine.resume, wrap, close and status for tasks: API waits pass through nested coroutines (lua_api_coroutine.cpp).
--- Chunk arguments: the sentinel an API wait yields, is_task(co), is_killed(co), the C resume and status, the main thread.
-local SENTINEL, is_task, is_killed, raw_resume, raw_status, MAIN = ...
+-- coroutine.resume, wrap, close and status for tasks, and tasks.resume_inline (lua_api_coroutine.cpp).
+-- Chunk arguments: the sentinel an API wait yields, is_task(co), is_killed(co), is_part(co), the C resume that
+-- detaches and the one that does not, the C status, the main thread, the tasks table.
+local SENTINEL, is_task, is_killed, is_part, detaching_resume, raw_resume, raw_status, MAIN, tasks = ...
 local co = coroutine
 local create, yield, close, isyieldable = co.create, co.yield, co.close, co.isyieldable
 local resume, status = raw_resume, raw_status
@@ -49,14 +50,22 @@ end
 -- resume (l_co_resume) refuses a task's coroutine and the main thread; so
 -- does close: a task's coroutine is cancelled through the task, and closing
 -- the main thread would empty its stack (the traceback handler with it).
-co.resume = function(c, ...)
-  return pass(c, resume(c, ...))
-end
+-- coroutine.resume is the C function itself: an API wait detaches the
+-- coroutine there. tasks.resume_inline passes it up, as wrap does.
+co.resume = detaching_resume
 co.status = status
+if tasks then
+  tasks.resume_inline = function(c, ...)
+    return pass(c, resume(c, ...))
+  end
+end
 
 co.close = function(c)
   if is_task(c) then error("cannot close a task's coroutine (cancel the task: tasks.cancel(id))", 2) end
   if c == MAIN then error("cannot close the runtime's main thread (it runs the calls from JS; it is no coroutine)", 2) end
+  if is_part(c) then
+    error("cannot close a coroutine that runs as a detached part of its task (it ends with the task)", 2)
+  end
   return close_unless_killed(c)
 end
 

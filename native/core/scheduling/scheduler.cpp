@@ -283,6 +283,16 @@ void Scheduler::Defer(Task* t, int nargs) {
 }
 
 bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
+  if (t->family != 0) {
+    if (FamilyBusy(t)) {
+      // Its task or another part of it is on the C stack: it runs after, from
+      // the ready queue (a task's code never runs nested in its own).
+      Continue(t, nargs);
+      if (batch_ == 0) hooks_->OnScheduleChange();
+      return false;
+    }
+    if ((t->family & Task::kPart) != 0) return RunPart(t, from, nargs, now);
+  }
   if (t->durable && (nargs = JournalIn(t, nargs)) < 0) return false;
   // A durable task in replay goes round again with each recorded outcome.
   for (;;) {
@@ -386,7 +396,7 @@ void Scheduler::Park(Task* t, int64_t now) {
       // tasks.receive suspends only on an empty mailbox; a message that came
       // in between (nothing is known to send there, but it costs one test)
       // wakes it at once. value: the timeout (ns), -1 for none.
-      if (t->mail_count > 0) {
+      if (Owner(t)->mail_count > 0) {
         ClearWait(t);
         Continue(t, 0);
       } else if (value >= 0) {
@@ -616,7 +626,7 @@ Scheduler::ResumeResult Scheduler::Resume(uint64_t key, lua_State* from, int nar
     lua_pop(from, nargs);
     return ResumeResult::kNotFound;
   }
-  if (t == current_) {
+  if (t == current_ || (current_ != nullptr && t == Owner(current_))) {  // from the task or a part of it
     lua_pop(from, nargs);
     return ResumeResult::kSelf;
   }

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -156,11 +157,11 @@ class Scheduler {
   bool HasTimers() const { return !timers_.empty() || dormant_.HasWakes(); }
   // Tasks that something outside the loop's handles will wake (promises).
   bool HasOutsideWaits() const { return outside_waits_ != 0; }
-  int64_t NextDeadline() const;  // monotonic ns; HasTimers() must be true
-  size_t task_count() const { return tasks_.size(); }
-  uint64_t next_key() const { return next_key_; }       // the key Start gives next
-  size_t spare_count() const { return spare_.size(); }  // ended Tasks kept for reuse
-  static constexpr size_t kSpareKept = 1024;            // beyond this, spares nobody names are freed
+  int64_t NextDeadline() const;                                          // monotonic ns; HasTimers() must be true
+  size_t task_count() const { return tasks_.size() - part_of_.size(); }  // detached parts are not tasks
+  uint64_t next_key() const { return next_key_; }                        // the key Start gives next
+  size_t spare_count() const { return spare_.size(); }                   // ended Tasks kept for reuse
+  static constexpr size_t kSpareKept = 1024;                             // beyond this, spares nobody names are freed
   // Live tasks at which the collector switches from generational to
   // incremental mode, for good (see Scheduler::NewTask).
   static constexpr size_t kIncrementalAt = 10000;
@@ -172,11 +173,29 @@ class Scheduler {
   // tells the embedder and wakes its joiners, but lookups by id answer for
   // it through FindFinished from then on: code run meanwhile (a listener, a
   // joiner) can neither cancel it again nor join a task that wakes no one.
+  // A detached part is no task of its own: no id finds it.
   Task* Find(uint64_t key) {
     Task* t = tasks_.Find(key);
-    return t != nullptr && !t->ended() ? t : nullptr;
+    return t != nullptr && !t->ended() && (t->family & Task::kPart) == 0 ? t : nullptr;
   }
   Task* current() const { return current_; }
+
+  // ---- Detached parts (scheduler_parts.cpp; docs/design.md#detached-parts) ----
+  // The task a part belongs to; t itself for a task. Its id, mailbox and CPU
+  // budget are the part's too.
+  Task* Owner(Task* t) const { return (t->family & Task::kPart) != 0 ? OwnerOfPart(t) : t; }
+  // coroutine.resume from code of the running task (or of one of its parts)
+  // got the sentinel of an API wait from the coroutine on top of L (popped):
+  // its pending wait moves to a new part that the scheduler runs from now on,
+  // and the resume returns at once. kDurable: the task is durable (a replay
+  // could not tell its parts apart): nothing changed, the wait is still
+  // pending on the running task. Call from a lua_CFunction under a HostSection.
+  enum class DetachResult { kDetached, kDurable };
+  DetachResult Detach(lua_State* L);
+  // The task or part that a settlement of (key, token) wakes (the key and
+  // token an await gave the embedder), or nullptr for a late one. A part
+  // detached at a promise wait is found by the key it awaited under.
+  Task* Awaiting(uint64_t key, uint32_t token);
   const Clock* clock() const { return clock_; }
   LuaHost* host() const { return host_; }
   const TaskTable& tasks() const { return tasks_; }
@@ -365,6 +384,12 @@ class Scheduler {
   // `now`: the monotonic time if the caller just read it, else -1. The clock
   // is read once more, after the run (for the CPU budget and the wait).
   bool RunTask(Task* t, lua_State* from, int nargs, int64_t now = -1);
+  // A task that is not ended, parts included (internal lookups: joiners,
+  // deferred runs).
+  Task* FindLive(uint64_t key) {
+    Task* t = tasks_.Find(key);
+    return t != nullptr && !t->ended() ? t : nullptr;
+  }
   // Wakes `t` with ("SCHEDULER", elapsed, unit), `now` being the time.
   bool Wake(Task* t, int64_t now);
   // names_: the units in enum order, then "SCHEDULER", then the instructions.
@@ -404,6 +429,26 @@ class Scheduler {
   void RunJoiner(Task* w, int nargs);
   void KillNow(Task* t, TaskEnd kind = TaskEnd::kCancelled);
   void Remember(Task* t, const TaskEnding& end);
+
+  // ---- Detached parts (scheduler_parts.cpp) ----
+  Task* OwnerOfPart(const Task* p) const;
+  // Whether the family (the task and its parts) runs: then a part or the
+  // task itself waits in the ready queue rather than running nested.
+  bool FamilyBusy(const Task* t) const;
+  // RunTask for a part: the same run, under its task's CPU budget; then it
+  // parks (a wait), ends, fails the task, or goes back to its resumer (a
+  // plain yield: ParkPlain).
+  bool RunPart(Task* p, lua_State* from, int nargs, int64_t now);
+  void ParkPlain(Task* p, int nres);
+  void ReleasePart(Task* p);
+  // The task ends: every part left is closed (its <close> variables run).
+  void KillParts(Task* owner);
+  // A part failed (kFailed, its error value on top of its stack) or was
+  // killed (kTimedOut): the task ends so, where the part was.
+  void EndFromPart(Task* p, TaskEnd kind, int status);
+  // A message came for `owner`, which is not receiving: a part that is gets it.
+  void WakeReceivingPart(Task* owner);
+  static void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace);
 
   // ---- Waits and timers (scheduler.cpp) ----
   void ClearWait(Task* t);
@@ -493,6 +538,18 @@ class Scheduler {
   void TellJournal();
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;
+  // Detached parts. part_of_: each part's task and its slot in parts_[task].
+  // redirect_: a part detached at a promise wait, by the (key, token) the
+  // embedder will settle it with. Entries go when the part is released.
+  struct PartOf {
+    Task* owner;
+    size_t index;
+    uint64_t from_key;  // with `token`: its redirect_ entry, if from_key != 0
+    uint32_t token;
+  };
+  std::unordered_map<const Task*, PartOf> part_of_;
+  std::unordered_map<const Task*, std::vector<Task*>> parts_;
+  std::map<std::pair<uint64_t, uint32_t>, Task*> redirect_;
 };
 
 }  // namespace lua_tasks

@@ -67,7 +67,7 @@ void Scheduler::RunDeferred() {
   while (locks_ == 0 && !deferred_.empty()) {
     const Deferred d = deferred_.front();
     deferred_.pop_front();
-    Task* t = Find(d.key);
+    Task* t = FindLive(d.key);
     if (t == nullptr || t->gen != d.gen || t->status != TaskStatus::kWaiting || t->wait != WaitKind::kNone) continue;
     RunTask(t, host_->current(), d.nargs);
   }

@@ -8,14 +8,12 @@
 
 namespace lua_tasks {
 
-namespace {
-
 // Pushes co's traceback onto M and fills `trace` with it and co's innermost
 // frame that has a source line (a C function, such as coroutine.yield or a JS
 // function, has none: its Lua caller's line is where the task was). `ar`
 // holds the source name: it must outlive `trace`. Raises only for memory, in
 // host code (a HostSection lifts the limit).
-void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
+void Scheduler::TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
   luaL_traceback(M, co, nullptr, 0);
   trace->traceback = lua_tostring(M, -1);
   for (int level = 0; lua_getstack(co, level, ar) != 0; ++level) {
@@ -27,13 +25,13 @@ void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace) {
   }
 }
 
-}  // namespace
-
 bool Scheduler::Cancel(uint64_t key) {
   Task* t = Find(key);
   if (t == nullptr) return false;
-  if (t->status == TaskStatus::kRunning) {
-    t->cancel_pending = true;  // it is on the C stack: killed at its next yield, or ends cancelled
+  if (t->status == TaskStatus::kRunning || (t->family & Task::kPartRunning) != 0) {
+    // It, or a part of it, is on the C stack: killed at its next yield (or
+    // the part's), or ends cancelled.
+    t->cancel_pending = true;
     return true;
   }
   // A committer whose write is in flight ends now: the write's settlement
@@ -60,7 +58,7 @@ void Scheduler::CancelAll() {
   if (own_window) outer = budget->Open(0, false);
   for (uint64_t k : keys) {
     Task* t = Find(k);
-    if (t != nullptr && t->status != TaskStatus::kRunning) KillNow(t);
+    if (t != nullptr && t->status != TaskStatus::kRunning && (t->family & Task::kPartRunning) == 0) KillNow(t);
   }
   if (own_window) {
     bool killed;
@@ -103,6 +101,7 @@ void Scheduler::EndTask(Task* t, TaskEnding end) {
   const bool no_values = end.kind == TaskEnd::kCancelled || end.kind == TaskEnd::kTimedOut;
   const int nres = end.nres;
   ClearWait(t);
+  if ((t->family & Task::kHasParts) != 0) KillParts(t);
   // A coroutine that failed, or died of the budget's kill where it ran,
   // keeps its stack: where it was is read from it.
   lua_Debug ar;
@@ -128,7 +127,7 @@ void Scheduler::EndTask(Task* t, TaskEnding end) {
   std::optional<SharedSlice> slice;
   if (!joiners.empty()) slice.emplace(this);
   for (uint64_t k : joiners) {
-    Task* w = Find(k);
+    Task* w = FindLive(k);                                                           // a part may be waiting too
     if (w == nullptr || w->wait != WaitKind::kJoin || w->join_key != key) continue;  // stale
     ClearWait(w);
     // A suspended task has room for a few values; more need its stack grown

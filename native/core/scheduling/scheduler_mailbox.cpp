@@ -59,11 +59,14 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
     ClearWait(t);
     Continue(t, 0);
     if (batch_ == 0) hooks_->OnScheduleChange();
+  } else if ((t->family & Task::kHasParts) != 0) {
+    WakeReceivingPart(t);
   }
   return SendResult::kQueued;
 }
 
 int Scheduler::TakeMessage(Task* t, lua_State* L) {
+  t = Owner(t);  // a part receives its task's messages
   Journal* const durable = JournalOf(t);
   Journal* j = durable;
   if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it

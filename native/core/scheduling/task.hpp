@@ -40,6 +40,12 @@ struct Task {
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
   bool durable = false;         // has a Journal (Scheduler::JournalOf): replayed after a restart
+  // Detached parts (scheduler_parts.cpp): kPart on a part, kHasParts and
+  // kPartRunning on the task it belongs to. In the padding: 0 for most tasks.
+  uint8_t family = 0;
+  static constexpr uint8_t kPart = 1;
+  static constexpr uint8_t kHasParts = 2;
+  static constexpr uint8_t kPartRunning = 4;
   // Cold: read only by the waits that use them.
   uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
   static constexpr uint32_t kNoAnchor = UINT32_MAX;

@@ -487,3 +487,32 @@ test('a message already in the mailbox when a durable task receives replays as t
   expect(await t.result).toBe('xy');
   await rt.close();
 });
+
+test('a durable task refuses to detach a coroutine that waits under coroutine.resume; resume_inline waits in line', async () => {
+  const dir = tmpdir();
+  const rt = await open(
+    dir,
+    `function fan()
+      local co = coroutine.create(function()
+        local c <close> = setmetatable({}, { __close = function() closed = true end })
+        coroutine.yield("FOR", 1, "MILLISECONDS") -- a plain yield: no wait
+        tasks.sleep(0.001)
+      end)
+      coroutine.resume(co)
+      local ok, err = pcall(coroutine.resume, co)
+      return { ok, err, coroutine.status(co), closed }
+    end
+    function inline()
+      local co = coroutine.create(function(x) tasks.sleep(0.001) return x * 2 end)
+      return select(2, tasks.resume_inline(co, 21))
+    end`,
+  );
+  const [ok, err, status, closed] = await rt.spawn('fan', { durable: true }).result;
+  expect(ok).toBe(false);
+  expect(err).toMatch(
+    /coroutine\.resume: the coroutine waits \(FOR\) .* a durable task cannot replay: .*tasks\.resume_inline/,
+  );
+  expect([status, closed]).toEqual(['dead', true]);
+  expect(await rt.spawn('inline', { durable: true }).result).toBe(42);
+  await rt.close();
+});

@@ -249,3 +249,21 @@ test('a context is made only for a task that outlives its first run, shared by t
     hook.disable();
   }
 });
+
+test('a coroutine detached at a wait sees the store its task was started in, after a sleep and a promise', async () => {
+  rt.set('later', () => new Promise((resolve) => setTimeout(resolve, 2)));
+  rt.load(`function f()
+    local got = {}
+    local function part(i)
+      coroutine.resume(coroutine.create(function()
+        if i == 1 then tasks.sleep(0.001) else later() end
+        got[i] = seen()
+      end))
+    end
+    part(1) part(2)
+    while not (got[1] and got[2]) do coroutine.yield() end
+    return got
+  end`);
+  const task = als.run('A', () => rt.start('f'));
+  expect(await task.result).toEqual(['A', 'A']);
+});

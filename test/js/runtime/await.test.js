@@ -23,8 +23,12 @@ test.each([
     'local g = coroutine.wrap(function() coroutine.yield(delay(5, 1)) coroutine.yield(delay(5, 2)) end) return g() + g()',
   ],
   [
-    'a nested coroutine.resume',
-    'local c = coroutine.create(function() return delay(5, 3) end) local ok, v = coroutine.resume(c) return v',
+    'a nested tasks.resume_inline',
+    'local c = coroutine.create(function() return delay(5, 3) end) local ok, v = tasks.resume_inline(c) return v',
+  ],
+  [
+    'a coroutine detached by coroutine.resume',
+    'local v local c = coroutine.create(function() v = delay(5, 3) end) coroutine.resume(c) while not v do coroutine.yield() end return v',
   ],
   ['pcall', 'local ok, v = pcall(delay, 5, 3) return v'],
   ['xpcall', 'local ok, v = xpcall(delay, debug and debug.traceback or print, 5, 3) return v'],

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside one suspends the whole task, and the task's own coroutine runs only under the scheduler.
+// Lua coroutines inside tasks: plain coroutines keep Lua's semantics, a wait inside coroutine.wrap or tasks.resume_inline suspends the whole task, and the task's own coroutine runs only under the scheduler.
 'use strict';
 const { Runtime } = require('../../..');
 const { makeRuntime, closeAfterTest, sleep, until } = require('../helpers');
@@ -84,7 +84,7 @@ describe('nested coroutines', () => {
     expect(await rt.call('t')).toEqual(['FOR:1', '1:nil', 'FOR:1', '2:nil', 'FOR:1', '3:nil']);
   });
 
-  test('tasks.sleep two coroutines deep suspends the task and values flow back in place', async () => {
+  test('tasks.sleep two coroutines deep under tasks.resume_inline suspends the task and values flow back in place', async () => {
     rt.load(`function t()
       local inner = coroutine.create(function(x)
         tasks.sleep(0.01)
@@ -93,13 +93,13 @@ describe('nested coroutines', () => {
         return y * 3
       end)
       local outer = coroutine.create(function(x)
-        local ok, a = coroutine.resume(inner, x)
+        local ok, a = tasks.resume_inline(inner, x)
         local b = coroutine.yield(a * 2)
-        local ok2, c = coroutine.resume(inner, b)
+        local ok2, c = tasks.resume_inline(inner, b)
         return c + 1
       end)
-      local ok1, v1 = coroutine.resume(outer, 4)    -- inner: 5, outer: 10
-      local ok2, v2 = coroutine.resume(outer, v1)   -- inner: 30, outer: 31
+      local ok1, v1 = tasks.resume_inline(outer, 4)    -- inner: 5, outer: 10
+      local ok2, v2 = tasks.resume_inline(outer, v1)   -- inner: 30, outer: 31
       return { ok1, v1, ok2, v2, coroutine.status(outer), coroutine.status(inner) }
     end`);
     expect(await rt.call('t')).toEqual([true, 10, true, 31, 'dead', 'dead']);
@@ -108,7 +108,7 @@ describe('nested coroutines', () => {
   test('a sleep inside a nested coroutine returns the scheduler reason when it wakes by itself', async () => {
     rt.load(`function t()
       local co = coroutine.create(function() return tasks.sleep(0.01) end)
-      return { coroutine.resume(co) }
+      return { tasks.resume_inline(co) }
     end`);
     const [ok, reason] = await rt.call('t');
     expect(ok).toBe(true);

@@ -255,3 +255,39 @@ test('the fan-out endpoint updates every resource through coroutine.create + nam
 test('the fan-out endpoint works with the function itself given to namazu_coroutine.start', async () => {
   await fanOut('');
 });
+
+// The seed's own idiom: each coroutine started with coroutine.resume, the
+// endpoint polling with a bare coroutine.yield(). A resource.invoke that waits
+// with an API wait (here tasks.sleep; a JS Promise alike) detaches its
+// coroutine, so the five invocations wait side by side: all five start before
+// any of them is done.
+test('the fan-out endpoint as the seed writes it (coroutine.resume, coroutine.yield()) invokes concurrently', async () => {
+  const waiting = {
+    ...FAKES,
+    'namazu.resource': `
+      updated, calls = {}, {}
+      return {
+        invoke = function(resource_id, method, info)
+          calls[#calls + 1] = "start " .. resource_id
+          tasks.sleep(0.02)
+          calls[#calls + 1] = "end " .. resource_id
+          updated[#updated + 1] = resource_id .. " " .. method .. " " .. info.color
+          return { ok = true }, 200
+        end,
+      }`,
+    test_endpoints: ENDPOINT.replace('{{CREATE}}', 'coroutine.create')
+      .replace('namazu_coroutine.start(co)', 'coroutine.resume(co)')
+      .replace('coroutine.yield("FOR", 5, "MILLISECONDS")', 'coroutine.yield()'),
+  };
+  expect(waiting.test_endpoints).toMatch(/coroutine\.resume\(co\)[^]*coroutine\.yield\(\)/);
+  expect(waiting.test_endpoints).not.toMatch(/namazu_coroutine\.start|"FOR"/);
+  runtime(waiting);
+  rt.load('require "test_endpoints"');
+  const task = rt.start('test_endpoints.update_resources', { color: 'blue' }, { path: '/update' }, { user: 'ann' });
+  expect(await task.result).toEqual({ code: 200 });
+  const calls = rt.load('return calls')[0];
+  expect(calls).toHaveLength(10);
+  expect(calls.slice(0, 5).every((c) => c.startsWith('start'))).toBe(true);
+  expect(rt.load('return updated')[0].sort()).toEqual([1, 2, 3, 4, 5].map((i) => `res-${i} update_resource blue`));
+  expect(rt.tasks()).toEqual([]);
+});

@@ -40,7 +40,7 @@ describe('cancel runs the <close> variables of coroutines a task waits inside', 
   const CLOSER =
     'local function closer(name) return setmetatable({}, { __close = function(_, e) print(name .. " closed " .. tostring(e)) end }) end';
 
-  test('coroutine.wrap and coroutine.resume, nested two deep, innermost first', async () => {
+  test('coroutine.wrap and tasks.resume_inline, nested two deep, innermost first', async () => {
     rt.load(`${CLOSER}
     function t()
       local outer <close> = closer("task")
@@ -50,7 +50,7 @@ describe('cancel runs the <close> variables of coroutines a task waits inside', 
           local c <close> = closer("inner")
           tasks.sleep(60)
         end)
-        print("inner resumed", coroutine.resume(co))
+        print("inner resumed", tasks.resume_inline(co))
       end)
       gen()
     end`);
@@ -70,9 +70,9 @@ describe('cancel runs the <close> variables of coroutines a task waits inside', 
         coroutine.yield("first")
         tasks.sleep(60)
       end)
-      print(coroutine.resume(co))
+      print(tasks.resume_inline(co))
       print(coroutine.status(co))
-      coroutine.resume(co)
+      tasks.resume_inline(co)
     end`);
     const task = rt.start('t');
     await sleep(30);

@@ -314,6 +314,16 @@ const stoppableAlready = [
     "rt.load('xpcall(function() pcall(coroutine.wrap(function() while true do end end)) end, function() while true do end end)');",
   ],
   [
+    'a coroutine detached at a wait (coroutine.resume in a task) that spins when it wakes',
+    "rt.load('function f() coroutine.resume(coroutine.create(function() tasks.sleep(0) while true do end end)) coroutine.yield() end'); rt.start('f');",
+    { returns: true }, // it spins from the loop, after the setup returned
+  ],
+  [
+    "a detached coroutine's <close> handler that loops, run when its task ends",
+    `rt.load('function f() coroutine.resume(coroutine.create(function() local x <close> = ${LOOPING_CLOSE} tasks.sleep(60) end)) tasks.sleep(0.01) end'); rt.start('f');`,
+    { returns: true },
+  ],
+  [
     'a util.async runner spinning',
     'rt.load(\'local async = require("util.async") local r = async.runner(function() while true do end end) r:run(1)\');',
   ],
@@ -337,9 +347,9 @@ describe('worker.terminate() stops Lua that it could not stop before the audit',
 });
 
 describe('worker.terminate() stops Lua in other corners', () => {
-  for (const [name, setup] of stoppableAlready) {
+  for (const [name, setup, opts] of stoppableAlready) {
     test(name, async () => {
-      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200 });
+      const ms = await terminateWhileSpinning(spinningWorker(setup), { delay: 200, ...opts });
       expect(ms).toBeLessThan(3000);
     });
   }

@@ -908,7 +908,7 @@ describe('no internal module or host value is reachable', () => {
     expect(
       rt.load('local t = {} for k in pairs(tasks) do t[#t + 1] = k end table.sort(t) return table.concat(t, " ")'),
     ).toEqual([
-      'await cancel continue_as_new current_id durable instruction patched reason receive resume send sleep start start_durable state status step store unit wait',
+      'await cancel continue_as_new current_id durable instruction patched reason receive resume resume_inline send sleep start start_durable state status step store unit wait',
     ]);
   });
 
