@@ -20,7 +20,9 @@ void Add(TaskTable& table, uint64_t key, TaskStatus status, WaitKind wait, int64
   table.Insert(std::move(t));
 }
 
-size_t Slot(WaitKind k) { return static_cast<size_t>(k); }
+size_t Slot(WaitKind k) {
+  return static_cast<size_t>(k);
+}
 
 TEST(WaitCensus, AnEmptyTableHasNoWaits) {
   TaskTable table;
