@@ -219,6 +219,8 @@ export class DirectoryStore implements KeyedStore {
   write(batch: StoreBatch): Promise<void>;
   reader(name: string): StoreReader;
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** Runtime names it holds matching `pattern` (`*`: any run of characters), after `after`, at most `limit` (1-10000, default 1000). No lease. */
+  names(pattern?: string, after?: string, limit?: number): Promise<string[]>;
   /** Transactions (one fsync each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight and closes the database. Idempotent. */
@@ -270,6 +272,8 @@ export class PostgresStore implements KeyedStore {
   reader(name: string): StoreReader;
   /** Journals and inboxes (any space), a page at a time, from PostgreSQL. */
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** Runtime names it holds matching `pattern` (`*`: any run of characters), after `after`, at most `limit` (1-10000, default 1000). No lease. */
+  names(pattern?: string, after?: string, limit?: number): Promise<string[]>;
   /** Transactions (one WAL flush each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight, ends the lock session and the pool it made. Idempotent. */
