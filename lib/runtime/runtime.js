@@ -9,7 +9,9 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal } = require('./task');
+const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, cancelledError, abortedError } = require('./task');
+const { isAbortSignal } = require('./task');
+const { inspectTask } = require('./inspect');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore, scanRecords } = require('./persist');
 
@@ -50,6 +52,7 @@ class Runtime extends EventEmitter {
   #endedLabels = new Map(); // the same for the last ENDED_KEPT that ended: rt.task(id) knows as many ended tasks
   #name = null;
   #commits = null; // the CommitQueue of a runtime with a store
+  #store = null; // that store (rt.inspect reads journals from it)
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
   #durableKeys = new Map(); // idempotency key -> Task of a live or retained durable task (docs/durable.md)
@@ -111,6 +114,7 @@ class Runtime extends EventEmitter {
     this.#idPrefix = this.#native.idPrefix();
     if (persist) {
       this.#name = persist.name;
+      this.#store = persist.store;
       this.#lease = persist.lease;
       this.#commits = new CommitQueue(
         this.#native,
@@ -215,19 +219,7 @@ class Runtime extends EventEmitter {
     const reason = this.#cancelReasons.get(id);
     this.#cancelReasons.delete(id);
     if (this.#aborted.delete(id)) return () => abortedError(id, reason, committed);
-    return () => {
-      let message = `Task ${id} was cancelled${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-      if (committed === true) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-      }
-      if (committed === false) {
-        message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-      }
-      const props = {};
-      if (reason !== undefined) props.reason = reason;
-      if (committed !== undefined) props.committed = committed;
-      return makeError('ERR_TASK_CANCELLED', message, props);
-    };
+    return () => cancelledError(id, reason, committed);
   }
 
   #onEnd(key, kind, value) {
@@ -559,7 +551,7 @@ class Runtime extends EventEmitter {
     const key = startKey(started);
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
-    const task = new Task(this, id, labels && labels.name, labels && labels.meta);
+    const task = new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
     if (durable && durable.id) this.#restoredTasks.add(task); // before it can end
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
@@ -695,6 +687,12 @@ class Runtime extends EventEmitter {
       list.push(this.#labelled(taskSnapshot(this.#idOf(rows[i]), rows[i + 1], rows[i + 2])));
     }
     return list;
+  }
+
+  /** A task's details on demand (lib/runtime/inspect.js, docs/api.md#inspecting-a-task). @returns {Promise<object|undefined>} */
+  inspect(id, options) {
+    const lent = [this.#native, (i) => this.#snapshot(i), this.#tasks, this.#idPrefix, this.#store, this.#name];
+    return inspectTask(lent, id, options);
   }
 
   /** Timed waits keep the process alive (the default). */

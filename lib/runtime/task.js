@@ -16,16 +16,30 @@ function taskSnapshot(id, code, until) {
   return { id, status, waiting };
 }
 
+// What a cancelled task's COMMIT came to, said after its cancellation.
+function committedText(reason, committed) {
+  const sep = reason !== undefined ? '.' : '';
+  if (committed === true) return `${sep} Its COMMIT had been written: the snapshot it asked for is saved.`;
+  if (committed === false)
+    return `${sep} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
+  return '';
+}
+
+// The error a task cancelled by rt.cancel (or tasks.cancel, close) ends
+// with: ERR_TASK_CANCELLED with its reason and, for one cancelled while its
+// COMMIT was written, whether that snapshot landed.
+function cancelledError(id, reason, committed) {
+  const said = reason !== undefined ? `: ${String(reason)}` : '.';
+  const props = {};
+  if (reason !== undefined) props.reason = reason;
+  if (committed !== undefined) props.committed = committed;
+  return makeError('ERR_TASK_CANCELLED', `Task ${id} was cancelled${said}${committedText(reason, committed)}`, props);
+}
+
 // The error a task cancelled through its AbortSignal ends with, as Node's
 // APIs reject on an abort: an AbortError whose cause is the signal's reason.
 function abortedError(id, reason, committed) {
-  let message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}`;
-  if (committed === true) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT had been written: the snapshot it asked for is saved.`;
-  }
-  if (committed === false) {
-    message += `${reason !== undefined ? '.' : ''} Its COMMIT was being written and failed: the snapshot it asked for is not saved.`;
-  }
+  const message = `Task ${id} was aborted${reason !== undefined ? `: ${String(reason)}` : '.'}${committedText(reason, committed)}`;
   return new AbortError(message, { cause: reason }, committed !== undefined ? { committed } : undefined);
 }
 
@@ -42,6 +56,9 @@ const kTaskInfo = Symbol('lua-tasks.taskInfo');
 // endTask(task, kind, value) settles a task that ended; only the Runtime
 // that started it calls it (set below, with access to Task's privates).
 let endTask;
+// startOf(task) -> [fn, args]: what it was started with from JS (args
+// until it ends), for rt.inspect (lib/runtime/inspect.js).
+let startOf;
 
 /**
  * A Lua coroutine running as a task. `status` and `waiting` are live;
@@ -53,8 +70,10 @@ class Task {
   #outcome; // [kind, value] once ended
   #promise;
   #settle;
+  #fn; // the entry it was started with: a name, a path or a Lua function
+  #args; // its arguments array, by reference, until it ends (rt.inspect summarises it)
 
-  constructor(rt, id, name, meta) {
+  constructor(rt, id, name, meta, fn, args) {
     this.#rt = rt;
     /** Opaque id, unique in the process and across restarts. */
     this.id = id;
@@ -62,6 +81,17 @@ class Task {
     this.name = name;
     /** The value given to rt.spawn (kept in JS, never converted), else undefined. */
     this.meta = meta;
+    this.#fn = fn;
+    this.#args = args;
+  }
+
+  /**
+   * rt.inspect(task.id, options): its details, read now.
+   * @param {{ history?: boolean, where?: boolean }} [options]
+   * @returns {Promise<object|undefined>}
+   */
+  inspect(options) {
+    return this.#rt.inspect(this.id, options);
   }
 
   /**
@@ -116,6 +146,7 @@ class Task {
   // value: what it returned, its error, or (cancelled) a function making the error.
   #end(kind, value) {
     this.#outcome = [kind, value];
+    this.#args = undefined;
     if (!this.#settle) return;
     const [resolve, reject] = this.#settle;
     this.#settle = undefined;
@@ -125,6 +156,7 @@ class Task {
 
   static {
     endTask = (task, kind, value) => task.#end(kind, value);
+    startOf = (task) => [task.#fn, task.#args];
   }
 }
 
@@ -142,4 +174,14 @@ function endRetained(task, status, value) {
   endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
 }
 
-module.exports = { Task, endTask, endRetained, kTaskInfo, taskSnapshot, abortedError, isAbortSignal };
+module.exports = {
+  Task,
+  endTask,
+  endRetained,
+  startOf,
+  kTaskInfo,
+  taskSnapshot,
+  cancelledError,
+  abortedError,
+  isAbortSignal,
+};
