@@ -3,7 +3,7 @@
 // Its methods live by concern: runtime.cpp (the class, Lua values and
 // tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
 // restore, tasks.store's batches and the commit lock), runtime_inspect.cpp
-// (a task's details, a journal's history).
+// (a task's details, a journal's history, the replay-only mode).
 #pragma once
 
 #include <memory>
@@ -80,6 +80,7 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_inspect(
       const Napi::CallbackInfo& info);  // (id, where) -> { durable, entry?, key?, where? } | undefined
   Napi::Value JS_describeRecords(const Napi::CallbackInfo& info);  // (keys, records) -> a history, one object a record
+  Napi::Value JS_setReplayOnly(const Napi::CallbackInfo& info);    // (true): `lua-tasks replay`'s mode
   Napi::Value JS_lock(const Napi::CallbackInfo& info);             // () commit lock, for rt.commit()
   Napi::Value JS_unlock(const Napi::CallbackInfo& info);           // ()
 

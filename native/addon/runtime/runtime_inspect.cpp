@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Runtime: what rt.inspect reads of one task, and a journal's records decoded.
+// Runtime: what rt.inspect reads of one task, a journal's records decoded, and the replay-only mode of `lua-tasks replay`.
 #include <string>
 
 #include "addon/runtime/runtime.hpp"
@@ -113,6 +113,13 @@ Napi::Value Runtime::JS_describeRecords(const Napi::CallbackInfo& info) {
     out.Set(i, HistoryObject(env, r));
   }
   return out;
+}
+
+Napi::Value Runtime::JS_setReplayOnly(const Napi::CallbackInfo& info) {
+  // (true): durable tasks replay their journals and stop where they end (`lua-tasks replay`).
+  RuntimeCore* core = OpenCore(info.Env());
+  core->scheduler->set_replay_only(info[0].ToBoolean());
+  return info.Env().Undefined();
 }
 
 }  // namespace lua_tasks
