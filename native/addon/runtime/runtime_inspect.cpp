@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-// Runtime: what rt.inspect reads of one task, a journal's records decoded, and the replay-only mode of `lua-tasks replay`.
+// Runtime: what rt.inspect reads of one task, a journal's records decoded, and the replay-only mode of `lua-tasks
+// replay`.
 #include <string>
 
 #include "addon/runtime/runtime.hpp"

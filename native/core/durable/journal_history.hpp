@@ -21,8 +21,8 @@
 namespace lua_tasks {
 
 struct HistoryRecord {
-  uint64_t seq = 0;         // its place in the journal (its key's number)
-  bool ok = false;          // it reads; else `error` says why
+  uint64_t seq = 0;  // its place in the journal (its key's number)
+  bool ok = false;   // it reads; else `error` says why
   std::string error;
   RecordKind kind = RecordKind::kStart;
   std::string what;                 // DescribeRecord's words: "a yield (FOR)", "tasks.step \"pay\""
@@ -30,9 +30,9 @@ struct HistoryRecord {
   std::optional<std::string> key;   // start, end: the idempotency key
   bool has_yield = false;           // kYield: `yield` holds the wait
   YieldRecord yield;
-  std::string status;     // kEnd: "done", "failed" or "cancelled"
-  int64_t ended_ms = 0;   // kEnd: wall ms
-  uint64_t landed = 0;    // kCommitFailed: COMMITs that landed before it
+  std::string status;               // kEnd: "done", "failed" or "cancelled"
+  int64_t ended_ms = 0;             // kEnd: wall ms
+  uint64_t landed = 0;              // kCommitFailed: COMMITs that landed before it
   std::vector<std::string> values;  // summaries: a start's arguments, an outcome's values, a call's (ok, value)
 };
 

@@ -81,8 +81,8 @@ void AppendTable(lua_State* L, int idx, size_t max, std::string* out) {
   lua_pushnil(L);
   while (lua_next(L, idx) != 0) {
     ++keys;
-    const bool in_sequence = lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 &&
-                             static_cast<lua_Unsigned>(lua_tointeger(L, -2)) <= items;
+    const bool in_sequence =
+        lua_isinteger(L, -2) && lua_tointeger(L, -2) >= 1 && static_cast<lua_Unsigned>(lua_tointeger(L, -2)) <= items;
     if (shown < kShown && out->size() < max) {
       if (shown > 0) out->append(", ");
       if (!in_sequence) {

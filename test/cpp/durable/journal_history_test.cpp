@@ -50,7 +50,8 @@ TEST_F(JournalHistoryTest, EachKindSaysWhatItHolds) {
   EXPECT_EQ(wait.yield.wall_deadline, y.wall_deadline);
   EXPECT_EQ(wait.what, "a yield (FOR)");
 
-  const HistoryRecord call = Read(2, SealRecord(RecordKind::kCall, Values("false, 'no gold'"), std::string_view("grant")));
+  const HistoryRecord call =
+      Read(2, SealRecord(RecordKind::kCall, Values("false, 'no gold'"), std::string_view("grant")));
   ASSERT_TRUE(call.ok);
   EXPECT_EQ(*call.name, "grant");
   EXPECT_EQ(call.what, "a JS call to grant");

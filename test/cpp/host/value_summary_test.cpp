@@ -32,9 +32,10 @@ TEST_F(ValueSummaryTest, ScalarsReadAsLuaPrintsThem) {
     const char* expr;
     const char* summary;
   } rows[] = {
-      {"nil", "nil"},         {"true", "true"},        {"false", "false"},         {"42", "42"},
-      {"-7", "-7"},           {"1.5", "1.5"},          {"1e300", "1e+300"},        {"'hi'", "\"hi\""},
-      {"'a\"b'", "\"a\\\"b\""}, {"'\\n'", "\"\\10\""}, {"print", "function"},
+      {"nil", "nil"},        {"true", "true"},      {"false", "false"},
+      {"42", "42"},          {"-7", "-7"},          {"1.5", "1.5"},
+      {"1e300", "1e+300"},   {"'hi'", "\"hi\""},    {"'a\"b'", "\"a\\\"b\""},
+      {"'\\n'", "\"\\10\""}, {"print", "function"},
   };
   for (const auto& r : rows) EXPECT_EQ(Of(r.expr), r.summary) << r.expr;
 }
