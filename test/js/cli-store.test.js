@@ -6,8 +6,9 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { Runtime, DirectoryStore } = require('../..');
+const { Runtime, DirectoryStore, PostgresStore } = require('../..');
 const { root, runNode } = require('./helpers');
+const { describePg, createDatabase } = require('./pg-helpers');
 
 const CLI = path.join(root, 'lib', 'cli.js');
 
@@ -199,5 +200,46 @@ describe('lua-tasks inspect', () => {
     const missing = await cli('inspect', path.join(dir, 'store'), 'game', 'no-such-task');
     expect(missing.code).toBe(1);
     expect(missing.stderr).toContain('holds no journal of task no-such-task');
+  });
+});
+
+describePg('the store commands on PostgreSQL', () => {
+  const hostFunctions = (r) => {
+    r.set('grant', (p) => `${p}+gold`);
+    r.set('notify', () => true);
+    r.load(V1);
+  };
+  let db;
+  let id;
+  beforeAll(async () => {
+    db = await createDatabase();
+    const store = new PostgresStore({ connectionString: db.url });
+    const rt = await Runtime.open({ name: 'game', store, setup: hostFunctions });
+    id = rt.spawn('quest', { durable: true, args: ['dee'] }).id;
+    await rt.close();
+    await store.close();
+  });
+  afterAll(async () => {
+    if (db) await db.drop();
+  });
+
+  test('replay reads the journals with scan() and takes no lease; inspect lists names and a history', async () => {
+    const store = new PostgresStore({ connectionString: db.url });
+    const held = await Runtime.open({ name: 'game', store, setup: hostFunctions }); // its lease meanwhile
+    let ok;
+    try {
+      ok = await cli('replay', db.url, files.v1, '--setup', files.setup);
+    } finally {
+      await held.close();
+      await store.close();
+    }
+    expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
+    const broken = await cli('replay', db.url, files.step, '--setup', files.setup);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toContain(`game  ${id}  quest  ERR_NONDETERMINISM`);
+    expect((await cli('inspect', db.url)).stdout).toBe('game\n');
+    const history = await cli('inspect', db.url, 'game', id);
+    expect(history.stdout.split('\n')[1]).toBe('#1  step  tasks.step "grant"  ("dee+gold")');
+    expect(fs.existsSync(marker)).toBe(false);
   });
 });
