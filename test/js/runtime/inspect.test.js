@@ -6,7 +6,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime } = require('../../..');
-const { makeRuntime, closeAfterTest } = require('../helpers');
+const { makeRuntime, closeAfterTest, until } = require('../helpers');
 const { summarize } = require('../../../lib/runtime/inspect');
 
 const dirs = [];
@@ -190,4 +190,23 @@ test('a damaged record shows as damaged in a history; the others still read', as
     decoder.close();
     await store.close();
   }
+});
+
+test('a running task inspected from the JS it calls: its own traceback, read on its own thread', async () => {
+  const rt = makeRuntime();
+  const holder = {};
+  let seen;
+  rt.set('peek', () => {
+    seen = rt.inspect(holder.id, { where: true });
+  });
+  rt.load('function peeker() coroutine.yield("IMMEDIATE") peek() coroutine.yield("INDEFINITELY") end', {
+    name: 'peek.lua',
+  });
+  const task = rt.spawn('peeker');
+  holder.id = task.id;
+  await until(() => seen !== undefined);
+  const info = await seen;
+  expect(info).toMatchObject({ status: 'running', entry: 'peeker', where: { source: 'peek.lua', line: 1 } });
+  expect(info.where.traceback).toContain("in function 'peek'");
+  expect(task.status).toBe('waiting');
 });
