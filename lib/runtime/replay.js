@@ -14,6 +14,8 @@
 // error) fails with that. Nothing is written: the runtime has no store to
 // write to, and its journals are not told to write.
 
+const fs = require('node:fs');
+const path = require('node:path');
 const binding = require('../binding');
 const { normalizeOptions } = require('./options');
 const { installModules } = require('./modules');
@@ -105,6 +107,13 @@ async function replayName(store, name, how = {}) {
       } catch {
         // A store whose reader needs the name's lease (PostgreSQL): tasks.store is not read.
       }
+    }
+    // A directory store imports a <name>.state file of its version 1 at the
+    // name's first load: a write this check must not make.
+    if (typeof store.dir === 'string' && fs.existsSync(path.join(store.dir, `${name}.state`))) {
+      throw new Error(
+        `"${name}" has a ${name}.state file of a directory store before version 2, imported at its next open: open it once (Runtime.open), then check it.`,
+      );
     }
     if (typeof store.load === 'function') {
       const state = await store.load(name);

@@ -148,6 +148,19 @@ describe('lua-tasks replay', () => {
     expect(bare.stdout).not.toContain(ids.waiter);
   });
 
+  test('a name still in a state file of the first store version is refused, not imported (a write)', async () => {
+    const legacy = path.join(dir, 'store', 'legacy.state');
+    fs.writeFileSync(legacy, 'LTST\x04');
+    try {
+      const r = await cli('replay', path.join(dir, 'store'), files.v1, '--name', 'legacy');
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain('legacy.state file of a directory store before version 2');
+      expect(fs.existsSync(legacy)).toBe(true);
+    } finally {
+      fs.rmSync(legacy);
+    }
+  });
+
   test('usage errors exit 2 saying what is wrong', async () => {
     const r = await cli('replay', path.join(dir, 'store'));
     expect(r.code).toBe(2);
