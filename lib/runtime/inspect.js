@@ -54,6 +54,26 @@ function quoted(s, max) {
   return JSON.stringify(shown) + (s.length > max ? ` (${s.length} characters)` : '');
 }
 
+// The intrinsic getters builtin() reads through, so that no property of the
+// value itself (an own getter, a Symbol.toStringTag) runs.
+const TYPED_LENGTH = Object.getOwnPropertyDescriptor(Object.getPrototypeOf(Uint8Array.prototype), 'byteLength').get;
+const MAP_SIZE = Object.getOwnPropertyDescriptor(Map.prototype, 'size').get;
+const SET_SIZE = Object.getOwnPropertyDescriptor(Set.prototype, 'size').get;
+
+// A builtin object by its kind, from its internal slots; undefined for others.
+function builtin(v) {
+  if (types.isTypedArray(v)) return `TypedArray(${TYPED_LENGTH.call(v)} bytes)`;
+  if (types.isMap(v)) return `Map(${MAP_SIZE.call(v)})`;
+  if (types.isSet(v)) return `Set(${SET_SIZE.call(v)})`;
+  if (types.isDate(v)) {
+    const t = Date.prototype.getTime.call(v);
+    return Number.isNaN(t) ? 'Date(invalid)' : `Date(${new Date(t).toISOString()})`;
+  }
+  if (types.isPromise(v)) return 'Promise';
+  if (types.isNativeError(v)) return 'Error';
+  return undefined;
+}
+
 // A JS value in about `max` characters. Runs none of its code: no getter,
 // no Proxy trap, no toString.
 function summarize(v, max = SUMMARY_BYTES, depth = 0) {
@@ -64,7 +84,8 @@ function summarize(v, max = SUMMARY_BYTES, depth = 0) {
     return String(v);
   }
   if (types.isProxy(v)) return 'Proxy';
-  if (ArrayBuffer.isView(v)) return `${Object.prototype.toString.call(v).slice(8, -1)}(${v.byteLength} bytes)`;
+  const special = builtin(v);
+  if (special !== undefined) return special;
   if (depth > 0) return Array.isArray(v) ? '[...]' : '{...}';
   const list = Array.isArray(v);
   const keys = list ? [] : Object.keys(v);

@@ -97,6 +97,18 @@ test('arguments are summarised and capped, never dumped: long strings, big array
     },
   };
   expect([summarize(trap), summarize(getter)]).toEqual(['Proxy', '{x: [getter]}']);
+  // Builtins by their internal slots: an own getter or Symbol.toStringTag on them does not run.
+  const tagged = Object.defineProperty(Buffer.alloc(3), Symbol.toStringTag, {
+    get() {
+      ran++;
+      return 'x';
+    },
+  });
+  expect([tagged, new Map([[1, 2]]), new Date(0)].map((v) => summarize(v))).toEqual([
+    'TypedArray(3 bytes)',
+    'Map(1)',
+    'Date(1970-01-01T00:00:00.000Z)',
+  ]);
   expect(ran).toBe(0);
 });
 
