@@ -148,6 +148,36 @@ describe('lua-tasks replay', () => {
     expect(bare.stdout).not.toContain(ids.waiter);
   });
 
+  test('the code as a directory of modules: a mod.fn entry is required from it', async () => {
+    const mods = path.join(dir, 'mods');
+    fs.mkdirSync(mods, { recursive: true });
+    fs.writeFileSync(
+      path.join(mods, 'quests.lua'),
+      `local M = {}\n${V1.replace(/function (\w+)/g, 'function M.$1')}\nreturn M\n`,
+    );
+    const rt = await Runtime.open({
+      name: 'mods',
+      store: path.join(dir, 'store-mods'),
+      modulePaths: [mods],
+      setup: (r) => {
+        r.set('grant', (p) => `${p}+gold`);
+        r.set('notify', () => true);
+      },
+    });
+    const id = rt.spawn('quests.quest', { durable: true, args: ['eve'] }).id;
+    await rt.close();
+    const ok = await cli('replay', path.join(dir, 'store-mods'), mods, '--name', 'mods', '--setup', files.setup);
+    expect({ code: ok.code, stdout: ok.stdout }).toEqual({ code: 0, stdout: '' });
+    expect(ok.stderr).toContain('1 unfinished durable task replayed; 0 would break');
+    fs.writeFileSync(
+      path.join(mods, 'quests.lua'),
+      fs.readFileSync(path.join(mods, 'quests.lua'), 'utf8').replace('"grant"', '"pay"'),
+    );
+    const broken = await cli('replay', path.join(dir, 'store-mods'), mods, '--name', 'mods', '--setup', files.setup);
+    expect(broken.code).toBe(1);
+    expect(broken.stdout).toContain(`mods  ${id}  quests.quest  ERR_NONDETERMINISM`);
+  });
+
   test('a name still in a state file of the first store version is refused, not imported (a write)', async () => {
     const legacy = path.join(dir, 'store', 'legacy.state');
     fs.writeFileSync(legacy, 'LTST\x04');
