@@ -9,7 +9,8 @@ namespace {
 // [co as a light userdata] -> [traceback]. Owns no C++ object: it may
 // raise (memory) into the lua_pcall below.
 int l_traceback(lua_State* L) {
-  luaL_traceback(L, static_cast<lua_State*>(lua_touserdata(L, 1)), nullptr, 0);
+  auto* co = static_cast<lua_State*>(lua_touserdata(L, 1));
+  luaL_traceback(L, co, nullptr, co == L ? 1 : 0);  // on its own thread, level 0 is this function
   return 1;
 }
 
