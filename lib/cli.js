@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // SPDX-License-Identifier: MIT
-// The lua-tasks command line: run a Lua script as a task, or print cron times.
+// The lua-tasks command line: run a Lua script as a task, print cron times, look into a store, check a deploy.
 'use strict';
 
 const fs = require('node:fs');
@@ -13,6 +13,8 @@ const { nearest } = require('./nearest');
 const OPTIONS = {
   run: ['entry', 'libs', 'memory-limit', 'task-timeout', 'time-slice'],
   cron: ['count', 'tz', 'from'],
+  inspect: ['pattern', 'after', 'limit', 'schema'],
+  replay: ['name', 'setup', 'libs', 'task-timeout', 'schema'],
 };
 const COUNT_MAX = 10000; // cron.next's own bound on count (lib/cron.js); a test keeps them equal
 
@@ -22,6 +24,8 @@ const HELP = {
 Commands:
   run <script.lua> [args...]   run a Lua file's top level as a task
   cron "<expr>"                print the next times of a cron expression
+  inspect <store> [name] [id]  list a store's names, a name's durable tasks, a task's history
+  replay <store> <code>        replay the stored durable tasks against new code (before a deploy)
 
 Run "lua-tasks <command> --help" for a command's options.`,
   run: `Usage: lua-tasks run <script.lua> [args...] [options] [-- args...]
@@ -48,6 +52,44 @@ strictly after now (or --from), one a line in ISO 8601: in UTC
 (2030-01-01T12:00:00.000Z), or with --tz, as the local time in that zone
 with its UTC offset (2030-01-01T07:00:00-05:00). --tz is also the zone the
 expression is read in, unless it has a CRON_TZ= prefix.`,
+  inspect: `Usage: lua-tasks inspect <store> [name] [task id] [options]
+
+Reads a store without opening any name for writing: no lease is taken, and
+a name open in another process (or fleet member) can be read meanwhile.
+<store> is a directory (the directory store) or a postgres:// URL.
+
+  lua-tasks inspect <store>              its runtime names, one a line
+  lua-tasks inspect <store> <name>       the name's durable tasks: id, status,
+                                         entry, wait (from their journals)
+  lua-tasks inspect <store> <name> <id>  one durable task's journal, record
+                                         by record
+
+Options:
+  --pattern <glob>  names matching it; * is any run of characters (default *)
+  --after <name>    names after this one (the next page)
+  --limit <n>       names at most (default 1000)
+  --schema <name>   the PostgreSQL store's schema (default lua_tasks)`,
+  replay: `Usage: lua-tasks replay <store> <code> [options]
+
+The check before a deploy: replays every stored unfinished durable task (of
+every name, or of --name) against the new code, with no side effects. JS
+calls, steps, clock reads and waits are answered from each task's journal;
+where its journal ends the task stops, before it would run anything live.
+Nothing is written and no lease is taken. Prints each task the new code
+would break (ERR_NONDETERMINISM: where its journal and the code part) and
+exits 1 if there is one, 0 if none.
+
+<code> is a Lua file (run at the top level first: it defines the entry
+functions) or a directory (require and "mod.fn" entries read .lua files
+there).
+
+Options:
+  --name <name>         only this runtime name
+  --setup <file.js>     a module exporting (rt) => void: the JS globals the code
+                        calls (rt.set(name, fn)); never called during a replay
+  --libs <safe|all|a,b> standard libraries (default: safe)
+  --task-timeout <ms>   CPU budget of one task's replay (default 10000)
+  --schema <name>       the PostgreSQL store's schema (default lua_tasks)`,
 };
 
 function fail(msg) {
@@ -256,6 +298,21 @@ function cron(argv) {
   for (const t of times) console.log(show(t));
 }
 
+const COMMANDS = ['run', 'cron', 'inspect', 'replay'];
+
+// A command's promise: its exit code, or its error printed (exit 1).
+function exitWith(done) {
+  done.then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (e) => {
+      process.stderr.write(`lua-tasks: ${e && e.message ? e.message : String(e)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}
+
 function main(argv) {
   const [cmd, ...rest] = argv;
   if (cmd === undefined) {
@@ -266,8 +323,10 @@ function main(argv) {
   if (cmd === '--help' || cmd === '-h' || cmd === 'help') return console.log(HELP.main);
   if (cmd === 'run') return run(rest);
   if (cmd === 'cron') return cron(rest);
-  const near = nearest(cmd, ['run', 'cron']);
-  fail(`unknown command "${cmd}"${near ? `; did you mean ${near}?` : ''} (commands: run, cron)`);
+  if (cmd === 'inspect') return exitWith(require('./cli_store').inspect(rest, parse, HELP.inspect, fail));
+  if (cmd === 'replay') return exitWith(require('./cli_store').replay(rest, parse, HELP.replay, fail));
+  const near = nearest(cmd, COMMANDS);
+  fail(`unknown command "${cmd}"${near ? `; did you mean ${near}?` : ''} (commands: ${COMMANDS.join(', ')})`);
 }
 
 main(process.argv.slice(2));

@@ -81,6 +81,70 @@ export interface TaskInfo<M = unknown> {
   meta?: M;
 }
 
+/** The options of rt.inspect; any other key is refused (ERR_INVALID_ARG_VALUE, naming the nearest). */
+export interface InspectOptions {
+  /** A durable task's journal, read from the store and decoded record by record. @default false */
+  history?: boolean;
+  /** A live task's Lua traceback, read without resuming it. @default false */
+  where?: boolean;
+}
+
+/** One record of a durable task's journal, as rt.inspect's `history` shows it; values are summaries. */
+export interface HistoryRecord {
+  seq: number;
+  kind:
+    | 'start'
+    | 'yield'
+    | 'in'
+    | 'call'
+    | 'step'
+    | 'value'
+    | 'message'
+    | 'end'
+    | 'patch'
+    | 'commitFailed'
+    | 'damaged'
+    | 'unknown';
+  /** What it is, in words: "a yield (FOR)", "a JS call to grant", "tasks.step \"pay\"". */
+  what?: string;
+  /** start: the entry. */
+  entry?: string;
+  /** call, step: the function's or step's name; patch: the patch's. */
+  name?: string;
+  /** start, end: the idempotency key, or null. */
+  key?: string | null;
+  /** start: its arguments, summarised. */
+  args?: string[];
+  /** The values it holds, summarised (a call's are ok, then its value or error message). */
+  values?: string[];
+  /** yield: the wait, when it began and its deadline (timed waits). */
+  instruction?: string;
+  start?: Date;
+  deadline?: Date;
+  /** end: how it ended, and when. */
+  status?: 'done' | 'failed' | 'cancelled';
+  ended?: Date;
+  /** commitFailed: COMMITs that landed before it. */
+  landed?: number;
+  /** A record that does not read: why. */
+  error?: string;
+}
+
+/** What rt.inspect answers: rt.task's snapshot and what is read on demand. */
+export interface TaskDetails<M = unknown> extends TaskInfo<M> {
+  durable: boolean;
+  /** The global name or 'mod.fn' path it was started with, or "function <source>:<line>". */
+  entry?: string;
+  /** A durable task's idempotency key, or null. */
+  key?: string | null;
+  /** Its arguments, summarised (a short string each, about 1 KiB in all). */
+  args?: string[];
+  where?: { traceback: string; source?: string; line?: number } | { error: string };
+  history?: HistoryRecord[];
+  /** Records left out of `history` between its first and the latest 999. */
+  historySkipped?: number;
+}
+
 /** A Lua coroutine running as a task; `T` is what its result resolves to (unchecked: Lua decides). */
 export class Task<T = unknown, M = unknown> {
   readonly id: string;
@@ -98,6 +162,8 @@ export class Task<T = unknown, M = unknown> {
   resume(...values: unknown[]): boolean;
   /** rt.send(task.id, ...values): a message for its tasks.receive. @throws ERR_MAILBOX_FULL */
   send(first: unknown, ...values: unknown[]): boolean;
+  /** rt.inspect(task.id, options). */
+  inspect(options?: InspectOptions): Promise<TaskDetails<M> | undefined>;
 }
 
 /** The options of rt.spawn; any other key is refused (ERR_INVALID_ARG_VALUE, naming the nearest). */
@@ -231,6 +297,8 @@ export class DirectoryStore implements KeyedStore {
   write(batch: StoreBatch): Promise<void>;
   reader(name: string): StoreReader;
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** Runtime names it holds matching `pattern` (`*`: any run of characters), after `after`, at most `limit` (1-10000, default 1000). No lease. */
+  names(pattern?: string, after?: string, limit?: number): Promise<string[]>;
   /** Transactions (one fsync each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight and closes the database. Idempotent. */
@@ -282,6 +350,8 @@ export class PostgresStore implements KeyedStore {
   reader(name: string): StoreReader;
   /** Journals and inboxes (any space), a page at a time, from PostgreSQL. */
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** Runtime names it holds matching `pattern` (`*`: any run of characters), after `after`, at most `limit` (1-10000, default 1000). No lease. */
+  names(pattern?: string, after?: string, limit?: number): Promise<string[]>;
   /** Transactions (one WAL flush each) and batches this store object committed. */
   stats(): { transactions: number; batches: number };
   /** Finishes the writes in flight, ends the lock session and the pool it made. Idempotent. */
@@ -432,6 +502,8 @@ export class Runtime extends EventEmitter {
   cancel(id: string, reason?: unknown): boolean;
   task(id: string): TaskInfo | undefined;
   tasks(): TaskInfo[];
+  /** A task's details read now: entry, arguments, where it waits, a durable task's history. */
+  inspect(id: string, options?: InspectOptions): Promise<TaskDetails | undefined>;
   ref(): this;
   unref(): this;
   /** Sets the clockOffsetMs option's offset: armed wall-clock waits follow it. */

@@ -6,16 +6,20 @@ const { NATIVE_SCAN } = require('../store/contract');
 const { makeError } = require('../errors');
 const { reasonText } = require('./commit_queue');
 const { scanRecords, readIndex } = require('./persist');
+const { Task, endRetained } = require('./task');
 
 /**
  * What the restore needs of its Runtime (whose fields are private):
  * @typedef {object} RestoreHost
+ * @property {object} rt the Runtime (a retained task's Task is of it)
+ * @property {Map<string, object|string>} keys idempotency key -> Task, or the id of a dormant task
+ * @property {Map<string, string>} retained id -> status of a finished task still retained
+ * @property {number} retention ms a finished durable task is kept
+ * @property {() => number} now the runtime's wall clock, ms
  * @property {() => boolean} closed
+ * @property {() => void} restored a durable task was found: close() writes what its restore wrote
  * @property {(entry: string, id: string) => object} start starts the task `id` to replay its journal; its Task
- * @property {(id: string, status: string, ended: number, value: *, key: string | null) => boolean}
- *   retain a finished task: kept (true), or past its retention (false: its record goes)
  * @property {(key: string | null, task: object) => void} keep the key names the task while it lives
- * @property {(key: string, id: string) => void} keepDormant the key names a dormant task
  * @property {(task: object, err: Error) => void} failed a task could not be restored, or failed replaying
  */
 
@@ -53,7 +57,7 @@ class DurableRestore {
         // Before any replay: a restored task may name a dormant one.
         this.#lazy = scan;
         native.setActivate(DurableRestore.#dispatch);
-        for (let i = 1; i < index.length; i += 2) this.#host.keepDormant(index[i + 1], index[i]);
+        for (let i = 1; i < index.length; i += 2) this.#host.keys.set(index[i + 1], index[i]);
       }
       native.pauseCollector(true);
       let retained;
@@ -92,6 +96,32 @@ class DurableRestore {
     }
   }
 
+  /**
+   * The dormant task `id` that `key` names, activated: its Task.
+   * @throws ERR_STORE_CORRUPT when it could not be restored (reported as such)
+   */
+  activateKey(key, id) {
+    this.activate(id);
+    const task = this.#host.keys.get(key);
+    if (typeof task !== 'string') return task;
+    throw makeError(
+      'ERR_STORE_CORRUPT',
+      `The durable task ${id} with the key ${JSON.stringify(key)} could not be restored (its records are kept; see 'taskerror'), and no second task takes its key.`,
+    );
+  }
+
+  // A finished task is kept until its retention ends (its end is on the
+  // runtime's clock), else its record goes: whether it is kept.
+  #retain(id, status, ended, value, key) {
+    const host = this.#host;
+    if (host.retention === 0 || ended + host.retention <= host.now()) return false;
+    const task = new Task(host.rt, id);
+    endRetained(task, status, value);
+    host.retained.set(id, status);
+    if (key !== null) host.keys.set(key, task);
+    return true;
+  }
+
   // Each description of restoreTasks(): a finished task retained (or
   // forgotten past its retention), an unfinished one started to replay its
   // journal. Returns the ids of those retained.
@@ -99,11 +129,12 @@ class DurableRestore {
     const host = this.#host;
     const retained = [];
     for (const [id, entry, key, status, ended, value] of tasks) {
+      host.restored();
       let task;
       try {
         if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
         if (entry === null) {
-          if (host.retain(id, status, ended, value, key)) retained.push(id);
+          if (this.#retain(id, status, ended, value, key)) retained.push(id);
           else this.#native.forgetDurable(id);
           continue;
         }

@@ -9,7 +9,8 @@ const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { nearest } = require('../nearest');
 const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
 const { installModules } = require('./modules');
-const { Task, endTask, endRetained, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
+const { Task, endTask, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
+const { inspectTask } = require('./inspect');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore } = require('./persist');
 const { DurableRestore, ACTIVATE } = require('./durable_restore');
@@ -52,6 +53,7 @@ class Runtime extends EventEmitter {
   #endedLabels = new Map(); // the same for the last ENDED_KEPT that ended: rt.task(id) knows as many ended tasks
   #name = null;
   #commits = null; // the CommitQueue of a runtime with a store
+  #store = null; // that store (rt.inspect reads journals from it)
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
   #durableKeys = new Map(); // idempotency key -> Task of a live or retained durable task (docs/durable.md)
@@ -117,6 +119,7 @@ class Runtime extends EventEmitter {
     this.#tel = RuntimeTelemetry.of(opts.telemetry, this, this.#native, persist ? persist.name : null);
     if (persist) {
       this.#name = persist.name;
+      this.#store = persist.store;
       this.#lease = persist.lease;
       this.#commits = new CommitQueue(
         this.#native,
@@ -435,7 +438,7 @@ class Runtime extends EventEmitter {
     if (durable) this.#checkDurable(fn);
     if (key !== undefined) {
       let existing = this.#durableKeys.get(key);
-      if (typeof existing === 'string') existing = this.#activated(key, existing);
+      if (typeof existing === 'string') existing = this.#restorer.activateKey(key, existing);
       if (existing) return existing; // the live task with this key: start-up code can "ensure" its tasks
     }
     if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
@@ -451,15 +454,6 @@ class Runtime extends EventEmitter {
     const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
     this.#keep(key ?? null, task);
     return task;
-  }
-
-  // The dormant task `id` that `key` names, activated: its Task.
-  #activated(key, id) {
-    this[ACTIVATE](id);
-    const task = this.#durableKeys.get(key);
-    if (typeof task !== 'string') return task;
-    const why = `The durable task ${id} with the key ${JSON.stringify(key)} could not be restored (its records are kept; see 'taskerror'), and no second task takes its key.`;
-    throw makeError('ERR_STORE_CORRUPT', why);
   }
 
   // Durable tasks need an entry that a restart can find again and a store
@@ -495,23 +489,15 @@ class Runtime extends EventEmitter {
   async #restoreDurable({ store, reader, name, lazy }) {
     this.#heldReports = [];
     this.#restorer = new DurableRestore(this.#native, name, {
+      rt: this,
+      keys: this.#durableKeys,
+      retained: this.#retained,
+      retention: this.#retention,
+      now: () => Date.now() + this.#clockOffsetMs,
       closed: () => this.#closed,
-      start: (entry, id) => {
-        this.#hasDurable = true;
-        return this.#start(entry, [], undefined, undefined, { id });
-      },
-      retain: (id, status, ended, value, key) => {
-        // A finished task is kept until its retention ends (its end is on the runtime's clock).
-        this.#hasDurable = true;
-        if (this.#retention === 0 || ended + this.#retention <= Date.now() + this.#clockOffsetMs) return false;
-        const task = new Task(this, id);
-        endRetained(task, status, value);
-        this.#retained.set(id, status);
-        if (key !== null) this.#durableKeys.set(key, task);
-        return true;
-      },
+      restored: () => (this.#hasDurable = true),
+      start: (entry, id) => this.#start(entry, [], undefined, undefined, { id }),
       keep: (key, task) => this.#keep(key, task),
-      keepDormant: (key, id) => this.#durableKeys.set(key, id),
       failed: (task, err) => this.#restoreFailed(task, err),
     });
     await this.#restorer.open(store, reader, lazy);
@@ -546,7 +532,7 @@ class Runtime extends EventEmitter {
     const key = startKey(started);
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
-    const task = new Task(this, id, labels && labels.name, labels && labels.meta);
+    const task = new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
     if (this.#tel !== null) this.#tel.started(key, task, fn, durable, t0);
     if (durable && durable.id) this.#restoredTasks.add(task); // before it can end
     if (labels) this.#labels.set(task.id, labels);
@@ -690,6 +676,12 @@ class Runtime extends EventEmitter {
     const dormant = this.#restorer ? this.#native.dormantTasks() : [];
     for (let i = 0; i < dormant.length; i += 3) list.push(taskSnapshot(dormant[i], dormant[i + 1], dormant[i + 2]));
     return list;
+  }
+
+  /** A task's details on demand (lib/runtime/inspect.js, docs/api.md#inspecting-a-task). @returns {Promise<object|undefined>} */
+  inspect(id, options) {
+    const lent = [this.#native, (i) => this.#snapshot(i), this.#tasks, this.#idPrefix, this.#store, this.#name];
+    return inspectTask(lent, id, options);
   }
 
   /** Timed waits keep the process alive (the default). */

@@ -58,6 +58,9 @@ const kTaskInfo = Symbol('lua-tasks.taskInfo');
 // endTask(task, kind, value) settles a task that ended; only the Runtime
 // that started it calls it (set below, with access to Task's privates).
 let endTask;
+// startOf(task) -> [fn, args]: what it was started with from JS (args
+// until it ends), for rt.inspect (lib/runtime/inspect.js).
+let startOf;
 
 /**
  * A Lua coroutine running as a task. `status` and `waiting` are live;
@@ -69,8 +72,10 @@ class Task {
   #outcome; // [kind, value] once ended
   #promise;
   #settle;
+  #fn; // the entry it was started with: a name, a path or a Lua function
+  #args; // its arguments array, by reference, until it ends (rt.inspect summarises it)
 
-  constructor(rt, id, name, meta) {
+  constructor(rt, id, name, meta, fn, args) {
     this.#rt = rt;
     /** Opaque id, unique in the process and across restarts. */
     this.id = id;
@@ -78,6 +83,17 @@ class Task {
     this.name = name;
     /** The value given to rt.spawn (kept in JS, never converted), else undefined. */
     this.meta = meta;
+    this.#fn = fn;
+    this.#args = args;
+  }
+
+  /**
+   * rt.inspect(task.id, options): its details, read now.
+   * @param {{ history?: boolean, where?: boolean }} [options]
+   * @returns {Promise<object|undefined>}
+   */
+  inspect(options) {
+    return this.#rt.inspect(this.id, options);
   }
 
   /**
@@ -132,6 +148,7 @@ class Task {
   // value: what it returned, its error, or (cancelled) a function making the error.
   #end(kind, value) {
     this.#outcome = [kind, value];
+    this.#args = undefined;
     if (!this.#settle) return;
     const [resolve, reject] = this.#settle;
     this.#settle = undefined;
@@ -141,6 +158,7 @@ class Task {
 
   static {
     endTask = (task, kind, value) => task.#end(kind, value);
+    startOf = (task) => [task.#fn, task.#args];
   }
 }
 
@@ -162,6 +180,7 @@ module.exports = {
   Task,
   endTask,
   endRetained,
+  startOf,
   kTaskInfo,
   taskSnapshot,
   cancelledError,

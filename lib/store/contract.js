@@ -116,6 +116,50 @@ function checkScan(space, after, limit) {
   return { after: after ?? '', limit: limit ?? -1 };
 }
 
+// A names() pattern: a name's alphabet, and `*` for any run of characters
+// within a name (none of the alphabet is a wildcard in SQLite's GLOB).
+const PATTERN_RE = /^[A-Za-z0-9._*-]{1,128}$/;
+const NAMES_MAX = 10000; // names one call lists at most
+
+/**
+ * The arguments of a store's names(pattern, after, limit), checked: pattern
+ * a glob of a name's characters where `*` is any run of them (default `*`:
+ * every name), after a name ('' from the first), limit 1 to NAMES_MAX
+ * (default 1000).
+ * @returns {{ pattern: string, after: string, limit: number }}
+ * @throws {TypeError} ERR_INVALID_ARG_VALUE, ERR_INVALID_ARG_TYPE; {RangeError} ERR_OUT_OF_RANGE
+ */
+function checkNames(pattern, after, limit) {
+  if (pattern !== undefined && (typeof pattern !== 'string' || !PATTERN_RE.test(pattern))) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `A names() pattern is 1-128 characters of letters, digits, ".", "_", "-" and "*" (any run of characters within a name). Received ${typeName(pattern)}.`,
+    );
+  }
+  if (after !== undefined && typeof after !== 'string') {
+    throw makeError(
+      'ERR_INVALID_ARG_TYPE',
+      `The names() "after" must be a name string ('' from the first). Received ${typeName(after)}.`,
+    );
+  }
+  if (limit !== undefined && !(Number.isSafeInteger(limit) && limit >= 1 && limit <= NAMES_MAX)) {
+    throw makeError(
+      'ERR_OUT_OF_RANGE',
+      `The names() "limit" must be an integer from 1 to ${NAMES_MAX}. Received ${typeName(limit)}.`,
+    );
+  }
+  return { pattern: pattern ?? '*', after: after ?? '', limit: limit ?? 1000 };
+}
+
+/**
+ * A checked names() pattern as a SQL LIKE pattern (escape character `\`).
+ * @param {string} pattern
+ * @returns {string}
+ */
+function likePattern(pattern) {
+  return pattern.replace(/[\\%_]/g, (c) => `\\${c}`).replace(/\*/g, '%');
+}
+
 /**
  * A batch of write(), checked; neither its writes nor their values are
  * copied. `state` is null when the batch carries none; `writes` [] when none.
@@ -186,6 +230,8 @@ module.exports = {
   NATIVE_SCAN,
   checkName,
   checkScan,
+  checkNames,
+  likePattern,
   checkInfo,
   checkSnapshot,
   checkBatch,

@@ -31,7 +31,7 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, NATIVE_SCAN, checkName, checkScan, checkBatch, snapshotBatch } = require('./contract');
+const { SPACE_LIST, NATIVE_SCAN, checkName, checkScan, checkNames, checkBatch, snapshotBatch } = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -443,6 +443,21 @@ class DirectoryStore {
     const native = this.#open(name);
     const keys = native.keys(name, '', page.after, page.limit, space);
     return { keys, values: keys.map((k) => native.get(name, k, space)) };
+  }
+
+  /**
+   * The runtime names this directory's database holds (a snapshot, a keyed
+   * value, or an owner's token), in bytewise order: those matching
+   * `pattern` (`*`: any run of characters within a name) after `after`, at
+   * most `limit`. Takes no lease: names open elsewhere are listed too.
+   * @param {string} [pattern='*']
+   * @param {string} [after='']
+   * @param {number} [limit=1000] 1 to 10000
+   * @returns {Promise<string[]>}
+   */
+  async names(pattern, after, limit) {
+    const q = checkNames(pattern, after, limit);
+    return this.#open().names(q.pattern, q.after, q.limit);
   }
 
   /**

@@ -678,6 +678,30 @@ class PostgresStore {
   }
 
   /**
+   * The runtime names the store holds (a snapshot, a keyed value or a
+   * lease), in bytewise order: those matching `pattern` (`*`: any run of
+   * characters within a name) after `after`, at most `limit`. Takes no lease.
+   * @param {string} [pattern='*']
+   * @param {string} [after='']
+   * @param {number} [limit=1000] 1 to 10000
+   * @returns {Promise<string[]>}
+   */
+  async names(pattern, after, limit) {
+    const q = contract.checkNames(pattern, after, limit);
+    this.#checkOpen();
+    await this.#ensureReady();
+    const { snapshots, kv, leases } = this.#t;
+    const { rows } = await this.#with((c) =>
+      c.query(
+        `SELECT name FROM (SELECT name FROM ${snapshots} UNION SELECT name FROM ${kv} UNION SELECT name FROM ${leases}) n
+         WHERE name > $1 AND name LIKE $2 ORDER BY name LIMIT $3`,
+        [q.after, contract.likePattern(q.pattern), q.limit],
+      ),
+    );
+    return rows.map((r) => r.name);
+  }
+
+  /**
    * Synchronous reads of tasks.store's values (space 1) of a name this store
    * holds, from its rows loaded by acquire() and this store's own committed
    * writes since. Journals and inboxes (spaces 2 and 3) are not kept in

@@ -128,6 +128,9 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_pauseCollector>("pauseCollector"),
                          InstanceMethod<&Runtime::JS_setDurable>("setDurable"),
                          InstanceMethod<&Runtime::JS_putBackJournal>("putBackJournal"),
+                         InstanceMethod<&Runtime::JS_inspect>("inspect"),
+                         InstanceMethod<&Runtime::JS_describeRecords>("describeRecords"),
+                         InstanceMethod<&Runtime::JS_setReplayOnly>("setReplayOnly"),
                          InstanceMethod<&Runtime::JS_lock>("lock"),
                          InstanceMethod<&Runtime::JS_unlock>("unlock"),
                      });

@@ -2,7 +2,8 @@
 // Runtime: the JS class over one Lua state (lib/runtime/runtime.js wraps it).
 // Its methods live by concern: runtime.cpp (the class, Lua values and
 // tasks), runtime_modules.cpp (modules), runtime_persist.cpp (snapshot,
-// restore, tasks.store's batches and the commit lock).
+// restore, tasks.store's batches and the commit lock), runtime_inspect.cpp
+// (a task's details, a journal's history, the replay-only mode).
 #pragma once
 
 #include <memory>
@@ -81,8 +82,13 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_forgetDurable(const Napi::CallbackInfo& info);  // (id) its end record goes
   Napi::Value JS_pauseCollector(const Napi::CallbackInfo& info);  // (paused) while durable tasks are restored
   Napi::Value JS_setDurable(const Napi::CallbackInfo& info);  // (ok, retain ends, skip missed cron instants, indexed)
-  Napi::Value JS_lock(const Napi::CallbackInfo& info);        // () commit lock, for rt.commit()
-  Napi::Value JS_unlock(const Napi::CallbackInfo& info);      // ()
+  // Inspection (runtime_inspect.cpp; docs/api.md#inspecting-a-task).
+  Napi::Value JS_inspect(
+      const Napi::CallbackInfo& info);  // (id, where) -> { durable, entry?, key?, where? } | undefined
+  Napi::Value JS_describeRecords(const Napi::CallbackInfo& info);  // (keys, records) -> a history, one object a record
+  Napi::Value JS_setReplayOnly(const Napi::CallbackInfo& info);    // (true): `lua-tasks replay`'s mode
+  Napi::Value JS_lock(const Napi::CallbackInfo& info);             // () commit lock, for rt.commit()
+  Napi::Value JS_unlock(const Napi::CallbackInfo& info);           // ()
 
   RuntimeCore* OpenCore(Napi::Env env);
 

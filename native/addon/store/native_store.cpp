@@ -118,6 +118,7 @@ Napi::Function NativeStore::Init(Napi::Env env) {
                          InstanceMethod<&NativeStore::JS_checkpoint>("checkpoint"),
                          InstanceMethod<&NativeStore::JS_get>("get"),
                          InstanceMethod<&NativeStore::JS_keys>("keys"),
+                         InstanceMethod<&NativeStore::JS_names>("names"),
                          InstanceMethod<&NativeStore::JS_stats>("stats"),
                          InstanceMethod<&NativeStore::JS_close>("close"),
 #ifdef LUA_TASKS_TEST_HOOKS
@@ -383,6 +384,23 @@ Napi::Value NativeStore::JS_get(const Napi::CallbackInfo& info) {
     ThrowStoreError(env, e, path_);
   }
   return v ? BufferOf(env, std::move(*v)) : env.Null();
+}
+
+Napi::Value NativeStore::JS_names(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  CheckOpen(env, "names");
+  const std::string glob = info[0].As<Napi::String>().Utf8Value();
+  const std::string after = info[1].As<Napi::String>().Utf8Value();
+  const int64_t limit = IntegerOr(info[2], -1);
+  std::vector<std::string> names;
+  try {
+    names = reader_->Names(glob, after, limit);
+  } catch (const StoreError& e) {
+    ThrowStoreError(env, e, path_);
+  }
+  Napi::Array out = Napi::Array::New(env, names.size());
+  for (uint32_t i = 0; i < names.size(); i++) out.Set(i, Napi::String::New(env, names[i]));
+  return out;
 }
 
 Napi::Value NativeStore::JS_keys(const Napi::CallbackInfo& info) {

@@ -67,6 +67,7 @@ class NativeStore : public Napi::ObjectWrap<NativeStore> {
   Napi::Value JS_checkpoint(const Napi::CallbackInfo& info);
   Napi::Value JS_get(const Napi::CallbackInfo& info);
   Napi::Value JS_keys(const Napi::CallbackInfo& info);
+  Napi::Value JS_names(const Napi::CallbackInfo& info);  // (glob, after, limit) -> the runtime names it knows
   Napi::Value JS_stats(const Napi::CallbackInfo& info);
   Napi::Value JS_close(const Napi::CallbackInfo& info);
 #ifdef LUA_TASKS_TEST_HOOKS

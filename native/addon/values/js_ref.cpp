@@ -351,6 +351,10 @@ int l_js_call(lua_State* L) {
       lua_remove(L, 1);
       return n - 1;
     }
+    if (core->scheduler->replay_only()) {  // past the journal's end: JS is not called
+      PushReplayStop(core->scheduler.get(), j, L, DescribeIdentity(RecordKind::kCall, name));
+      return lua_error(L);
+    }
   }
   int n = CallJs(L);
   if (n == kSuspend) {  // a Promise: its outcome is journaled when it settles

@@ -59,6 +59,10 @@ int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::s
   return n;
 }
 
+void PushReplayStop(Scheduler* s, Journal* j, lua_State* L, const std::string& now) {
+  lua_pushstring(L, s->StopReplay(j, now.c_str()).c_str());
+}
+
 namespace {
 
 Scheduler* Sched(lua_State* L) {
@@ -100,6 +104,10 @@ int l_step(lua_State* L) {
   if (j == nullptr) {
     lua_call(L, lua_gettop(L) - base - 1, LUA_MULTRET);
     return lua_gettop(L) - base;
+  }
+  if (s->replay_only()) {
+    PushReplayStop(s, j, L, DescribeIdentity(RecordKind::kStep, name));
+    return lua_error(L);
   }
   // Protected, so that the step's mark comes off however it ends; its error
   // goes on as it was raised.
@@ -171,6 +179,10 @@ int l_continue_as_new(lua_State* L) {
   if (j->replaying()) {
     lua_settop(L, 0);
     PushCodedError(L, ErrorCode::kNondeterminism, s->Diverge(j, "tasks.continue_as_new").c_str());
+    return lua_error(L);
+  }
+  if (s->replay_only()) {
+    PushReplayStop(s, j, L, "tasks.continue_as_new");
     return lua_error(L);
   }
   const int nargs = lua_gettop(L);
@@ -266,6 +278,10 @@ int l_patched(lua_State* L) {
     lua_pushboolean(L, taken);
     return 1;
   }
+  if (s->replay_only()) {
+    PushReplayStop(s, j, L, "tasks.patched");
+    return lua_error(L);
+  }
   if (!JournalPatch(s, j, L, std::string_view(name, n))) return lua_error(L);
   lua_pushboolean(L, 1);
   return 1;
@@ -321,6 +337,10 @@ int JournaledCall(lua_State* L, Scheduler* s, lua_CFunction wrapped) {
     lua_settop(L, 0);
     const int n = ReplayValues(s, j, RecordKind::kValue, std::nullopt, L);
     return n < 0 ? lua_error(L) : n;
+  }
+  if (s->replay_only()) {
+    PushReplayStop(s, j, L, RecordKindName(RecordKind::kValue));
+    return lua_error(L);
   }
   const int n = wrapped(L);
   if (!JournalValues(s, j, RecordKind::kValue, L, n)) return lua_error(L);

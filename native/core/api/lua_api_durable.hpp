@@ -3,6 +3,7 @@
 #pragma once
 
 #include <optional>
+#include <string>
 #include <string_view>
 
 #include <lua.hpp>
@@ -31,6 +32,11 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
 // pushed if the record is another, -2 with a message pushed if it does not
 // read.
 int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::string_view> identity, lua_State* L);
+// In a replay-only runtime (Scheduler::set_replay_only), j's replay has
+// reached its journal's end and the code would now do `now` live: marks the
+// task to stop and pushes why. The caller raises it (`return lua_error(L)`)
+// with nothing of its own alive.
+void PushReplayStop(Scheduler* s, Journal* j, lua_State* L, const std::string& now);
 // Calls `f` (a C function of the tasks API) for the running durable task:
 // live, its results are journaled; in a replay, the recorded ones are
 // returned and `f` is not called. Raises as f does.

@@ -118,6 +118,11 @@ class Journal {
   // yield or end, even if the code caught the error.
   bool diverged = false;
   std::string divergence;
+  // A replay-only runtime (Scheduler::set_replay_only): the replay reached
+  // the journal's end and the code went to do something live; the task
+  // stops at its next yield or end, even if the code caught the error.
+  bool stopped = false;
+  std::string stop;
 
  private:
   std::string id_;

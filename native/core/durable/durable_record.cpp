@@ -45,6 +45,32 @@ const char* RecordKindName(RecordKind kind) {
   return "an unknown record";
 }
 
+const char* RecordKindKey(RecordKind kind) {
+  switch (kind) {
+    case RecordKind::kStart:
+      return "start";
+    case RecordKind::kYield:
+      return "yield";
+    case RecordKind::kIn:
+      return "in";
+    case RecordKind::kCall:
+      return "call";
+    case RecordKind::kStep:
+      return "step";
+    case RecordKind::kValue:
+      return "value";
+    case RecordKind::kMessage:
+      return "message";
+    case RecordKind::kEnd:
+      return "end";
+    case RecordKind::kPatch:
+      return "patch";
+    case RecordKind::kCommitFailed:
+      return "commitFailed";
+  }
+  return "unknown";
+}
+
 std::string RecordKey(std::string_view id, size_t seq) {
   char digits[16];
   std::snprintf(digits, sizeof digits, "%010zu", seq);

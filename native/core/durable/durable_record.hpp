@@ -54,6 +54,10 @@ enum class RecordKind : char {
   kIndex = 'X',
 };
 const char* RecordKindName(RecordKind kind);
+// A kind's short name, as a history shows it (journal_history.hpp):
+// "start", "yield", "in", "call", "step", "value", "message", "end",
+// "patch", "commitFailed"; "unknown" for a byte that is no kind.
+const char* RecordKindKey(RecordKind kind);
 
 // A yield as recorded: the instruction and, for timed waits, its absolute
 // deadline on the wall clock, which a replay keeps.

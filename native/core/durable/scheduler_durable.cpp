@@ -98,7 +98,8 @@ void Scheduler::PutBackJournalWrites(std::vector<SpacedWrite> writes) {
 }
 
 void Scheduler::TellJournal() {
-  if (journal_told_ || journal_writes_.empty()) return;
+  // A replay-only runtime writes nothing (it has no store to write to).
+  if (journal_told_ || journal_writes_.empty() || replay_only_) return;
   journal_told_ = true;
   hooks_->OnJournal();
 }
@@ -160,6 +161,15 @@ const std::string& Scheduler::Diverge(Journal* j, const char* now) {
                     " (code changed under a running durable task: see docs/durable.md#changing-code)";
   }
   return j->divergence;
+}
+
+const std::string& Scheduler::StopReplay(Journal* j, const char* now) {
+  if (!j->stopped) {
+    j->stopped = true;
+    j->stop = "durable task " + j->id() + ": its replay reached the end of its journal (" + std::to_string(j->size()) +
+              " records) and the code now made " + now + ": a replay-only runtime runs nothing live";
+  }
+  return j->stop;
 }
 
 void Scheduler::FailDurable(Task* t, const std::string& message) {
@@ -240,6 +250,10 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
     FailDurable(t, j->divergence);
     return kDurableFailed;
   }
+  if (j->stopped) {
+    KillNow(t);
+    return kDurableFailed;
+  }
   if (j->restart) {  // tasks.continue_as_new
     int nargs = 0;
     if (!RestartDurable(t, &nargs)) return kDurableFailed;
@@ -247,6 +261,12 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
   }
   if (!t->has_pending) return kParkAsUsual;  // a preemption: not the code's, not journaled
   const WaitKind kind = t->pending_kind;
+  // Replay-only: a wait past the journal's end, or on a promise (JS at work), is live.
+  if (replay_only_ && (kind == WaitKind::kPromise || !j->replaying())) {
+    StopReplay(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str());
+    KillNow(t);
+    return kDurableFailed;
+  }
   if (kind == WaitKind::kPromise) {
     j->awaiting = kind;  // its outcome is the JS call's record
     return kParkAsUsual;
@@ -320,6 +340,11 @@ int Scheduler::JournalYield(Task* t, int64_t now) {
       }
       return replay_outcome(j->Next());
     }
+    if (replay_only_) {  // the journal ends at this wait: where a replay-only run stops
+      StopReplay(j, (std::string("its wait, a yield (") + WaitKindName(kind) + ")").c_str());
+      KillNow(t);
+      return kDurableFailed;
+    }
     // The journal ends at this wait: the task waits again, with the deadline it had.
     j->EndReplay();
     j->awaiting = kind;
@@ -385,7 +410,8 @@ void Scheduler::JournalEnd(Task* t, const TaskEnding& end) {
   }
   // Closing: the task goes on at the next open. Diverged: its journal stays
   // for code that replays it (docs/durable.md#changing-code).
-  if (closing_ || j->diverged) return;
+  // Replay-only: nothing is written.
+  if (closing_ || j->diverged || replay_only_) return;
   if (!retain_ends_) {
     j->Finish(nullptr, indexed_, &journal_writes_);
     TellJournal();
@@ -525,9 +551,16 @@ Scheduler::DurableYield Scheduler::OnDurableYield(Task* t, int64_t end, int* nar
 
 bool Scheduler::FailIfDiverged(Task* t) {
   Journal* j = JournalOf(t);
-  if (j == nullptr || !j->diverged) return false;
-  FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
-  return true;
+  if (j == nullptr) return false;
+  if (j->diverged) {
+    FailDurable(t, j->divergence);  // it caught the divergence's error: it fails all the same
+    return true;
+  }
+  if (j->stopped) {
+    KillNow(t);  // replay-only: it caught the stop's error and ended; it stopped all the same
+    return true;
+  }
+  return false;
 }
 
 }  // namespace lua_tasks

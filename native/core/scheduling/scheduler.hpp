@@ -363,6 +363,17 @@ class Scheduler {
   // embedder says so when it gives the store's reader).
   void set_durable_ok(bool v) { durable_ok_ = v; }
   bool durable_ok() const { return durable_ok_; }
+  // A replay-only runtime (`lua-tasks replay`, docs/operations.md#a-deploy-check):
+  // each durable task replays its journal and stops where the journal ends,
+  // at its wait or at the first thing it would do live (a JS call, a step, a
+  // clock read, a yield), ending cancelled; nothing runs live, no record is
+  // written, an end is not journaled. A divergence fails it as usual.
+  void set_replay_only(bool v) { replay_only_ = v; }
+  bool replay_only() const { return replay_only_; }
+  // In a replay-only runtime, j's code went past its journal's end to do
+  // `now` live: marks the task to stop (it does at its next yield or end,
+  // whatever the code does) and returns the message to raise.
+  const std::string& StopReplay(Journal* j, const char* now);
 
  private:
   // ---- Running (scheduler.cpp) ----
@@ -499,6 +510,7 @@ class Scheduler {
   bool journal_told_ = false;
   bool closing_ = false;
   bool durable_ok_ = false;
+  bool replay_only_ = false;
   std::string last_send_error_;
   bool retain_ends_ = true;
   bool skip_missed_ = false;
@@ -522,7 +534,8 @@ class Scheduler {
   enum class DurableYield { kLive, kReplayed, kParked, kFailed };
   DurableYield OnDurableYield(Task* t, int64_t end, int* nargs);
   // A task whose replay diverged and whose code caught the error fails all
-  // the same: true if t did (it ended).
+  // the same; one stopped in a replay-only runtime ends cancelled: true if
+  // t did (it ended).
   bool FailIfDiverged(Task* t);
   // Activates the dormant tasks whose deadline nears (RunTimers), until `batch_end`.
   void ActivateDue(int64_t batch_end);

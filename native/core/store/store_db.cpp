@@ -483,6 +483,27 @@ void StoreDb::CheckNeighbors(std::string_view name, int space, std::string_view 
   }
 }
 
+std::vector<std::string> StoreDb::Names(std::string_view glob, std::string_view after, int64_t limit) {
+  // Made at each call: an operator's listing, not a runtime's path.
+  SqliteStatement s = Prepare(
+      "SELECT name FROM snapshots WHERE name > ?1 AND name GLOB ?2 "
+      "UNION SELECT DISTINCT name FROM kv WHERE name > ?1 AND name GLOB ?2 "
+      "UNION SELECT name FROM owners WHERE name > ?1 AND name GLOB ?2 "
+      "ORDER BY name LIMIT ?3");
+  BindText(s, 1, after);
+  BindText(s, 2, glob);
+  sqlite3_bind_int64(s.get(), 3, limit < 0 ? -1 : limit);
+  std::vector<std::string> out;
+  for (;;) {
+    const int rc = sqlite3_step(s.get());
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) Fail(rc, "list the runtime names");
+    const auto* p = reinterpret_cast<const char*>(sqlite3_column_text(s.get(), 0));
+    out.emplace_back(p == nullptr ? "" : p, static_cast<size_t>(sqlite3_column_bytes(s.get(), 0)));
+  }
+  return out;
+}
+
 std::vector<std::string> StoreDb::Keys(std::string_view name, int space, std::string_view prefix,
                                        std::string_view after, int64_t limit) {
   const std::optional<std::string> end = PrefixEnd(prefix);

@@ -127,6 +127,11 @@ class StoreDb {
   // Each key listed is verified against its row's key checksum.
   std::vector<std::string> Keys(std::string_view name, int space, std::string_view prefix, std::string_view after,
                                 int64_t limit);
+  // The runtime names the database knows (a snapshot, a keyed value or an
+  // owner's token), in bytewise order after `after`, that match `glob`
+  // (SQLite's GLOB: the store contract lets only `*` through as a
+  // wildcard), at most `limit` (negative: all).
+  std::vector<std::string> Names(std::string_view glob, std::string_view after, int64_t limit);
   // Every row of `name` in spaces `first`..`last`, by space then key, handed
   // to `visit(space, key, value)` in one statement (so one read snapshot)
   // without a lookup a row. Each row is verified against its checksum; a

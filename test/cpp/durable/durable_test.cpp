@@ -565,3 +565,93 @@ TEST_F(StepIdentityTest, AStepNameIsAStringOfAtMost255Bytes) {
 
 }  // namespace
 }  // namespace lua_tasks
+
+namespace lua_tasks {
+namespace {
+
+class ReplayOnlyTest : public DurableTest {
+ protected:
+  // The journal of a task of `first_code` that waited, woke and waited
+  // again, its last record cut (a crash before it was written): it ends
+  // with the first wait's outcome.
+  std::string Recorded(const char* first_code) {
+    auto first = Open(first_code);
+    const std::string id = StartNew(first.get(), "f");
+    Advance(first.get(), 11 * kSec);
+    store.erase(RecordKey(id, Kinds(store, id).size() - 1));
+    return id;
+  }
+  std::unique_ptr<Life> Replay(const char* code, const std::string& id) {
+    auto life = Open(code);
+    life->rt.scheduler->set_replay_only(true);
+    Restore(life.get(), id, "f");
+    return life;
+  }
+};
+
+constexpr const char* kWaits = R"(
+  n = 0
+  function f()
+    tasks.step("grant", function() n = n + 1 return 7 end)
+    coroutine.yield("FOR", 10, "SECONDS")
+    coroutine.yield("INDEFINITELY")
+  end)";
+
+TEST_F(ReplayOnlyTest, ATaskReplaysToItsWaitAndStopsThereRunningAndWritingNothing) {
+  std::string id;
+  {
+    auto first = Open(kWaits);
+    id = StartNew(first.get(), "f");
+  }
+  const auto before = store;
+  auto replay = Replay(kWaits, id);
+  EXPECT_EQ(replay->hooks.ends, std::vector<std::string>{"cancelled"});
+  Advance(replay.get(), 20 * kSec);
+  Run(replay.get(), "note('ran ' .. n)");
+  EXPECT_EQ(Log(replay.get()), "ran 0");  // the step was answered from the journal
+  EXPECT_EQ(store, before);               // its end was not journaled
+}
+
+TEST_F(ReplayOnlyTest, CodePastTheJournalsEndStopsBeforeItRunsAnythingLive) {
+  const std::string id = Recorded(kWaits);
+  EXPECT_EQ(Kinds(store, id), "ASYI");  // start, step, the wait, its outcome
+  const auto before = store;
+  auto replay = Replay(R"(
+    n = 0
+    function f()
+      tasks.step("grant", function() n = n + 1 return 7 end)
+      coroutine.yield("FOR", 10, "SECONDS")
+      local ok = pcall(tasks.step, "side", function() n = n + 100 end)
+      note("caught " .. tostring(ok))
+      tasks.step("again", function() n = n + 100 end)
+      coroutine.yield("INDEFINITELY")
+    end)",
+                       id);
+  EXPECT_EQ(replay->hooks.ends, std::vector<std::string>{"cancelled"});
+  Run(replay.get(), "note('ran ' .. n)");
+  EXPECT_EQ(Log(replay.get()), "caught false,ran 0");  // neither live step ran, though the code caught the stop
+  EXPECT_EQ(store, before);
+}
+
+TEST_F(ReplayOnlyTest, ChangedCodeFailsWithNondeterminismAndNothingIsWritten) {
+  std::string id;
+  {
+    auto first = Open(kWaits);
+    id = StartNew(first.get(), "f");
+  }
+  const auto before = store;
+  auto replay = Replay(R"(
+    function f()
+      tasks.step("pay", function() return 7 end)
+      coroutine.yield("FOR", 10, "SECONDS")
+    end)",
+                       id);
+  ASSERT_EQ(replay->hooks.ends.size(), 1u);
+  EXPECT_NE(replay->hooks.ends[0].find("diverged from its journal at record 1"), std::string::npos)
+      << replay->hooks.ends[0];
+  EXPECT_NE(replay->hooks.ends[0].find("tasks.step \"pay\""), std::string::npos);
+  EXPECT_EQ(store, before);
+}
+
+}  // namespace
+}  // namespace lua_tasks

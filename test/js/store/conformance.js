@@ -125,6 +125,31 @@ function describeStore(adapter) {
         expect((await store.scan('format', SPACES.journal)).keys).toEqual(sorted); // defaults: from the first, every key
       });
 
+      test('names() lists the names it holds by pattern, in byte order, a page at a time, without a lease', async () => {
+        const names = ['player-2', 'player-10', 'player-1', 'guild.a', 'player_x'];
+        const held = await store.names(); // 'format' (its lease), and what the adapter's setup made
+        expect(held).toContain('format');
+        for (const name of names)
+          await store.write({ name, writes: [{ space: SPACES.journal, key: 'k', value: bytes('v') }] });
+        await store.write({ name: 'snap-only', state: bytes('s') });
+        const all = [...names, ...held, 'snap-only'].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
+        expect(await store.names()).toEqual(all); // every name, held or not
+        expect(await store.names('player-*')).toEqual(['player-1', 'player-10', 'player-2']);
+        expect(await store.names('*_*')).toEqual(['player_x']); // "_" is a character, not a wildcard
+        expect(await store.names('*.*')).toEqual(['guild.a']);
+        expect(await store.names('player-1')).toEqual(['player-1']);
+        expect(await store.names('player-*', '', 2)).toEqual(['player-1', 'player-10']);
+        expect(await store.names('player-*', 'player-10', 2)).toEqual(['player-2']);
+        for (const pattern of ['', 'a b', 'x?', '%', 5]) {
+          await expect(store.names(pattern)).rejects.toMatchObject({
+            code: 'ERR_INVALID_ARG_VALUE',
+            message: expect.stringContaining('names() pattern'),
+          });
+        }
+        await expect(store.names('*', 3)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+        await expect(store.names('*', '', 0)).rejects.toMatchObject({ code: 'ERR_OUT_OF_RANGE' });
+      });
+
       test.each([0, 5, -1, 1.5, '1', null])(
         'a write naming space %p is refused: ERR_INVALID_ARG_VALUE',
         async (space) => {
