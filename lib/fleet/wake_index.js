@@ -3,7 +3,7 @@
 'use strict';
 
 const { createUnderSchemaLock } = require('./schema');
-const { table, lockId, nameLockPrefix } = require('../store/postgres/schema');
+const { table, lockId, nameLockPrefix, fence } = require('../store/postgres/schema');
 
 // One row per name the fleet has hosted, in <schema>.lua_tasks_wake:
 //   wake_at = '-infinity'  the name is active: a member hosts it, or must
@@ -11,8 +11,9 @@ const { table, lockId, nameLockPrefix } = require('../store/postgres/schema');
 //   wake_at = T            hibernated; its earliest timer is due at T
 //   wake_at IS NULL        hibernated with nothing due: a message, resume or
 //                          call wakes it (any operation by name activates it)
-// Every change is fenced by the writer's lease token (as the store's writes
-// are): a member that lost a name cannot overwrite what its new holder says.
+// Every change is fenced by the writer's lease token through the store's
+// fence (schema.js fence()): a member that lost a name cannot overwrite what
+// its new holder says, even when the takeover commits while its change runs.
 //
 // claimDue() hands each due name to one member: the rows are locked FOR
 // UPDATE SKIP LOCKED and marked claimed for a moment, so members polling at
@@ -44,12 +45,13 @@ class WakeIndex {
     ]);
   }
 
-  // A statement's WHERE clause: `token` still holds the name's lease.
+  // A statement's condition: `token` still holds the name's lease, and does
+  // until the statement's transaction ends. A sub-select: run once, not per row.
   #fence(nameParam, tokenParam) {
-    return `EXISTS (SELECT 1 FROM ${this.#t.leases} l WHERE l.name = ${nameParam} AND l.token = ${tokenParam} AND l.holder IS NOT NULL)`;
+    return `(SELECT ${fence(this.#schema, nameParam, tokenParam)})`;
   }
 
-  /** Whether `token` holds the name's lease now (read only). @returns {Promise<boolean>} */
+  /** Whether `token` holds the name's lease now (writes nothing). @returns {Promise<boolean>} */
   async holds(pool, name, token) {
     const { rows } = await pool.query(`SELECT ${this.#fence('$1', '$2')} AS held`, [name, token]);
     return rows[0].held === true;
