@@ -388,6 +388,8 @@ export interface FleetOptions {
   pollMs?: number;
   /** How long an operation by name may take to find and reach the name's holder. @default 15000 */
   routeTimeoutMs?: number;
+  /** How often the member compares its load with the others' and, hosting two names more than the least loaded, gives it one (docs/fleet.md#balance); 0 = never. @default 5000 */
+  balanceMs?: number;
   /** Connections of the member's pool. @default 10 */
   max?: number;
   /** The member's metrics and spans (routing, activations) and its runtimes' default telemetry option. @default false */
@@ -427,6 +429,8 @@ export class Member extends EventEmitter {
     routed: number;
     served: number;
     takeovers: number;
+    /** Names given to another member to balance the fleet (docs/fleet.md#balance). */
+    handovers: number;
     /** Routed requests received and not run here: another member had claimed them (docs/fleet.md#at-most-once). */
     claimsLost: number;
     /** This process's wall clock's offset to PostgreSQL's (ms), and the round trip it was measured over. */
@@ -435,11 +439,13 @@ export class Member extends EventEmitter {
   };
   /** Closes every runtime hosted here and hands the names to the other members. Idempotent. */
   leave(): Promise<void>;
-  /** A name became hosted here: an operation asked for it, its timer was due, or its holder was gone. */
+  /** A name became hosted here: an operation asked for it, its timer was due, its holder was gone, or its holder gave it here to balance the fleet. */
   on(
     event: 'activate',
-    listener: (e: { name: string; token: number; reason: 'call' | 'due' | 'takeover'; ms: number }) => void,
+    listener: (e: { name: string; token: number; reason: 'call' | 'due' | 'takeover' | 'balance'; ms: number }) => void,
   ): this;
+  /** A hosted name was given to member `to` (its id) to balance the fleet; its runtime was closed here. */
+  on(event: 'handover', listener: (e: { name: string; to: string }) => void): this;
   /** A hosted name was closed until its next timer or operation (wakeAt: ms since the epoch, or null). */
   on(event: 'hibernate', listener: (e: { name: string; wakeAt: number | null }) => void): this;
   /** A hosted name's lease was lost (another member took it over); its runtime was closed. */

@@ -24,6 +24,10 @@
 //   to PostgreSQL's and sets it on the runtimes it hosts, so the deadlines
 //   one member records and another checks are on the same clock; the wake
 //   index compares with PostgreSQL's now() itself.
+// - Balance (Balancer). A member hosting two names more than the least
+//   loaded one gives that member one name a round (balanceMs): it reserves
+//   the name's wake row for it, closes the runtime and tells the fleet to
+//   poll; only that member claims it until the reservation lapses.
 // - leave() (SIGTERM) closes every runtime (their writes finish first) and
 //   asks the other members to poll at once: they take the names over
 //   without waiting for a lease to lapse.
@@ -34,17 +38,12 @@ const { PostgresStore, isTransient, hearPool } = require('../store/postgres');
 const { FleetRouter } = require('./router');
 const { WakeIndex } = require('./wake_index');
 const { FleetClock } = require('./clock');
+const { Balancer } = require('./balance');
+const { checkJoin } = require('./options');
 const { makeError, typeName } = require('../errors');
-const { checkNumber } = require('../validate');
 const { checkName } = require('../store/contract');
-const { MemberTelemetry, checkTelemetry } = require('../telemetry/fleet');
+const { MemberTelemetry } = require('../telemetry/fleet');
 
-const DEFAULTS = {
-  leaseMs: 10000,
-  idleMs: 60000,
-  wakeAheadMs: 1000,
-  routeTimeoutMs: 15000,
-};
 const JOIN = Symbol('join');
 const START = Symbol('start');
 const CLAIM_BATCH = 16;
@@ -58,65 +57,6 @@ function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-function positiveInt(options, key, min = 0) {
-  const v = options[key] === undefined ? DEFAULTS[key] : options[key];
-  return checkNumber(`options.${key}`, v, { unit: 'milliseconds', min, max: 2 ** 31 - 1, integer: true });
-}
-
-function checkJoin(options) {
-  if (options === null || typeof options !== 'object') {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "options" argument must be an object { connectionString, runtime }. Received ${typeName(options)}.`,
-    );
-  }
-  const known = [
-    'connectionString',
-    'schema',
-    'leaseMs',
-    'runtime',
-    'idleMs',
-    'wakeAheadMs',
-    'pollMs',
-    'routeTimeoutMs',
-    'max',
-    'telemetry',
-  ];
-  for (const k of Object.keys(options)) {
-    if (!known.includes(k)) {
-      throw makeError('ERR_INVALID_ARG_VALUE', `"${k}" is not an option of Fleet.join. Options: ${known.join(', ')}.`);
-    }
-  }
-  const { runtime = {} } = options;
-  if (typeof runtime !== 'function' && (runtime === null || typeof runtime !== 'object')) {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "options.runtime" option must be Runtime.open's options without name and store, or a function (name) => those options. Received ${typeName(runtime)}.`,
-    );
-  }
-  const leaseMs = positiveInt(options, 'leaseMs', 100);
-  const o = {
-    connectionString: options.connectionString,
-    schema: options.schema,
-    max: options.max,
-    telemetry: checkTelemetry(options.telemetry),
-    runtime,
-    leaseMs,
-    idleMs: positiveInt(options, 'idleMs'),
-    wakeAheadMs: positiveInt(options, 'wakeAheadMs'),
-    routeTimeoutMs: positiveInt(options, 'routeTimeoutMs', 1),
-    pollMs: options.pollMs === undefined ? Math.max(50, Math.min(1000, Math.floor(leaseMs / 4))) : undefined,
-  };
-  if (o.pollMs === undefined) o.pollMs = positiveInt(options, 'pollMs', 10);
-  if (typeof o.connectionString !== 'string' || o.connectionString === '') {
-    throw makeError(
-      'ERR_INVALID_ARG_TYPE',
-      `The "options.connectionString" option must be a non-empty string (postgres://user:password@host:port/database). Received ${typeName(o.connectionString)}.`,
-    );
-  }
-  return o;
-}
-
 function checkOp(name, op) {
   checkName(name);
   if (!OPS.includes(op)) throw new Error(`unknown fleet operation ${op}`);
@@ -126,7 +66,8 @@ function checkOp(name, op) {
  * A member of a fleet: hosts named runtimes on a shared PostgreSQL store and
  * serves operations by name for the whole fleet. Made by Fleet.join().
  * Events: 'activate' { name, token, reason, ms }, 'hibernate' { name, wakeAt },
- * 'lost' { name, token }, 'route' { name, op, ms }, 'storehealth' { name, ok, error?,
+ * 'lost' { name, token }, 'handover' { name, to } (given to another member to
+ * balance the fleet), 'route' { name, op, ms }, 'storehealth' { name, ok, error?,
  * since, downMs? } (a hosted runtime's writes fail transiently, or work again:
  * docs/fleet.md#faults), 'error' (a background failure, an outage's first
  * failed write included; without a listener it becomes a process warning).
@@ -138,14 +79,17 @@ class Member extends EventEmitter {
   #store;
   #router;
   #wake;
+  #balance;
   #clock = new FleetClock();
-  #hosted = new Map(); // name -> { rt, token, state, settled, lastUsed, offsetMs (its clock's, as last set) }
+  // name -> { rt, token, state, settled, lastUsed, offsetMs (its clock's, as last set),
+  //   since (when it became active here), busy (operations running on it) }
+  #hosted = new Map();
   #routes = new Map(); // name -> store id of its holder, as last seen
   #poll = null;
   #polling = null;
   #pollAgain = false;
   #left = null;
-  #stats = { activations: 0, hibernations: 0, lost: 0, routed: 0, served: 0, takeovers: 0 };
+  #stats = { activations: 0, hibernations: 0, lost: 0, routed: 0, served: 0, takeovers: 0, handovers: 0 };
   #latencies = [];
   #tel = null; // MemberTelemetry with the telemetry option (docs/operations.md#metrics-and-traces)
 
@@ -182,6 +126,13 @@ class Member extends EventEmitter {
     await this.#clock.measure(this.#pool); // before anything is hosted: every runtime opens on it
     this.#wake = new WakeIndex(this.#store.schema);
     await this.#wake.create(this.#pool);
+    this.#balance = new Balancer({
+      schema: this.#store.schema,
+      id: this.#store.id,
+      everyMs: o.balanceMs,
+      leaseMs: o.leaseMs,
+    });
+    await this.#balance.create(this.#pool);
     this.#router = new FleetRouter({
       pg: this.#pg,
       pool: this.#pool,
@@ -427,7 +378,13 @@ class Member extends EventEmitter {
   // answer: not this token's any more, the runtime is dropped and the
   // operation goes where the name is now.
   async #run(name, h, op, args) {
-    const value = await execute(h.rt, op, args);
+    let value;
+    h.busy++; // not handed over meanwhile
+    try {
+      value = await execute(h.rt, op, args);
+    } finally {
+      h.busy--;
+    }
     const none = op === 'task' ? value === null || value === undefined : value === false && op !== 'call';
     if (!none || (await this.#wake.holds(this.#pool, name, h.token))) return { value };
     if (this.#hosted.get(name) === h) this.#drop(name, h);
@@ -440,7 +397,7 @@ class Member extends EventEmitter {
   async #activate(name, reason) {
     this.#checkOpen();
     let settle;
-    const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now(), offsetMs: 0 };
+    const entry = { rt: null, token: 0, state: 'activating', lastUsed: Date.now(), offsetMs: 0, since: 0, busy: 0 };
     entry.settled = new Promise((resolve) => {
       settle = resolve;
     });
@@ -478,6 +435,7 @@ class Member extends EventEmitter {
         });
       }
       entry.state = 'active';
+      entry.since = Date.now();
       entry.offsetMs = this.#clock.offsetMs;
       rt.setClockOffset(entry.offsetMs); // measured again while it opened
       opened = null;
@@ -533,17 +491,81 @@ class Member extends EventEmitter {
     }
     if (this.#left) return;
     await this.#router.prune();
-    const due = await this.#wake.claimDue(this.#pool, CLAIM_BATCH, this.#o.leaseMs);
+    const due = await this.#wake.claimDue(this.#pool, CLAIM_BATCH, this.#o.leaseMs, this.id);
     await Promise.all(
-      due.map(({ name, takeover }) =>
+      due.map(({ name, takeover, handed }) =>
         this.#hosted.has(name)
           ? null
-          : this.#activate(name, takeover ? 'takeover' : 'due').catch((e) => {
-              if (!e || e.code !== 'ERR_STORE_LOCKED') this.#report(e);
+          : this.#activate(name, handed ? 'balance' : takeover ? 'takeover' : 'due').catch((e) => {
+              // Held elsewhere after all, or this member began to leave meanwhile.
+              if (!e || (e.code !== 'ERR_STORE_LOCKED' && !this.#left)) this.#report(e);
             }),
       ),
     );
     if (due.length === CLAIM_BATCH) this.#pollAgain = true;
+    if (this.#balance.due(Date.now())) await this.#balanceRound();
+  }
+
+  // ------------------------------------------------------------ balance
+
+  // One round (docs/fleet.md#balance): this member's count written, and one
+  // name given to the least loaded member if this one hosts two more.
+  async #balanceRound() {
+    let mine = 0;
+    for (const h of this.#hosted.values()) if (h.state === 'active' || h.state === 'activating') mine++;
+    const to = await this.#balance.round(this.#pool, mine, this.#wake.pendingFor('$1'));
+    if (!to || this.#left) return;
+    const name = this.#movable();
+    if (name !== null) await this.#handOver(name, this.#hosted.get(name), to);
+  }
+
+  // The name to give away: the least recently used of those that may move.
+  // Never one mid-activation, -hibernation or -handover, one running an
+  // operation, one with an ephemeral task (closing would end it), nor one
+  // that came here less than a round ago (no name bounces between members).
+  #movable() {
+    const now = Date.now();
+    let best = null;
+    for (const [name, h] of this.#hosted) {
+      if (h.state !== 'active' || h.busy > 0 || now - h.since < this.#o.balanceMs) continue;
+      const s = h.rt.stats();
+      if (s.tasks !== s.durableTasks) continue;
+      if (best === null || h.lastUsed < this.#hosted.get(best).lastUsed) best = name;
+    }
+    return best;
+  }
+
+  // Gives `name` to member `to`: its wake row reserved for `to` (under this
+  // token), the runtime closed (its writes land first, then the lease is let
+  // go), and the fleet told to poll now. Operations meanwhile wait for it,
+  // then go where the name is.
+  async #handOver(name, h, to) {
+    let settle;
+    h.state = 'moving';
+    h.settled = new Promise((resolve) => {
+      settle = resolve;
+    });
+    try {
+      if (!(await this.#wake.reserve(this.#pool, name, h.token, to, this.#o.leaseMs))) {
+        h.state = 'active';
+        this.#drop(name, h); // its token no longer holds the name
+        return;
+      }
+      await this.#balance.credit(this.#pool, to).catch((e) => this.#report(e));
+      try {
+        await h.rt.close();
+      } finally {
+        this.#hosted.delete(name);
+      }
+      this.#stats.handovers++;
+      this.emit('handover', { name, to });
+      await this.#router.wakeAll().catch((e) => this.#report(e));
+    } catch (e) {
+      if (this.#hosted.get(name) === h) h.state = 'active'; // not reserved: it stays here
+      this.#report(e);
+    } finally {
+      settle();
+    }
   }
 
   // Measures the clock's offset again (#pollOnce sets it on each runtime).
@@ -658,7 +680,7 @@ class Member extends EventEmitter {
     // the others stay active in the index: another member takes them now.
     const closing = [];
     for (const [name, h] of [...this.#hosted]) {
-      if (h.state === 'activating' || h.state === 'hibernating') await h.settled;
+      if (h.state !== 'active') await h.settled;
       const now = this.#hosted.get(name);
       if (!now || now.state !== 'active') continue;
       closing.push(
@@ -669,6 +691,7 @@ class Member extends EventEmitter {
     }
     await Promise.all(closing);
     this.#hosted.clear();
+    if (this.#balance) await this.#balance.leave(this.#pool).catch(() => {});
     // What a join that failed half-way made is there to undo too.
     if (this.#router) {
       await this.#router.wakeAll().catch(() => {});
@@ -729,8 +752,8 @@ const Fleet = {
    * Joins the fleet of a PostgreSQL database (schema): the tables are made
    * if missing, this member listens for routed requests and takes due names.
    * @param {{ connectionString: string, schema?: string, leaseMs?: number, runtime?: object|Function,
-   *   idleMs?: number, wakeAheadMs?: number, pollMs?: number, routeTimeoutMs?: number, max?: number,
-   *   telemetry?: boolean|{ meterProvider?: object, tracerProvider?: object } }} options
+   *   idleMs?: number, wakeAheadMs?: number, pollMs?: number, routeTimeoutMs?: number, balanceMs?: number,
+   *   max?: number, telemetry?: boolean|{ meterProvider?: object, tracerProvider?: object } }} options
    * @returns {Promise<Member>}
    */
   async join(options) {

@@ -20,13 +20,16 @@
 // meanwhile. Either way the new owner's token fences the old one's writes.
 //
 // Writes. Every batch handed over in one loop turn, by every runtime sharing
-// this store object, goes in ONE transaction (one WAL flush, synchronous_commit
-// on); a SAVEPOINT per batch only once a batch raised an error (#apply). Each
-// batch is one statement that locks its name's lease row (FOR UPDATE) if it
-// still carries the batch's token and writes only if it does: a stale token's
-// batch applies nothing, the others of its transaction land, and a takeover
-// waits for the transaction that holds the row. One transaction is in flight
-// at a time, FIFO, so a name's batches apply in the order they were handed over.
+// this store object, goes in ONE transaction (up to 500 batches; one WAL
+// flush, synchronous_commit on); a SAVEPOINT per batch only once a batch
+// raised an error (#apply). Each batch is one statement that passes its
+// name's fence (schema.js fence(): a shared advisory lock, then the token
+// read) and writes only if its token still holds the lease: a stale token's
+// batch applies nothing, the others of its transaction land, and a token
+// change waits for every transaction that passed the fence under the old
+// token. No lease row is locked or written per batch (no WAL for it). One
+// transaction is in flight at a time, FIFO, so a name's batches apply in the
+// order they were handed over.
 // A batch is checked against the store's limits and its parameters built in
 // write(), before it joins a transaction: one that cannot be written is
 // refused alone (ERR_STORE_LIMIT) and the others of its turn land.
@@ -142,9 +145,9 @@ class PostgresStore {
       hearPool(this.#pool);
     }
     // A session of the store's open transaction (its holder paused: SIGSTOP,
-    // a long GC) is ended by PostgreSQL after this, so its row locks never
+    // a long GC) is ended by PostgreSQL after this, so its fence locks never
     // hold another member's acquire past the lease; lease queries wait for a
-    // row lock at most lockTimeoutMs (then the name counts as held).
+    // lock at most lockTimeoutMs (then the name counts as held).
     this.#idleTxMs = Math.max(Math.floor(leaseMs / 2), 1000);
     this.#lockTimeoutMs = Math.max(Math.floor(leaseMs / 4), 250);
     this.#target = this.#describe();

@@ -5,8 +5,9 @@
 const { createHash } = require('node:crypto');
 const { makeError } = require('../../errors');
 
-// The schema's format version, in lua_tasks_meta.
-const FORMAT_VERSION = 1;
+// The schema's format version, in lua_tasks_meta. 2: writes are fenced by
+// an advisory lock (fence(), below); format 1 locked the lease row per batch.
+const FORMAT_VERSION = 2;
 const PREFIX = 'lua_tasks_';
 
 /** A table of the store's (or a fleet's) in `schema`, quoted. */
@@ -23,6 +24,52 @@ const nameLockPrefix = (schema) => `${schema}.${PREFIX}`;
 const nameLockKey = (schema, name) => `${nameLockPrefix(schema)}${name}`;
 /** The lock the schema's tables are made under (CREATE IF NOT EXISTS races otherwise). */
 const schemaLockKey = (schema) => `lua_tasks schema ${schema}`;
+/**
+ * The SQL of a name's fence lock id, `nameSql` an expression: held SHARED by
+ * every fenced write's transaction, EXCLUSIVELY by the transaction that
+ * changes the name's token. Not the lease's session lock (nameLockKey): that
+ * one is held by the holder's lock session, which would block its own writes.
+ */
+const fenceLockId = (schema, nameSql) => lockId(`'lua_tasks fence ${schema}.' || ${nameSql}`);
+
+/** The fence function of `schema`, quoted. */
+const fenceFunction = (schema) => `"${schema}".${PREFIX}fence`;
+
+/**
+ * The SQL that is true when `tokenSql` still holds the lease of `nameSql`,
+ * and keeps it so until the calling transaction ends: no token change can
+ * commit before it does (docs/fleet.md#failover-and-handover). The one
+ * fence of every write by token, the store's and the fleet's.
+ */
+const fence = (schema, nameSql, tokenSql) => `${fenceFunction(schema)}(${nameSql}, ${tokenSql})`;
+
+// The fence, made by createSchema. A batch takes the name's fence lock SHARED
+// for its transaction and then reads the token; a token change takes it
+// EXCLUSIVELY (the trigger), so it waits for every batch that already passed
+// its check, and a batch that comes after it waits for its commit. The read
+// is a statement of its own in a VOLATILE function: it gets a snapshot taken
+// after the lock was granted, not the calling statement's (which would miss
+// a token change committed while the batch waited for the lock). The trigger
+// fires for every token change, whoever makes it: an older lua-tasks still
+// running (whose takes know nothing of the lock) is fenced too.
+function fenceDdl(schema, leases) {
+  const f = fenceFunction(schema);
+  return [
+    `CREATE OR REPLACE FUNCTION ${f}(n text, t bigint) RETURNS boolean LANGUAGE plpgsql VOLATILE AS $f$
+      BEGIN
+        PERFORM pg_advisory_xact_lock_shared(${fenceLockId(schema, 'n')});
+        RETURN EXISTS (SELECT 1 FROM ${leases} WHERE name = n AND token = t AND holder IS NOT NULL);
+      END $f$`,
+    `CREATE OR REPLACE FUNCTION ${f}_take() RETURNS trigger LANGUAGE plpgsql AS $f$
+      BEGIN
+        PERFORM pg_advisory_xact_lock(${fenceLockId(schema, 'NEW.name')});
+        RETURN NEW;
+      END $f$`,
+    `DROP TRIGGER IF EXISTS ${PREFIX}fence ON ${leases}`,
+    `CREATE TRIGGER ${PREFIX}fence BEFORE UPDATE OF token ON ${leases} FOR EACH ROW
+      WHEN (OLD.token IS DISTINCT FROM NEW.token) EXECUTE FUNCTION ${f}_take()`,
+  ];
+}
 
 /**
  * The store's statements, named per schema (prepared once per connection).
@@ -52,7 +99,7 @@ function statements(schema, t) {
   return {
     fenced: {
       name: `lua_tasks_write_${s}`,
-      text: apply(`SELECT name FROM ${leases} WHERE name = $1 AND token = $2 AND holder IS NOT NULL FOR UPDATE`),
+      text: apply(`SELECT $1::text AS name WHERE ${fence(schema, '$1', '$2')}`),
     },
     unfenced: {
       name: `lua_tasks_write_unfenced_${s}`,
@@ -118,6 +165,10 @@ async function createSchema(c, schema, t, target) {
       await c.query(`CREATE TABLE IF NOT EXISTS ${leases} (
         name text COLLATE "C" PRIMARY KEY, token bigint NOT NULL, holder jsonb,
         locked boolean NOT NULL DEFAULT false, expires_at timestamptz NOT NULL)`);
+      // From format 1: its members may still run (they opened it before);
+      // the trigger fences their takes, and their batches lock the lease row,
+      // which a take's UPDATE waits for (docs/fleet.md#upgrading).
+      for (const sql of fenceDdl(schema, leases)) await c.query(sql);
       await c.query(
         `INSERT INTO ${meta} (key, value) VALUES ('format_version', $1)
          ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value`,
@@ -139,6 +190,7 @@ module.exports = {
   nameLockPrefix,
   nameLockKey,
   schemaLockKey,
+  fence,
   statements,
   createSchema,
 };

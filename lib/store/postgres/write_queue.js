@@ -6,6 +6,13 @@ const { makeError } = require('../../errors');
 const { loadPgUtils } = require('./options');
 const { isSqlError, connectionGone, isTransient, laterRefused } = require('./faults');
 
+// Batches a transaction carries at most. Each holds its name's fence lock
+// until COMMIT, in PostgreSQL's shared lock table, which holds
+// max_locks_per_transaction × max_connections locks (6,400 by default) for
+// every session together; past it a transaction fails ("out of shared
+// memory"). The rest wait for the next transaction.
+const GROUP_MAX = 500;
+
 /**
  * The batches handed over, FIFO, and the transaction in flight. An entry is
  * { b, params, resolve, reject, done }: a batch checked and its statement's
@@ -61,7 +68,7 @@ class WriteQueue {
     this.#flush = setImmediate(() => {
       this.#flush = null;
       if (this.#running || this.#queue.length === 0) return;
-      const group = this.#queue.splice(0);
+      const group = this.#queue.splice(0, GROUP_MAX);
       this.#running = this.#transact(group).finally(() => {
         this.#running = null;
         if (this.#queue.length > 0) this.#schedule();

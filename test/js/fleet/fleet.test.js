@@ -30,6 +30,9 @@ describe('Fleet.join options', () => {
     );
     await expect(Fleet.join({ connectionString: 'postgres://x/y', idleMs: -1 })).rejects.toThrow(/options.idleMs/);
     await expect(Fleet.join({ connectionString: 'postgres://x/y', runtime: 5 })).rejects.toThrow(/options.runtime/);
+    await expect(Fleet.join({ connectionString: 'postgres://x/y', balanceMs: -1 })).rejects.toThrow(
+      /"options.balanceMs" option must be an integer number of milliseconds from 0/,
+    );
     await expect(Fleet.join({ connectionString: 'postgres://x/y', leasMs: 5 })).rejects.toThrow(
       /"leasMs" is not an option of Fleet.join/,
     );

@@ -22,6 +22,7 @@ const { Fleet } = require('../../..');
 const { describePg, createDatabase, query } = require('../pg-helpers');
 const { sleep } = require('../helpers');
 const { INBOX_LUA } = require('../fixtures/fleet-lua');
+const { lockId, nameLockKey } = require('../../../lib/store/postgres/schema');
 
 const HOLDER = path.join(__dirname, '..', 'fixtures', 'fleet-paused-holder.js');
 const TRIALS = Number(process.env.LUA_TASKS_ROUTED_TRIALS || 3); // of each kind
@@ -100,12 +101,15 @@ describePg('Routed operations at most once', () => {
           const sending = asker.send(name, id, message);
           if (kind === 'session') {
             // The request is out, unacknowledged (ACK_MS is 500): now the session ends.
+            // The lock session is the one holding the name's lease lock (a
+            // session of its pool may hold the name's fence, paused mid-write).
             await sleep(200);
             const { rows } = await query(
               db.url,
               `SELECT count(pg_terminate_backend(a.pid))::int AS n FROM pg_stat_activity a
-               WHERE a.application_name = $1 AND a.pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)`,
-              [app],
+               WHERE a.application_name = $1 AND a.pid IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted
+                 AND ((classid::bigint << 32) | objid::bigint) = ${lockId('$2')})`,
+              [app, nameLockKey(schema, name)],
             );
             expect(rows[0].n).toBe(1);
           }

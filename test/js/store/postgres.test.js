@@ -318,7 +318,7 @@ describePg('PostgresStore on PostgreSQL', () => {
         (e) => e,
       );
     expect(err).toMatchObject({ code: 'ERR_STORE_CORRUPT' });
-    expect(err.message).toMatch(/format version 7, written by a newer lua-tasks; this one reads format version 1/);
+    expect(err.message).toMatch(/format version 7, written by a newer lua-tasks; this one reads format version 2/);
     const { rows } = await query(db.url, `SELECT value FROM "${schema}".lua_tasks_meta`);
     expect(rows).toEqual([{ value: '7' }]);
   });
