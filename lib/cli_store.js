@@ -65,6 +65,9 @@ function recordLine(r) {
   return parts.join('  ');
 }
 
+// The kind byte of an end record (native/core/durable/durable_record.hpp).
+const END_KIND = 'E'.charCodeAt(0);
+
 // The durable tasks of a name, from its journals: each task's first record
 // (start or end) and its last record, which is its wait when it is a yield.
 async function nameTasks(store, name, decoder) {
@@ -77,6 +80,18 @@ async function nameTasks(store, name, decoder) {
       if (!t) tasks.set(id, (t = { first: [keys[i], values[i]], records: 0 }));
       t.last = [keys[i], values[i]];
       t.records++;
+    }
+    if (keys.length < NAMES_PAGE) break;
+    after = keys[keys.length - 1];
+  }
+  // A finished task retained by a directory store has no journal: its end
+  // record is its index entry (docs/durable.md#restore-at-open).
+  for (let after = ''; ;) {
+    const { keys, values } = await store.scan(name, SPACES.index, after, NAMES_PAGE);
+    for (let i = 0; i < keys.length; i++) {
+      if (values[i][0] !== END_KIND || tasks.has(keys[i])) continue;
+      const record = [`${keys[i]}/0000000000`, values[i]];
+      tasks.set(keys[i], { first: record, last: record, records: 0 });
     }
     if (keys.length < NAMES_PAGE) break;
     after = keys[keys.length - 1];

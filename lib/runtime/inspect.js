@@ -178,8 +178,15 @@ async function readHistory(native, store, name, id) {
  */
 async function readFirst(store, name, id) {
   const page = await store.scan(name, SPACES.journal, `${id}/`, 1);
-  const ok = page.keys.length === 1 && page.keys[0].startsWith(`${id}/`);
-  return ok ? page : { keys: [], values: [] };
+  if (page.keys.length === 1 && page.keys[0].startsWith(`${id}/`)) return page;
+  // A finished task retained by a directory store: its end record is its
+  // index entry, its journal gone (docs/durable.md#restore-at-open).
+  // (After: the largest key before `id`, ids being [0-9a-z-] and '~' above them.)
+  const before = `${id.slice(0, -1)}${String.fromCharCode(id.charCodeAt(id.length - 1) - 1)}~`;
+  const index = await store.scan(name, SPACES.index, before, 1);
+  const at = index.keys.indexOf(id);
+  const end = at >= 0 && index.values[at][0] === 'E'.charCodeAt(0);
+  return end ? { keys: [`${id}/0000000000`], values: [index.values[at]] } : { keys: [], values: [] };
 }
 
 /**

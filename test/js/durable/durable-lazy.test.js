@@ -7,8 +7,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
-const Database = require('better-sqlite3');
+const { spawn, execFileSync } = require('node:child_process');
 const { Runtime } = require('../../..');
 const { until, runNode, expectCleanExit } = require('../helpers');
 
@@ -220,17 +219,12 @@ test('a store written before the index opens replaying every task once, then laz
   const r = await runNode(['-e', WRITER, dir, SOURCE]);
   expectCleanExit(r);
   const [waiting, ended] = JSON.parse(r.stdout);
-  // As format 2 wrote it: no index, the end record as record 0.
-  const db = new Database(path.join(dir, 'lua-tasks.sqlite'));
-  const end = db.prepare('SELECT value FROM kv WHERE space = 4 AND key = ?').get(ended);
-  db.prepare('DELETE FROM kv WHERE space = 4').run();
-  db.prepare('INSERT INTO kv(name, space, key, value, sum) VALUES(?, 2, ?, ?, NULL)').run(
-    'game',
-    `${ended}/0000000000`,
-    end.value,
-  );
-  db.pragma('user_version = 2');
-  db.close();
+  // As format 2 wrote it: no index, the end record as record 0 (sqlite3, the CLI).
+  execFileSync('sqlite3', [
+    path.join(dir, 'lua-tasks.sqlite'),
+    `INSERT INTO kv(name, space, key, value, sum) SELECT name, 2, key || '/0000000000', value, NULL FROM kv WHERE space = 4 AND key = '${ended}';` +
+      'DELETE FROM kv WHERE space = 4; PRAGMA user_version = 2;',
+  ]);
 
   let rt = await open(dir);
   expect(runs(rt, 'forever')).toBe(1); // replayed: there was no index
