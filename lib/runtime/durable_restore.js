@@ -50,14 +50,18 @@ class DurableRestore {
     const scan = typeof reader[NATIVE_SCAN] === 'function' ? reader[NATIVE_SCAN]() : null;
     this.#depth++;
     try {
-      const index = scan ? readIndex(native, scan, this.#name, lazy) : false;
+      // 'all' reads every journal (and rewrites the index from them).
+      const index = scan && lazy ? readIndex(native, scan, this.#name, lazy) : false;
       if (index === false) await scanRecords(native, store, reader, this.#name);
       if (this.#host.closed()) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
       if (scan) {
         // Before any replay: a restored task may name a dormant one.
         this.#lazy = scan;
         native.setActivate(DurableRestore.#dispatch);
-        for (let i = 1; i < index.length; i += 2) this.#host.keys.set(index[i + 1], index[i]);
+        const [, keys = [], missing = []] = index || [];
+        for (let i = 0; i < keys.length; i += 2) this.#host.keys.set(keys[i + 1], keys[i]);
+        for (const id of missing)
+          this.#cannot(id, makeError('ERR_STORE_CORRUPT', 'its index entry names a journal the store does not hold'));
       }
       native.pauseCollector(true);
       let retained;

@@ -276,7 +276,7 @@ async function scanRecords(native, store, reader, name) {
  * Reads the name's index of durable tasks natively (the directory store):
  * the tasks that run now into the native restore, the others left dormant.
  * @returns {false | Array} false when the name has no complete index (then
- *   scanRecords reads every journal), else [dormant, id, key, ...]
+ *   scanRecords reads every journal), else [dormant, [id, key, ...], [id whose journal is missing, ...]]
  */
 function readIndex(native, scan, name, lazy) {
   try {

@@ -307,9 +307,10 @@ Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   // (store, name, lazy) -> false when `store` is not a NativeStore or the
   // name has no complete index (the caller reads every journal); else
-  // [dormant, id, key, id, key, ...]: how many tasks stay dormant (none
-  // unless `lazy`), and the idempotency keys of those that have one. The
-  // tasks that run now are in restoring.
+  // [dormant, [id, key, ...], [missing id, ...]]: how many tasks stay
+  // dormant (none unless `lazy`), the idempotency keys of those that have
+  // one, and the tasks whose journal the store lacks. The tasks that run now
+  // are in restoring.
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   NativeStore* store = NativeStore::From(info[0]);
@@ -323,21 +324,27 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
     r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), lazy, core->restoring.get(), &s->dormant());
   });
   if (!r.complete) return Napi::Boolean::New(env, false);
-  Napi::Array out = Napi::Array::New(env, 1 + 2 * r.keys.size());
-  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
-  uint32_t i = 1;
+  Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
+  uint32_t i = 0;
   for (const auto& [id, key] : r.keys) {
-    out.Set(i++, Napi::String::New(env, id));
-    out.Set(i++, Napi::String::New(env, key));
+    keys.Set(i++, Napi::String::New(env, id));
+    keys.Set(i++, Napi::String::New(env, key));
   }
+  Napi::Array missing = Napi::Array::New(env, r.missing.size());
+  for (i = 0; i < r.missing.size(); ++i) missing.Set(i, Napi::String::New(env, r.missing[i]));
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
+  out.Set(1u, keys);
+  out.Set(2u, missing);
   core->OnScheduleChange();  // the dormant tasks' deadlines
   return out;
 }
 
 Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
   // (store, name, id) -> [description] of the dormant task `id`, its
-  // records read into restoring (see JS_restoreTasks), or [] if it is not
-  // dormant. It is no longer dormant either way.
+  // records read into restoring (see JS_restoreTasks; [id, false, why]
+  // without a journal), or [] if it is not dormant. It is no longer dormant
+  // either way.
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   NativeStore* store = NativeStore::From(info[0]);
@@ -349,6 +356,12 @@ Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
   store->Read(env, [&](StoreDb& db) { RestoreTask(db, name, id, true, core->restoring.get()); });
   if (const std::string* first = core->restoring->First(id)) {
     out.Set(0u, DescribeTask(core, core->host->current(), id, *first));
+  } else {
+    Napi::Array lost = Napi::Array::New(env, 3);  // as a description of a record that does not read
+    lost.Set(0u, Napi::String::New(env, id));
+    lost.Set(1u, Napi::Boolean::New(env, false));
+    lost.Set(2u, Napi::String::New(env, "its index entry names a journal the store does not hold"));
+    out.Set(0u, lost);
   }
   return out;
 }

@@ -139,7 +139,7 @@ NativeStore* NativeStore::From(Napi::Value value) {
 
 void NativeStore::ScanDurable(Napi::Env env, const std::string& name, JournalRestore* out) {
   Read(env, [&](StoreDb& db) {
-    db.Scan(name, kJournalSpace, kInboxSpace,
+    db.Scan(name, kJournalSpace, kIndexSpace,
             [out](int space, std::string_view key, std::string_view value) { out->Add(space, key, value); });
   });
 }

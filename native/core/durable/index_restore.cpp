@@ -82,6 +82,7 @@ IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_vi
     }
     // Runs now (or its entry is damaged: its journal says what it is).
     RestoreTask(db, name, e.id, false, restore);
+    if (restore->First(e.id) == nullptr) out.missing.push_back(std::move(e.id));
   }
   return out;
 }

@@ -26,14 +26,17 @@ struct IndexRestore {
   // The idempotency keys of the dormant tasks that have one: (id, key).
   std::vector<std::pair<std::string, std::string>> keys;
   size_t dormant = 0;
+  // Tasks the index names that run now but whose journal is not in the
+  // store (damage, or an edit by hand): reported, never silently dropped.
+  std::vector<std::string> missing;
 };
 
 // Reads `name`'s index (space 4) and inboxes (space 3): the tasks that run
 // now get their journals and messages handed to *restore, finished ones
 // their end records (as record 0), the others go to *dormant. Ids with
 // `own_prefix` are tasks of this run (started before the restore) and are
-// skipped. Throws StoreError; a damaged entry is handed on as a damaged
-// start record, so that the task's restore reports it.
+// skipped. Throws StoreError; an entry that does not read runs now, its
+// journal saying what the task is (or its absence going to `missing`).
 // Without `lazy` every unfinished task runs now.
 IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_view own_prefix, int64_t wall_now,
                               bool lazy, JournalRestore* restore, DormantTasks* dormant);

@@ -16,6 +16,14 @@ std::string_view IdOf(std::string_view key) {
 }  // namespace
 
 void JournalRestore::Add(int space, std::string_view key, std::string_view value) {
+  if (space == kIndexSpace) {
+    // A finished task's end record, where an indexed store keeps it: its
+    // record 0. (Other index entries say nothing a journal does not.)
+    if (!value.empty() && value[0] == static_cast<char>(RecordKind::kEnd) && key.find('/') == std::string_view::npos) {
+      Add(kJournalSpace, RecordKey(key, 0), value);
+    }
+    return;
+  }
   if (space != kJournalSpace && space != kInboxSpace) return;
   const std::string_view id = IdOf(key);
   if (last_ == nullptr || id != last_id_) {

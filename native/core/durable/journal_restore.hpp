@@ -23,8 +23,9 @@ class JournalRestore {
   };
 
   // One stored record of space 2 (a journal) or 3 (an inbox), keys
-  // "<task id>/<seq>", in key order within its space. Other spaces are
-  // ignored.
+  // "<task id>/<seq>", in key order within its space; or of space 4 (the
+  // index, key "<task id>"), where only a finished task's end record counts
+  // (as its record 0). Other spaces are ignored.
   void Add(int space, std::string_view key, std::string_view value);
 
   // The tasks that have a journal, in the order their first records came.

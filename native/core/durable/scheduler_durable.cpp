@@ -234,12 +234,9 @@ int Scheduler::JournalIn(Task* t, int nargs) {
   } else {
     AppendRecord(j, RecordKind::kIn, payload);
   }
-  // Woken before its deadline (or it had none): its index entry must not
-  // leave it dormant at the next open. A wake at the deadline needs none:
-  // an entry whose deadline passed is replayed at open.
-  if (indexed_ && WaitIsDurablePoint(w) && (j->held.wall_deadline == 0 || clock_->WallNs() < j->held.wall_deadline)) {
-    j->Index(nullptr, &journal_writes_);
-  }
+  // Running again: its index entry must not leave it dormant at the next
+  // open, whatever that open's clock says of the wait's deadline.
+  if (indexed_ && WaitIsDurablePoint(w)) j->Index(nullptr, &journal_writes_);
   return nargs;
 }
 

@@ -55,7 +55,7 @@ TEST(IndexEntryTest, APayloadThatIsNotAnEntryIsRefused) {
   IndexEntry e;
   EXPECT_FALSE(DecodeIndexEntry("", &e));
   EXPECT_FALSE(DecodeIndexEntry("Q\0", &e));
-  EXPECT_FALSE(DecodeIndexEntry(std::string("W\0", 2), &e));        // a wait too short
+  EXPECT_FALSE(DecodeIndexEntry(std::string("W\0", 2), &e));       // a wait too short
   EXPECT_FALSE(DecodeIndexEntry(std::string("R\0extra", 7), &e));  // bytes after an unkeyed entry
   EXPECT_FALSE(DecodeIndexEntry(std::string("R\x02", 2), &e));
 }

@@ -239,6 +239,44 @@ test('a store written before the index opens replaying every task once, then laz
   await rt.close();
 });
 
+test("damage to the index: a journal it lacks is reported when the task is needed; 'all' finds a task it lost and writes its entry again", async () => {
+  const dir = tmpdir();
+  const r = await runNode(['-e', WRITER, dir, SOURCE]);
+  expectCleanExit(r);
+  const [waiting] = JSON.parse(r.stdout);
+  const db = path.join(dir, 'lua-tasks.sqlite');
+  // Its index entry gone: a lazy open does not know the task...
+  execFileSync('sqlite3', [db, `DELETE FROM kv WHERE space = 4 AND key = '${waiting}'`]);
+  let rt = await open(dir);
+  expect(rt.task(waiting)).toBeUndefined();
+  await rt.close();
+  // ...an open with 'all' reads every journal, finds it, and indexes it again.
+  rt = await open(dir, { durableRestore: 'all' });
+  expect(rt.task(waiting)).toMatchObject({ status: 'waiting', waiting: { instruction: 'INDEFINITELY' } });
+  await rt.commit();
+  await rt.close();
+  rt = await open(dir);
+  expect(rt.stats().dormantTasks).toBe(1);
+  await rt.close();
+
+  // Its journal gone, its entry kept: named, it is reported, never silently lost.
+  execFileSync('sqlite3', [db, `DELETE FROM kv WHERE space = 2 AND key LIKE '${waiting}/%'`]);
+  const errors = [];
+  rt = await Runtime.open({
+    name: 'game',
+    store: dir,
+    setup: (x) => {
+      x.on('taskerror', (t, e) => errors.push([t.id, e.code, e.message]));
+      x.load(SOURCE);
+    },
+  });
+  expect(rt.resume(waiting, 'x')).toBe(false);
+  expect(errors).toEqual([
+    [waiting, 'ERR_STORE_CORRUPT', expect.stringContaining('a journal the store does not hold')],
+  ]);
+  await rt.close();
+});
+
 // A child process starts tasks that wait (a deadline 3 s away, INDEFINITELY,
 // receive), says "ready" once their waits are written, and is SIGKILLed.
 const CHILD = `
