@@ -60,8 +60,9 @@ class DurableRestore {
         native.setActivate(DurableRestore.#dispatch);
         const [, keys = [], missing = []] = index || [];
         for (let i = 0; i < keys.length; i += 2) this.#host.keys.set(keys[i + 1], keys[i]);
-        for (const id of missing)
+        for (const id of missing) {
           this.#cannot(id, makeError('ERR_STORE_CORRUPT', 'its index entry names a journal the store does not hold'));
+        }
       }
       native.pauseCollector(true);
       let retained;
