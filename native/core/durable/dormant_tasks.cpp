@@ -6,54 +6,85 @@
 namespace lua_tasks {
 
 namespace {
-bool Later(const std::pair<int64_t, std::string>& a, const std::pair<int64_t, std::string>& b) {
-  return a.first > b.first;
-}
+// The heap's order: the earliest wake on top.
+constexpr auto kLater = [](const auto& a, const auto& b) { return a.first > b.first; };
 }  // namespace
 
 void DormantTasks::Add(std::string id, Entry entry) {
-  if (entry.wall_deadline != 0) {
-    wakes_.emplace_back(entry.wall_deadline - kLeadNs, id);
-    std::push_heap(wakes_.begin(), wakes_.end(), Later);
+  std::vector<std::pair<std::string, Entry>> one;
+  one.emplace_back(std::move(id), entry);
+  AddAll(std::move(one));
+}
+
+void DormantTasks::AddAll(std::vector<std::pair<std::string, Entry>> tasks) {
+  tasks_.reserve(tasks_.size() + tasks.size());
+  const size_t heaped = wakes_.size();
+  for (auto& [id, entry] : tasks) {
+    auto [it, inserted] = tasks_.try_emplace(std::move(id));
+    if (!inserted) continue;  // known already (a runtime adds its dormant tasks once, at open)
+    it->second.entry = entry;
+    ++live_;
+    if (entry.wall_deadline != 0)
+      wakes_.emplace_back(entry.wall_deadline - kLeadNs, &*it);
+    else
+      it->second.popped = true;  // in no heap
   }
-  tasks_.insert_or_assign(std::move(id), entry);
+  if (wakes_.size() - heaped > 1) {
+    std::make_heap(wakes_.begin(), wakes_.end(), kLater);
+  } else if (wakes_.size() > heaped) {
+    std::push_heap(wakes_.begin(), wakes_.end(), kLater);
+  }
 }
 
 const DormantTasks::Entry* DormantTasks::Find(std::string_view id) const {
-  if (tasks_.empty()) return nullptr;
+  if (live_ == 0) return nullptr;
   auto it = tasks_.find(id);
-  return it == tasks_.end() ? nullptr : &it->second;
+  return it == tasks_.end() || it->second.taken ? nullptr : &it->second.entry;
 }
 
 bool DormantTasks::Take(std::string_view id) {
   auto it = tasks_.find(id);
-  if (it == tasks_.end()) return false;
-  tasks_.erase(it);
-  if (tasks_.empty()) wakes_.clear();
+  if (it == tasks_.end() || it->second.taken) return false;
+  --live_;
+  if (live_ == 0) {
+    Clear();
+  } else if (it->second.popped) {
+    tasks_.erase(it);
+  } else {
+    it->second.taken = true;  // erased when its wake comes to the top
+  }
   return true;
 }
 
+void DormantTasks::Clear() {
+  tasks_.clear();
+  wakes_.clear();
+  live_ = 0;
+}
+
 void DormantTasks::DropStale() {
-  while (!wakes_.empty()) {
-    const auto& [wake, id] = wakes_.front();
-    const Entry* e = Find(id);
-    if (e != nullptr && e->wall_deadline - kLeadNs == wake) return;
-    std::pop_heap(wakes_.begin(), wakes_.end(), Later);
+  while (!wakes_.empty() && wakes_.front().second->second.taken) {
+    Map::value_type* task = wakes_.front().second;
+    std::pop_heap(wakes_.begin(), wakes_.end(), kLater);
     wakes_.pop_back();
+    tasks_.erase(task->first);
   }
 }
 
 std::optional<std::string> DormantTasks::PopDue(int64_t wall_now) {
   DropStale();
   if (wakes_.empty() || wakes_.front().first > wall_now) return std::nullopt;
-  std::pop_heap(wakes_.begin(), wakes_.end(), Later);
-  std::string id = std::move(wakes_.back().second);
+  Map::value_type* task = wakes_.front().second;
+  std::pop_heap(wakes_.begin(), wakes_.end(), kLater);
   wakes_.pop_back();
-  return id;
+  task->second.popped = true;
+  return task->first;
 }
 
 void DormantTasks::ForEach(const std::function<void(const std::string& id, const Entry& e)>& visit) const {
-  for (const auto& [id, e] : tasks_) visit(id, e);
+  for (const auto& [id, held] : tasks_) {
+    if (!held.taken) visit(id, held.entry);
+  }
 }
 
 }  // namespace lua_tasks

@@ -30,13 +30,16 @@ class DormantTasks {
   // then arms its own timer, which fires on time.
   static constexpr int64_t kLeadNs = 1'000'000'000;
 
+  // An id known already keeps its first entry.
   void Add(std::string id, Entry entry);
+  // Many at once (Runtime.open): one reserve, one heap build.
+  void AddAll(std::vector<std::pair<std::string, Entry>> tasks);
   const Entry* Find(std::string_view id) const;
   bool Contains(std::string_view id) const { return Find(id) != nullptr; }
   // Forgets `id` (it is being activated); false if it was not dormant.
   bool Take(std::string_view id);
-  size_t size() const { return tasks_.size(); }
-  bool empty() const { return tasks_.empty(); }
+  size_t size() const { return live_; }
+  bool empty() const { return live_ == 0; }
 
   // Whether some dormant task has a deadline, and the wall time the
   // earliest is due to be activated (an entry of a task taken since may
@@ -51,15 +54,25 @@ class DormantTasks {
   void ForEach(const std::function<void(const std::string& id, const Entry& e)>& visit) const;
 
  private:
+  struct Held {
+    Entry entry;
+    bool taken = false;   // activated, its wake still in the heap
+    bool popped = false;  // its wake left the heap
+  };
   struct IdHash {
     using is_transparent = void;
     size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
   };
-  std::unordered_map<std::string, Entry, IdHash, std::equal_to<>> tasks_;
-  // (wake, id), a min-heap; an entry whose task was taken goes when it
-  // comes to the top.
-  std::vector<std::pair<int64_t, std::string>> wakes_;
+  using Map = std::unordered_map<std::string, Held, IdHash, std::equal_to<>>;
+  // Node-based: an element's address holds until it is erased, so the
+  // heap points at it rather than keeping a second copy of its id.
+  Map tasks_;
+  // (wake, its task), a min-heap; a task taken meanwhile goes when its
+  // entry comes to the top.
+  std::vector<std::pair<int64_t, Map::value_type*>> wakes_;
+  size_t live_ = 0;
   void DropStale();
+  void Clear();
 };
 
 }  // namespace lua_tasks

@@ -93,6 +93,17 @@ bool RecordSeq(std::string_view key, uint64_t* seq) {
   return true;
 }
 
+bool OpenRecordView(std::string_view record, RecordKind* kind, std::string_view* payload) {
+  if (record.size() < 6) return false;  // a kind, and the CRC
+  const size_t body = record.size() - 4;
+  uint32_t stored = 0;
+  for (int i = 0; i < 4; ++i) stored |= static_cast<uint32_t>(static_cast<uint8_t>(record[body + i])) << (8 * i);
+  if (Crc32c::Update(0, record.substr(0, body)) != stored) return false;
+  *kind = static_cast<RecordKind>(record[0]);
+  *payload = record.substr(1, body - 1);
+  return true;
+}
+
 bool OpenRecord(std::string* record, RecordKind* kind, std::string_view* payload) {
   if (!UnsealRecord(record) || record->empty()) return false;
   *kind = static_cast<RecordKind>((*record)[0]);

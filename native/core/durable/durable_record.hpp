@@ -99,6 +99,8 @@ bool UnsealRecord(std::string* record);
 // A stored record checked: its kind and payload (a view into *record, which
 // loses its CRC). False if it is damaged or empty.
 bool OpenRecord(std::string* record, RecordKind* kind, std::string_view* payload);
+// The same without a copy: the payload is a view into `record`.
+bool OpenRecordView(std::string_view record, RecordKind* kind, std::string_view* payload);
 // A record's payload without its identity, which goes to *identity (none
 // in a record written without one: an unnamed step, an older version).
 std::string_view SplitIdentity(std::string_view payload, std::optional<std::string_view>* identity);

@@ -42,47 +42,42 @@ std::string_view TaskOf(std::string_view inbox_key) {
 IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_view own_prefix, int64_t wall_now,
                               bool lazy, JournalRestore* restore, DormantTasks* dormant) {
   IndexRestore out;
-  struct Indexed {
-    std::string id;
-    std::string record;
-  };
-  std::vector<Indexed> entries;
-  db.Scan(name, kIndexSpace, kIndexSpace, [&](int, std::string_view key, std::string_view value) {
-    if (key == kIndexMarkKey) {
-      out.complete = true;
-      return;
-    }
-    if (!own_prefix.empty() && key.substr(0, own_prefix.size()) == own_prefix) return;
-    entries.push_back({std::string(key), std::string(value)});
-  });
+  // The mark first: without it nothing is read (the caller reads every journal).
+  out.complete = db.Get(name, kIndexSpace, kIndexMarkKey).has_value();
   if (!out.complete) return out;
   // Every inbox: the messages of the tasks that run now, and which tasks have any.
   std::unordered_set<std::string> mailed;
   db.Scan(name, kInboxSpace, kInboxSpace, [&](int space, std::string_view key, std::string_view value) {
     restore->Add(space, key, value);
-    const std::string_view id = TaskOf(key);
-    mailed.emplace(id);
+    mailed.emplace(TaskOf(key));
   });
-  for (Indexed& e : entries) {
-    std::string sealed = e.record;
+  // Then each entry, in one pass and without a copy of it: a dormant task
+  // is filed at once, the others' journals are read after the pass.
+  std::vector<std::string> now;
+  std::vector<std::pair<std::string, DormantTasks::Entry>> sleeping;
+  db.Scan(name, kIndexSpace, kIndexSpace, [&](int, std::string_view id, std::string_view value) {
+    if (id == kIndexMarkKey || (!own_prefix.empty() && id.substr(0, own_prefix.size()) == own_prefix)) return;
     RecordKind kind;
     std::string_view payload;
     IndexEntry entry;
-    const bool reads = OpenRecord(&sealed, &kind, &payload);
+    const bool reads = OpenRecordView(value, &kind, &payload);
     if (reads && kind == RecordKind::kEnd) {  // finished, retained: its end record
-      restore->Add(kJournalSpace, RecordKey(e.id, 0), e.record);
-      continue;
+      restore->Add(kJournalSpace, RecordKey(id, 0), value);
+      return;
     }
     if (lazy && reads && kind == RecordKind::kIndex && DecodeIndexEntry(payload, &entry) &&
-        StaysDormant(entry, wall_now, mailed.count(e.id) > 0)) {
-      if (entry.key) out.keys.emplace_back(e.id, *entry.key);
-      dormant->Add(e.id, {entry.wait.kind, entry.wait.wall_deadline});
-      ++out.dormant;
-      continue;
+        StaysDormant(entry, wall_now, !mailed.empty() && mailed.count(std::string(id)) > 0)) {
+      if (entry.key) out.keys.emplace_back(id, *entry.key);
+      sleeping.emplace_back(id, DormantTasks::Entry{entry.wait.kind, entry.wait.wall_deadline});
+      return;
     }
-    // Runs now (or its entry is damaged: its journal says what it is).
-    RestoreTask(db, name, e.id, false, restore);
-    if (restore->First(e.id) == nullptr) out.missing.push_back(std::move(e.id));
+    now.emplace_back(id);  // runs now (or its entry is damaged: its journal says what it is)
+  });
+  out.dormant = sleeping.size();
+  dormant->AddAll(std::move(sleeping));
+  for (std::string& id : now) {
+    RestoreTask(db, name, id, false, restore);
+    if (restore->First(id) == nullptr) out.missing.push_back(std::move(id));
   }
   return out;
 }
