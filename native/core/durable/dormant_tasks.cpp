@@ -24,10 +24,12 @@ void DormantTasks::AddAll(std::vector<std::pair<std::string, Entry>> tasks) {
     if (!inserted) continue;  // known already (a runtime adds its dormant tasks once, at open)
     it->second.entry = entry;
     ++live_;
-    if (entry.wall_deadline != 0)
+    if (entry.wall_deadline != 0) {
       wakes_.emplace_back(entry.wall_deadline - kLeadNs, &*it);
-    else
+      ++waking_;
+    } else {
       it->second.popped = true;  // in no heap
+    }
   }
   if (wakes_.size() - heaped > 1) {
     std::make_heap(wakes_.begin(), wakes_.end(), kLater);
@@ -52,6 +54,7 @@ bool DormantTasks::Take(std::string_view id) {
     tasks_.erase(it);
   } else {
     it->second.taken = true;  // erased when its wake comes to the top
+    --waking_;
   }
   return true;
 }
@@ -60,6 +63,7 @@ void DormantTasks::Clear() {
   tasks_.clear();
   wakes_.clear();
   live_ = 0;
+  waking_ = 0;
 }
 
 void DormantTasks::DropStale() {
@@ -73,11 +77,12 @@ void DormantTasks::DropStale() {
 
 std::optional<std::string> DormantTasks::PopDue(int64_t wall_now) {
   DropStale();
-  if (wakes_.empty() || wakes_.front().first > wall_now) return std::nullopt;
+  if (waking_ == 0 || wakes_.front().first > wall_now) return std::nullopt;
   Map::value_type* task = wakes_.front().second;
   std::pop_heap(wakes_.begin(), wakes_.end(), kLater);
   wakes_.pop_back();
   task->second.popped = true;
+  --waking_;
   return task->first;
 }
 

@@ -44,7 +44,7 @@ class DormantTasks {
   // Whether some dormant task has a deadline, and the wall time the
   // earliest is due to be activated (an entry of a task taken since may
   // answer: its wake then finds nothing due).
-  bool HasWakes() const { return !wakes_.empty(); }
+  bool HasWakes() const { return waking_ > 0; }
   int64_t NextWake() const { return wakes_.front().first; }
   // The id of a task due by `wall_now` (it stays dormant until taken), or
   // nullopt.
@@ -71,6 +71,7 @@ class DormantTasks {
   // entry comes to the top.
   std::vector<std::pair<int64_t, Map::value_type*>> wakes_;
   size_t live_ = 0;
+  size_t waking_ = 0;  // wakes in the heap of tasks not taken: what keeps the loop's timer
   void DropStale();
   void Clear();
 };

@@ -80,6 +80,7 @@ size_t Scheduler::FormatId(uint64_t key, char* buf) const {
 
 int64_t Scheduler::NextDeadline() const {
   if (!dormant_.HasWakes()) return timers_.NextDeadline();
+  // (A wake of a task activated since may come first: it fires early and finds nothing.)
   // A dormant task's wake is on the wall clock: read against it now.
   const int64_t mono = clock_->MonoNs() + (dormant_.NextWake() - clock_->WallNs());
   return timers_.empty() ? mono : std::min(mono, timers_.NextDeadline());

@@ -97,6 +97,19 @@ TEST(DormantTasksTest, DueTasksComeOutByDeadlineAndTakenOnesNever) {
   EXPECT_TRUE(d.Contains("early"));  // due, but dormant until its activation takes it
 }
 
+TEST(DormantTasksTest, ATaskTakenBeforeItsDeadlineLeavesNoWakeToKeepTheLoop) {
+  DormantTasks d;
+  d.Add("hour", {WaitKind::kFor, kNow + 3600 * kSec});
+  d.Add("never", {WaitKind::kIndefinitely, 0});
+  EXPECT_TRUE(d.HasWakes());
+  EXPECT_TRUE(d.Take("hour"));  // resumed long before its deadline
+  EXPECT_FALSE(d.HasWakes());   // a process with nothing else to do may exit
+  EXPECT_EQ(d.PopDue(kNow + 7200 * kSec), std::nullopt);
+  EXPECT_EQ(d.size(), 1u);
+  EXPECT_TRUE(d.Take("never"));
+  EXPECT_TRUE(d.empty());
+}
+
 class RestoreFromIndexTest : public ::testing::Test {
  protected:
   void SetUp() override { db_ = std::make_unique<StoreDb>(dir_.Db(), StoreDb::Access::kReadWrite); }
