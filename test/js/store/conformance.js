@@ -129,8 +129,9 @@ function describeStore(adapter) {
         const names = ['player-2', 'player-10', 'player-1', 'guild.a', 'player_x'];
         const held = await store.names(); // 'format' (its lease), and what the adapter's setup made
         expect(held).toContain('format');
-        for (const name of names)
+        for (const name of names) {
           await store.write({ name, writes: [{ space: SPACES.journal, key: 'k', value: bytes('v') }] });
+        }
         await store.write({ name: 'snap-only', state: bytes('s') });
         const all = [...names, ...held, 'snap-only'].sort((x, y) => Buffer.compare(Buffer.from(x), Buffer.from(y)));
         expect(await store.names()).toEqual(all); // every name, held or not
