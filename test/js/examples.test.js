@@ -235,7 +235,9 @@ describe('the CLI refuses what it does not know, with a suggestion', () => {
     const h = cli('--help');
     expect([h.status, h.stderr]).toEqual([0, '']);
     expect(h.stdout).toMatch(/^Usage: lua-tasks <command>/);
-    expect(cli('rnu').stderr).toBe('lua-tasks: unknown command "rnu"; did you mean run? (commands: run, cron, inspect, replay)\n');
+    expect(cli('rnu').stderr).toBe(
+      'lua-tasks: unknown command "rnu"; did you mean run? (commands: run, cron, inspect, replay)\n',
+    );
   });
 
   test('cron --tz prints the local times in that zone with their offsets, as its help says', () => {
