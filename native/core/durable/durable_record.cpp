@@ -67,6 +67,8 @@ const char* RecordKindKey(RecordKind kind) {
       return "patch";
     case RecordKind::kCommitFailed:
       return "commitFailed";
+    case RecordKind::kIndex:
+      return "index";
   }
   return "unknown";
 }
