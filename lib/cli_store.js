@@ -65,9 +65,6 @@ function recordLine(r) {
   return parts.join('  ');
 }
 
-// The kind byte of an end record (native/core/durable/durable_record.hpp).
-const END_KIND = 'E'.charCodeAt(0);
-
 // The durable tasks of a name, from its journals: each task's first record
 // (start or end) and its last record, which is its wait when it is a yield.
 async function nameTasks(store, name, decoder) {
@@ -88,11 +85,17 @@ async function nameTasks(store, name, decoder) {
   // record is its index entry (docs/durable.md#restore-at-open).
   for (let after = ''; ;) {
     const { keys, values } = await store.scan(name, SPACES.index, after, NAMES_PAGE);
-    for (let i = 0; i < keys.length; i++) {
-      if (values[i][0] !== END_KIND || tasks.has(keys[i])) continue;
-      const record = [`${keys[i]}/0000000000`, values[i]];
-      tasks.set(keys[i], { first: record, last: record, records: 0 });
-    }
+    const only = keys.flatMap((k, i) => (tasks.has(k) ? [] : [[`${k}/0000000000`, values[i]]]));
+    const kinds =
+      only.length > 0
+        ? decoder.describe(
+            only.map(([k]) => k),
+            only.map(([, v]) => v),
+          )
+        : [];
+    only.forEach((record, i) => {
+      if (kinds[i].kind === 'end') tasks.set(record[0].slice(0, -11), { first: record, last: record, records: 0 });
+    });
     if (keys.length < NAMES_PAGE) break;
     after = keys[keys.length - 1];
   }

@@ -51,7 +51,7 @@ class DurableRestore {
     this.#depth++;
     try {
       // 'all' reads every journal (and rewrites the index from them).
-      const index = scan && lazy ? readIndex(native, scan, this.#name, lazy) : false;
+      const index = scan && lazy ? readIndex(native, scan, this.#name) : false;
       if (index === false) await scanRecords(native, store, reader, this.#name);
       if (this.#host.closed()) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
       if (scan) {

@@ -185,8 +185,7 @@ async function readFirst(store, name, id) {
   const before = `${id.slice(0, -1)}${String.fromCharCode(id.charCodeAt(id.length - 1) - 1)}~`;
   const index = await store.scan(name, SPACES.index, before, 1);
   const at = index.keys.indexOf(id);
-  const end = at >= 0 && index.values[at][0] === 'E'.charCodeAt(0);
-  return end ? { keys: [`${id}/0000000000`], values: [index.values[at]] } : { keys: [], values: [] };
+  return at >= 0 ? { keys: [`${id}/0000000000`], values: [index.values[at]] } : { keys: [], values: [] };
 }
 
 /**
@@ -213,6 +212,7 @@ async function inspectTask(lent, id, options) {
   if (store && (live ? live.durable : typeof fn !== 'function')) {
     const { keys, values } = await readFirst(store, name, id);
     [first] = native.describeRecords(keys, values);
+    if (first && first.kind !== 'start' && first.kind !== 'end') first = undefined; // a running task's index entry
   }
   out.durable = live ? live.durable : first !== undefined;
   if (live && live.durable) {

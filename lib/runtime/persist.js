@@ -278,9 +278,9 @@ async function scanRecords(native, store, reader, name) {
  * @returns {false | Array} false when the name has no complete index (then
  *   scanRecords reads every journal), else [dormant, [id, key, ...], [id whose journal is missing, ...]]
  */
-function readIndex(native, scan, name, lazy) {
+function readIndex(native, scan, name) {
   try {
-    return native.restoreIndex(...scan, lazy);
+    return native.restoreIndex(...scan);
   } catch (e) {
     throw readFailed(e, name);
   }

@@ -305,12 +305,11 @@ Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
 }
 
 Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
-  // (store, name, lazy) -> false when `store` is not a NativeStore or the
-  // name has no complete index (the caller reads every journal); else
-  // [dormant, [id, key, ...], [missing id, ...]]: how many tasks stay
-  // dormant (none unless `lazy`), the idempotency keys of those that have
-  // one, and the tasks whose journal the store lacks. The tasks that run now
-  // are in restoring.
+  // (store, name) -> false when `store` is not a NativeStore or the name
+  // has no complete index (the caller reads every journal); else [dormant,
+  // [id, key, ...], [missing id, ...]]: how many tasks stay dormant, the
+  // idempotency keys of those that have one, and the tasks whose journal
+  // the store lacks. The tasks that run now are in restoring.
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   NativeStore* store = NativeStore::From(info[0]);
@@ -318,10 +317,9 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   const std::string name = info[1].As<Napi::String>().Utf8Value();
   if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
   Scheduler* s = core->scheduler.get();
-  const bool lazy = info[2].ToBoolean();
   IndexRestore r;
   store->Read(env, [&](StoreDb& db) {
-    r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), lazy, core->restoring.get(), &s->dormant());
+    r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), core->restoring.get(), &s->dormant());
   });
   if (!r.complete) return Napi::Boolean::New(env, false);
   Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());

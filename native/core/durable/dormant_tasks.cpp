@@ -10,12 +10,6 @@ namespace {
 constexpr auto kLater = [](const auto& a, const auto& b) { return a.first > b.first; };
 }  // namespace
 
-void DormantTasks::Add(std::string id, Entry entry) {
-  std::vector<std::pair<std::string, Entry>> one;
-  one.emplace_back(std::move(id), entry);
-  AddAll(std::move(one));
-}
-
 void DormantTasks::AddAll(std::vector<std::pair<std::string, Entry>> tasks) {
   tasks_.reserve(tasks_.size() + tasks.size());
   const size_t heaped = wakes_.size();

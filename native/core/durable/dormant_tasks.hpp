@@ -30,9 +30,8 @@ class DormantTasks {
   // then arms its own timer, which fires on time.
   static constexpr int64_t kLeadNs = 1'000'000'000;
 
-  // An id known already keeps its first entry.
-  void Add(std::string id, Entry entry);
-  // Many at once (Runtime.open): one reserve, one heap build.
+  // Runtime.open's dormant tasks, at once: one reserve, one heap build. An
+  // id known already keeps its first entry.
   void AddAll(std::vector<std::pair<std::string, Entry>> tasks);
   const Entry* Find(std::string_view id) const;
   bool Contains(std::string_view id) const { return Find(id) != nullptr; }

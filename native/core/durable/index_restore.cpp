@@ -40,7 +40,7 @@ std::string_view TaskOf(std::string_view inbox_key) {
 }  // namespace
 
 IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_view own_prefix, int64_t wall_now,
-                              bool lazy, JournalRestore* restore, DormantTasks* dormant) {
+                              JournalRestore* restore, DormantTasks* dormant) {
   IndexRestore out;
   // The mark first: without it nothing is read (the caller reads every journal).
   out.complete = db.Get(name, kIndexSpace, kIndexMarkKey).has_value();
@@ -65,7 +65,7 @@ IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_vi
       restore->Add(kJournalSpace, RecordKey(id, 0), value);
       return;
     }
-    if (lazy && reads && kind == RecordKind::kIndex && DecodeIndexEntry(payload, &entry) &&
+    if (reads && kind == RecordKind::kIndex && DecodeIndexEntry(payload, &entry) &&
         StaysDormant(entry, wall_now, !mailed.empty() && mailed.count(std::string(id)) > 0)) {
       if (entry.key) out.keys.emplace_back(id, *entry.key);
       sleeping.emplace_back(id, DormantTasks::Entry{entry.wait.kind, entry.wait.wall_deadline});

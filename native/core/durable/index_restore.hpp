@@ -37,9 +37,8 @@ struct IndexRestore {
 // `own_prefix` are tasks of this run (started before the restore) and are
 // skipped. Throws StoreError; an entry that does not read runs now, its
 // journal saying what the task is (or its absence going to `missing`).
-// Without `lazy` every unfinished task runs now.
 IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_view own_prefix, int64_t wall_now,
-                              bool lazy, JournalRestore* restore, DormantTasks* dormant);
+                              JournalRestore* restore, DormantTasks* dormant);
 
 // One task's journal, and its inbox if `inbox` (an activation's).
 void RestoreTask(StoreDb& db, std::string_view name, std::string_view id, bool inbox, JournalRestore* restore);

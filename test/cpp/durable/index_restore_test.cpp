@@ -78,10 +78,10 @@ TEST(IndexRestoreTest, WhatStaysDormant) {
 
 TEST(DormantTasksTest, DueTasksComeOutByDeadlineAndTakenOnesNever) {
   DormantTasks d;
-  d.Add("late", {WaitKind::kFor, kNow + 30 * kSec});
-  d.Add("early", {WaitKind::kFor, kNow + 10 * kSec});
-  d.Add("never", {WaitKind::kIndefinitely, 0});
-  d.Add("taken", {WaitKind::kFor, kNow + 5 * kSec});
+  d.AddAll({{"late", {WaitKind::kFor, kNow + 30 * kSec}},
+            {"early", {WaitKind::kFor, kNow + 10 * kSec}},
+            {"never", {WaitKind::kIndefinitely, 0}},
+            {"taken", {WaitKind::kFor, kNow + 5 * kSec}}});
   EXPECT_EQ(d.size(), 4u);
   ASSERT_TRUE(d.HasWakes());
   EXPECT_EQ(d.NextWake(), kNow + 5 * kSec - DormantTasks::kLeadNs);
@@ -99,8 +99,7 @@ TEST(DormantTasksTest, DueTasksComeOutByDeadlineAndTakenOnesNever) {
 
 TEST(DormantTasksTest, ATaskTakenBeforeItsDeadlineLeavesNoWakeToKeepTheLoop) {
   DormantTasks d;
-  d.Add("hour", {WaitKind::kFor, kNow + 3600 * kSec});
-  d.Add("never", {WaitKind::kIndefinitely, 0});
+  d.AddAll({{"hour", {WaitKind::kFor, kNow + 3600 * kSec}}, {"never", {WaitKind::kIndefinitely, 0}}});
   EXPECT_TRUE(d.HasWakes());
   EXPECT_TRUE(d.Take("hour"));  // resumed long before its deadline
   EXPECT_FALSE(d.HasWakes());   // a process with nothing else to do may exit
@@ -133,7 +132,7 @@ TEST_F(RestoreFromIndexTest, ANameWithoutItsMarkIsReadWhole) {
   Task("t1", IndexEntry{}, 2);
   JournalRestore restore;
   DormantTasks dormant;
-  const IndexRestore r = RestoreFromIndex(*db_, "n", "", kNow, true, &restore, &dormant);
+  const IndexRestore r = RestoreFromIndex(*db_, "n", "", kNow, &restore, &dormant);
   EXPECT_FALSE(r.complete);
   EXPECT_EQ(restore.records(), 0u);
   EXPECT_TRUE(dormant.empty());
@@ -151,7 +150,7 @@ TEST_F(RestoreFromIndexTest, WhatRunsNowIsReadAndTheRestStaysDormant) {
 
   JournalRestore restore;
   DormantTasks dormant;
-  const IndexRestore r = RestoreFromIndex(*db_, "n", "mine-", kNow, true, &restore, &dormant);
+  const IndexRestore r = RestoreFromIndex(*db_, "n", "mine-", kNow, &restore, &dormant);
   ASSERT_TRUE(r.complete);
   EXPECT_EQ(r.dormant, 1u);
   EXPECT_TRUE(dormant.Contains("far"));
@@ -169,11 +168,7 @@ TEST_F(RestoreFromIndexTest, WhatRunsNowIsReadAndTheRestStaysDormant) {
   ASSERT_TRUE(OpenRecord(&end, &kind, &payload));
   EXPECT_EQ(kind, RecordKind::kEnd);
 
-  // Without `lazy`, every task runs now; a task's journal alone comes back for its activation.
-  JournalRestore all;
-  DormantTasks none;
-  EXPECT_EQ(RestoreFromIndex(*db_, "n", "mine-", kNow, false, &all, &none).dormant, 0u);
-  EXPECT_EQ(all.TakeJournal("far").size(), 2u);
+  // A task's journal and inbox, for its activation.
   JournalRestore one;
   RestoreTask(*db_, "n", "mail", true, &one);
   EXPECT_EQ(one.ids(), std::vector<std::string>{"mail"});

@@ -32,6 +32,7 @@ function soon(ms) ran("soon"); coroutine.yield("FOR", ms, "MILLISECONDS"); retur
 function poke(id, ...) return tasks.resume(id, ...) end
 function joiner(id) ran("joiner"); return tasks.wait(id) end
 function busy() ran("busy"); while true do coroutine.yield() end end
+function soonThenBusy(ms) ran("stb"); coroutine.yield("FOR", ms, "MILLISECONDS"); woke = true; busy() end
 `;
 
 async function open(dir, extra = {}) {
@@ -131,6 +132,22 @@ test('a dormant task wakes by its deadline, on time: activated a second before i
   await until(() => done.has(t.id));
   expect(done.get(t.id)[1]).toBeGreaterThanOrEqual(deadline - 5); // never early (the timer's ms rounding aside)
   expect(runs(rt, 'soon')).toBe(1);
+  await rt.close();
+});
+
+test('a task that ran on past its wait runs again at open even with the clock set back an hour', async () => {
+  const dir = tmpdir();
+  let rt = await open(dir);
+  const t = rt.spawn('soonThenBusy', { durable: true, args: [200] });
+  await until(() => rt.load('return woke')[0] === true);
+  await rt.commit();
+  await rt.close();
+  // Its wait's deadline is an hour ahead on this clock: the index must still say it runs.
+  rt = await open(dir, { clockOffsetMs: -3600000 });
+  expect(rt.stats().dormantTasks).toBe(0);
+  expect(runs(rt, 'stb')).toBe(1);
+  expect(rt.task(t.id).status).not.toBe('done');
+  rt.cancel(t.id);
   await rt.close();
 });
 
