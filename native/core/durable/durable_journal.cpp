@@ -37,8 +37,7 @@ void Journal::Finish(const std::string* end, bool indexed, std::vector<SpacedWri
   if (end_at_0) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
   for (size_t i = 0; i < inbox.size(); ++i) out->push_back({kInboxSpace, inbox[i], std::nullopt});
   if (indexed) {
-    out->push_back({kIndexSpace, id_,
-                    end != nullptr ? std::optional<std::string>(SealRecord(RecordKind::kEnd, *end)) : std::nullopt});
+    PutIndex(end != nullptr ? std::optional<std::string>(SealRecord(RecordKind::kEnd, *end)) : std::nullopt, out);
   }
 }
 
@@ -47,7 +46,22 @@ void Journal::Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) cons
   e.waiting = wait != nullptr;
   if (wait != nullptr) e.wait = *wait;
   e.key = key;
-  out->push_back({kIndexSpace, id_, SealIndexEntry(e)});
+  PutIndex(SealIndexEntry(e), out);
+}
+
+void Journal::PutIndex(std::optional<std::string> value, std::vector<SpacedWrite>* out) const {
+  // The writes not taken yet go to the store in one batch: an entry of this
+  // task among them is replaced, not written twice (a start and its first
+  // wait, a wake and the end, land together).
+  if (index_pos_ < out->size()) {
+    SpacedWrite& w = (*out)[index_pos_];
+    if (w.space == kIndexSpace && w.key == id_) {
+      w.value = std::move(value);
+      return;
+    }
+  }
+  index_pos_ = out->size();
+  out->push_back({kIndexSpace, id_, std::move(value)});
 }
 
 void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {

@@ -128,6 +128,10 @@ class Journal {
   std::string id_;
   std::vector<std::string> replay_;
   size_t cursor_ = 0;
+  // Where in the writes not taken yet its last index write stands (if it
+  // still does: PutIndex checks), so that a newer one replaces it.
+  mutable size_t index_pos_ = SIZE_MAX;
+  void PutIndex(std::optional<std::string> value, std::vector<SpacedWrite>* out) const;
   size_t seq_ = 0;
   size_t bytes_ = 0;
 };
