@@ -39,6 +39,11 @@ module.exports = [
     languageOptions: { ecmaVersion: 2023, sourceType: 'module', globals: globals.node },
   },
   {
+    // The dashboard's page script runs in the browser (lib/dashboard/handler.js serves it).
+    files: ['lib/dashboard/page.js'],
+    languageOptions: { sourceType: 'script', globals: globals.browser },
+  },
+  {
     files: ['test/js/**/*.js'],
     languageOptions: { globals: globals.jest },
   },

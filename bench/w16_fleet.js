@@ -39,10 +39,9 @@
 // W16_* knobs (below); the defaults run in about a minute here.
 'use strict';
 
-const { spawn } = require('child_process');
 const fs = require('fs');
 const os = require('os');
-const readline = require('readline');
+const { serve, DrivenProcess } = require('./driven');
 const { fmt, nowMs, median, percentile, check, pgDatabase } = require('./harness');
 
 const env = (name, def) => Number(process.env[name]) || def;
@@ -64,6 +63,8 @@ const STEPS = env('W16_STEPS', 100);
 const THROUGHPUT_REPS = env('W16_THROUGHPUT_REPS', 3);
 const MEMBER_COUNTS = [1, 2, 3];
 const CALL_TIMEOUT_MS = 120000;
+// W16_ONLY=route (or takeover, throughput; comma-separated): only those row groups, for an A/B of one.
+const ONLY = new Set((process.env.W16_ONLY || 'route,takeover,throughput').split(','));
 
 const LUA = `
 -- Routing: adds up the messages it receives, forever.
@@ -288,111 +289,16 @@ async function memberMain(spec) {
     schema: spec.schema,
     leaseMs: spec.leaseMs,
     idleMs: 0,
+    // Names stay where the bench put them: each row measures routing to, or
+    // takeover from, a holder it chose (balancing is not what is timed).
+    balanceMs: 0,
     runtime: { setup: (rt) => rt.load(LUA) },
   });
   member.on('error', (e) => process.stderr.write(`member error: ${e.message}\n`));
-  const cmds = commands(member);
-  const say = (obj) => process.stdout.write(`${JSON.stringify(obj)}\n`);
-  const lines = readline.createInterface({ input: process.stdin });
-  lines.on('line', (line) => {
-    const { seq, cmd, args } = JSON.parse(line);
-    Promise.resolve()
-      .then(() => cmds[cmd](args))
-      .then(
-        (value) => say({ seq, value }),
-        (e) => say({ seq, error: e && e.stack ? e.stack : String(e) }),
-      );
-  });
-  lines.on('close', () => {
-    member.leave().then(
-      () => process.exit(0),
-      () => process.exit(1),
-    );
-  });
-  say({ ready: member.id, pid: process.pid });
+  serve(commands(member), () => member.leave(), member.id);
 }
 
 // --------------------------------------------------------------- the parent
-
-// A member process, and its commands as calls.
-class MemberProcess {
-  #p;
-  #seq = 0;
-  #pending = new Map();
-  #err = '';
-  #ready;
-  exited = false;
-
-  constructor(spec) {
-    this.#p = spawn(process.execPath, [__filename, 'member', JSON.stringify(spec)], {
-      stdio: ['pipe', 'pipe', 'pipe'],
-    });
-    this.pid = this.#p.pid;
-    this.#p.stderr.on('data', (d) => {
-      this.#err = (this.#err + d).slice(-2000);
-    });
-    let ready;
-    this.#ready = new Promise((resolve, reject) => {
-      ready = { resolve, reject };
-    });
-    readline.createInterface({ input: this.#p.stdout }).on('line', (line) => {
-      let msg;
-      try {
-        msg = JSON.parse(line);
-      } catch {
-        return; // not ours
-      }
-      if (msg.ready) return ready.resolve(msg);
-      const p = this.#pending.get(msg.seq);
-      if (!p) return;
-      this.#pending.delete(msg.seq);
-      clearTimeout(p.timer);
-      if (msg.error) p.reject(new Error(`member ${this.pid}: ${msg.error}`));
-      else p.resolve(msg.value);
-    });
-    this.#p.on('exit', (code, signal) => {
-      this.exited = true;
-      const why = new Error(`member ${this.pid} exited (${signal || code}): ${this.#err.trim()}`);
-      ready.reject(why);
-      for (const p of this.#pending.values()) {
-        clearTimeout(p.timer);
-        p.reject(why);
-      }
-      this.#pending.clear();
-    });
-    this.#p.stdin.on('error', () => {}); // written after it died: its exit says why
-  }
-
-  ready() {
-    return this.#ready;
-  }
-
-  call(cmd, args = {}) {
-    const seq = ++this.#seq;
-    return new Promise((resolve, reject) => {
-      const timer = setTimeout(() => {
-        this.#pending.delete(seq);
-        reject(new Error(`member ${this.pid}: ${cmd} not answered within ${CALL_TIMEOUT_MS} ms`));
-      }, CALL_TIMEOUT_MS);
-      this.#pending.set(seq, { resolve, reject, timer });
-      this.#p.stdin.write(`${JSON.stringify({ seq, cmd, args })}\n`);
-    });
-  }
-
-  // Leaves the fleet (its stdin ends) and exits.
-  async stop() {
-    if (this.exited) return;
-    const gone = new Promise((resolve) => this.#p.once('exit', resolve));
-    this.#p.stdin.end();
-    const timer = setTimeout(() => this.kill(), 10000);
-    await gone;
-    clearTimeout(timer);
-  }
-
-  kill() {
-    if (!this.exited) this.#p.kill('SIGKILL');
-  }
-}
 
 // Starts member processes; `all` keeps every one, for the final cleanup.
 // The first joins alone: members joining a new schema at once can fail on
@@ -400,7 +306,7 @@ class MemberProcess {
 async function startMembers(all, specs) {
   const ps = [];
   for (const [i, s] of specs.entries()) {
-    const p = new MemberProcess(s);
+    const p = new DrivenProcess(__filename, s, CALL_TIMEOUT_MS);
     all.push(p);
     ps.push(p);
     if (i === 0) await p.ready();
@@ -719,7 +625,10 @@ async function run() {
   const db = await pgDatabase(url, 'w16');
   const all = [];
   try {
-    return [...(await routeRows(db, all)), ...(await takeoverRows(db, all)), ...(await throughputRows(db, all))];
+    const groups = { route: routeRows, takeover: takeoverRows, throughput: throughputRows };
+    const rows = [];
+    for (const [name, group] of Object.entries(groups)) if (ONLY.has(name)) rows.push(...(await group(db, all)));
+    return rows;
   } finally {
     for (const p of all) p.kill();
     await db.drop();

@@ -7,8 +7,9 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { SPACES, checkName } = require('./store/contract');
+const { checkName } = require('./store/contract');
 const { openDecoder } = require('./runtime/inspect');
+const { listTasks } = require('./runtime/task_list');
 
 const NAMES_PAGE = 1000;
 
@@ -65,54 +66,26 @@ function recordLine(r) {
   return parts.join('  ');
 }
 
-// The durable tasks of a name, from its journals: each task's first record
-// (start or end) and its last record, which is its wait when it is a yield.
-async function nameTasks(store, name, decoder) {
-  const tasks = new Map(); // id -> { first: [key, value], last: [key, value], records }
-  for (let after = ''; ;) {
-    const { keys, values } = await store.scan(name, SPACES.journal, after, NAMES_PAGE);
-    for (let i = 0; i < keys.length; i++) {
-      const id = keys[i].slice(0, keys[i].lastIndexOf('/'));
-      let t = tasks.get(id);
-      if (!t) tasks.set(id, (t = { first: [keys[i], values[i]], records: 0 }));
-      t.last = [keys[i], values[i]];
-      t.records++;
-    }
-    if (keys.length < NAMES_PAGE) break;
-    after = keys[keys.length - 1];
-  }
-  // A finished task retained by a directory store has no journal: its end
-  // record is its index entry (docs/durable.md#restore-at-open).
-  for (let after = ''; ;) {
-    const { keys, values } = await store.scan(name, SPACES.index, after, NAMES_PAGE);
-    const only = keys.flatMap((k, i) => (tasks.has(k) ? [] : [[`${k}/0000000000`, values[i]]]));
-    const kinds =
-      only.length > 0
-        ? decoder.describe(
-            only.map(([k]) => k),
-            only.map(([, v]) => v),
-          )
-        : [];
-    only.forEach((record, i) => {
-      if (kinds[i].kind === 'end') tasks.set(record[0].slice(0, -11), { first: record, last: record, records: 0 });
-    });
-    if (keys.length < NAMES_PAGE) break;
-    after = keys[keys.length - 1];
-  }
+// The durable tasks of a name, a line each, every page of listTasks's.
+async function nameTasks(store, name) {
   const lines = [];
-  for (const [id, t] of tasks) {
-    const [first, last] = decoder.describe([t.first[0], t.last[0]], [t.first[1], t.last[1]]);
-    const cols = [id];
-    if (first.kind === 'end') {
-      cols.push(`${first.status} at ${time(first.ended)}`);
-    } else if (last.kind === 'yield') {
-      cols.push(`waiting ${last.instruction}${last.deadline ? ` until ${time(last.deadline)}` : ''}`);
-    } else {
-      cols.push(`unfinished (its last record: ${last.what || last.kind})`);
+  for (let after = ''; after !== null;) {
+    const page = await listTasks(store, { name, after, limit: 1000 });
+    for (const t of page.tasks) {
+      const cols = [t.id];
+      if (t.status === 'waiting') {
+        cols.push(`waiting ${t.waiting.instruction}${t.waiting.until ? ` until ${time(t.waiting.until)}` : ''}`);
+      } else if (t.ended) {
+        cols.push(`${t.status} at ${time(t.ended)}`);
+      } else {
+        cols.push(t.status);
+      }
+      if (t.entry !== undefined) cols.push(`entry ${t.entry}`);
+      if (t.name !== undefined) cols.push(`name ${JSON.stringify(t.name)}`);
+      if (t.error !== undefined) cols.push(`does not read: ${t.error}`);
+      lines.push(cols.join('  '));
     }
-    if (first.kind === 'start') cols.push(`entry ${first.entry}`);
-    cols.push(`${t.records} record${t.records === 1 ? '' : 's'}`);
-    lines.push(cols.join('  '));
+    after = page.next;
   }
   return lines;
 }
@@ -139,12 +112,12 @@ async function inspect(argv, parse, help, fail) {
       return 0;
     }
     checkName(name);
+    if (id === undefined) {
+      for (const line of await nameTasks(store, name)) console.log(line);
+      return 0;
+    }
     const decoder = openDecoder();
     try {
-      if (id === undefined) {
-        for (const line of await nameTasks(store, name, decoder)) console.log(line);
-        return 0;
-      }
       const { history, skipped } = await decoder.history(store, name, id);
       if (history.length === 0) {
         process.stderr.write(`lua-tasks: "${name}" holds no journal of task ${id}\n`);

@@ -2,6 +2,7 @@
 // Types of the public lua-tasks API.
 /// <reference types="node" />
 import { EventEmitter } from 'node:events';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 
 export type LibName = 'base' | 'coroutine' | 'string' | 'table' | 'math' | 'utf8' | 'os' | 'io' | 'debug' | 'package';
 
@@ -32,6 +33,8 @@ export interface RuntimeOptions {
   modules?: Record<string, string | object>;
   /** Directories `require` (and, in 'safe', dofile/loadfile) may read .lua files from. */
   modulePaths?: string[];
+  /** The runtime's Lua code may require `resource`, `index` and `namazu.response` (also as `namazu.resource`, `namazu.index`), over these resources (docs/resources.md). */
+  resources?: Resources;
   /** Milliseconds a task may run before it is made to yield. */
   timeSlice?: number;
   /** CPU milliseconds a task (or a call from JS) may use before it is killed. */
@@ -403,11 +406,21 @@ export class Member extends EventEmitter {
   readonly id: string;
   /** Starts a durable task in runtime `name` wherever it is; resolves with its id once its start is durable. */
   spawn(name: string, entry: string, options?: { key?: string; args?: unknown[] }): Promise<string>;
+  /**
+   * Starts a durable task in runtime `name` wherever it is, or finds the one `key` names there (live, or ended
+   * and retained), and resolves with its result (rejects with its error); run again with the same key after a
+   * timeout or a crash, it answers the same task's outcome. Rejects with ERR_FLEET_TIMEOUT when not answered
+   * (no member answered in time, or the holder could not write the task's end): run it again.
+   */
+  run(name: string, entry: string, options: { key: string; args?: unknown[]; name?: string }): Promise<unknown>;
   /** rt.sendDurable there: true once the message is durable; false for an unknown or ended task. */
   sendDurable(name: string, id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
   /** Alias of sendDurable. */
   send(name: string, id: string, first: unknown, ...values: unknown[]): Promise<boolean>;
+  /** rt.resumeDurable there: true once the wake is written. */
   resume(name: string, id: string, ...values: unknown[]): Promise<boolean>;
+  /** The task a task address ("<id>@<name>": rt.address, tasks.address) names, resumed where it is hosted. */
+  resume(address: `${string}@${string}`, ...values: unknown[]): Promise<boolean>;
   /** rt.cancel there, durable before it resolves. */
   cancel(name: string, id: string, reason?: unknown): Promise<boolean>;
   /** rt.call(fn, ...args) there. */
@@ -459,6 +472,73 @@ export class Member extends EventEmitter {
   on(event: string | symbol, listener: (...args: any[]) => void): this;
 }
 
+/** A response code of the resource and index calls (namazu.response.code in Lua). */
+export type ResourceCode =
+  'OK' | 'RESOURCE_NOT_FOUND' | 'METHOD_NOT_FOUND' | 'DUPLICATE_RESOURCE' | 'METHOD_FAILED' | 'UNKNOWN';
+
+export interface ResourcesOptions {
+  /** Module name -> Lua source: what resources are made from; every resource can require them. */
+  modules: Record<string, string>;
+  /** Milliseconds a resource with no call and no task stays active before it hibernates. @default 30000 */
+  idleMs?: number;
+  /** Bound on the encoded values of one call (arguments, a result); past it ERR_STORE_LIMIT. @default the store's limit, at most 64 MiB */
+  maxValueBytes?: number;
+  /** How many resources the store may hold; a create past it fails ERR_STORE_LIMIT. @default 10000 */
+  maxResources?: number;
+  /** How many paths (links included) the store may hold; a create or link past it fails ERR_STORE_LIMIT. @default 50000 */
+  maxPaths?: number;
+  /** Further Runtime options of each resource's runtime (not name, store, modules, resources, setup); memoryLimit defaults to 64 MiB. */
+  runtime?: RuntimeOptions;
+}
+
+/** Persisted instances of Lua modules, addressed by id and by path, invoked by method name (docs/resources.md). */
+export class Resources {
+  private constructor();
+  /** Opens the resources of a store (one Resources per store), or of the fleet a member is in. @throws ERR_STORE_LOCKED */
+  static open(where: string | DirectoryStore | Member, options: ResourcesOptions): Promise<Resources>;
+  /** A resource of `module` at `path`; its module's `init(...args)`, if any, runs first. */
+  create(module: string, path: string, ...args: unknown[]): Promise<{ id: string | null; code: ResourceCode }>;
+  /** Runs `module[method](...args)` as a task of the resource; its first return value is `result`. */
+  invoke(
+    id: string,
+    method: string,
+    ...args: unknown[]
+  ): Promise<{ result: unknown; code: ResourceCode; error?: Error }>;
+  invokePath(
+    path: string,
+    method: string,
+    ...args: unknown[]
+  ): Promise<{ result: unknown; code: ResourceCode; error?: Error }>;
+  /** invoke(), run once per `requestId` (1 to 200 bytes) on that resource: a repeat answers the first's outcome. */
+  invokeOnce(
+    requestId: string,
+    id: string,
+    method: string,
+    ...args: unknown[]
+  ): Promise<{ result: unknown; code: ResourceCode; error?: Error }>;
+  /** Resumes the task a task address names in a resource's runtime: true once the wake is written. */
+  resume(address: string, ...values: unknown[]): Promise<boolean>;
+  destroy(id: string): Promise<{ ok: boolean; code: ResourceCode }>;
+  /** Paths matching `pattern` (`*`: one segment) and their ids. */
+  list(pattern: string): Promise<Record<string, string>>;
+  /**
+   * The durable tasks of the resources at the paths matching `pattern`, read
+   * from the store without activating any: in path order, `limit` in all
+   * (default 100), `next` to pass as `after` for the rest.
+   */
+  tasks(
+    pattern: string,
+    options?: Omit<ListTasksOptions, 'name'>,
+  ): Promise<{ tasks: Array<ListedTask & { path: string; resource: string }>; next: string | null }>;
+  link(id: string, alias: string): Promise<ResourceCode>;
+  linkPath(path: string, alias: string): Promise<ResourceCode>;
+  /** Removes a path; `removed` when it was the resource's last (the resource is destroyed). */
+  unlink(path: string): Promise<{ id: string | null; removed: boolean; code: ResourceCode }>;
+  /** Resources and paths in the registry; runtimes active here, activations and hibernations here. */
+  stats(): Promise<{ resources: number; paths: number; active: number; activations: number; hibernations: number }>;
+  close(): Promise<void>;
+}
+
 export const Fleet: {
   /** Joins the fleet of a PostgreSQL database and schema. */
   join(options: FleetOptions): Promise<Member>;
@@ -477,6 +557,8 @@ export interface OpenOptions extends RuntimeOptions {
   setup?: (rt: Runtime) => void | Promise<void>;
   /** ms a finished durable task stays known (its key returns it); 0 = its records go when it ends. @default 604800000 */
   durableRetention?: number;
+  /** The most finished durable tasks kept (within durableRetention); past it the oldest is forgotten first (its key starts anew). @default 100000 */
+  durableRetainedMax?: number;
   /** An UNTIL_NEXT instant a durable task missed while closed: fires once at open, or is skipped. @default 'once' */
   durableCatchUp?: 'once' | 'skip';
   /** 'lazy' (default): durable tasks waiting on a far deadline, INDEFINITELY or in tasks.receive stay in a directory store until needed; 'all': every one is replayed at open. */
@@ -501,6 +583,10 @@ export class Runtime extends EventEmitter {
   spawn<T = unknown, M = unknown>(fn: string | ((...args: any[]) => unknown), options?: SpawnOptions<M>): Task<T, M>;
   call<T = unknown>(fn: string | ((...args: any[]) => unknown), ...args: unknown[]): Promise<T>;
   resume(id: string, ...values: unknown[]): boolean;
+  /** The address of task `id` ("<id>@<name>"): names it from any runtime. @throws ERR_INVALID_STATE without a name */
+  address(id: string): string;
+  /** resume(), resolved once the wake is written: a crash after it resolves true never loses it. */
+  resumeDurable(id: string, ...values: unknown[]): Promise<boolean>;
   /** Queues a message (first value not null/undefined) for tasks.receive; false for an unknown or ended task. @throws ERR_MAILBOX_FULL */
   send(id: string, first: unknown, ...values: unknown[]): boolean;
   /** send(), resolved once the message is written: a durable task keeps it until received, across restarts. */
@@ -594,7 +680,7 @@ export class StoreError extends LuaTasksError {
 export class FleetError extends LuaTasksError {
   /** The runtime's name the operation was for. */
   runtime: string;
-  /** The operation: 'spawn', 'send', 'resume', 'cancel', 'call' or 'task'. */
+  /** The operation: 'spawn', 'run', 'send', 'resume', 'cancel', 'call' or 'task'. */
   op: string;
 }
 export interface CronNextOptions {
@@ -637,3 +723,69 @@ export namespace cron {
   /** @throws CronSyntaxError */
   function describe(expr: string): CronDescription;
 }
+
+/** The options of listTasks; any other key is refused (ERR_INVALID_ARG_VALUE, naming the nearest). */
+export interface ListTasksOptions {
+  /** The runtime name whose durable tasks are listed. */
+  name: string;
+  /** Only tasks in this state. */
+  status?: TaskStatus;
+  /** Only tasks started from this global name or 'mod.fn' path. */
+  entry?: string;
+  /** Only tasks spawned with this name (rt.spawn's `name`). */
+  label?: string;
+  /** The `next` of the page before. @default '' */
+  after?: string;
+  /** Tasks at most, 1 to 1,000. @default 100 */
+  limit?: number;
+}
+
+/** A durable task as listTasks reads it from the store. */
+export interface ListedTask {
+  id: string;
+  status: TaskStatus;
+  waiting?: TaskWaiting;
+  /** The name it was spawned with, kept across restarts. */
+  name?: string;
+  /** Its entry (none for a finished task: its end record does not keep it). */
+  entry?: string;
+  key: string | null;
+  /** Its arguments, summarised. */
+  args?: string[];
+  /** When it finished. */
+  ended?: Date;
+  /** A record that does not read: why. */
+  error?: string;
+}
+
+/**
+ * A runtime name's durable tasks as a store holds them, without activating
+ * any: a page in id order, filtered; `next` is null after the last page.
+ */
+export function listTasks(
+  store: DirectoryStore | PostgresStore | KeyedStore,
+  options: ListTasksOptions,
+): Promise<{ tasks: ListedTask[]; next: string | null }>;
+
+export interface DashboardOptions {
+  /** Runtimes of this process, by the label the page shows. */
+  runtimes?: Record<string, Runtime> | Map<string, Runtime> | Runtime[];
+  /** A fleet member: the runtimes it hosts now. */
+  fleet?: Member;
+  /** A store: its names and their durable tasks, read without activating any. */
+  store?: DirectoryStore | PostgresStore;
+  /** Offer cancel and resume (POSTs with the X-Lua-Tasks-Dashboard header). @default false */
+  allowActions?: boolean;
+  /** The mount path when the server does not strip it (node:http); '' when it does (Express). @default '' */
+  prefix?: string;
+}
+
+/** A request handler for node:http, Express (it calls `next` for a path not its own) or Fastify (req.raw, reply.raw). */
+export interface DashboardHandler {
+  (req: IncomingMessage, res: ServerResponse, next?: () => void): void;
+  /** Stops keeping the runtimes' failures (removes its 'taskerror' listeners). */
+  close(): void;
+}
+
+/** A dashboard of what runs, to mount in the embedder's own server; read-only unless allowActions. */
+export function createDashboard(options: DashboardOptions): DashboardHandler;

@@ -8,7 +8,10 @@ const cron = require('./cron');
 const { DirectoryStore } = require('./store/directory');
 const { PostgresStore } = require('./store/postgres');
 const { Fleet, Member } = require('./fleet/member');
+const { Resources } = require('./resources/resources');
 const { classes } = require('./errors');
+const { listTasks } = require('./runtime/task_list');
+const { createDashboard } = require('./dashboard/handler');
 
 // The package's names, and only them: the error classes come from
 // lib/errors.js's one list; its codes and makeError, and every other file's
@@ -22,5 +25,8 @@ module.exports = {
   PostgresStore,
   Fleet,
   Member,
+  listTasks,
+  createDashboard,
+  Resources,
   ...classes,
 };

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// The one check of a number given as an option or argument, with Node's codes used Node's way.
+// The one check of a number given as an option or argument, and of an options object's keys, with Node's codes used Node's way.
 'use strict';
 
 const { makeError, typeName, invalidType } = require('./errors');
+const { nearest } = require('./nearest');
 
 const BOUND_TEXT = new Map([
   [2 ** 53 - 1, '2^53 - 1'],
@@ -38,4 +39,29 @@ function checkNumber(name, v, { unit, min, above, max, integer = false, note }) 
   return v;
 }
 
-module.exports = { checkNumber };
+/**
+ * An options object checked: an object (else ERR_INVALID_ARG_TYPE, saying
+ * `shape`), whose every key is one of `allowed` (else ERR_INVALID_ARG_VALUE
+ * naming the key, the nearest allowed one and the list).
+ * @param {unknown} options
+ * @param {readonly string[]} allowed
+ * @param {string} what whose options, as the message says it ("a spawn", "a dashboard")
+ * @param {string} [shape] what an object of them looks like, for the type error
+ * @returns {object} options
+ */
+function checkOptionKeys(options, allowed, what, shape = 'an object') {
+  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
+    throw invalidType('options', shape, options);
+  }
+  for (const key of Object.keys(options)) {
+    if (allowed.includes(key)) continue;
+    const near = nearest(key, allowed);
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      `The option ${JSON.stringify(key)} is not ${what} option${near ? `; did you mean "${near}"?` : '.'} Options: ${allowed.join(', ')}.`,
+    );
+  }
+  return options;
+}
+
+module.exports = { checkNumber, checkOptionKeys };

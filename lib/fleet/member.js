@@ -6,12 +6,12 @@
 // - Hosting. A member hosts a name by opening its runtime on the shared
 //   PostgresStore: the store's lease (token checked on every write) is what
 //   makes a name active on at most one member at a time.
-// - Operations by name (spawn, send, resume, cancel, call, task) run where
-//   the name is: here if this member hosts it, else at its holder (the lease
-//   row names the holder's store id; FleetRouter reaches it by NOTIFY), else
-//   the name is activated here. A request that was sent runs at most once:
-//   whoever runs it (the holder, or this member after a takeover) claims its
-//   row in PostgreSQL first (FleetRouter).
+// - Operations by name (spawn, run, send, resume, cancel, call, task) run
+//   where the name is: here if this member hosts it, else at its holder (the
+//   lease row names the holder's store id; FleetRouter writes the request as
+//   a row and wakes it by NOTIFY), else the name is activated here. A request
+//   that was sent runs at most once: whoever runs it (the holder, or this
+//   member after a takeover) claims its row in PostgreSQL first (FleetRouter).
 // - The wake index (WakeIndex) says which names must run: active ones, and
 //   hibernated ones from their earliest timer on. Every member polls it and
 //   claims what is due and unheld (SKIP LOCKED): a hibernated name whose
@@ -42,24 +42,23 @@ const { Balancer } = require('./balance');
 const { checkJoin } = require('./options');
 const { makeError, typeName } = require('../errors');
 const { checkName } = require('../store/contract');
+const { checkOp, badEntry, unclaimable, execute, rebuild } = require('./operations');
+const { ROUTE, parseAddress } = require('../runtime/address');
 const { MemberTelemetry } = require('../telemetry/fleet');
 
 const JOIN = Symbol('join');
+// Resources on a fleet (lib/resources/fleet_host.js) give the runtimes they
+// own their options, and empty a slot through this member's store.
+const RESOURCES = Symbol('lua-tasks.fleet.resources');
 const START = Symbol('start');
 const CLAIM_BATCH = 16;
 const LATENCY_KEPT = 1024; // routed requests whose latency stats() reports
-const OPS = ['spawn', 'send', 'resume', 'cancel', 'call', 'task'];
 // Waits a hibernated runtime can be closed at: a timer (woken by the index),
 // or something only an operation by name ends.
 const SLEEPING = new Set(['FOR', 'UNTIL_TIME', 'UNTIL_NEXT', 'INDEFINITELY', 'RECEIVE', 'JOIN']);
 
 function sleep(ms) {
   return new Promise((resolve) => setTimeout(resolve, ms));
-}
-
-function checkOp(name, op) {
-  checkName(name);
-  if (!OPS.includes(op)) throw new Error(`unknown fleet operation ${op}`);
 }
 
 /**
@@ -92,6 +91,7 @@ class Member extends EventEmitter {
   #stats = { activations: 0, hibernations: 0, lost: 0, routed: 0, served: 0, takeovers: 0, handovers: 0 };
   #latencies = [];
   #tel = null; // MemberTelemetry with the telemetry option (docs/operations.md#metrics-and-traces)
+  #owned = null; // (name) => Runtime options of a runtime Resources own, or null: [RESOURCES]
 
   constructor(o, token) {
     super();
@@ -170,14 +170,7 @@ class Member extends EventEmitter {
    * @returns {Promise<string>} the task's id
    */
   spawn(name, entry, options = {}) {
-    if (typeof entry !== 'string') {
-      return Promise.reject(
-        makeError(
-          'ERR_INVALID_ARG_TYPE',
-          `A fleet task starts from a global name or a "module.fn" path (it is durable). Received ${typeName(entry)}.`,
-        ),
-      );
-    }
+    if (typeof entry !== 'string') return Promise.reject(badEntry(entry));
     if (options === null || typeof options !== 'object') {
       return Promise.reject(
         makeError(
@@ -187,6 +180,32 @@ class Member extends EventEmitter {
       );
     }
     return this.#op(name, 'spawn', { entry, key: options.key, args: options.args || [] });
+  }
+
+  /**
+   * Starts a durable task in the runtime `name`, wherever it is hosted, or
+   * finds the one `key` names there (live, or ended and retained), and
+   * resolves with its result (rejects with its error). Run again with the
+   * same key, after a timeout or a crash of either side, it answers the
+   * same task's outcome: the task runs once (docs/fleet.md#run-once).
+   * @param {string} name
+   * @param {string} entry a global name or a "module.fn" path
+   * @param {{ key: string, args?: unknown[], name?: string }} options
+   * @returns {Promise<unknown[]>} the task's return values
+   * @throws ERR_FLEET_TIMEOUT when not answered: no member answered in time,
+   *   or the holder could not write the task's end (run it again); else the task's error
+   */
+  run(name, entry, options) {
+    if (typeof entry !== 'string') return Promise.reject(badEntry(entry));
+    if (options === null || typeof options !== 'object' || typeof options.key !== 'string') {
+      return Promise.reject(
+        makeError(
+          'ERR_INVALID_ARG_TYPE',
+          `The "options" argument of member.run must be an object { key, args?, name? } with a string key (the task a repeat finds). Received ${options && typeof options === 'object' ? `key ${typeName(options.key)}` : typeName(options)}.`,
+        ),
+      );
+    }
+    return this.#op(name, 'run', { entry, key: options.key, args: options.args || [], label: options.name });
   }
 
   /** rt.sendDurable in the runtime `name`: resolves true once the message is durable. */
@@ -199,8 +218,15 @@ class Member extends EventEmitter {
     return this.sendDurable(name, id, ...values);
   }
 
-  /** rt.resume in the runtime `name`. */
-  resume(name, id, ...values) {
+  /**
+   * rt.resumeDurable in the runtime `name`: true once the wake is written.
+   * Given an address ("<id>@<name>": rt.address, tasks.address) in place of
+   * `name` and `id`, the task it names: member.resume(address, ...values).
+   */
+  resume(name, ...rest) {
+    const a = parseAddress(name);
+    if (a) return this.#op(a.name, 'resume', { id: a.id, values: rest });
+    const [id, ...values] = rest;
     return this.#op(name, 'resume', { id, values });
   }
 
@@ -246,6 +272,16 @@ class Member extends EventEmitter {
     }
   }
 
+  /**
+   * For Resources on this member: `options(name)` answers the Runtime
+   * options of the runtimes they own (null for others); null unsets it.
+   * @returns {object} this member's store
+   */
+  [RESOURCES](options) {
+    this.#owned = options;
+    return this.#store;
+  }
+
   // An operation by name; with telemetry, in a span of its own.
   #op(name, op, args) {
     if (this.#tel === null) return this.#route(name, op, args);
@@ -271,6 +307,7 @@ class Member extends EventEmitter {
     let delay = 10;
     for (;;) {
       let holder = claimedBy;
+      let ownLease = false; // its lease names this member, which hosts no runtime of it
       if (!holder) {
         const h = this.#hosted.get(name);
         if (h && h.state === 'active') {
@@ -299,7 +336,15 @@ class Member extends EventEmitter {
             continue;
           } catch (e) {
             if (!e || e.code !== 'ERR_STORE_LOCKED') throw e;
-            holder = e.holder && e.holder.store;
+            // A lease naming this member, which hosts no runtime of the name
+            // (one closing here whose last write has not settled, or a
+            // release that did not land: the row lapses within leaseMs), is
+            // waited out, never sent to: this member claims as one, serving
+            // or asking, so its serving side and the fallback below would
+            // both run the request.
+            const by = e.holder && e.holder.store;
+            ownLease = by === this.id;
+            holder = ownLease ? null : by;
           }
         }
       }
@@ -337,7 +382,9 @@ class Member extends EventEmitter {
           'ERR_FLEET_TIMEOUT',
           claimedBy
             ? `The ${op} of "${name}" was claimed by another member (${claimedBy}), which did not answer within ${this.#o.routeTimeoutMs} ms: it may still be served there, and nowhere else.`
-            : `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
+            : ownLease
+              ? `"${name}" could not be activated within ${this.#o.routeTimeoutMs} ms: its lease still names this member, which hosts no runtime of it (one closing here whose last write has not settled, or a release that did not land: the lease lapses within leaseMs).`
+              : `"${name}" could not be reached within ${this.#o.routeTimeoutMs} ms: it is held by a member that does not answer, or is being taken over.`,
           { runtime: name, op },
         );
       }
@@ -381,11 +428,12 @@ class Member extends EventEmitter {
     let value;
     h.busy++; // not handed over meanwhile
     try {
-      value = await execute(h.rt, op, args);
+      value = await execute(name, h.rt, op, args);
     } finally {
       h.busy--;
     }
-    const none = op === 'task' ? value === null || value === undefined : value === false && op !== 'call';
+    const none =
+      op === 'task' ? value === null || value === undefined : value === false && op !== 'call' && op !== 'run';
     if (!none || (await this.#wake.holds(this.#pool, name, h.token))) return { value };
     if (this.#hosted.get(name) === h) this.#drop(name, h);
     return { moved: true };
@@ -408,8 +456,11 @@ class Member extends EventEmitter {
     // request answered "moved", the name stuck until the member leaves).
     let opened = null;
     try {
-      const extra = typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime;
-      const opts = { telemetry: this.#o.telemetry, ...extra, name, store: this.#store };
+      const owned = this.#owned && this.#owned(name);
+      const extra = owned || (typeof this.#o.runtime === 'function' ? await this.#o.runtime(name) : this.#o.runtime);
+      // Its Lua resumes a task of any runtime of the fleet by its address.
+      const route = (to, id, ...values) => this.resume(to, id, ...values);
+      const opts = { telemetry: this.#o.telemetry, ...extra, name, store: this.#store, [ROUTE]: route };
       const rt = await Runtime.open({ ...opts, clockOffsetMs: this.#clock.offsetMs });
       opened = rt;
       if (this.#left) {
@@ -702,50 +753,6 @@ class Member extends EventEmitter {
   }
 }
 
-// A routed operation whose request row is gone (past its deadline, or lost
-// by PostgreSQL): nobody may run it now, and it may have run at its holder.
-function unclaimable(name, op) {
-  return makeError(
-    'ERR_FLEET_TIMEOUT',
-    `The ${op} of "${name}" was sent to a member that did not acknowledge it, and its request record is gone (its deadline passed, or PostgreSQL restarted): it was not run here, and may have run there.`,
-    { runtime: name, op },
-  );
-}
-
-// An operation on a runtime hosted here.
-async function execute(rt, op, a) {
-  switch (op) {
-    case 'spawn': {
-      const task = rt.spawn(a.entry, { durable: true, key: a.key, args: a.args });
-      task.result.catch(() => {}); // its outcome is the runtime's listeners'
-      await rt.commit(); // its start is durable before the answer
-      return task.id;
-    }
-    case 'send':
-      return rt.sendDurable(a.id, ...a.values);
-    case 'resume':
-      return rt.resume(a.id, ...a.values);
-    case 'cancel': {
-      const ok = rt.cancel(a.id, a.reason);
-      if (ok) await rt.commit();
-      return ok;
-    }
-    case 'call':
-      return rt.call(a.fn, ...a.args);
-    case 'task':
-      return rt.task(a.id);
-  }
-  throw new Error(`unknown fleet operation ${op}`);
-}
-
-// An error answered by another member, as an Error again.
-function rebuild(r) {
-  const { message, name, ...props } = r;
-  const e = r.code ? makeError(r.code, message, props) : Object.assign(new Error(message), props);
-  if (name && e.name !== name) Object.defineProperty(e, 'name', { value: name, configurable: true, writable: true });
-  return e;
-}
-
 /** Fleet.join(options): a new member. */
 const Fleet = {
   /**
@@ -769,4 +776,4 @@ const Fleet = {
   },
 };
 
-module.exports = { Fleet, Member };
+module.exports = { Fleet, Member, RESOURCES };

@@ -5,6 +5,7 @@
 const { inspect } = require('node:util');
 const { makeError } = require('../errors');
 const { SOCKET_ERRORS } = require('../store/faults');
+const { NATIVE_JOURNAL } = require('../store/contract');
 
 // Longest a snapshot's encode runs on the loop before it lets Node's other
 // work in (docs/design.md: no COMMIT stalls the loop more than ~10 ms).
@@ -352,13 +353,17 @@ class CommitQueue {
     // tasks.store's writes since the last batch, taken at the instant the
     // snapshot begins: the batch is the runtime as of one moment.
     const keyed = unpackWrites(native.takeWrites());
-    // Durable tasks' journal and inbox records (spaces 2, 3) of the same moment.
+    // Durable tasks' journal, inbox and index records (spaces 2-4) of the
+    // same moment, as one opaque batch: a store that takes it natively gets
+    // it as it is; any other, as records in `writes`.
     const journal = native.takeJournal();
-    const writes = journal ? (keyed ? keyed.concat(journal) : journal) : keyed;
+    const handOver = journal !== null && this.#store[NATIVE_JOURNAL] === true;
+    const records = journal === null || handOver ? null : native.journalRecords(journal);
+    const writes = records ? (keyed ? keyed.concat(records) : records) : keyed;
     const observed = this.#telemetry === null ? null : this.#telemetry.commitBegin(group);
     let sent = null; // the snapshot the write carried
     try {
-      if (writes && typeof this.#store.write !== 'function') {
+      if ((writes || journal) && typeof this.#store.write !== 'function') {
         throw makeError(
           'ERR_COMMIT_FAILED',
           `COMMIT failed: this store keeps only whole snapshots, so the tasks.store writes of "${this.#name}" cannot be saved (it needs write() and reader(), store interface v2).`,
@@ -373,23 +378,32 @@ class CommitQueue {
       const keyedStore = typeof store.write === 'function';
       const state = keyedStore && this.#sameAsWritten(bytes, token) ? null : bytes;
       sent = state;
-      const write = keyedStore
-        ? () => store.write({ name, token, seq, state, writes: writes || [] })
-        : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
-      // Until this write settles, what the store holds is not known.
-      const before = this.#written;
-      this.#written = null;
-      await withTimeout(Promise.resolve().then(write), this.#timeout, () =>
-        keyedStore ? `The store's write("${name}")` : `The store's save("${name}")`,
-      ).catch((e) => {
-        throw this.#saveFailed(e);
-      });
-      this.#written = state === null ? before : bytes.length <= KEEP_STATE_MAX ? { bytes, token } : null;
+      // Nothing changed since the last write the store confirmed (writes run
+      // one at a time): this one is written already, and costs no transaction.
+      const nothing = state === null && !handOver && (writes === null || writes.length === 0);
+      if (!nothing) {
+        const batch = { name, token, seq, state, writes: writes || [] };
+        if (handOver) batch[NATIVE_JOURNAL] = journal;
+        const write = keyedStore
+          ? () => store.write(batch)
+          : () => store.save(name, bytes, token === undefined ? { seq } : { seq, token });
+        // Until this write settles, what the store holds is not known.
+        const before = this.#written;
+        this.#written = null;
+        await withTimeout(Promise.resolve().then(write), this.#timeout, () =>
+          keyedStore ? `The store's write("${name}")` : `The store's save("${name}")`,
+        ).catch((e) => {
+          throw this.#saveFailed(e);
+        });
+        this.#written = state === null ? before : bytes.length <= KEEP_STATE_MAX ? { bytes, token } : null;
+      }
     } catch (e) {
       error = e;
     }
     unlock();
-    if (observed !== null) this.#telemetry.commitEnd(observed, sent, keyed, journal, error);
+    if (observed !== null) {
+      this.#telemetry.commitEnd(observed, sent, keyed, journal === null ? null : native.journalBytes(journal), error);
+    }
     const cause = error === null ? null : error.cause !== undefined ? error.cause : error;
     const transient = error !== null && isTransient(cause);
     // A failed batch's writes go into the next COMMIT's, unless set again
@@ -401,7 +415,9 @@ class CommitQueue {
       if (error === null) native.confirmWrites();
       else native.putBackWrites(kept(keyed));
     }
-    if (journal && error !== null && !this.#closed) native.putBackJournal(kept(journal));
+    if (journal !== null && error !== null && !this.#closed) {
+      native.putBackJournal(refused === null ? journal : kept(records ?? native.journalRecords(journal)));
+    }
     this.#health(error, transient);
     for (const m of group) {
       if (transient && m.task && m.task.durable && !this.#closed) {

@@ -13,12 +13,16 @@ const { Task, endRetained } = require('./task');
  * @typedef {object} RestoreHost
  * @property {object} rt the Runtime (a retained task's Task is of it)
  * @property {Map<string, object|string>} keys idempotency key -> Task, or the id of a dormant task
- * @property {Map<string, string>} retained id -> status of a finished task still retained
+ * @property {(id: string, status: string, key: string | null) => void} retain a finished task is retained
+ *   (the oldest forgotten past durableRetainedMax)
+ * @property {(id: string) => boolean} isRetained whether it still is
  * @property {number} retention ms a finished durable task is kept
  * @property {() => number} now the runtime's wall clock, ms
  * @property {() => boolean} closed
  * @property {() => void} restored a durable task was found: close() writes what its restore wrote
- * @property {(entry: string, id: string) => object} start starts the task `id` to replay its journal; its Task
+ * @property {(entry: string, id: string, name?: string) => object} start starts the task `id` to replay its
+ *   journal, labelled `name` (the name it was spawned with, kept in its start record); its Task
+ * @property {(id: string, name: string) => void} label a retained task's label, for rt.task(id)
  * @property {(key: string | null, task: object) => void} keep the key names the task while it lives
  * @property {(task: object, err: Error) => void} failed a task could not be restored, or failed replaying
  */
@@ -34,6 +38,9 @@ class DurableRestore {
   #host;
   #lazy = null; // [native store, name]: the store a dormant task's journal is read from
   #depth = 0; // restores in progress (an activation can start inside another's replay)
+  // id -> description of a task this restore reads but has not started yet:
+  // a replay that names one (a join of a durable child) starts it first.
+  #waiting = new Map();
 
   constructor(native, name, host) {
     this.#native = native;
@@ -54,14 +61,15 @@ class DurableRestore {
       const index = scan && lazy ? readIndex(native, scan, this.#name) : false;
       if (index === false) await scanRecords(native, store, reader, this.#name);
       if (this.#host.closed()) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
+      // Before any replay: a restored task may name a dormant one, or one
+      // this restore starts after it.
+      native.setActivate(DurableRestore.#dispatch);
       if (scan) {
-        // Before any replay: a restored task may name a dormant one.
         this.#lazy = scan;
-        native.setActivate(DurableRestore.#dispatch);
         const [, keys = [], missing = []] = index || [];
         for (let i = 0; i < keys.length; i += 2) this.#host.keys.set(keys[i + 1], keys[i]);
-        for (const id of missing) {
-          this.#cannot(id, makeError('ERR_STORE_CORRUPT', 'its index entry names a journal the store does not hold'));
+        for (let i = 0; i < missing.length; i += 2) {
+          this.#cannot(missing[i], makeError('ERR_STORE_CORRUPT', missing[i + 1]));
         }
       }
       native.pauseCollector(true);
@@ -72,7 +80,9 @@ class DurableRestore {
         if (!this.#host.closed()) native.pauseCollector(false);
       }
       // A name written without an index gets one, with the next write.
-      if (scan && index === false && !this.#host.closed()) native.writeIndex(retained);
+      if (scan && index === false && !this.#host.closed()) {
+        native.writeIndex(retained.filter((id) => this.#host.isRetained(id)));
+      }
     } finally {
       this.#depth--;
       if (!this.#host.closed()) native.restoreEnd();
@@ -88,7 +98,14 @@ class DurableRestore {
    * @param {string} id
    */
   activate(id) {
-    if (this.#lazy === null || this.#host.closed()) return;
+    if (this.#host.closed()) return;
+    const waiting = this.#waiting.get(id);
+    if (waiting !== undefined) {
+      this.#waiting.delete(id);
+      this.#startOne(waiting, []);
+      return;
+    }
+    if (this.#lazy === null) return;
     const native = this.#native;
     this.#depth++;
     try {
@@ -117,13 +134,14 @@ class DurableRestore {
 
   // A finished task is kept until its retention ends (its end is on the
   // runtime's clock), else its record goes: whether it is kept.
-  #retain(id, status, ended, value, key) {
+  #retain(id, status, ended, value, key, name) {
     const host = this.#host;
     if (host.retention === 0 || ended + host.retention <= host.now()) return false;
-    const task = new Task(host.rt, id);
+    const task = new Task(host.rt, id, name);
+    if (name !== undefined) host.label(id, name);
     endRetained(task, status, value);
-    host.retained.set(id, status);
     if (key !== null) host.keys.set(key, task);
+    host.retain(id, status, key);
     return true;
   }
 
@@ -131,28 +149,40 @@ class DurableRestore {
   // forgotten past its retention), an unfinished one started to replay its
   // journal. Returns the ids of those retained.
   #startAll(tasks) {
-    const host = this.#host;
     const retained = [];
-    for (const [id, entry, key, status, ended, value] of tasks) {
-      host.restored();
-      let task;
-      try {
-        if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
-        if (entry === null) {
-          if (this.#retain(id, status, ended, value, key)) retained.push(id);
-          else this.#native.forgetDurable(id);
-          continue;
-        }
-        task = host.start(entry, id);
-        this.#native.restoreInbox(id);
-      } catch (e) {
-        this.#cannot(id, e);
-        continue;
-      }
-      host.keep(key, task);
-      task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
+    // Every finished one first: a replay that joins one finds its end.
+    const later = [];
+    for (const description of tasks) {
+      if (description[1] === null) this.#startOne(description, retained);
+      else later.push(description);
+    }
+    for (const description of later) this.#waiting.set(description[0], description);
+    for (const description of later) {
+      if (!this.#waiting.delete(description[0])) continue; // started by a replay that named it
+      this.#startOne(description, retained);
     }
     return retained;
+  }
+
+  #startOne([id, entry, key, status, ended, value, name], retained) {
+    const host = this.#host;
+    host.restored();
+    let task;
+    try {
+      if (entry === false) throw makeError('ERR_STORE_CORRUPT', key);
+      if (entry === null) {
+        if (this.#retain(id, status, ended, value, key, name)) retained.push(id);
+        else this.#native.forgetDurable(id);
+        return;
+      }
+      task = host.start(entry, id, name);
+      this.#native.restoreInbox(id);
+    } catch (e) {
+      this.#cannot(id, e);
+      return;
+    }
+    host.keep(key, task);
+    task.result.catch(() => {}); // its outcome is the listeners' (taskerror), as for any task nobody awaits
   }
 
   // Its records stay: code that can run it may be deployed.
@@ -162,7 +192,22 @@ class DurableRestore {
   }
 }
 
+// The Tasks of restored durable tasks: nobody awaits them, so their failures
+// are reported as an unowned task's (docs/durable.md#restore-at-open; the
+// dashboard asks too). A WeakSet of the module's: it holds no Task alive.
+const restoredTasks = new WeakSet();
+
+/** Whether `task` is a durable task restored at open (or activated since). */
+function wasRestored(task) {
+  return restoredTasks.has(task);
+}
+
+/** Marks `task` as restored (Runtime's start of it, before it can end). */
+function markRestored(task) {
+  restoredTasks.add(task);
+}
+
 /** The Runtime method the native side's activation calls (a symbol: not public API). */
 const ACTIVATE = Symbol('lua-tasks.activate');
 
-module.exports = { DurableRestore, ACTIVATE };
+module.exports = { DurableRestore, ACTIVATE, wasRestored, markRestored };

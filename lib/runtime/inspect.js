@@ -8,11 +8,11 @@
 // from the native side, a durable task's start record and journal from the
 // store (docs/api.md#inspecting-a-task).
 
+const { checkOptionKeys } = require('../validate');
 const { types } = require('node:util');
 const binding = require('../binding');
 const { normalizeOptions } = require('./options');
-const { makeError, invalidType } = require('../errors');
-const { nearest } = require('../nearest');
+const { invalidType } = require('../errors');
 const { SPACES } = require('../store/contract');
 const { startOf } = require('./task');
 
@@ -32,17 +32,7 @@ const PAGE = 256;
  */
 function inspectOptions(options) {
   if (options === undefined) return { history: false, where: false };
-  if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-    throw invalidType('options', 'an object', options);
-  }
-  for (const key of Object.keys(options)) {
-    if (OPTIONS.includes(key)) continue;
-    const near = nearest(key, OPTIONS);
-    throw makeError(
-      'ERR_INVALID_ARG_VALUE',
-      `The option ${JSON.stringify(key)} is not an inspect option${near ? `; did you mean "${near}"?` : '.'} Options: ${OPTIONS.join(', ')}.`,
-    );
-  }
+  checkOptionKeys(options, OPTIONS, 'an inspect');
   const { history = false, where = false } = options;
   if (typeof history !== 'boolean') throw invalidType('options.history', 'a boolean', history);
   if (typeof where !== 'boolean') throw invalidType('options.where', 'a boolean', where);
@@ -228,6 +218,7 @@ async function inspectTask(lent, id, options) {
   } else if (live && live.origin) {
     out.entry = `function ${live.origin}`;
   }
+  if (first && first.label !== undefined && out.name === undefined) out.name = first.label; // a task restored since
   if (first && first.kind === 'start') out.args = first.args;
   else if (args) out.args = summarizeArgs(args);
   if (opts.where && live) {

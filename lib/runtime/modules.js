@@ -5,6 +5,7 @@
 const fs = require('node:fs');
 const path = require('node:path');
 const { makeError } = require('../errors');
+const { installResources } = require('../resources/bridge');
 
 // Modules shipped with the package, required by name from Lua.
 const SHIPPED = { 'util.async': path.join(__dirname, '..', 'lua', 'util', 'async.lua') };
@@ -63,8 +64,9 @@ function readInRoots(roots, file) {
 
 /**
  * Gives a new runtime its modules: the shipped ones, a finder for
- * modulePaths, and options.modules. A module named as a built-in one is
- * refused, and the runtime closed.
+ * modulePaths, options.modules, and with options.resources the resource
+ * and index modules. A module named as a built-in one is refused, and the
+ * runtime closed.
  * @param {object} native the runtime's NativeRuntime
  * @param {object} opts the normalized options
  * @throws {TypeError} ERR_INVALID_ARG_VALUE for a module named as a built-in one
@@ -93,6 +95,14 @@ function installModules(native, opts) {
         );
       }
       native.preload(name, mod);
+    }
+  }
+  if (opts.resources) {
+    try {
+      installResources(native, opts.resources, opts.modules);
+    } catch (e) {
+      native.close();
+      throw e;
     }
   }
 }

@@ -8,8 +8,10 @@ const v8 = require('node:v8');
 const binding = require('../binding');
 const { makeError, quote, typeName, invalidType } = require('../errors');
 const { nearest } = require('../nearest');
-const { checkNumber } = require('../validate');
+const { checkNumber, checkOptionKeys } = require('../validate');
 const { checkTelemetry } = require('../telemetry/api');
+const { isResources } = require('../resources/bridge');
+const { isAbortSignal, checkDurableName } = require('./task');
 
 /**
  * Every option `new Runtime()` takes. The Options table in docs/api.md, the
@@ -25,6 +27,7 @@ const RUNTIME_OPTIONS = Object.freeze([
   'trustedObjects',
   'modules',
   'modulePaths',
+  'resources',
   'timeSlice',
   'taskTimeout',
   'timeZone',
@@ -44,6 +47,7 @@ const OPEN_OPTIONS = Object.freeze([
   'storeCacheBytes',
   'setup',
   'durableRetention',
+  'durableRetainedMax',
   'durableCatchUp',
   'durableRestore',
 ]);
@@ -199,6 +203,16 @@ function normalizeOptions(options) {
     }
     out.modules = modules;
   }
+  if (options.resources !== undefined) {
+    if (!isResources(options.resources)) {
+      throw invalidType(
+        'options.resources',
+        'a Resources object (from await Resources.open(store, options))',
+        options.resources,
+      );
+    }
+    out.resources = options.resources;
+  }
   if (libs === 'safe' || libs === 'all') {
     out.libs = libs;
   } else if (Array.isArray(libs)) {
@@ -230,4 +244,46 @@ function normalizeOptions(options) {
   return out;
 }
 
-module.exports = { RUNTIME_OPTIONS, OPEN_OPTIONS, PERSIST, normalizeOptions, clockOffsetOf };
+// The keys rt.spawn takes (any other is refused, naming the nearest).
+const SPAWN_OPTIONS = Object.freeze(['args', 'signal', 'name', 'meta', 'durable', 'key']);
+
+/**
+ * rt.spawn's options, checked: what they say, with `labels` ({ name, meta }
+ * as given, or undefined for neither).
+ * @throws {TypeError} for a bad option
+ */
+function checkSpawnOptions(options = {}) {
+  checkOptionKeys(options, SPAWN_OPTIONS, 'a spawn');
+  const { args = [], signal, name, meta, durable = false, key } = options;
+  if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
+  if (typeof durable !== 'boolean') throw invalidType('options.durable', 'a boolean', durable);
+  if (key !== undefined && (typeof key !== 'string' || key === '')) {
+    throw invalidType('options.key', 'a non-empty string', key);
+  }
+  if (key !== undefined && !durable) {
+    throw makeError(
+      'ERR_INVALID_ARG_VALUE',
+      'The option "key" (an idempotency key) is for durable tasks: add durable: true.',
+    );
+  }
+  if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
+  if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
+  if (durable && name !== undefined) checkDurableName(name);
+  let labels;
+  if (name !== undefined || meta !== undefined) {
+    labels = {};
+    if (name !== undefined) labels.name = name;
+    if (meta !== undefined) labels.meta = meta;
+  }
+  return { args, signal, name, durable, key, labels };
+}
+
+module.exports = {
+  RUNTIME_OPTIONS,
+  OPEN_OPTIONS,
+  SPAWN_OPTIONS,
+  PERSIST,
+  normalizeOptions,
+  clockOffsetOf,
+  checkSpawnOptions,
+};

@@ -25,6 +25,20 @@ function storeTimeoutOf(v) {
 // How long a finished durable task's end record is kept (docs/durable.md#retention).
 const DURABLE_RETENTION_DEFAULT = 7 * 24 * 3600 * 1000;
 
+// How many finished durable tasks a runtime keeps at most (docs/durable.md#retention).
+const DURABLE_RETAINED_MAX_DEFAULT = 100000;
+
+function durableRetainedMaxOf(v) {
+  if (v === undefined) return DURABLE_RETAINED_MAX_DEFAULT;
+  return checkNumber('options.durableRetainedMax', v, {
+    unit: 'tasks',
+    min: 1,
+    max: 1e9,
+    integer: true,
+    note: 'past it the oldest finished ones are forgotten first',
+  });
+}
+
 function durableRetentionOf(v) {
   if (v === undefined) return DURABLE_RETENTION_DEFAULT;
   const range = { unit: 'milliseconds', min: 0, max: Number.MAX_SAFE_INTEGER, integer: true };
@@ -145,6 +159,7 @@ async function openStore(options) {
     storeCacheBytes,
     setup,
     durableRetention,
+    durableRetainedMax,
     durableCatchUp,
     durableRestore,
     ...rest
@@ -168,6 +183,7 @@ async function openStore(options) {
     );
   }
   const retention = durableRetentionOf(durableRetention);
+  const retainedMax = durableRetainedMaxOf(durableRetainedMax);
   checkName(name);
   const st = toStore(store);
   const timeout = storeTimeoutOf(storeTimeout);
@@ -216,6 +232,7 @@ async function openStore(options) {
         reader,
         setup,
         durableRetention: retention,
+        durableRetainedMax: retainedMax,
         durableCatchUp,
         durable,
         indexed,

@@ -3,7 +3,7 @@
 'use strict';
 
 // How (docs/operations.md#a-deploy-check): a runtime of its own, in the
-// native side's replay-only mode (Scheduler::set_replay_only), is given the
+// native side's replay-only mode (Replayer::set_replay_only), is given the
 // new code and the name's journals, read with the store's scan() (no lease
 // taken: the name may be open elsewhere meanwhile). Each unfinished task
 // runs again from its entry: JS calls, steps, clock reads and waits are

@@ -6,18 +6,17 @@ const { EventEmitter } = require('node:events');
 const binding = require('../binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
 const { makeError, typeName, invalidType, AbortError } = require('../errors');
-const { nearest } = require('../nearest');
-const { PERSIST, normalizeOptions, clockOffsetOf } = require('./options');
+const { PERSIST, normalizeOptions, clockOffsetOf, checkSpawnOptions } = require('./options');
 const { installModules } = require('./modules');
+const { ROUTE, taskAddress, installAddresses } = require('./address');
+const { routeOf } = require('../resources/bridge');
 const { Task, endTask, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
 const { inspectTask } = require('./inspect');
+const { DurableKeys, DURABLE_KEY } = require('./durable_keys');
 const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore } = require('./persist');
-const { DurableRestore, ACTIVATE } = require('./durable_restore');
+const { DurableRestore, ACTIVATE, wasRestored, markRestored } = require('./durable_restore');
 const { RuntimeTelemetry } = require('../telemetry/runtime');
-
-// The keys rt.spawn takes (any other is refused, naming the nearest).
-const SPAWN_OPTIONS = ['args', 'signal', 'name', 'meta', 'durable', 'key'];
 
 function checkFn(fn) {
   if (typeof fn !== 'string' && typeof fn !== 'function') {
@@ -40,6 +39,7 @@ function checkFn(fn) {
  * failure, or a Lua-started task's, while no 'taskerror' listener is attached
  * is reported with process.emitWarning, never dropped.
  */
+
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
@@ -56,15 +56,10 @@ class Runtime extends EventEmitter {
   #store = null; // that store (rt.inspect reads journals from it)
   #lease = null; // the store's lease on #name, released once the last write settles
   #closing = null; // what close() returns
-  #durableKeys = new Map(); // idempotency key -> Task of a live or retained durable task (docs/durable.md)
-  #retention = 0; // ms a finished durable task is kept (the durableRetention option)
-  #retained = new Map(); // id -> status of a finished durable task still retained
+  #durableKeys = new DurableKeys(0, Infinity, () => {}); // durable tasks by key, finished ones retained
   #clockOffsetMs = 0; // added to Date.now() for the runtime's wall clock (setClockOffset)
   #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
   #hasDurable = false; // a durable task was started or restored: close() writes their records first
-  // Restored durable tasks: nobody awaits them, so their failures are
-  // reported as an unowned task's are (docs/durable.md#restore-at-open).
-  #restoredTasks = new WeakSet();
   #restoreFailures = 0; // restored tasks that failed or could not be restored (stats())
   #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
@@ -85,6 +80,7 @@ class Runtime extends EventEmitter {
    * @param {boolean} [options.trustedObjects=false] Lua reads JS object fields as JS does (getters,
    *   prototype chain, `constructor`): only for Lua code trusted as much as the host's JS (docs/security.md)
    * @param {string[]} [options.modulePaths] directories `require` may read .lua files from
+   * @param {object} [options.resources] a Resources object: Lua may require resource, index and namazu.* (docs/resources.md)
    * @param {string} [options.timeZone] IANA zone for UNTIL_NEXT without a zone of its own (default: the process's)
    * @param {number} [options.clockOffsetMs=0] ms added to this process's wall clock for UNTIL_TIME,
    *   UNTIL_NEXT, durable deadlines and os.time (a fleet member sets PostgreSQL's clock's)
@@ -131,13 +127,19 @@ class Runtime extends EventEmitter {
         this.#tel,
       );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
-      this.#retention = persist.durableRetention;
+      this.#durableKeys = new DurableKeys(persist.durableRetention, persist.durableRetainedMax, (id) => {
+        this.#endedLabels.delete(id);
+        this.#native.forgetDurable(id);
+      });
       this.#durable = persist.durable;
       const skipMissed = persist.durableCatchUp === 'skip';
-      this.#native.setDurable(persist.durable, this.#retention > 0, skipMissed, persist.indexed);
+      this.#native.setDurable(persist.durable, persist.durableRetention > 0, skipMissed, persist.indexed);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
+    // A named runtime's tasks have addresses; Lua resumes another runtime's
+    // through its resources, or the fleet member hosting it.
+    if (persist) installAddresses(this.#native, persist.name, routeOf(opts.resources) || options[ROUTE] || null);
   }
 
   static #dispatchEnd = (rt, key, kind, value) => rt.#onEnd(key, kind, value);
@@ -273,12 +275,14 @@ class Runtime extends EventEmitter {
       const err = value();
       value = () => err;
       endTask(task, kind, value);
+      if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value);
       this.emit('taskcancel', task, err);
       return;
     }
     endTask(task, kind, value);
+    if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value);
     if (kind === END.done) this.emit('taskdone', task, value);
-    else if (kind === END.failed && this.#restoredTasks.has(task)) this.#restoreFailed(task, value);
+    else if (kind === END.failed && wasRestored(task)) this.#restoreFailed(task, value);
     else if (kind === END.failed && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
   }
 
@@ -327,8 +331,8 @@ class Runtime extends EventEmitter {
   #snapshot(id) {
     const code = this.#native.taskState(id);
     if (code === undefined) {
-      const status = this.#retained.size > 0 ? this.#retained.get(id) : undefined;
-      return status === undefined ? undefined : { id, status }; // a finished durable task, retained
+      const status = this.#durableKeys.status(id);
+      return status === undefined ? undefined : this.#labelled({ id, status }); // a finished durable task, retained
     }
     const until = stateStatus(code) === 'waiting' ? this.#native.taskUntil(id) : undefined;
     return this.#labelled(taskSnapshot(id, code, until));
@@ -411,48 +415,17 @@ class Runtime extends EventEmitter {
   spawn(fn, options) {
     this.#check();
     checkFn(fn);
-    if (options === undefined) options = {};
-    if (options === null || typeof options !== 'object' || Array.isArray(options)) {
-      throw invalidType('options', 'an object', options);
-    }
-    for (const key of Object.keys(options)) {
-      if (SPAWN_OPTIONS.includes(key)) continue;
-      const near = nearest(key, SPAWN_OPTIONS);
-      throw makeError(
-        'ERR_INVALID_ARG_VALUE',
-        `The option ${JSON.stringify(key)} is not a spawn option${near ? `; did you mean "${near}"?` : '.'} Options: ${SPAWN_OPTIONS.join(', ')}.`,
-      );
-    }
-    const { args = [], signal, name, meta, durable = false, key } = options;
-    if (!Array.isArray(args)) throw invalidType('options.args', 'an array', args);
-    if (typeof durable !== 'boolean') throw invalidType('options.durable', 'a boolean', durable);
-    if (key !== undefined && (typeof key !== 'string' || key === '')) {
-      throw invalidType('options.key', 'a non-empty string', key);
-    }
-    if (key !== undefined && !durable) {
-      throw makeError(
-        'ERR_INVALID_ARG_VALUE',
-        'The option "key" (an idempotency key) is for durable tasks: add durable: true.',
-      );
-    }
+    const { args, signal, name, durable, key, labels } = checkSpawnOptions(options);
     if (durable) this.#checkDurable(fn);
     if (key !== undefined) {
-      let existing = this.#durableKeys.get(key);
+      let existing = this.#durableKeys.keys.get(key);
       if (typeof existing === 'string') existing = this.#restorer.activateKey(key, existing);
       if (existing) return existing; // the live task with this key: start-up code can "ensure" its tasks
     }
-    if (signal !== undefined && !isAbortSignal(signal)) throw invalidType('options.signal', 'an AbortSignal', signal);
-    if (name !== undefined && typeof name !== 'string') throw invalidType('options.name', 'a string', name);
-    let labels;
-    if (name !== undefined || meta !== undefined) {
-      labels = {};
-      if (name !== undefined) labels.name = name;
-      if (meta !== undefined) labels.meta = meta;
-    }
     if (!durable) return this.#start(fn, [...args], signal, labels);
     this.#hasDurable = true;
-    const task = this.#start(fn, [...args], signal, labels, { key: key ?? null });
-    this.#keep(key ?? null, task);
+    const task = this.#start(fn, [...args], signal, labels, { key: key ?? null, label: name });
+    this.#durableKeys.keep(key ?? null, task);
     return task;
   }
 
@@ -473,31 +446,22 @@ class Runtime extends EventEmitter {
     }
   }
 
-  // A durable task's idempotency key names it while it lives and, once it
-  // ended, while it is retained.
-  #keep(key, task) {
-    if (key !== null) this.#durableKeys.set(key, task);
-    const ended = () => {
-      if (this.#retention > 0) this.#retained.set(task.id, task.status);
-      else if (key !== null && this.#durableKeys.get(key) === task) this.#durableKeys.delete(key);
-    };
-    task.result.then(ended, ended);
-  }
-
   // Runtime.open: the store's unfinished durable tasks run again, or stay
   // dormant until needed (lib/runtime/durable_restore.js).
   async #restoreDurable({ store, reader, name, lazy }) {
     this.#heldReports = [];
     this.#restorer = new DurableRestore(this.#native, name, {
       rt: this,
-      keys: this.#durableKeys,
-      retained: this.#retained,
-      retention: this.#retention,
+      keys: this.#durableKeys.keys,
+      retain: (id, status, key) => this.#durableKeys.retain(id, status, key),
+      isRetained: (id) => this.#durableKeys.isRetained(id),
+      retention: this.#durableKeys.retention,
       now: () => Date.now() + this.#clockOffsetMs,
       closed: () => this.#closed,
       restored: () => (this.#hasDurable = true),
-      start: (entry, id) => this.#start(entry, [], undefined, undefined, { id }),
-      keep: (key, task) => this.#keep(key, task),
+      start: (entry, id, name) => this.#start(entry, [], undefined, name === undefined ? name : { name }, { id }),
+      label: (id, name) => this.#endedLabels.set(id, { name }),
+      keep: (key, task) => this.#durableKeys.keep(key, task),
       failed: (task, err) => this.#restoreFailed(task, err),
     });
     await this.#restorer.open(store, reader, lazy);
@@ -533,8 +497,9 @@ class Runtime extends EventEmitter {
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
     const task = new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
+    if (durable) task[DURABLE_KEY] = durable.key ?? null; // before it can end (DurableKeys.keep may name its key later)
     if (this.#tel !== null) this.#tel.started(key, task, fn, durable, t0);
-    if (durable && durable.id) this.#restoredTasks.add(task); // before it can end
+    if (durable && durable.id) markRestored(task); // before it can end
     if (labels) this.#labels.set(task.id, labels);
     let endKind = startEnd(started);
     let endValue;
@@ -582,6 +547,37 @@ class Runtime extends EventEmitter {
     if (!this.send(id, ...values)) return false;
     if (this.#commits) await this.#commits.request();
     return true;
+  }
+
+  /**
+   * rt.resume(id, ...values), resolved once the wake is durable: the values
+   * the task was resumed with are in its journal in the store, so a crash
+   * after this resolves never loses the wake (docs/durable.md#guarantees).
+   * @returns {Promise<boolean>} true once resumed and written; false for a
+   *   task that is unknown, ended, or not waiting on a yield instruction
+   */
+  async resumeDurable(id, ...values) {
+    if (!this.resume(id, ...values)) return false;
+    // The wake's record is journaled as the task runs with it (now, or once
+    // a COMMIT's snapshot lets go): the next write, asked for now, takes it.
+    if (this.#commits) await this.#commits.request();
+    return true;
+  }
+
+  /**
+   * The address of task `id` of this runtime: names it from any runtime
+   * (tasks.resume, member.resume, res.resume; docs/api.md#task-addresses).
+   * @throws ERR_INVALID_STATE for a runtime without a name (new Runtime(): only Runtime.open names one)
+   */
+  address(id) {
+    if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
+    if (this.#name === undefined || this.#name === null) {
+      throw makeError(
+        'ERR_INVALID_STATE',
+        'This runtime has no name, so its tasks have no addresses: open it with Runtime.open({ name, store }).',
+      );
+    }
+    return taskAddress(this.#name, id);
   }
 
   /**

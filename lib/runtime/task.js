@@ -176,7 +176,25 @@ function endRetained(task, status, value) {
   endTask(task, kind, kind === END.done ? value : kind === END.failed ? error() : error);
 }
 
+// A durable task's label is kept in its start record, in at most as many
+// bytes as a record's identity (kMaxIdentity, native/core/durable/durable_record.hpp).
+const DURABLE_NAME_BYTES = 255;
+
+/**
+ * A durable task's name, checked: one the store keeps whole.
+ * @throws {RangeError} ERR_OUT_OF_RANGE past DURABLE_NAME_BYTES bytes of UTF-8
+ */
+function checkDurableName(name) {
+  const bytes = Buffer.byteLength(name);
+  if (bytes <= DURABLE_NAME_BYTES) return;
+  throw makeError(
+    'ERR_OUT_OF_RANGE',
+    `The "options.name" of a durable task must be at most ${DURABLE_NAME_BYTES} bytes of UTF-8 (it is kept in the task's start record). Received a string of ${bytes} bytes.`,
+  );
+}
+
 module.exports = {
+  checkDurableName,
   Task,
   endTask,
   endRetained,

@@ -25,6 +25,15 @@ const SPACE_LIST = Object.freeze([SPACES.store, SPACES.journal, SPACES.inbox, SP
  */
 const NATIVE_SCAN = Symbol('lua-tasks.nativeScan');
 
+/**
+ * A store's optional flag, and a batch's field under the same symbol: a
+ * store whose `[NATIVE_JOURNAL]` is true takes a runtime's durable records
+ * as the opaque batch the runtime's native side made (the directory store),
+ * applied after `writes`, with no JS value per record. Any other store gets
+ * them in `writes`.
+ */
+const NATIVE_JOURNAL = Symbol('lua-tasks.nativeJournal');
+
 // Names become file names (DirectoryStore) and lock keys (PostgresStore):
 // keep them to a safe, portable alphabet.
 const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -228,6 +237,7 @@ module.exports = {
   SPACES,
   SPACE_LIST,
   NATIVE_SCAN,
+  NATIVE_JOURNAL,
   checkName,
   checkScan,
   checkNames,

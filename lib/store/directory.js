@@ -31,7 +31,16 @@ const path = require('node:path');
 const { threadId } = require('node:worker_threads');
 const binding = require('../binding');
 const { makeError } = require('../errors');
-const { SPACE_LIST, NATIVE_SCAN, checkName, checkScan, checkNames, checkBatch, snapshotBatch } = require('./contract');
+const {
+  SPACE_LIST,
+  NATIVE_SCAN,
+  NATIVE_JOURNAL,
+  checkName,
+  checkScan,
+  checkNames,
+  checkBatch,
+  snapshotBatch,
+} = require('./contract');
 
 // The database's file name in the directory (native/core/store/store_db.hpp).
 const DB_FILE = 'lua-tasks.sqlite';
@@ -140,6 +149,11 @@ class DirectoryStore {
   /** The key spaces this store keeps (docs/design.md#the-store-interface): tasks.store, journals, inboxes. */
   get spaces() {
     return [...SPACE_LIST];
+  }
+
+  /** A runtime's durable records reach the writer thread natively (contract.js NATIVE_JOURNAL). */
+  get [NATIVE_JOURNAL]() {
+    return true;
   }
 
   /**
@@ -383,7 +397,7 @@ class DirectoryStore {
     }
     if (lease && seq !== undefined && seq < lease.lastSeq) return lease.newest;
     const written = this.#open(name)
-      .write({ ...b, token: token ?? 0 })
+      .write({ ...b, token: token ?? 0, journal: batch[NATIVE_JOURNAL] })
       .catch((e) => {
         if (e && e.code === 'ERR_STORE_LOCKED') {
           throw makeError(

@@ -23,6 +23,10 @@ const ATTR = Object.freeze({
   stateBytes: 'lua_tasks.commit.state_bytes',
   journalBytes: 'lua_tasks.journal.bytes',
   errorType: 'error.type',
+  resourceId: 'lua_tasks.resource.id',
+  resourceModule: 'lua_tasks.resource.module',
+  method: 'lua_tasks.resource.method',
+  code: 'lua_tasks.resource.code',
 });
 
 /** Span names. */
@@ -32,6 +36,7 @@ const SPAN = Object.freeze({
   fleet: (op) => `lua_tasks.fleet.${op}`,
   route: 'lua_tasks.fleet.route',
   serve: 'lua_tasks.fleet.serve',
+  invoke: 'lua_tasks.resource.invoke',
 });
 
 // name, kind, unit, description

@@ -190,13 +190,13 @@ class RuntimeTelemetry {
    * @param {{ span: object, t0: number }} begun
    * @param {Buffer|null} state the tasks.state snapshot it carried, if any
    * @param {object[]|null} keyed tasks.store's writes
-   * @param {object[]|null} journal durable tasks' journal and inbox records
+   * @param {number|null} journal the bytes of durable tasks' records (keys and values), or null for none
    * @param {Error|null} error
    */
   commitEnd(begun, state, keyed, journal, error) {
     const seconds = (performance.now() - begun.t0) / 1000;
     const stateBytes = state === null ? 0 : state.length;
-    const journalBytes = bytesOf(journal);
+    const journalBytes = journal ?? 0;
     const attrs = error === null ? this.#base : { ...this.#base, [ATTR.errorType]: error.code || 'Error' };
     this.#i.commitDuration.record(seconds, attrs);
     this.#i.commitSize.record(stateBytes + bytesOf(keyed) + journalBytes, attrs);

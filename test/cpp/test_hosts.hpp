@@ -43,4 +43,17 @@ inline std::string RunLua(LuaHost* host, const std::string& src) {
   return out;
 }
 
+// The global table `log` of the state L, its entries joined with ",": what
+// a test's Lua appended, in order.
+inline std::string GlobalLog(lua_State* L) {
+  lua_getglobal(L, "table");
+  lua_getfield(L, -1, "concat");
+  lua_getglobal(L, "log");
+  lua_pushliteral(L, ",");
+  lua_call(L, 2, 1);
+  std::string s = lua_tostring(L, -1);
+  lua_pop(L, 2);
+  return s;
+}
+
 }  // namespace lua_tasks

@@ -77,6 +77,21 @@ describePg('examples/fleet.js (on PostgreSQL)', () => {
   });
 });
 
+describePg('examples/update-resources-fleet.js (on PostgreSQL)', () => {
+  test("the seed's endpoint over two member processes, one SIGKILLed mid-fan-out: every resource updated once", () => {
+    const out = node(['examples/update-resources-fleet.js']);
+    expect(out).toContain('member B SIGKILLed mid-fan-out\n');
+    // The invocations B did not answer are sent again and run on A, from
+    // B's last durable point: the endpoint succeeds at once, each update once.
+    expect(out).toContain('updated 5 resources\n');
+    for (const item of ['boots', 'helmet', 'ring', 'shield', 'sword']) {
+      expect(out).toContain(`resources/ada/${item} -> ${item}: 1\n`);
+    }
+    expect(out).toContain('resources/bob/sword -> sword: 0\n');
+    expect(out).toMatch(/Every resource of ada was updated once\.\n$/);
+  });
+});
+
 test('examples/sandbox.js contains every hostile script and runs the good one', () => {
   const out = node(['examples/sandbox.js']);
   expect(out).toMatch(/reads a file: stopped \(ERR_LUA_RUNTIME\).*global 'io'/);
@@ -273,4 +288,13 @@ describe('the CLI refuses what it does not know, with a suggestion', () => {
     expect([r.status, r.stderr]).toEqual([2, 'lua-tasks: --count must be an integer from 1 to 10000, got "10001"\n']);
     expect(cli('cron', '--help').stdout).toMatch(/at most 10000/);
   });
+});
+
+test("examples/update-resources.js runs the seed's endpoint: every listed resource updated once, the others not", () => {
+  const out = node(['examples/update-resources.js']);
+  expect(out).toMatch(/^updated 5 resources concurrently/);
+  for (const item of ['boots', 'helmet', 'ring', 'shield', 'sword']) {
+    expect(out).toContain(`resources/ada/${item} -> ${item}: 1\n`);
+  }
+  expect(out).toContain('resources/bob/sword -> sword: 0\n');
 });

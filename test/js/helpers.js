@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: MIT
 // Shared test helpers: runtimes closed after each test, Lua fixtures and checks, loop timing, child processes, Workers spinning in Lua.
 'use strict';
+const fs = require('node:fs');
 const path = require('node:path');
+const os = require('node:os');
 const { spawn } = require('node:child_process');
 const { Worker } = require('node:worker_threads');
 const { performance } = require('node:perf_hooks');
@@ -214,7 +216,106 @@ function terminateWhileSpinning(worker, { delay, returns = false }) {
   });
 }
 
+/**
+ * Runs `script` in a child Node with `args`; with `killAfterMs`, SIGKILLs it
+ * that long after it first appends to `logFile` (its "run" line, written
+ * before Runtime.open: Node's own start-up, 60 ms or 600 ms as the machine
+ * is loaded, is no part of what a kill test's kills are for).
+ * @returns {Promise<{ code: number|null, signal: string|null, stderr: string }>}
+ */
+function runKillable(script, args, logFile, killAfterMs) {
+  return new Promise((resolve, reject) => {
+    const logged = fs.statSync(logFile).size;
+    const child = spawn(process.execPath, [script, ...args.map(String)], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let stderr = '';
+    child.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
+    let timer = null;
+    let watch = null;
+    if (killAfterMs !== undefined) {
+      watch = setInterval(() => {
+        if (fs.statSync(logFile).size === logged) return;
+        clearInterval(watch);
+        watch = null;
+        timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
+      }, 2);
+    }
+    child.on('error', reject);
+    child.on('close', (code, signal) => {
+      if (watch) clearInterval(watch);
+      if (timer) clearTimeout(timer);
+      resolve({ code, signal, stderr });
+    });
+  });
+}
+
+/**
+ * A maker of temporary directories, each removed after the file's tests
+ * (afterAll). `const tmpdir = tempDirs('lua-tasks-x-')`; `tmpdir()` makes one.
+ * @param {string} prefix
+ * @returns {() => string}
+ */
+function tempDirs(prefix) {
+  const made = [];
+  afterAll(() => {
+    for (const d of made) fs.rmSync(d, { recursive: true, force: true });
+  });
+  return () => {
+    const d = fs.mkdtempSync(path.join(os.tmpdir(), prefix));
+    made.push(d);
+    return d;
+  };
+}
+
+/**
+ * The SIGKILL test's rounds: runs `script` with `args(store, logFile)` again
+ * and again, each killed at a random instant within `killWithinMs` of its
+ * first log line, until `kills` kills landed mid-run, then once to its end.
+ * A run that finishes first (its log says "finished ") is checked and the
+ * rounds go on in a fresh store; a run that is not killed must exit 0 and
+ * quietly; a log line "error ..." fails at once.
+ * @param {{ script: string, args: (store: string, logFile: string) => unknown[], kills: number,
+ *   killWithinMs: number, fresh?: (store: string) => Promise<void>, check: (store: string) => Promise<void> }} o
+ * @returns {Promise<{ kills: number, rounds: number }>}
+ */
+async function killRounds({ script, args, kills: want, killWithinMs, fresh = async () => {}, check }) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-kills-'));
+  const logFile = path.join(dir, 'runs.log');
+  fs.writeFileSync(logFile, '');
+  try {
+    let kills = 0;
+    let finished = false;
+    let attempt = 0;
+    let store = path.join(dir, `s${attempt}`);
+    await fresh(store);
+    let round = 0;
+    for (; round < want * 6 && !(finished && kills >= want); round++) {
+      const killAfter = kills < want ? Math.floor(Math.random() * killWithinMs) : undefined;
+      const r = await runKillable(script, args(store, logFile), logFile, killAfter);
+      if (r.signal === 'SIGKILL') kills++;
+      else expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
+      const log = fs.readFileSync(logFile, 'utf8');
+      expect(log).not.toMatch(/^error/m);
+      finished = log.includes('finished ');
+      if (finished && kills < want) {
+        await check(store);
+        store = path.join(dir, `s${++attempt}`);
+        await fresh(store);
+        fs.writeFileSync(logFile, '');
+        finished = false;
+      }
+    }
+    expect(finished).toBe(true);
+    await check(store);
+    expect(kills).toBe(want);
+    return { kills, rounds: round };
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
 module.exports = {
+  tempDirs,
+  killRounds,
   root,
   fixture,
   makeRuntime,
@@ -230,6 +331,7 @@ module.exports = {
   expectOnTime,
   watchLoop,
   runNode,
+  runKillable,
   expectCleanExit,
   spinningWorker,
   terminateWhileSpinning,

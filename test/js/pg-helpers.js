@@ -105,6 +105,49 @@ async function query(dbUrl, text, values) {
 }
 
 /**
+ * Makes the writes to `table` wait, for a fault to meet a write in flight:
+ * a session of its own (connected when this resolves) that `lock()` makes
+ * hold a SHARE ROW EXCLUSIVE lock on it (reads go on, writes wait).
+ * `writeWaits(stop)` resolves true once another session (named `app`, if
+ * given) waits on a lock, or false once `stop()` holds (nothing left to
+ * write: it would wait forever); `release()` ends the lock and the session
+ * (a session a restart ended too). An error of its session (a restart) is
+ * expected, not thrown.
+ * @param {string} dbUrl
+ * @param {string} table e.g. '"s".lua_tasks_kv'
+ * @param {{ app?: string }} [options]
+ */
+async function writeHold(dbUrl, table, { app } = {}) {
+  const { Client } = require('pg');
+  const c = new Client({ connectionString: dbUrl });
+  c.on('error', () => {});
+  await c.connect();
+  let locking = null;
+  const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
+    WHERE datname = current_database() AND pid <> pg_backend_pid() AND wait_event_type = 'Lock'
+    ${app === undefined ? '' : 'AND application_name = $1'}`;
+  return {
+    // Sent at once (no loop turn first): a caller can lock the moment it sees what it waited for.
+    lock() {
+      locking ??= c.query(`BEGIN; LOCK TABLE ${table} IN SHARE ROW EXCLUSIVE MODE`);
+      return locking;
+    },
+    async writeWaits(stop = () => false) {
+      await this.lock();
+      for (;;) {
+        if ((await c.query(waiting, app === undefined ? [] : [app])).rows[0].n > 0) return true;
+        if (stop()) return false;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+    },
+    async release() {
+      await c.query('COMMIT').catch(() => {});
+      await c.end().catch(() => {});
+    },
+  };
+}
+
+/**
  * A PostgreSQL cluster of the caller's own, for tests that stop or restart
  * the server (never the shared one): initdb and pg_ctl from PG_BIN in a
  * temp directory, on a free port, run as the `postgres` user when this
@@ -124,14 +167,15 @@ async function privateCluster({ maxConnections = 40 } = {}) {
   const bin = process.env.PG_BIN || '/usr/lib/postgresql/15/bin';
   const root = process.getuid && process.getuid() === 0;
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-pg-'));
-  const port = await new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port: p } = srv.address();
-      srv.close(() => resolve(p));
+  const freePort = () =>
+    new Promise((resolve, reject) => {
+      const srv = net.createServer();
+      srv.once('error', reject);
+      srv.listen(0, '127.0.0.1', () => {
+        const { port: p } = srv.address();
+        srv.close(() => resolve(p));
+      });
     });
-  });
   // The server's tools run from a directory the postgres user can read (not
   // the test's cwd), and without the sanitizer runtime the test:asan run
   // preloads into Node (the server would run, and die, under it).
@@ -148,12 +192,28 @@ async function privateCluster({ maxConnections = 40 } = {}) {
   const data = path.join(dir, 'data');
   const log = path.join(dir, 'log');
   as('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--no-sync']);
+  const conf = path.join(data, 'postgresql.conf');
   fs.appendFileSync(
-    path.join(data, 'postgresql.conf'),
-    `port = ${port}\nlisten_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = ${maxConnections}\nshared_buffers = 16MB\n`,
+    conf,
+    `listen_addresses = '127.0.0.1'\nunix_socket_directories = '${dir}'\nfsync = off\nmax_connections = ${maxConnections}\nshared_buffers = 16MB\n`,
   );
   const ctl = (args) => as('pg_ctl', ['-D', data, '-l', log, '-w', '-t', '60', ...args]);
-  ctl(['start']);
+  // The port was free when asked for; anything (a client's connection, a
+  // cluster another test file makes) may take it before the server binds
+  // it: then another (the last port line of the file is the one read).
+  let port;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    fs.appendFileSync(conf, `port = ${port}\n`);
+    try {
+      ctl(['start']);
+      break;
+    } catch (e) {
+      const said = fs.existsSync(log) ? fs.readFileSync(log, 'utf8') : '';
+      if (attempt === 5 || !/could not bind|Address already in use/.test(said)) throw e;
+      fs.writeFileSync(log, '');
+    }
+  }
   const psql = (sql) => as('psql', ['-h', dir, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-qAtc', sql]);
   psql("CREATE ROLE lua_tasks LOGIN PASSWORD 'lua_tasks'");
   psql('CREATE DATABASE lua_tasks OWNER lua_tasks');
@@ -188,4 +248,4 @@ async function privateCluster({ maxConnections = 40 } = {}) {
   };
 }
 
-module.exports = { describePg, createDatabase, query, privateCluster, pgUrl: url };
+module.exports = { describePg, createDatabase, query, writeHold, privateCluster, pgUrl: url };

@@ -86,6 +86,7 @@ describe('the code blocks run as written', () => {
     expect(run(block('http.createServer')).stdout).toBe('order-7: approved, gift-wrapped\n');
     expect(run(block('Runtime.open')).stdout).toBe('run 1: visit 1\nrun 2: visit 2\n');
     expect(run(block('memoryLimit')).stdout).toMatch(/ERR_MEMORY_LIMIT\nERR_TASK_TIMEOUT\n$/);
+    expect(run(block('level_all')).stdout).toBe('resources/ada/sword\t2\tOK\n');
   });
 });
 

@@ -62,12 +62,15 @@ test('the package exports its public names, each declared in index.d.ts, and no 
     'LuaTasksError',
     'Member',
     'PostgresStore',
+    'Resources',
     'Runtime',
     'RuntimeClosedError',
     'StoreError',
     'Task',
     'TaskError',
+    'createDashboard',
     'cron',
+    'listTasks',
   ]);
   const dts = fs.readFileSync(path.join(root, 'lib', 'index.d.ts'), 'utf8');
   const declared = [...dts.matchAll(/^export (?:class|namespace|const|function) (\w+)/gm)].map((m) => m[1]);

@@ -6,11 +6,19 @@ import {
   LuaError,
   DirectoryStore,
   PostgresStore,
+  Resources,
+  ResourceCode,
+  Fleet,
   cron,
   AbortError,
   TaskError,
   SpawnOptions,
+  listTasks,
+  ListedTask,
+  createDashboard,
+  DashboardHandler,
 } from 'lua-tasks';
+import { createServer } from 'node:http';
 
 async function main(): Promise<void> {
   const rt = new Runtime({
@@ -103,3 +111,53 @@ const check: { ok: boolean; error?: string } = cron.validate('*/5 * * * *');
 const fields: number[] = cron.describe('*/15 * * * *').minutes;
 console.log(times, check, fields);
 void main;
+
+async function observe(rt: Runtime) {
+  const store = new DirectoryStore('/tmp/x');
+  const page = await listTasks(store, { name: 'game', status: 'waiting', label: 'quest 7', limit: 10 });
+  const first: ListedTask | undefined = page.tasks[0];
+  const next: string | null = page.next;
+  console.log(first && first.waiting && first.waiting.instruction, first && first.name, next);
+  const dashboard: DashboardHandler = createDashboard({ runtimes: { game: rt }, store, allowActions: false });
+  createServer(dashboard).close();
+  dashboard.close();
+}
+void observe;
+
+async function fleet(): Promise<void> {
+  const member = await Fleet.join({ connectionString: 'postgres://localhost/app', schema: 'game' });
+  const id: string = await member.spawn('room-7', 'room', { key: 'main' });
+  const out: unknown = await member.run('room-7', 'grant', { key: 'grant:ada:1', args: ['ada', 10], name: 'grant' });
+  const woke: boolean = await member.resume(`${id}@room-7`, 'hi');
+  console.log(id, out, woke, await member.resume('room-7', id, 'hi'));
+  await member.leave();
+}
+
+async function resources(): Promise<void> {
+  const res = await Resources.open('./state', {
+    modules: { item: 'return {}' },
+    idleMs: 1000,
+    maxResources: 100,
+    maxPaths: 400,
+  });
+  const made: { id: string | null; code: ResourceCode } = await res.create('item', 'resources/ada/sword', 'sword');
+  if (made.id !== null) {
+    const { result, code } = await res.invoke(made.id, 'update_resource', { level: 2 });
+    const once: ResourceCode = (await res.invokeOnce('req-1', made.id, 'update_resource', { level: 3 })).code;
+    console.log(once, await res.resume('t1-0000000000001@lua-tasks.r.0', 1));
+    const linked: ResourceCode = await res.link(made.id, 'best/sword');
+    console.log(result, code, linked, await res.list('resources/ada/*'), (await res.unlink('best/sword')).removed);
+    const s: { resources: number; paths: number } = await res.stats();
+    const page = await res.tasks('resources/ada/*', { status: 'waiting', limit: 10 });
+    console.log(
+      page.tasks.map((t) => `${t.path} ${t.resource} ${t.id}`),
+      page.next,
+    );
+    console.log(s);
+  }
+  const rt = new Runtime({ resources: res });
+  await rt.close();
+  await res.close();
+}
+void resources;
+void fleet;

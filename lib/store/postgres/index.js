@@ -1,7 +1,6 @@
 // SPDX-License-Identifier: MIT
 // PostgresStore: the store on PostgreSQL, one lease with a fencing token per runtime name.
 'use strict';
-
 // How and why (docs/persistence.md, The PostgreSQL store):
 //   <schema>.lua_tasks_meta       (key, value): the format version row
 //   <schema>.lua_tasks_snapshots  (name, seq, bytes): each name's tasks.state snapshot

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -17,6 +18,7 @@
 #include "core/api/lua_api_resolve.hpp"
 #include "core/cron/cron_schedule.hpp"
 #include "core/durable/durable_record.hpp"
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/wait_census.hpp"
 #include "core/store/persist_limits.hpp"
 
@@ -114,6 +116,8 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_confirmWrites>("confirmWrites"),
                          InstanceMethod<&Runtime::JS_putBackWrites>("putBackWrites"),
                          InstanceMethod<&Runtime::JS_takeJournal>("takeJournal"),
+                         InstanceMethod<&Runtime::JS_journalRecords>("journalRecords"),
+                         InstanceMethod<&Runtime::JS_journalBytes>("journalBytes"),
                          InstanceMethod<&Runtime::JS_restoreScan>("restoreScan"),
                          InstanceMethod<&Runtime::JS_restoreFeed>("restoreFeed"),
                          InstanceMethod<&Runtime::JS_restoreTasks>("restoreTasks"),
@@ -372,50 +376,40 @@ void PushJsArgs(RuntimeCore* core, lua_State* L, const Napi::Array& args, int ba
   core->CheckMemory(L, base, before);
 }
 
-// A durable task's start (JS_start's info[3]). New ({ key }): pushes the
-// arguments, and hands the scheduler the start record (entry, key,
-// arguments). Restored ({ id }): pushes the arguments its start record
-// holds, and hands over its records (Runtime.open's restore set) to replay.
-// Returns the count of arguments pushed.
-uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value& entry, const Napi::Array& args,
-                             const Napi::Object& durable, int base) {
+// A durable task's start (JS_start's info[3]), made by durable_start.hpp.
+// New ({ key, label? }): pushes the arguments and fills *out with its start
+// record. Restored ({ id }): fills *out with its records (Runtime.open's
+// restore set) and pushes the arguments its start record holds. Returns
+// the count of arguments pushed. Out of line: JS_start's ephemeral path
+// stays as small as it was (inlined, this took JS_start's inlining budget).
+[[gnu::noinline]] uint32_t PrepareDurableStart(RuntimeCore* core, lua_State* L, const Napi::Value& entry,
+                                               const Napi::Array& args, const Napi::Object& durable, int base,
+                                               DurableStart* out) {
   Napi::Env env(core->env);
+  std::string error;
   if (durable.Has("id")) {
-    const std::string id = durable.Get("id").As<Napi::String>().Utf8Value();
+    std::string id = durable.Get("id").As<Napi::String>().Utf8Value();
     std::vector<std::string> records;
     if (core->restoring) records = core->restoring->TakeJournal(id);
-    for (size_t i = 0; i < records.size(); ++i) {
-      if (!UnsealRecord(&records[i])) {
-        ThrowError(env, "ERR_STORE_CORRUPT",
-                   "Record " + std::to_string(i) + " of the journal of durable task " + id +
-                       " is damaged (its checksum does not match).");
-      }
-    }
-    if (records.empty() || records[0].empty() || records[0][0] != static_cast<char>(RecordKind::kStart)) {
-      ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's journal does not begin with its start record.");
-    }
-    std::string error, entry_name;
-    std::optional<std::string> key;
-    const int count = PushStartRecord(L, std::string_view(records[0]).substr(1), &entry_name, &key, &error);
-    if (count < 0) ThrowError(env, "ERR_STORE_CORRUPT", "A durable task's start record does not read: " + error);
-    core->scheduler->PrepareDurable(id, "", std::move(records), std::move(entry_name), std::move(key));
+    const int count = RestoreStart(L, std::move(id), std::move(records), out, &error);
+    if (count < 0) ThrowError(env, "ERR_STORE_CORRUPT", error);
     return static_cast<uint32_t>(count);
   }
   PushJsArgs(core, L, args, base);
   const uint32_t n = args.Length();
   NeedStack(env, L, static_cast<int>(n) + 3, 0, "Cannot start a task");
-  const std::string name = entry.As<Napi::String>().Utf8Value();
   Napi::Value key = durable.Get("key");
-  std::optional<std::string> key_text;
+  Napi::Value label = durable.Get("label");
+  std::optional<std::string> key_text, label_text;
   if (key.IsString()) key_text = key.As<Napi::String>().Utf8Value();
-  std::string start, error;
-  if (!EncodeStartRecord(L, name, key_text, -static_cast<int>(n), static_cast<int>(n), &start, &error)) {
+  if (label.IsString()) label_text = label.As<Napi::String>().Utf8Value();
+  if (!NewStart(L, entry.As<Napi::String>().Utf8Value(), std::move(key_text), std::move(label_text),
+                static_cast<int>(n), out, &error)) {
     ThrowError(env, "ERR_CONVERSION",
                "Cannot start a durable task: its arguments must persist (strings, numbers, booleans, tables of "
                "them): " +
                    error + ".");
   }
-  core->scheduler->PrepareDurable("", std::move(start), {}, name, std::move(key_text));
   return n;
 }
 }  // namespace
@@ -431,6 +425,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
   uint32_t n = args.Length();
   Scheduler::StartError error = Scheduler::StartError::kNotStartable;
   std::optional<EndKind> end_kind;
+  std::unique_ptr<DurableStart> durable_start;  // on the heap: an ephemeral start pays a null pointer
   const uint64_t key = core->Entered([&] {
     StackGuard stack(L);  // left before AfterEntry, which may close the state
     NeedStack(env, L, n, 8, "Cannot start a task");
@@ -448,7 +443,8 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
                        " is not a Lua function (give a global name, a 'module.fn' path, or a Lua function).");
       }
       if (durable.IsObject()) {
-        n = PrepareDurableStart(core, L, info[0], args, durable.As<Napi::Object>(), stack.top());
+        n = PrepareDurableStart(core, L, info[0], args, durable.As<Napi::Object>(), stack.top(),
+                                (durable_start = std::make_unique<DurableStart>()).get());
       } else {
         PushJsArgs(core, L, args, stack.top());
       }
@@ -456,7 +452,7 @@ Napi::Value Runtime::JS_start(const Napi::CallbackInfo& info) {
     if (core->closed()) ThrowError(env, "ERR_RUNTIME_CLOSED", "This Lua runtime is closed.");  // by a getter
     RuntimeCore::DirectStart direct(core, core->scheduler->next_key(),
                                     info[2].IsArray() ? static_cast<napi_value>(info[2]) : nullptr);
-    const uint64_t started = core->scheduler->Start(L, static_cast<int>(n), true, &error);
+    const uint64_t started = core->scheduler->Start(L, static_cast<int>(n), true, &error, durable_start.get());
     end_kind = direct.kind();
     return started;
   });
@@ -490,7 +486,7 @@ bool ReadKey(const Napi::Value& id, const Scheduler& s, uint64_t* key) {
 // ReadKey for an operation on the task: a dormant task is activated first.
 bool ResolveKey(const Napi::Value& id, Scheduler& s, uint64_t* key) {
   if (ReadKey(id, s, key)) return true;
-  if (s.dormant().empty()) return false;
+  if (s.replayer() == nullptr || s.replayer()->dormant().empty()) return false;
   char buf[Scheduler::kIdLength + 5];
   size_t n = 0;
   if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return false;
@@ -499,11 +495,11 @@ bool ResolveKey(const Napi::Value& id, Scheduler& s, uint64_t* key) {
 
 // The dormant task `id` names, if any: answered without activating it.
 const DormantTasks::Entry* DormantOf(const Napi::Value& id, const Scheduler& s) {
-  if (s.dormant().empty()) return nullptr;
+  if (s.replayer() == nullptr || s.replayer()->dormant().empty()) return nullptr;
   char buf[Scheduler::kIdLength + 5];
   size_t n = 0;
   if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return nullptr;
-  return s.dormant().Find(std::string_view(buf, n));
+  return s.replayer()->dormant().Find(std::string_view(buf, n));
 }
 
 }  // namespace
@@ -698,9 +694,11 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   out.Set("conversionLimit", Napi::Number::New(env, static_cast<double>(core->conversion_limit)));
   out.Set("tasks", Napi::Number::New(env, static_cast<double>(core->scheduler->task_count())));
   // Live durable tasks: a fleet member hibernates a runtime only when every live task is one.
-  out.Set("durableTasks", Napi::Number::New(env, static_cast<double>(core->scheduler->durable_count())));
+  const Replayer* durable = core->scheduler->replayer();
+  out.Set("durableTasks", Napi::Number::New(env, durable != nullptr ? static_cast<double>(durable->count()) : 0));
   // Durable tasks left in the store at open, not in memory (docs/durable.md#restore-at-open).
-  out.Set("dormantTasks", Napi::Number::New(env, static_cast<double>(core->scheduler->dormant().size())));
+  out.Set("dormantTasks",
+          Napi::Number::New(env, durable != nullptr ? static_cast<double>(durable->dormant().size()) : 0));
   const CpuBudget* b = core->host->budget();
   out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));
   return out;

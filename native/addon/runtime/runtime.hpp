@@ -64,8 +64,10 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_confirmWrites(const Napi::CallbackInfo& info);   // () the batch taken is durable
   Napi::Value JS_putBackWrites(const Napi::CallbackInfo& info);   // (batch) its keys not written since are dirty again
   // Durable tasks (docs/durable.md): their records, written with the batch.
-  Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);     // () -> [{ space: 2 | 3, key, value }] | null
-  Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (records) of a failed write
+  Napi::Value JS_takeJournal(const Napi::CallbackInfo& info);     // () -> a journal batch (opaque) | null
+  Napi::Value JS_journalRecords(const Napi::CallbackInfo& info);  // (batch) -> [{ space: 2 | 3 | 4, key, value }]
+  Napi::Value JS_journalBytes(const Napi::CallbackInfo& info);    // (batch) -> bytes of its keys and values
+  Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (batch, or records) of a failed write
   // Runtime.open's restore of durable tasks (docs/durable.md#restore): their
   // records read in one pass, then each task started from its own.
   Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);    // (NativeStore, name): the store's scan, natively

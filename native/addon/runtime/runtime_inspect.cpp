@@ -5,6 +5,7 @@
 
 #include "addon/runtime/runtime.hpp"
 #include "core/durable/journal_history.hpp"
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/task_where.hpp"
 #include "core/store/persist_limits.hpp"
 
@@ -22,7 +23,7 @@ Napi::Value Runtime::JS_inspect(const Napi::CallbackInfo& info) {
   Task* t = s->Find(key);
   if (t == nullptr) return env.Undefined();
   Napi::Object out = Napi::Object::New(env);
-  const Journal* j = s->JournalOf(t);
+  const Journal* j = t->durable ? s->replayer()->JournalOf(t) : nullptr;
   out.Set("durable", Napi::Boolean::New(env, j != nullptr));
   if (j != nullptr) {
     out.Set("entry", Napi::String::New(env, j->entry));
@@ -67,8 +68,13 @@ Napi::Object HistoryObject(Napi::Env env, const HistoryRecord& r) {
     return o;
   }
   if (r.name) o.Set(r.kind == RecordKind::kStart ? "entry" : "name", Napi::String::New(env, *r.name));
+  if (r.kind == RecordKind::kIndex) {
+    o.Set("status", Napi::String::New(env, r.status));
+    o.Set("key", r.key ? Napi::Value(Napi::String::New(env, *r.key)) : env.Null());
+  }
   if (r.kind == RecordKind::kStart || r.kind == RecordKind::kEnd) {
     o.Set("key", r.key ? Napi::Value(Napi::String::New(env, *r.key)) : env.Null());
+    if (r.label) o.Set("label", Napi::String::New(env, *r.label));
   }
   if (r.has_yield) {
     o.Set("instruction", Napi::String::New(env, WaitKindName(r.yield.kind)));
@@ -80,7 +86,7 @@ Napi::Object HistoryObject(Napi::Env env, const HistoryRecord& r) {
     o.Set("ended", Date(env, r.ended_ms));
   }
   if (r.kind == RecordKind::kCommitFailed) o.Set("landed", Napi::Number::New(env, static_cast<double>(r.landed)));
-  if (r.kind != RecordKind::kYield && r.kind != RecordKind::kPatch) {
+  if (r.kind != RecordKind::kYield && r.kind != RecordKind::kPatch && r.kind != RecordKind::kIndex) {
     o.Set(r.kind == RecordKind::kStart ? "args" : "values", Strings(env, r.values));
   }
   return o;
@@ -119,7 +125,7 @@ Napi::Value Runtime::JS_describeRecords(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_setReplayOnly(const Napi::CallbackInfo& info) {
   // (true): durable tasks replay their journals and stop where they end (`lua-tasks replay`).
   RuntimeCore* core = OpenCore(info.Env());
-  core->scheduler->set_replay_only(info[0].ToBoolean());
+  core->scheduler->EnsureReplayer().set_replay_only(info[0].ToBoolean());
   return info.Env().Undefined();
 }
 

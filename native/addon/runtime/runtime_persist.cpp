@@ -10,12 +10,14 @@
 
 #include "addon/errors.hpp"
 #include "addon/runtime/task_codes.hpp"
+#include "addon/store/journal_batch.hpp"
 #include "addon/store/native_store.hpp"
 #include "addon/store/store_reader.hpp"
 #include "addon/values/convert.hpp"
 #include "core/codec/state_codec.hpp"
 #include "core/durable/durable_record.hpp"
 #include "core/durable/index_restore.hpp"
+#include "core/durable/replayer.hpp"
 #include "core/store/persist_limits.hpp"
 #include "core/store/tasks_state.hpp"
 
@@ -128,7 +130,7 @@ std::vector<Write> WritesOf(const Napi::Array& batch) {
   for (uint32_t i = 0; i < batch.Length(); ++i) {
     Napi::Object record = batch.Get(i).As<Napi::Object>();
     Write w;
-    if constexpr (std::is_same_v<Write, SpacedWrite>) w.space = record.Get("space").ToNumber().Int32Value();
+    if constexpr (std::is_same_v<Write, StoreWrite>) w.space = record.Get("space").ToNumber().Int32Value();
     w.key = record.Get("key").As<Napi::String>().Utf8Value();
     Napi::Value value = record.Get("value");
     if (value.IsTypedArray()) {
@@ -202,19 +204,24 @@ Napi::Value Runtime::JS_putBackWrites(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_takeJournal(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
-  const std::vector<SpacedWrite> writes = core->scheduler->TakeJournalWrites();
+  Replayer* durable = core->scheduler->replayer();
+  if (durable == nullptr) return env.Null();
+  std::vector<StoreWrite> writes = durable->TakeWrites();
   if (writes.empty()) return env.Null();
-  Napi::Array out = Napi::Array::New(env, writes.size());
-  uint32_t i = 0;
-  for (const SpacedWrite& w : writes) {
-    Napi::Object record = Napi::Object::New(env);
-    record.Set("space", Napi::Number::New(env, w.space));
-    record.Set("key", Napi::String::New(env, w.key));
-    record.Set("value",
-               w.value ? Napi::Value(Napi::Buffer<char>::Copy(env, w.value->data(), w.value->size())) : env.Null());
-    out.Set(i++, record);
-  }
-  return out;
+  return WrapJournal(env, std::move(writes));
+}
+
+Napi::Value Runtime::JS_journalRecords(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const SharedWrites writes = UnwrapJournal(info[0]);
+  if (!writes) ThrowError(env, "ERR_INVALID_ARG_TYPE", "journalRecords takes what takeJournal gave.");
+  return JournalRecords(env, *writes);
+}
+
+Napi::Value Runtime::JS_journalBytes(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  const SharedWrites writes = UnwrapJournal(info[0]);
+  return Napi::Number::New(env, writes ? static_cast<double>(JournalBytes(*writes)) : 0.0);
 }
 
 Napi::Value Runtime::JS_restoreScan(const Napi::CallbackInfo& info) {
@@ -256,7 +263,8 @@ namespace {
 // What a durable task's first record says (JS_restoreTasks): a start record
 // [id, entry, key | null]; an end record (a finished task, retained) [id,
 // null, key | null, status, ended (ms since the epoch), result or error
-// message]; a record that does not read [id, false, why].
+// message]; either with its label, if it has one, at [6]; a record that
+// does not read [id, false, why].
 Napi::Value DescribeTask(RuntimeCore* core, lua_State* L, const std::string& id, const std::string& first) {
   Napi::Env env(core->env);
   Napi::Array out = Napi::Array::New(env);
@@ -277,13 +285,17 @@ Napi::Value DescribeTask(RuntimeCore* core, lua_State* L, const std::string& id,
   if (n == 0) return fail("its first record is neither its start nor its end");
   if (n < 0) return fail("its first record does not read" + (error.empty() ? std::string() : ": " + error));
   const int top = lua_gettop(L) - n + 1;
+  const int label = top + n - 1;  // the last value, either way
+  if (lua_type(L, label) == LUA_TSTRING) out.Set(6u, Napi::String::New(env, lua_tostring(L, label)));
   if (kind == RecordKind::kStart) {  // entry, key or nil
     out.Set(1u, Napi::String::New(env, lua_tostring(L, top)));
     out.Set(2u, lua_isnil(L, top + 1) ? env.Null() : Napi::Value(Napi::String::New(env, lua_tostring(L, top + 1))));
     return out;
   }
   out.Set(1u, env.Null());  // then key, status, ended, result
-  for (int i = 0; i < n; ++i) out.Set(static_cast<uint32_t>(i + 2), Napi::Value(env, ToJs(core, L, top + i)));
+  // A join of it answers from its end record (forgotten with it past its retention).
+  core->scheduler->EnsureReplayer().KeepEnd(id, std::string(payload));
+  for (int i = 0; i < 4; ++i) out.Set(static_cast<uint32_t>(i + 2), Napi::Value(env, ToJs(core, L, top + i)));
   return out;
 }
 
@@ -307,9 +319,10 @@ Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   // (store, name) -> false when `store` is not a NativeStore or the name
   // has no complete index (the caller reads every journal); else [dormant,
-  // [id, key, ...], [missing id, ...]]: how many tasks stay dormant, the
-  // idempotency keys of those that have one, and the tasks whose journal
-  // the store lacks. The tasks that run now are in restoring.
+  // [id, key, ...], [missing id, why, ...]]: how many tasks stay dormant,
+  // the idempotency keys of those that have one, and the tasks whose
+  // journal the store lacks, with what was wrong. The tasks that run now
+  // are in restoring.
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   NativeStore* store = NativeStore::From(info[0]);
@@ -319,7 +332,8 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   Scheduler* s = core->scheduler.get();
   IndexRestore r;
   store->Read(env, [&](StoreDb& db) {
-    r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), core->restoring.get(), &s->dormant());
+    r = RestoreFromIndex(db, name, s->id_prefix(), s->clock()->WallNs(), core->restoring.get(),
+                         &s->EnsureReplayer().dormant());
   });
   if (!r.complete) return Napi::Boolean::New(env, false);
   Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
@@ -328,8 +342,11 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
     keys.Set(i++, Napi::String::New(env, id));
     keys.Set(i++, Napi::String::New(env, key));
   }
-  Napi::Array missing = Napi::Array::New(env, r.missing.size());
-  for (i = 0; i < r.missing.size(); ++i) missing.Set(i, Napi::String::New(env, r.missing[i]));
+  Napi::Array missing = Napi::Array::New(env, r.missing.size() * 2);
+  for (i = 0; i < r.missing.size(); ++i) {
+    missing.Set(2 * i, Napi::String::New(env, r.missing[i].id));
+    missing.Set(2 * i + 1, Napi::String::New(env, r.missing[i].why));
+  }
   Napi::Array out = Napi::Array::New(env, 3);
   out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
   out.Set(1u, keys);
@@ -349,7 +366,8 @@ Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
   const std::string name = info[1].As<Napi::String>().Utf8Value();
   const std::string id = info[2].As<Napi::String>().Utf8Value();
   Napi::Array out = Napi::Array::New(env);
-  if (store == nullptr || !core->scheduler->dormant().Take(id)) return out;
+  Replayer* durable = core->scheduler->replayer();
+  if (store == nullptr || durable == nullptr || !durable->dormant().Take(id)) return out;
   if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
   store->Read(env, [&](StoreDb& db) { RestoreTask(db, name, id, true, core->restoring.get()); });
   if (const std::string* first = core->restoring->First(id)) {
@@ -378,7 +396,7 @@ Napi::Value Runtime::JS_writeIndex(const Napi::CallbackInfo& info) {
       if (const std::string* first = core->restoring->First(id)) ended.emplace_back(std::move(id), *first);
     }
   }
-  core->scheduler->WriteIndex(ended);
+  core->scheduler->EnsureReplayer().WriteIndex(ended);
   return env.Undefined();
 }
 
@@ -388,8 +406,9 @@ Napi::Value Runtime::JS_dormantTasks(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   std::vector<std::pair<std::string, DormantTasks::Entry>> list;
-  core->scheduler->dormant().ForEach(
-      [&](const std::string& id, const DormantTasks::Entry& e) { list.emplace_back(id, e); });
+  if (const Replayer* durable = core->scheduler->replayer()) {
+    durable->dormant().ForEach([&](std::string_view id, const DormantTasks::Entry& e) { list.emplace_back(id, e); });
+  }
   std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Napi::Array out = Napi::Array::New(env, 3 * list.size());
   uint32_t i = 0;
@@ -417,25 +436,14 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
   const std::string id = info[0].As<Napi::String>().Utf8Value();
   uint64_t key = 0;
   if (!core->restoring || !core->scheduler->ParseId(id, &key)) return env.Undefined();
-  JournalRestore::Inbox inbox = core->restoring->TakeInbox(id);
   lua_State* L = core->host->current();
-  for (size_t i = 0; i < inbox.keys.size(); ++i) {
-    std::string& sealed = inbox.records[i];
-    RecordKind kind;
-    std::string_view payload;
-    if (!OpenRecord(&sealed, &kind, &payload) || kind != RecordKind::kMessage) {
-      ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox.keys[i] + " of a durable task's inbox is damaged.");
-    }
-    StackGuard stack(L);
-    std::string error;
-    int n;
-    {
-      LuaHost::HostSection section(core->host.get(), L);
-      n = PushValues(L, payload, &error);
-    }
-    if (n < 0) ThrowError(env, "ERR_STORE_CORRUPT", "The message " + inbox.keys[i] + " does not read: " + error);
-    core->scheduler->RestoreMessage(key, std::move(inbox.keys[i]), L, n);
+  std::string error;
+  bool ok;
+  {
+    LuaHost::HostSection section(core->host.get(), L);
+    ok = core->scheduler->EnsureReplayer().RestoreInbox(key, core->restoring->TakeInbox(id), L, &error);
   }
+  if (!ok) ThrowError(env, "ERR_STORE_CORRUPT", error);
   core->OnScheduleChange();
   return env.Undefined();
 }
@@ -456,24 +464,32 @@ Napi::Value Runtime::JS_pauseCollector(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_forgetDurable(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(info.Env());
-  core->scheduler->ForgetDurable(info[0].As<Napi::String>().Utf8Value());
+  core->scheduler->EnsureReplayer().Forget(info[0].As<Napi::String>().Utf8Value());
   return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
   // (ok: the store keeps journals, retain: end records are kept, skipMissed,
   // indexed: durable tasks keep an index entry)
+  // A store that keeps no journals leaves the scheduler without a Replayer.
   RuntimeCore* core = OpenCore(info.Env());
-  core->scheduler->set_durable_ok(info[0].ToBoolean());
-  core->scheduler->set_retain_ends(info[1].ToBoolean());
-  core->scheduler->set_skip_missed(info[2].ToBoolean());
-  core->scheduler->set_indexed(info[3].ToBoolean());
+  if (!info[0].ToBoolean()) return info.Env().Undefined();
+  Replayer& durable = core->scheduler->EnsureReplayer();
+  durable.set_ok(true);
+  durable.set_retain_ends(info[1].ToBoolean());
+  durable.set_skip_missed(info[2].ToBoolean());
+  durable.set_indexed(info[3].ToBoolean());
   return info.Env().Undefined();
 }
 
 Napi::Value Runtime::JS_putBackJournal(const Napi::CallbackInfo& info) {
-  if (core_->closed() || !info[0].IsArray()) return info.Env().Undefined();
-  core_->scheduler->PutBackJournalWrites(WritesOf<SpacedWrite>(info[0].As<Napi::Array>()));
+  // (what takeJournal gave, or those of its records a store did not refuse)
+  if (core_->closed()) return info.Env().Undefined();
+  if (const SharedWrites writes = UnwrapJournal(info[0])) {
+    core_->scheduler->EnsureReplayer().PutBackWrites(*writes);
+  } else if (info[0].IsArray()) {
+    core_->scheduler->EnsureReplayer().PutBackWrites(WritesOf<StoreWrite>(info[0].As<Napi::Array>()));
+  }
   return info.Env().Undefined();
 }
 

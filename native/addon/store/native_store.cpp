@@ -7,6 +7,7 @@
 
 #include "addon/addon_data.hpp"
 #include "addon/errors.hpp"
+#include "addon/store/journal_batch.hpp"
 #include "core/durable/durable_record.hpp"
 
 namespace lua_tasks {
@@ -338,6 +339,8 @@ Napi::Value NativeStore::JS_write(const Napi::CallbackInfo& info) {
       b.writes.push_back(std::move(sw));
     }
   }
+  // A runtime's journal batch (lib/runtime/commit_queue.js), applied after the writes.
+  b.journal = UnwrapJournal(o.Get("journal"));
   std::string name = b.name;
   return Queue(env, std::move(b), Pending::Kind::kWrite, std::move(name), std::move(lent));
 }

@@ -20,6 +20,7 @@
 #include "addon/values/js_ref.hpp"
 
 #include "core/api/lua_api_durable.hpp"
+#include "core/durable/replayer.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -247,9 +248,11 @@ int CallJs(lua_State* L) noexcept {
 
 // The running durable task's journal, or null.
 Journal* DurableJournal(RuntimeCore* core) {
-  if (core->closed() || !core->scheduler || core->scheduler->durable_count() == 0) return nullptr;
+  if (core->closed() || !core->scheduler) return nullptr;
+  const Replayer* durable = core->scheduler->replayer();
+  if (durable == nullptr || durable->count() == 0) return nullptr;
   Task* t = core->scheduler->current();
-  Journal* j = t == nullptr ? nullptr : core->scheduler->JournalOf(t);
+  Journal* j = t == nullptr ? nullptr : durable->JournalOf(t);
   return j != nullptr && j->in_step == 0 ? j : nullptr;  // inside a step, the step's record holds it
 }
 
@@ -300,68 +303,24 @@ std::string_view CallName(RuntimeCore* core, lua_State* L) {
   return {s, len};
 }
 
-// Records a JS call's outcome for a durable task (docs/durable.md): (true,
-// its value) or (false, the error's message), under the function's name.
-// `n`: its values on top, or -1 with the error on top. Returns n, or -1
-// with an error on top.
-int JournalCall(RuntimeCore* core, Journal* j, lua_State* L, int n, std::optional<std::string_view> name) {
-  Scheduler* s = core->scheduler.get();
-  if (n < 0) {
-    lua_pushboolean(L, 0);
-    PushErrorMessage(L, -2);  // a JS error object is journaled as its message
-    if (!JournalValues(s, j, RecordKind::kCall, L, 2, name)) return -1;
-    lua_pop(L, 2);
-    return -1;
-  }
-  lua_pushboolean(L, 1);
-  lua_insert(L, -n - 1);
-  const bool ok = JournalValues(s, j, RecordKind::kCall, L, n + 1, name);
-  if (!ok) return -1;
-  lua_remove(L, -n - 1);
-  return n;
-}
-
-// Keeps the name of the JS call whose promise the task now awaits, for the
-// record written when it settles (without memory for it, the record goes
-// without a name: unchecked on replay).
-void AwaitCall(Journal* j, std::string_view name) noexcept {
-  try {
-    j->awaiting_call.emplace(name);
-  } catch (...) {
-    j->awaiting_call.reset();
-  }
-}
-
 int l_js_call(lua_State* L) {
   LuaHost::RaiseIfClosing(L);  // a finalizer run by lua_close: the JS side is gone
   RuntimeCore* core = CoreOf(L);
   // Taken before the call: nothing that may raise runs between the call and its record.
   std::optional<std::string_view> name;
+  // A durable task's call is journaled, and replayed (lua_api_durable.hpp).
   if (Journal* j = DurableJournal(core)) {
     name = CallName(core, L);
-    if (j->replaying()) {
-      // Replay: the outcome it had, JS not called again.
-      lua_settop(L, 0);
-      const int n = ReplayValues(core->scheduler.get(), j, RecordKind::kCall, name, L);
-      if (n < 0) return lua_error(L);
-      if (!lua_toboolean(L, 1)) {
-        lua_settop(L, 2);
-        return lua_error(L);
-      }
-      lua_remove(L, 1);
-      return n - 1;
-    }
-    if (core->scheduler->replay_only()) {  // past the journal's end: JS is not called
-      PushReplayStop(core->scheduler.get(), j, L, DescribeIdentity(RecordKind::kCall, name));
-      return lua_error(L);
-    }
+    const int n = ReplayCall(core->scheduler.get(), j, name, L);
+    if (n == -1) return lua_error(L);
+    if (n != kCallLive) return n;
   }
   int n = CallJs(L);
   if (n == kSuspend) {  // a Promise: its outcome is journaled when it settles
     if (Journal* j = DurableJournal(core); j != nullptr && name) AwaitCall(j, *name);
     return Suspend(L);
   }
-  if (Journal* j = DurableJournal(core)) n = JournalCall(core, j, L, n, name);
+  if (Journal* j = DurableJournal(core)) n = JournalCall(core->scheduler.get(), j, L, n, name);
   if (n < 0) return lua_error(L);
   return n;
 }

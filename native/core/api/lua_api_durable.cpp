@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// The Lua API of durable tasks: tasks.step, tasks.durable, and the clock and random reads they journal.
+// The Lua API of durable tasks: tasks.step, tasks.durable, and the clock and random reads and JS calls they journal.
 //
 // Inside a durable task (docs/durable.md) every value that comes from
 // outside the code is journaled, so that a replay hands back the same one:
@@ -13,6 +13,7 @@
 #include "core/api/lua_api_resolve.hpp"
 #include "core/base/coded_error.hpp"
 #include "core/durable/durable_record.hpp"
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/scheduler.hpp"
 
 namespace lua_tasks {
@@ -22,7 +23,7 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
   LuaHost::HostSection section(s->host(), L);
   std::string payload, error;
   bool limit = false;
-  if (!s->EncodeRecord(j, L, n, &payload, &error, &limit)) {
+  if (!s->replayer()->EncodeRecord(j, L, n, &payload, &error, &limit)) {
     if (limit) {
       PushCodedError(
           L, ErrorCode::kStoreLimit,
@@ -33,7 +34,7 @@ bool JournalValues(Scheduler* s, Journal* j, RecordKind kind, lua_State* L, int 
     }
     return false;
   }
-  s->AppendRecord(j, kind, payload, identity);
+  s->replayer()->AppendRecord(j, kind, payload, identity);
   return true;
 }
 
@@ -44,7 +45,7 @@ int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::s
   // Either side without an identity (a record of an older version, an
   // unnamed step) is not checked: a name added or taken away replays.
   if (j->next_kind() != kind || (was && identity && *was != *identity)) {
-    const std::string& m = s->Diverge(j, DescribeIdentity(kind, identity).c_str());
+    const std::string& m = s->replayer()->Diverge(j, DescribeIdentity(kind, identity).c_str());
     PushCodedError(L, ErrorCode::kNondeterminism, m.c_str());
     return -1;
   }
@@ -59,8 +60,81 @@ int ReplayValues(Scheduler* s, Journal* j, RecordKind kind, std::optional<std::s
   return n;
 }
 
+int ReplayCall(Scheduler* s, Journal* j, std::optional<std::string_view> name, lua_State* L) {
+  if (j->replaying()) {
+    // The outcome it had: the function is not called again.
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kCall, name, L);
+    if (n < 0) return -1;
+    if (!lua_toboolean(L, 1)) {
+      lua_settop(L, 2);
+      return -1;
+    }
+    lua_remove(L, 1);
+    return n - 1;
+  }
+  if (s->replayer()->replay_only()) {  // past the journal's end: nothing is called
+    PushReplayStop(s, j, L, DescribeIdentity(RecordKind::kCall, name));
+    return -1;
+  }
+  return kCallLive;
+}
+
+int JournalCall(Scheduler* s, Journal* j, lua_State* L, int n, std::optional<std::string_view> name) {
+  if (n < 0) {
+    lua_pushboolean(L, 0);
+    PushErrorMessage(L, -2);
+    if (!JournalValues(s, j, RecordKind::kCall, L, 2, name)) return -1;
+    lua_pop(L, 2);
+    return -1;
+  }
+  lua_pushboolean(L, 1);
+  lua_insert(L, -n - 1);
+  if (!JournalValues(s, j, RecordKind::kCall, L, n + 1, name)) return -1;
+  lua_remove(L, -n - 1);
+  return n;
+}
+
+void AwaitCall(Journal* j, std::string_view name) noexcept {
+  try {
+    j->awaiting_call.emplace(name);
+  } catch (...) {
+    j->awaiting_call.reset();
+  }
+}
+
 void PushReplayStop(Scheduler* s, Journal* j, lua_State* L, const std::string& now) {
-  lua_pushstring(L, s->StopReplay(j, now.c_str()).c_str());
+  lua_pushstring(L, s->replayer()->StopReplay(j, now.c_str()).c_str());
+}
+
+Journal* RunningJournal(Scheduler* s) {
+  Task* t = s->current();
+  Journal* j = t == nullptr || !t->durable ? nullptr : s->replayer()->JournalOf(t);
+  return j != nullptr && j->in_step == 0 ? j : nullptr;
+}
+
+void PushEntry(lua_State* L, const char* entry, const char* who) {
+  if (lua_getglobal(L, entry) == LUA_TFUNCTION) return;
+  lua_pop(L, 1);
+  lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
+  lua_rawgeti(L, -1, 1);
+  lua_remove(L, -2);
+  lua_pushstring(L, entry);
+  lua_call(L, 1, 1);
+  if (!lua_isfunction(L, -1)) {
+    luaL_error(L, "%s: \"%s\" is not a function (give a global name or a \"mod.fn\" path)", who, entry);
+  }
+}
+
+void PushStartError(lua_State* L, Scheduler* s, const char* who, const std::string& error, CodecFailure failure) {
+  if (failure == CodecFailure::kTooLarge) {
+    PushCodedError(L, ErrorCode::kStoreLimit,
+                   (std::string(who) + ": its arguments " + error + ": " +
+                    LimitAdvice("maxValueBytes", s->persist_limits().value_bytes))
+                       .c_str());
+  } else {
+    lua_pushfstring(L, "%s: its arguments must persist: %s", who, error.c_str());
+  }
 }
 
 namespace {
@@ -68,13 +142,6 @@ namespace {
 Scheduler* Sched(lua_State* L) {
   LuaHost::RaiseIfClosing(L);
   return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
-}
-
-// The running durable task's journal, unless a step of it is running.
-Journal* RunningJournal(Scheduler* s) {
-  Task* t = s->current();
-  Journal* j = t == nullptr ? nullptr : s->JournalOf(t);
-  return j != nullptr && j->in_step == 0 ? j : nullptr;
 }
 
 // tasks.step([name,] fn, ...): fn's results. In a durable task fn runs once:
@@ -105,7 +172,7 @@ int l_step(lua_State* L) {
     lua_call(L, lua_gettop(L) - base - 1, LUA_MULTRET);
     return lua_gettop(L) - base;
   }
-  if (s->replay_only()) {
+  if (s->replayer()->replay_only()) {
     PushReplayStop(s, j, L, DescribeIdentity(RecordKind::kStep, name));
     return lua_error(L);
   }
@@ -120,34 +187,6 @@ int l_step(lua_State* L) {
   return n;
 }
 
-// Pushes the function a durable task's entry names: a global, else a
-// module's (required if need be). Raises if there is none.
-void PushEntry(lua_State* L, const char* entry, const char* who) {
-  if (lua_getglobal(L, entry) == LUA_TFUNCTION) return;
-  lua_pop(L, 1);
-  lua_getfield(L, LUA_REGISTRYINDEX, kResolveRegistryKey);
-  lua_rawgeti(L, -1, 1);
-  lua_remove(L, -2);
-  lua_pushstring(L, entry);
-  lua_call(L, 1, 1);
-  if (!lua_isfunction(L, -1)) {
-    luaL_error(L, "%s: \"%s\" is not a function (give a global name or a \"mod.fn\" path)", who, entry);
-  }
-}
-
-// Pushes why a start record's arguments did not encode: past maxValueBytes
-// (an ERR_STORE_LIMIT value), or a value that cannot persist.
-void PushStartError(lua_State* L, Scheduler* s, const char* who, const std::string& error, CodecFailure failure) {
-  if (failure == CodecFailure::kTooLarge) {
-    PushCodedError(L, ErrorCode::kStoreLimit,
-                   (std::string(who) + ": its arguments " + error + ": " +
-                    LimitAdvice("maxValueBytes", s->persist_limits().value_bytes))
-                       .c_str());
-  } else {
-    lua_pushfstring(L, "%s: its arguments must persist: %s", who, error.c_str());
-  }
-}
-
 // Encodes the journal's entry, key and the `nargs` values on top of L as
 // the start record of its next run (tasks.continue_as_new). False with the
 // message pushed if one cannot persist.
@@ -159,6 +198,7 @@ bool PrepareRestart(Scheduler* s, Journal* j, lua_State* L, int nargs) {
   const bool ok = EncodeStartRecord(L, j->entry, j->key, first, nargs, &j->restart_start, &error,
                                     s->persist_limits().Encoding(s->host()), &failure);
   if (!ok) PushStartError(L, s, "tasks.continue_as_new", error, failure);
+  if (ok && j->label) LabelStartRecord(&j->restart_start, *j->label);
   return ok;
 }
 
@@ -178,10 +218,10 @@ int l_continue_as_new(lua_State* L) {
   }
   if (j->replaying()) {
     lua_settop(L, 0);
-    PushCodedError(L, ErrorCode::kNondeterminism, s->Diverge(j, "tasks.continue_as_new").c_str());
+    PushCodedError(L, ErrorCode::kNondeterminism, s->replayer()->Diverge(j, "tasks.continue_as_new").c_str());
     return lua_error(L);
   }
-  if (s->replay_only()) {
+  if (s->replayer()->replay_only()) {
     PushReplayStop(s, j, L, "tasks.continue_as_new");
     return lua_error(L);
   }
@@ -201,44 +241,18 @@ int l_continue_as_new(lua_State* L) {
   return lua_yield(L, 0);
 }
 
-// Encodes `entry` and the `nargs` values from `first` as a new durable
-// task's start record (no idempotency key from Lua) and hands it to the
-// scheduler for its next Start. False with the message pushed if one
-// cannot persist.
-bool PrepareStart(Scheduler* s, lua_State* L, const char* entry, int first, int nargs) {
-  LuaHost::HostSection section(s->host(), L);
-  std::string start, error;
-  CodecFailure failure;
-  const bool ok = EncodeStartRecord(L, entry, std::nullopt, first, nargs, &start, &error,
-                                    s->persist_limits().Encoding(s->host()), &failure);
-  if (!ok) {
-    PushStartError(L, s, "tasks.start_durable", error, failure);
-    return false;
-  }
-  s->PrepareDurable("", std::move(start), {}, entry);
-  return true;
-}
-
 // tasks.start_durable(entry, ...) -> id: starts a durable task (as
 // rt.spawn(entry, { durable: true, args }) does). `entry`: a global name or
 // a "mod.fn" path, which a restart finds again.
 int l_start_durable(lua_State* L) {
   Scheduler* s = Sched(L);
-  const char* entry = luaL_checkstring(L, 1);
-  if (!s->durable_ok()) {
+  luaL_checkstring(L, 1);
+  if (s->replayer() == nullptr || !s->replayer()->ok()) {
     return luaL_error(L,
                       "tasks.start_durable: this runtime keeps no journals (open it with Runtime.open({ name, store }) "
                       "and a store that keeps keyed writes)");
   }
-  const int nargs = lua_gettop(L) - 1;
-  PushEntry(L, entry, "tasks.start_durable");
-  lua_insert(L, 2);  // [entry, fn, args...]
-  if (!PrepareStart(s, L, entry, 3, nargs)) return lua_error(L);
-  const uint64_t key = s->Start(L, nargs, false);
-  if (key == 0) return luaL_error(L, "tasks.start_durable: the task could not be started (memory)");
-  char id[Scheduler::kIdLength];
-  lua_pushlstring(L, id, s->FormatId(key, id));
-  return 1;
+  return StartChild(L, s, "tasks.start_durable");
 }
 
 // Journals that the patch `name` is taken; false with an ERR_STORE_LIMIT
@@ -246,11 +260,11 @@ int l_start_durable(lua_State* L) {
 bool JournalPatch(Scheduler* s, Journal* j, lua_State* L, std::string_view name) {
   LuaHost::HostSection section(s->host(), L);
   std::string error;
-  if (!s->RecordFits(j, name.size(), &error)) {
+  if (!s->replayer()->RecordFits(j, name.size(), &error)) {
     PushCodedError(L, ErrorCode::kStoreLimit, ("tasks.patched: durable task " + j->id() + ": " + error).c_str());
     return false;
   }
-  s->AppendRecord(j, RecordKind::kPatch, name);
+  s->replayer()->AppendRecord(j, RecordKind::kPatch, name);
   return true;
 }
 
@@ -278,7 +292,7 @@ int l_patched(lua_State* L) {
     lua_pushboolean(L, taken);
     return 1;
   }
-  if (s->replay_only()) {
+  if (s->replayer()->replay_only()) {
     PushReplayStop(s, j, L, "tasks.patched");
     return lua_error(L);
   }
@@ -291,7 +305,7 @@ int l_patched(lua_State* L) {
 int l_durable(lua_State* L) {
   Scheduler* s = Sched(L);
   Task* t = s->current();
-  lua_pushboolean(L, t != nullptr && s->JournalOf(t) != nullptr);
+  lua_pushboolean(L, t != nullptr && t->durable);
   return 1;
 }
 
@@ -338,7 +352,7 @@ int JournaledCall(lua_State* L, Scheduler* s, lua_CFunction wrapped) {
     const int n = ReplayValues(s, j, RecordKind::kValue, std::nullopt, L);
     return n < 0 ? lua_error(L) : n;
   }
-  if (s->replay_only()) {
+  if (s->replayer()->replay_only()) {
     PushReplayStop(s, j, L, RecordKindName(RecordKind::kValue));
     return lua_error(L);
   }
@@ -361,8 +375,9 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     lua_pushlightuserdata(L, scheduler);
     luaL_setfuncs(L, kFuncs, 1);
     // What a durable task learns of other tasks, or does to them, happens
-    // once: a replay hands back the answer (a started task's id too).
-    for (const char* name : {"start_durable", "status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
+    // once: a replay hands back the answer (a started task's id is
+    // StartChild's own record).
+    for (const char* name : {"status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
   }
   lua_pop(L, 1);
   // The global os and math are package.loaded's (lua_libs.cpp keeps them so).

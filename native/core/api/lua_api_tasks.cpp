@@ -13,6 +13,8 @@
 #include <cmath>
 
 #include "core/api/lua_api_durable.hpp"
+#include "core/durable/durable_record.hpp"
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/scheduler.hpp"
 #include "core/scheduling/yield_instruction.hpp"
 
@@ -74,7 +76,12 @@ int l_tasks_current_id(lua_State* L) {
 int StartTask(lua_State* L) {
   Scheduler* s = Sched(L);
   const int t = lua_type(L, 1);
-  luaL_argexpected(L, t == LUA_TFUNCTION || t == LUA_TTHREAD, 1, "function or coroutine");
+  luaL_argexpected(L, t == LUA_TFUNCTION || t == LUA_TTHREAD || t == LUA_TSTRING, 1,
+                   "function, coroutine or entry name");
+  if (t == LUA_TSTRING) {  // a global name or "mod.fn" path, as a durable child's entry
+    PushEntry(L, lua_tostring(L, 1), "tasks.start");
+    lua_replace(L, 1);
+  }
   const int nargs = lua_gettop(L) - 1;
   Scheduler::StartError error;
   const uint64_t key = s->Start(L, nargs, false, &error);
@@ -200,8 +207,8 @@ int l_tasks_receive(lua_State* L) {
   lua_settop(L, 0);
   // A durable task's replay takes what its journal says: the message it took
   // at once, or the wait it made (docs/durable.md), whatever the mailbox holds.
-  const bool replayed_message = t->durable && s->ReplaysMessage(t);
-  const bool replayed_wait = t->durable && s->ReplaysWait(t, WaitKind::kReceive);
+  const bool replayed_message = t->durable && s->replayer()->ReplaysMessage(t);
+  const bool replayed_wait = t->durable && s->replayer()->ReplaysWait(t, WaitKind::kReceive);
   const bool mail = s->Owner(t)->mail_count > 0;  // a part receives its task's messages
   if (replayed_message || (!replayed_wait && (mail || timeout == 0))) return Received(L, s, t);
   NeedTask(L, s, "tasks.receive");  // it must suspend: raises if it cannot here
@@ -229,7 +236,7 @@ int l_tasks_status(lua_State* L) {
   const char* id = luaL_checklstring(L, 1, &n);
   uint64_t key = 0;
   s->ParseId(std::string_view(id, n), &key);  // looks only: a dormant task stays dormant
-  if (key == 0 && s->dormant().Contains(std::string_view(id, n))) {
+  if (const Replayer* r = s->replayer(); key == 0 && r != nullptr && r->dormant().Contains(std::string_view(id, n))) {
     lua_pushstring(L, TaskStatusName(TaskStatus::kWaiting));
   } else if (Task* t = s->Find(key)) {
     lua_pushstring(L, TaskStatusName(t->status));
@@ -241,11 +248,30 @@ int l_tasks_status(lua_State* L) {
   return 1;
 }
 
+// A durable task's join that answered at once (its task had ended, or is
+// unknown) is a value record of this identity: a replay tells it from the
+// wait of a later join, and hands back what it answered then.
+constexpr std::string_view kJoinIdentity = "tasks.wait";
+
+bool ReplaysJoinValue(Journal* j) {
+  if (j == nullptr || !j->replaying() || j->next_kind() != RecordKind::kValue) return false;
+  std::optional<std::string_view> identity;
+  SplitIdentity(j->Peek(), &identity);
+  return identity && *identity == kJoinIdentity;
+}
+
 // join(id) -> true, results... | false, err | nil, message  (may suspend)
 int l_tasks_join(lua_State* L) {
   Scheduler* s = Sched(L);
+  luaL_checkstring(L, 1);
+  Journal* j = RunningJournal(s);
+  if (ReplaysJoinValue(j)) {
+    lua_settop(L, 0);
+    const int n = ReplayValues(s, j, RecordKind::kValue, kJoinIdentity, L);
+    return n < 0 ? lua_error(L) : n;
+  }
   const uint64_t key = KeyArg(L, s);
-  if (Task* t = s->current(); t != nullptr && t->durable && s->ReplaysWait(t, WaitKind::kJoin)) {
+  if (Task* t = s->current(); t != nullptr && t->durable && s->replayer()->ReplaysWait(t, WaitKind::kJoin)) {
     // A durable task's replay: the task it waited for may be of the earlier
     // run; the journal holds the outcome (docs/durable.md).
     t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
@@ -258,24 +284,28 @@ int l_tasks_join(lua_State* L) {
     t->Pend(WaitKind::kJoin, static_cast<int64_t>(key));
     return Suspend(L, s, t);
   }
-  if (const Scheduler::Finished* f = s->FindFinished(key)) {
-    lua_settop(L, 0);
-    lua_pushboolean(L, f->status == TaskStatus::kDone);
-    luaL_checkstack(L, f->nres + 2, "too many results");
-    return 1 + s->PushFinished(*f, L);
+  // Ended (recently, or a durable task whose end record is retained), or
+  // unknown: answered at once, and journaled as such by a live durable task
+  // (a journal of a version that did not record it replays it live, as it
+  // ran then).
+  const bool record = j != nullptr && !j->replaying();
+  if (record && s->replayer()->replay_only()) {
+    PushReplayStop(s, j, L, "tasks.wait");
+    return lua_error(L);
   }
-  lua_pushnil(L);
-  lua_pushliteral(L, "no such task (unknown, or finished too long ago)");
-  return 2;
+  lua_settop(L, 0);
+  const int n = s->PushJoinOutcome(key, L);
+  if (record && !JournalValues(s, j, RecordKind::kValue, L, n, kJoinIdentity)) return lua_error(L);
+  return n;
 }
 
-// tasks.start: in a durable task its result is journaled (a replay returns
-// the id and starts nothing); the test is here, not a wrapper, since every
-// start from Lua passes it (bench W8).
+// tasks.start: a durable task's child is durable (StartChild: a replay
+// returns its id and starts nothing); the test is here, not a wrapper,
+// since every start from Lua passes it (bench W8).
 int l_tasks_start(lua_State* L) {
   Scheduler* s = Sched(L);
   const Task* t = s->current();
-  if (t != nullptr && t->durable) return JournaledCall(L, s, StartTask);
+  if (t != nullptr && t->durable) return StartChild(L, s, "tasks.start");
   return StartTask(L);
 }
 

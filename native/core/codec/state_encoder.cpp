@@ -49,11 +49,12 @@ class TableIds {
     uint32_t offset = 0;  // of the table's tag byte; snapshots stay under 2^30 bytes
   };
 
-  TableIds() : slots_(1024) {}
-
   // Returns the entry already held for e.key, or inserts e and returns null.
   // The entry returned is valid until the next call.
   const Entry* FindOrAdd(const Entry& e) {
+    // Made at the first table: most values encoded (a journal record, a
+    // tasks.store record) hold a few tables or none.
+    if (slots_.size == 0) slots_ = Slots(kFirstSlots);
     if (old_.size != 0) {
       Move();
     } else if ((count_ + 1) * 2 > slots_.size) {
@@ -82,6 +83,7 @@ class TableIds {
   // clustered hash below those probes run long (at 8 a call, the encoder ran
   // 25% more instructions).
   static constexpr size_t kMovePerCall = 64;
+  static constexpr size_t kFirstSlots = 64;
 
   struct Slots {
     Slots() = default;

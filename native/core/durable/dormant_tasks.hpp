@@ -8,10 +8,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <unordered_map>
 #include <utility>
 #include <vector>
 
+#include "core/base/grow_array.hpp"
 #include "core/scheduling/yield_instruction.hpp"
 
 namespace lua_tasks {
@@ -20,6 +20,10 @@ namespace lua_tasks {
 // and replayed (it is activated) when its deadline nears, or when anything
 // names it (a resume, a message, a cancel, a join, its idempotency key).
 // Until then it costs an entry here (docs/durable.md#restore-at-open).
+//
+// Flat: a million of them is one block of ids, one array of entries and one
+// open-addressed table, built once when they are all in (Seal), with no
+// allocation a task and no copy as they grow (GrowArray).
 class DormantTasks {
  public:
   struct Entry {
@@ -30,9 +34,11 @@ class DormantTasks {
   // then arms its own timer, which fires on time.
   static constexpr int64_t kLeadNs = 1'000'000'000;
 
-  // Runtime.open's dormant tasks, at once: one reserve, one heap build. An
-  // id known already keeps its first entry.
-  void AddAll(std::vector<std::pair<std::string, Entry>> tasks);
+  // Runtime.open files its dormant tasks with Add, then Seal makes them
+  // findable and orders their wakes. Of two entries of one id, the first
+  // stays.
+  void Add(std::string_view id, Entry entry);
+  void Seal();
   const Entry* Find(std::string_view id) const;
   bool Contains(std::string_view id) const { return Find(id) != nullptr; }
   // Forgets `id` (it is being activated); false if it was not dormant.
@@ -44,34 +50,49 @@ class DormantTasks {
   // earliest is due to be activated (an entry of a task taken since may
   // answer: its wake then finds nothing due).
   bool HasWakes() const { return waking_ > 0; }
-  int64_t NextWake() const { return wakes_.front().first; }
+  int64_t NextWake() const { return wakes_.front().wall; }
   // The id of a task due by `wall_now` (it stays dormant until taken), or
   // nullopt.
   std::optional<std::string> PopDue(int64_t wall_now);
 
   // Every dormant task, in no order.
-  void ForEach(const std::function<void(const std::string& id, const Entry& e)>& visit) const;
+  void ForEach(const std::function<void(std::string_view id, const Entry& e)>& visit) const;
 
  private:
-  struct Held {
+  struct Slot {
+    uint32_t at = 0;  // its id in ids_
+    uint16_t length = 0;
+    bool taken = false;   // activated (or a second entry of its id): kept until the next compaction
+    bool popped = false;  // its wake left the heap (or it had none)
     Entry entry;
-    bool taken = false;   // activated, its wake still in the heap
-    bool popped = false;  // its wake left the heap
   };
-  struct IdHash {
-    using is_transparent = void;
-    size_t operator()(std::string_view id) const { return std::hash<std::string_view>{}(id); }
+  // A place of the table: a slot's index + 1 (0: empty), and its hash's high
+  // bits, which turn most other ids away without reading them.
+  struct Place {
+    uint32_t slot = 0;
+    uint32_t tag = 0;
   };
-  using Map = std::unordered_map<std::string, Held, IdHash, std::equal_to<>>;
-  // Node-based: an element's address holds until it is erased, so the
-  // heap points at it rather than keeping a second copy of its id.
-  Map tasks_;
-  // (wake, its task), a min-heap; a task taken meanwhile goes when its
-  // entry comes to the top.
-  std::vector<std::pair<int64_t, Map::value_type*>> wakes_;
+  struct Wake {
+    int64_t wall = 0;
+    uint32_t slot = 0;
+  };
+  GrowArray<char> ids_;    // every id, one after another
+  GrowArray<Slot> slots_;  // in the order added
+  std::vector<Place> table_;
+  GrowArray<Wake> wakes_;  // a min-heap by wall
   size_t live_ = 0;
   size_t waking_ = 0;  // wakes in the heap of tasks not taken: what keeps the loop's timer
+
+  std::string_view IdOf(const Slot& s) const { return {ids_.data() + s.at, s.length}; }
+  // The place of `id` in the table: its slot's, or the empty one it would take.
+  size_t Probe(std::string_view id, size_t hash) const;
+  // (Re)builds the table of the slots not taken (a second entry of an id is taken at once).
+  void Index();
+  void Heap();
   void DropStale();
+  // Drops the taken slots once they are most of them (a long-lived runtime
+  // activates its dormant tasks one by one).
+  void Compact();
   void Clear();
 };
 

@@ -24,14 +24,14 @@ void Journal::EndReplay() {
   replay_.shrink_to_fit();
 }
 
-void Journal::Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
+void Journal::Append(RecordKind kind, std::string_view payload, std::vector<StoreWrite>* out,
                      std::optional<std::string_view> identity) {
   landed_commits = 0;
   out->push_back({kJournalSpace, RecordKey(id_, seq_++), SealRecord(kind, payload, identity)});
   bytes_ += payload.size() + kRecordOverhead + (identity ? 2 + std::min(identity->size(), kMaxIdentity) : 0);
 }
 
-void Journal::Finish(const std::string* end, bool indexed, std::vector<SpacedWrite>* out) const {
+void Journal::Finish(const std::string* end, bool indexed, std::vector<StoreWrite>* out) const {
   const bool end_at_0 = end != nullptr && !indexed;
   for (size_t i = end_at_0 ? 1 : 0; i < seq_; ++i) out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
   if (end_at_0) out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kEnd, *end)});
@@ -41,7 +41,7 @@ void Journal::Finish(const std::string* end, bool indexed, std::vector<SpacedWri
   }
 }
 
-void Journal::Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) const {
+void Journal::Index(const YieldRecord* wait, std::vector<StoreWrite>* out) const {
   IndexEntry e;
   e.waiting = wait != nullptr;
   if (wait != nullptr) e.wait = *wait;
@@ -49,12 +49,12 @@ void Journal::Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) cons
   PutIndex(SealIndexEntry(e), out);
 }
 
-void Journal::PutIndex(std::optional<std::string> value, std::vector<SpacedWrite>* out) const {
+void Journal::PutIndex(std::optional<std::string> value, std::vector<StoreWrite>* out) const {
   // The writes not taken yet go to the store in one batch: an entry of this
   // task among them is replaced, not written twice (a start and its first
   // wait, a wake and the end, land together).
   if (index_pos_ < out->size()) {
-    SpacedWrite& w = (*out)[index_pos_];
+    StoreWrite& w = (*out)[index_pos_];
     if (w.space == kIndexSpace && w.key == id_) {
       w.value = std::move(value);
       return;
@@ -64,7 +64,7 @@ void Journal::PutIndex(std::optional<std::string> value, std::vector<SpacedWrite
   out->push_back({kIndexSpace, id_, std::move(value)});
 }
 
-void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
+void Journal::Restart(std::string_view start, std::vector<StoreWrite>* out) {
   for (size_t i = 1; i < seq_; ++i) out->push_back({kJournalSpace, RecordKey(id_, i), std::nullopt});
   out->push_back({kJournalSpace, RecordKey(id_, 0), SealRecord(RecordKind::kStart, start)});
   seq_ = 1;
@@ -73,13 +73,13 @@ void Journal::Restart(std::string_view start, std::vector<SpacedWrite>* out) {
   EndReplay();
 }
 
-void Journal::AddMessage(std::string_view payload, std::vector<SpacedWrite>* out) {
+void Journal::AddMessage(std::string_view payload, std::vector<StoreWrite>* out) {
   std::string message_key = RecordKey(id_, inbox_seq++);
   out->push_back({kInboxSpace, message_key, SealRecord(RecordKind::kMessage, payload)});
   inbox.push_back(std::move(message_key));
 }
 
-bool Journal::MessageReceived(std::vector<SpacedWrite>* out) {
+bool Journal::MessageReceived(std::vector<StoreWrite>* out) {
   if (inbox.empty()) return false;
   out->push_back({kInboxSpace, std::move(inbox.front()), std::nullopt});
   inbox.pop_front();

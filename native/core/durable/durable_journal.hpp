@@ -56,31 +56,34 @@ class Journal {
   // ---- Live ----
   // Appends a record (seq size()) and its keyed write to *out; `identity`
   // (a kCall's or kStep's, at most kMaxIdentity bytes) goes before the payload.
-  void Append(RecordKind kind, std::string_view payload, std::vector<SpacedWrite>* out,
+  void Append(RecordKind kind, std::string_view payload, std::vector<StoreWrite>* out,
               std::optional<std::string_view> identity = std::nullopt);
   // The task ended: deletes of its records into *out; with `end` (an end
   // record's payload) that end record is kept while finished tasks are
   // retained (docs/durable.md#retention): as its index entry when
   // `indexed`, else as its record 0.
-  void Finish(const std::string* end, bool indexed, std::vector<SpacedWrite>* out) const;
+  void Finish(const std::string* end, bool indexed, std::vector<StoreWrite>* out) const;
   // Its index entry (space 4): waiting on `wait`, or running (nullptr).
-  void Index(const YieldRecord* wait, std::vector<SpacedWrite>* out) const;
+  void Index(const YieldRecord* wait, std::vector<StoreWrite>* out) const;
   // A new run of the same task (tasks.continue_as_new): every record goes
   // and `start` becomes record 0.
-  void Restart(std::string_view start, std::vector<SpacedWrite>* out);
+  void Restart(std::string_view start, std::vector<StoreWrite>* out);
 
   // The idempotency key it was started with, if any (its end record keeps it).
   std::optional<std::string> key;
+  // Its label (the name rt.spawn gave it), if any: its start record keeps
+  // it, and its end record and a continue-as-new's start record again.
+  std::optional<std::string> label;
   std::string entry;  // its entry's name: a continue-as-new runs it again
   // ---- Inbox (messages sent and not yet received, space 3) ----
   // A message sent to the task: its record into *out, its key kept until it
   // is received.
-  void AddMessage(std::string_view payload, std::vector<SpacedWrite>* out);
+  void AddMessage(std::string_view payload, std::vector<StoreWrite>* out);
   // A message restored from the store (Runtime.open): its key, as stored.
   void AddRestoredMessage(std::string stored_key) { inbox.push_back(std::move(stored_key)); }
   // The oldest message was received: its record's delete into *out (the
   // batch that journals the receipt). False if the inbox is empty.
-  bool MessageReceived(std::vector<SpacedWrite>* out);
+  bool MessageReceived(std::vector<StoreWrite>* out);
 
   // The inbox: the keys of the messages in its mailbox, oldest first, and
   // the seq the next one gets. (A ring allocates nothing until a message
@@ -118,7 +121,7 @@ class Journal {
   // yield or end, even if the code caught the error.
   bool diverged = false;
   std::string divergence;
-  // A replay-only runtime (Scheduler::set_replay_only): the replay reached
+  // A replay-only runtime (Replayer::set_replay_only): the replay reached
   // the journal's end and the code went to do something live; the task
   // stops at its next yield or end, even if the code caught the error.
   bool stopped = false;
@@ -131,7 +134,7 @@ class Journal {
   // Where in the writes not taken yet its last index write stands (if it
   // still does: PutIndex checks), so that a newer one replaces it.
   mutable size_t index_pos_ = SIZE_MAX;
-  void PutIndex(std::optional<std::string> value, std::vector<SpacedWrite>* out) const;
+  void PutIndex(std::optional<std::string> value, std::vector<StoreWrite>* out) const;
   size_t seq_ = 0;
   size_t bytes_ = 0;
 };

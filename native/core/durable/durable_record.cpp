@@ -2,6 +2,7 @@
 // Durable records: the one place a durable task's stored records are written and read (see durable_record.hpp).
 #include "core/durable/durable_record.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 
@@ -113,16 +114,23 @@ bool OpenRecord(std::string* record, RecordKind* kind, std::string_view* payload
   return true;
 }
 
+namespace {
+// An identity as a payload starts with it: its tag, length and bytes (at
+// most kMaxIdentity: longer ones are cut).
+void PutIdentity(std::string* out, std::string_view id) {
+  id = id.substr(0, kMaxIdentity);
+  out->push_back(kIdentityTag);
+  out->push_back(static_cast<char>(id.size()));
+  out->append(id);
+}
+}  // namespace
+
 std::string SealRecord(RecordKind kind, std::string_view payload, std::optional<std::string_view> identity) {
   std::string bytes;
   const std::string_view id = identity ? identity->substr(0, kMaxIdentity) : std::string_view();
   bytes.reserve(payload.size() + 5 + (identity ? id.size() + 2 : 0));
   bytes.push_back(static_cast<char>(kind));
-  if (identity) {
-    bytes.push_back(kIdentityTag);
-    bytes.push_back(static_cast<char>(id.size()));
-    bytes.append(id);
-  }
+  if (identity) PutIdentity(&bytes, id);
   bytes.append(payload);
   const uint32_t crc = Crc32c::Update(0, bytes);
   for (int i = 0; i < 4; ++i) bytes.push_back(static_cast<char>(crc >> (8 * i)));
@@ -440,8 +448,25 @@ bool EncodeStartRecord(lua_State* L, std::string_view entry, const std::optional
   return ok;
 }
 
+void LabelStartRecord(std::string* payload, std::string_view label) {
+  std::string labelled;
+  labelled.reserve(payload->size() + 2 + std::min(label.size(), kMaxIdentity));
+  PutIdentity(&labelled, label);
+  labelled.append(*payload);
+  *payload = std::move(labelled);
+}
+
 int PushStartRecord(lua_State* L, std::string_view payload, std::string* entry, std::optional<std::string>* key,
-                    std::string* error) {
+                    std::string* error, std::optional<std::string>* label) {
+  std::optional<std::string_view> identity;
+  payload = SplitIdentity(payload, &identity);
+  if (label != nullptr) {
+    if (identity) {
+      *label = std::string(*identity);
+    } else {
+      label->reset();
+    }
+  }
   const int count = PushValues(L, payload, error);
   if (count < 2) {
     if (count > 0) lua_pop(L, count);
@@ -460,7 +485,7 @@ int PushStartRecord(lua_State* L, std::string_view payload, std::string* entry, 
 
 bool EncodeEndRecord(lua_State* L, const EndRecord& end, std::string* out, const CodecGuard& guard) {
   const int top = lua_gettop(L);
-  if (!lua_checkstack(L, 6)) return false;
+  if (!lua_checkstack(L, 7)) return false;
   lua_pushstring(L, end.status);
   if (end.key != nullptr && *end.key) {
     lua_pushlstring(L, (*end.key)->data(), (*end.key)->size());
@@ -475,11 +500,15 @@ bool EncodeEndRecord(lua_State* L, const EndRecord& end, std::string* out, const
   } else {
     lua_pushvalue(L, end.result);
   }
+  const bool labelled = end.label != nullptr && *end.label;
+  if (labelled) lua_pushlstring(L, (*end.label)->data(), (*end.label)->size());
+  const int n = labelled ? 5 : 4;
   std::string error;
-  if (!EncodeValues(L, 4, out, &error, guard)) {
-    lua_pop(L, 1);
+  if (!EncodeValues(L, n, out, &error, guard)) {
+    lua_settop(L, top + 3);
     lua_pushnil(L);  // a result that cannot persist, or past maxValueBytes: kept as nil
-    EncodeValues(L, 4, out, &error);
+    if (labelled) lua_pushlstring(L, (*end.label)->data(), (*end.label)->size());
+    EncodeValues(L, n, out, &error);
   }
   lua_settop(L, top);
   return true;
@@ -487,27 +516,41 @@ bool EncodeEndRecord(lua_State* L, const EndRecord& end, std::string* out, const
 
 int PushFirstRecord(lua_State* L, RecordKind kind, std::string_view payload, std::string* error) {
   if (kind != RecordKind::kStart && kind != RecordKind::kEnd) return 0;
+  std::optional<std::string_view> label;
+  if (kind == RecordKind::kStart) payload = SplitIdentity(payload, &label);
   const int n = PushValues(L, payload, error);
   const int first = lua_gettop(L) - n + 1;
   const int want = kind == RecordKind::kStart ? 2 : 4;
-  if (n < want || lua_type(L, first) != LUA_TSTRING) {
+  if (n < want || lua_type(L, first) != LUA_TSTRING || !lua_checkstack(L, 2)) {
     if (n > 0) lua_pop(L, n);
     return -1;
   }
-  lua_settop(L, first + want - 1);
   if (kind == RecordKind::kStart) {
+    lua_settop(L, first + 1);
     if (lua_type(L, first + 1) != LUA_TSTRING) {
       lua_pushnil(L);
       lua_replace(L, first + 1);
     }
-    return 2;
+    if (label) {
+      lua_pushlstring(L, label->data(), label->size());
+    } else {
+      lua_pushnil(L);
+    }
+    return 3;
+  }
+  // An end record's label is its fifth value (none in one written before labels were kept).
+  if (n < 5 || lua_type(L, first + 4) != LUA_TSTRING) {
+    lua_settop(L, first + 3);
+    lua_pushnil(L);
+  } else {
+    lua_settop(L, first + 4);
   }
   // Stored as status, key; given as key, status.
   lua_pushvalue(L, first + 1);
   lua_pushvalue(L, first);
   lua_replace(L, first + 1);
   lua_replace(L, first);
-  return 4;
+  return 5;
 }
 
 }  // namespace lua_tasks

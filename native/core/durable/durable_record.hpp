@@ -31,6 +31,7 @@
 
 #include "core/codec/state_codec.hpp"
 #include "core/scheduling/yield_instruction.hpp"
+#include "core/store/store_write.hpp"
 
 namespace lua_tasks {
 
@@ -73,13 +74,6 @@ struct YieldRecord {
 inline constexpr int kJournalSpace = 2;
 inline constexpr int kInboxSpace = 3;  // messages sent to it and not yet received
 inline constexpr int kIndexSpace = 4;  // one entry a task: what Runtime.open reads (IndexEntry)
-
-// A write of a durable task's records: its space, key, and sealed record (none: delete).
-struct SpacedWrite {
-  int space = kJournalSpace;
-  std::string key;
-  std::optional<std::string> value;
-};
 
 // ---- Keys ----
 // A journal record's or an inbox message's key: "<id>/<seq, 10 digits>".
@@ -165,8 +159,14 @@ bool EncodeStartRecord(lua_State* L, std::string_view entry, const std::optional
                        CodecFailure* failure = nullptr);
 // Pushes a start record's arguments and returns how many, with its entry
 // and key; -1 with *error if it does not read. Caller holds a HostSection.
+// A record written with a label has it, ahead of the values, as a call's
+// identity is written (the name rt.spawn gave the task, at most
+// kMaxIdentity bytes): *label gets it, or none for a record without one
+// (an unnamed task, a record written before labels were kept).
 int PushStartRecord(lua_State* L, std::string_view payload, std::string* entry, std::optional<std::string>* key,
-                    std::string* error);
+                    std::string* error, std::optional<std::string>* label = nullptr);
+// An encoded start record's payload given the task's label (see PushStartRecord).
+void LabelStartRecord(std::string* payload, std::string_view label);
 
 // How a task ended, as its end record keeps it.
 struct EndRecord {
@@ -175,6 +175,9 @@ struct EndRecord {
   int64_t ended_ms = 0;  // wall ms since the epoch
   int result = 0;        // stack index of the result or error (0: none)
   bool error = false;    // `result` is an error: its message is kept
+  // Its label, if any: stored after the result, which readers that know
+  // only four values never look past.
+  const std::optional<std::string>* label = nullptr;
 };
 // An end record's payload. A result that cannot persist, or is past the
 // guard's size, is kept as nil. False only if there is no stack room.
@@ -182,8 +185,9 @@ struct EndRecord {
 bool EncodeEndRecord(lua_State* L, const EndRecord& end, std::string* out, const CodecGuard& guard = {});
 
 // What a task's first record (a start or an end record) says, pushed:
-// a start record gives 2 values (entry, key or nil), an end record 4 (key
-// or nil, status, ended ms, result or error message). Returns the count, 0
+// a start record gives 3 values (entry, key or nil, label or nil), an end
+// record 5 (key or nil, status, ended ms, result or error message, label or
+// nil). Returns the count, 0
 // for a record of another kind, or -1 with *error if it does not read.
 // Caller holds a HostSection.
 int PushFirstRecord(lua_State* L, RecordKind kind, std::string_view payload, std::string* error);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "core/durable/index_restore.hpp"
 
+#include <algorithm>
 #include <unordered_set>
 
 namespace lua_tasks {
@@ -54,7 +55,8 @@ IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_vi
   // Then each entry, in one pass and without a copy of it: a dormant task
   // is filed at once, the others' journals are read after the pass.
   std::vector<std::string> now;
-  std::vector<std::pair<std::string, DormantTasks::Entry>> sleeping;
+  // The entries among them that are damaged: what each was instead.
+  std::vector<std::pair<std::string, std::string>> damaged;
   db.Scan(name, kIndexSpace, kIndexSpace, [&](int, std::string_view id, std::string_view value) {
     if (id == kIndexMarkKey || (!own_prefix.empty() && id.substr(0, own_prefix.size()) == own_prefix)) return;
     RecordKind kind;
@@ -68,16 +70,32 @@ IndexRestore RestoreFromIndex(StoreDb& db, std::string_view name, std::string_vi
     if (reads && kind == RecordKind::kIndex && DecodeIndexEntry(payload, &entry) &&
         StaysDormant(entry, wall_now, !mailed.empty() && mailed.count(std::string(id)) > 0)) {
       if (entry.key) out.keys.emplace_back(id, *entry.key);
-      sleeping.emplace_back(id, DormantTasks::Entry{entry.wait.kind, entry.wait.wall_deadline});
+      dormant->Add(id, DormantTasks::Entry{entry.wait.kind, entry.wait.wall_deadline});
+      ++out.dormant;
       return;
     }
     now.emplace_back(id);  // runs now (or its entry is damaged: its journal says what it is)
+    if (!reads) {
+      damaged.emplace_back(id, "does not read (its checksum or its form is wrong)");
+    } else if (kind != RecordKind::kIndex) {
+      damaged.emplace_back(id, std::string("is a ") + RecordKindKey(kind) + " record, not an index entry");
+    } else if (!DecodeIndexEntry(payload, &entry)) {
+      damaged.emplace_back(id, "does not decode");
+    }
   });
-  out.dormant = sleeping.size();
-  dormant->AddAll(std::move(sleeping));
+  dormant->Seal();
   for (std::string& id : now) {
     RestoreTask(db, name, id, false, restore);
-    if (restore->First(id) == nullptr) out.missing.push_back(std::move(id));
+    if (restore->First(id) != nullptr) continue;
+    auto bad = std::find_if(damaged.begin(), damaged.end(), [&](const auto& d) { return d.first == id; });
+    // A finished task's end record (its status, result and idempotency key)
+    // lives only in its entry: what a damaged one held is lost with it.
+    std::string why = bad == damaged.end()
+                          ? "its index entry names a journal the store does not hold"
+                          : "its index entry " + bad->second +
+                                " and the store holds no journal for it: it was a finished task's end record, or a "
+                                "task whose journal is gone; what it held (a result, an idempotency key) is lost";
+    out.missing.push_back({std::move(id), std::move(why)});
   }
   return out;
 }

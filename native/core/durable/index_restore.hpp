@@ -28,7 +28,11 @@ struct IndexRestore {
   size_t dormant = 0;
   // Tasks the index names that run now but whose journal is not in the
   // store (damage, or an edit by hand): reported, never silently dropped.
-  std::vector<std::string> missing;
+  struct Missing {
+    std::string id;
+    std::string why;  // what was wrong, for the report: "its index entry ..."
+  };
+  std::vector<Missing> missing;
 };
 
 // Reads `name`'s index (space 4) and inboxes (space 3): the tasks that run

@@ -27,7 +27,7 @@ bool ReadStart(lua_State* L, std::string_view payload, HistoryRecord* r) {
   const int top = lua_gettop(L);
   std::string error, entry;
   std::optional<std::string> key;
-  const int n = PushStartRecord(L, payload, &entry, &key, &error);
+  const int n = PushStartRecord(L, payload, &entry, &key, &error, &r->label);
   if (n < 0) {
     r->error = "the start record does not read" + (error.empty() ? std::string() : ": " + error);
     lua_settop(L, top);
@@ -43,8 +43,8 @@ bool ReadStart(lua_State* L, std::string_view payload, HistoryRecord* r) {
 bool ReadEnd(lua_State* L, std::string_view payload, HistoryRecord* r) {
   const int top = lua_gettop(L);
   std::string error;
-  const int n = PushFirstRecord(L, RecordKind::kEnd, payload, &error);  // key, status, ended, result
-  if (n != 4) {
+  const int n = PushFirstRecord(L, RecordKind::kEnd, payload, &error);  // key, status, ended, result, label
+  if (n != 5) {
     r->error = "the end record does not read" + (error.empty() ? std::string() : ": " + error);
     lua_settop(L, top);
     return false;
@@ -52,6 +52,7 @@ bool ReadEnd(lua_State* L, std::string_view payload, HistoryRecord* r) {
   if (lua_type(L, top + 1) == LUA_TSTRING) r->key = lua_tostring(L, top + 1);
   if (lua_type(L, top + 2) == LUA_TSTRING) r->status = lua_tostring(L, top + 2);
   r->ended_ms = static_cast<int64_t>(lua_tonumber(L, top + 3));
+  if (lua_type(L, top + 5) == LUA_TSTRING) r->label = lua_tostring(L, top + 5);
   r->values = SummarizeValues(L, top + 4, 1);
   lua_settop(L, top);
   return true;
@@ -84,6 +85,18 @@ bool ReadPayload(lua_State* L, std::string_view payload, const CodecGuard& guard
       const std::string_view values = SplitIdentity(payload, &identity);
       if (identity) r->name = std::string(*identity);
       return Values(L, values, guard, r);
+    }
+    case RecordKind::kIndex: {  // an index entry (space 4): running, or waiting on its yield
+      IndexEntry e;
+      if (!DecodeIndexEntry(payload, &e)) {
+        r->error = "the index entry does not read";
+        return false;
+      }
+      r->status = e.waiting ? "waiting" : "running";
+      r->has_yield = e.waiting;
+      r->yield = e.wait;
+      r->key = std::move(e.key);
+      return true;
     }
     case RecordKind::kIn:
     case RecordKind::kValue:

@@ -25,12 +25,13 @@ struct HistoryRecord {
   bool ok = false;   // it reads; else `error` says why
   std::string error;
   RecordKind kind = RecordKind::kStart;
-  std::string what;                 // DescribeRecord's words: "a yield (FOR)", "tasks.step \"pay\""
-  std::optional<std::string> name;  // start: its entry; call, step: the identity; patch: the patch's name
-  std::optional<std::string> key;   // start, end: the idempotency key
-  bool has_yield = false;           // kYield: `yield` holds the wait
+  std::string what;                  // DescribeRecord's words: "a yield (FOR)", "tasks.step \"pay\""
+  std::optional<std::string> name;   // start: its entry; call, step: the identity; patch: the patch's name
+  std::optional<std::string> key;    // start, end, index: the idempotency key
+  std::optional<std::string> label;  // start, end: the task's label (the name rt.spawn gave it)
+  bool has_yield = false;            // kYield: `yield` holds the wait
   YieldRecord yield;
-  std::string status;               // kEnd: "done", "failed" or "cancelled"
+  std::string status;               // kEnd: "done", "failed" or "cancelled"; kIndex: "running" or "waiting"
   int64_t ended_ms = 0;             // kEnd: wall ms
   uint64_t landed = 0;              // kCommitFailed: COMMITs that landed before it
   std::vector<std::string> values;  // summaries: a start's arguments, an outcome's values, a call's (ok, value)

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Scheduler: Lua coroutines run as tasks that wait on a timer queue and a ready queue.
 #include "core/scheduling/scheduler.hpp"
+#include "core/durable/replayer.hpp"
+#include "core/scheduling/scheduler_run.hpp"
 
 #include <algorithm>
 #include <optional>
@@ -56,9 +58,9 @@ bool Scheduler::Preempt(void* ctx, lua_State* L) {
 }
 
 size_t Scheduler::FormatId(uint64_t key, char* buf) const {
-  if (!foreign_ids_.empty()) {
-    auto it = foreign_ids_.find(key);
-    if (it != foreign_ids_.end()) return it->second.copy(buf, kIdLength);  // a restored durable task's
+  if (replayer_ != nullptr) {
+    if (const std::string* id = replayer_->ForeignId(key))
+      return id->copy(buf, kIdLength);  // a restored durable task's
   }
   prefix_.copy(buf, kIdPrefixLength);
   // 13 digits as 1 + 6 + 6: each group of six fits 32 bits, so two short
@@ -78,17 +80,26 @@ size_t Scheduler::FormatId(uint64_t key, char* buf) const {
   return kIdLength;
 }
 
+Replayer& Scheduler::EnsureReplayer() {
+  if (replayer_ == nullptr) replayer_ = std::make_unique<Replayer>(this);
+  return *replayer_;
+}
+
+bool Scheduler::HasDormantWakes() const {
+  return replayer_->HasWakes();
+}
+
 int64_t Scheduler::NextDeadline() const {
-  if (!dormant_.HasWakes()) return timers_.NextDeadline();
+  if (replayer_ == nullptr || !replayer_->HasWakes()) return timers_.NextDeadline();
   // (A wake of a task activated since may come first: it fires early and finds nothing.)
   // A dormant task's wake is on the wall clock: read against it now.
-  const int64_t mono = clock_->MonoNs() + (dormant_.NextWake() - clock_->WallNs());
+  const int64_t mono = clock_->MonoNs() + (replayer_->NextWake() - clock_->WallNs());
   return timers_.empty() ? mono : std::min(mono, timers_.NextDeadline());
 }
 
 bool Scheduler::Resolve(std::string_view id, uint64_t* key) {
   if (ParseId(id, key)) return true;
-  if (!dormant_.Contains(id)) return false;
+  if (id.size() != kIdLength) return false;
   hooks_->OnActivate(std::string(id));
   return ParseId(id, key);
 }
@@ -101,11 +112,7 @@ std::string Scheduler::IdOf(uint64_t key) const {
 bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
   if (id.size() != kIdLength) return false;
   if (id.substr(0, kIdPrefixLength) != prefix_) {
-    if (foreign_keys_.empty()) return false;
-    auto it = foreign_keys_.find(std::string(id));
-    if (it == foreign_keys_.end()) return false;
-    *key = it->second;
-    return true;
+    return replayer_ != nullptr && replayer_->ForeignKey(id, key);
   }
   uint64_t k = 0;
   for (size_t i = kIdPrefixLength; i < kIdLength; ++i) {
@@ -126,9 +133,8 @@ bool Scheduler::ParseId(std::string_view id, uint64_t* key) const {
   return true;
 }
 
-uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* error) {
-  const bool durable = std::exchange(next_durable_, false);  // PrepareDurable's, for this start only
-  LuaHost::HostSection section(host_, L);                    // no Lua error may unwind these C++ frames
+uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* error, DurableStart* durable) {
+  LuaHost::HostSection section(host_, L);  // no Lua error may unwind these C++ frames
   const int fn = lua_gettop(L) - nargs;
   if (error != nullptr) *error = StartError::kNotStartable;
   lua_State* co;
@@ -174,7 +180,7 @@ uint64_t Scheduler::Start(lua_State* L, int nargs, bool observed, StartError* er
     return 0;
   }
   Task* t = NewTask();
-  if (durable) AttachJournal(t);
+  if (durable != nullptr) EnsureReplayer().Attach(t, std::move(*durable));
   t->co = co;
   LuaHost::SetTaskMark(co, true);  // until Release
   t->observed = observed;
@@ -249,7 +255,7 @@ void Scheduler::Release(Task* t) {
   t->joiners.clear();
   if (t->context != 0) hooks_->ReleaseContext(t->context);
   t->context = 0;
-  if (t->durable) journals_.erase(t->key);
+  if (t->durable) replayer_->Released(t);
   std::unique_ptr<Task> owned = tasks_.Erase(t->key);
   if (!owned) return;  // released already (never expected: see Find)
   // Kept for reuse up to kSpareKept, and while a queue entry names it (a
@@ -294,34 +300,15 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
     }
     if ((t->family & Task::kPart) != 0) return RunPart(t, from, nargs, now);
   }
-  if (t->durable && (nargs = JournalIn(t, nargs)) < 0) return false;
+  if (t->durable && (nargs = replayer_->ValuesIn(t, nargs)) < 0) return false;
   // A durable task in replay goes round again with each recorded outcome.
   for (;;) {
-    Task* saved = current_;
-    current_ = t;
-    t->status = TaskStatus::kRunning;
-    t->wait = WaitKind::kNone;
-    t->has_pending = false;
-    int nres = 0;
-    int status;
-    CpuBudget* budget = host_->budget();
-    CpuBudget::Window outer;
-    if (budget != nullptr) outer = budget->Open(t->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
-    {
-      LuaHost::Entry entry(host_, t->co);
-      status = lua_resume(t->co, from, nargs, &nres);
-    }
-    const int64_t end = budget != nullptr || status == LUA_YIELD ? clock_->MonoNs() : 0;
-    bool killed = false;
-    if (budget != nullptr) {
-      t->cpu_ns += budget->Close(outer, &killed, end);
-      // A kill that goes on outside (the starter's deadline) reaches the next
-      // instruction of the code that started or resumed this task.
-      if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
-    }
-    current_ = saved;
+    Ran run;
+    const int status = RunCoroutine(t, t, from, nargs, now, &run);
+    const int nres = run.nres;
+    const int64_t end = run.end;
     LuaHost::HostSection section(host_, from);  // allocations below never raise
-    if (killed) {
+    if (run.killed) {
       if (status == LUA_YIELD) {
         KillNow(t, TaskEnd::kTimedOut);  // it caught the kill and yielded: it still dies
       } else {
@@ -336,12 +323,12 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
         return false;
       }
       if (t->durable) {
-        const DurableYield r = OnDurableYield(t, end, &nargs);
-        if (r == DurableYield::kReplayed) {  // the recorded outcome is on its stack
+        const Replayer::Yield r = replayer_->OnYield(t, end, &nargs);
+        if (r == Replayer::Yield::kReplayed) {  // the recorded outcome is on its stack
           now = end;
           continue;
         }
-        if (r != DurableYield::kLive) return r == DurableYield::kParked;
+        if (r != Replayer::Yield::kLive) return r == Replayer::Yield::kParked;
       }
       Park(t, end);
       return true;
@@ -350,7 +337,7 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
       KillNow(t);  // cancelled while it ran (Cancel said true): it ends cancelled, whatever it returned
       return false;
     }
-    if (t->durable && FailIfDiverged(t)) return false;
+    if (t->durable && replayer_->OnReturn(t)) return false;
     EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
     return false;
   }
@@ -365,6 +352,7 @@ void Scheduler::Park(Task* t, int64_t now) {
   t->has_pending = false;
   t->status = TaskStatus::kWaiting;
   t->wait = kind;
+  t->wall_bound = false;
   ++t->gen;
   t->wait_start = now;
   last_park_ = now;
@@ -378,17 +366,24 @@ void Scheduler::Park(Task* t, int64_t now) {
     case WaitKind::kUntilTime:
     case WaitKind::kUntilNext: {
       t->wall_deadline = value;
-      const int64_t wait = t->wall_deadline - clock_->WallNs();
-      if (wait <= 0) {
+      if (t->wall_deadline <= clock_->WallNs()) {
         Enqueue(t);  // in the past: next turn
       } else {
-        ArmTimer(t, t->wait_start + std::min(wait, kWallRecheckNs));
+        ArmWall(t, t->wait_start);
       }
       break;
     }
     case WaitKind::kJoin:
       t->join_key = static_cast<uint64_t>(value);
-      if (Task* target = Find(t->join_key)) target->joiners.push_back(t->key);
+      if (Task* target = Find(t->join_key)) {
+        target->joiners.push_back(t->key);
+      } else {
+        // Ended while the join's record was written, or a replay's join of
+        // a task that ended or is gone: the join ends now, never hangs.
+        const int n = PushJoinOutcome(t->join_key, t->co);
+        ClearWait(t);
+        Continue(t, n);
+      }
       break;
     case WaitKind::kPromise:
       ++outside_waits_;
@@ -414,9 +409,20 @@ void Scheduler::Park(Task* t, int64_t now) {
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
+void Scheduler::ParkWriting(Task* t, int64_t now) {
+  t->has_pending = false;
+  t->status = TaskStatus::kWaiting;
+  t->wait = WaitKind::kCommit;
+  ++t->gen;
+  t->wait_start = now;
+  last_park_ = now;
+  ++outside_waits_;
+  hooks_->OnCommit(*t);  // FinishCommit files the wait
+}
+
 std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
   if (t.status != TaskStatus::kWaiting) return std::nullopt;
-  if (t.wait == WaitKind::kUntilTime || t.wait == WaitKind::kUntilNext) return t.wall_deadline;
+  if (t.on_wall_clock()) return t.wall_deadline;
   // A receive without a timeout has no timer (pending_value is -1).
   const bool timed = t.wait == WaitKind::kFor || (t.wait == WaitKind::kReceive && t.timer != 0);
   if (!timed) return std::nullopt;
@@ -427,12 +433,10 @@ std::optional<int64_t> Scheduler::WaitEndsWallNs(const Task& t) const {
 void Scheduler::WallClockMoved(int64_t by_ns) {
   if (by_ns <= 0) return;
   const int64_t mono = clock_->MonoNs();
-  const int64_t wall = clock_->WallNs();
   tasks_.ForEach([&](Task& t) {
-    if (t.status != TaskStatus::kWaiting || t.timer == 0) return;
-    if (t.wait != WaitKind::kUntilTime && t.wait != WaitKind::kUntilNext) return;
+    if (t.status != TaskStatus::kWaiting || t.timer == 0 || !t.on_wall_clock()) return;
     timers_.Cancel(t.timer, reinterpret_cast<uintptr_t>(&t));
-    ArmTimer(&t, mono + std::clamp<int64_t>(t.wall_deadline - wall, 0, kWallRecheckNs));
+    ArmWall(&t, mono);
   });
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
@@ -443,14 +447,8 @@ void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
   t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
 }
 
-void Scheduler::ClearWait(Task* t) {
-  if (t->timer != 0) {
-    timers_.Cancel(t->timer, reinterpret_cast<uintptr_t>(t));
-    t->timer = 0;
-  }
-  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
-  ++t->gen;  // any ready-queue entry is now stale
-  t->wait = WaitKind::kNone;
+int64_t Scheduler::WallWait(int64_t wall_deadline) const {
+  return std::clamp<int64_t>(wall_deadline - clock_->WallNs(), 0, kWallRecheckNs);
 }
 
 void Scheduler::CacheNames(lua_State* L) {
@@ -588,13 +586,9 @@ void Scheduler::RunTimers() {
       Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
       if (t->timer != h) continue;  // stale: never wakes a task
       t->timer = 0;
-      if (t->wait == WaitKind::kUntilTime || t->wait == WaitKind::kUntilNext) {
-        // Wall-clock deadline: if the clock was set back, this fired early.
-        const int64_t left = t->wall_deadline - clock_->WallNs();
-        if (left > 0) {
-          ArmTimer(t, now + std::min(left, kWallRecheckNs));
-          continue;
-        }
+      if (t->on_wall_clock() && t->wall_deadline > clock_->WallNs()) {
+        ArmWall(t, now);  // the clock was set back (or this is a recheck): not due yet
+        continue;
       }
       due_.push_back({t, t->gen});
       ++t->queued;
@@ -615,7 +609,7 @@ void Scheduler::RunTimers() {
     due_.clear();
     if (locks_ > 0 || now >= batch_end) break;
   }
-  if (dormant_.HasWakes() && locks_ == 0) ActivateDue(batch_end);
+  if (replayer_ != nullptr && locks_ == 0) replayer_->ActivateDue(batch_end);
   --batch_;
   TrimSpare();
   hooks_->OnScheduleChange();

@@ -17,8 +17,6 @@
 #include "core/base/clock.hpp"
 #include "core/base/ring_queue.hpp"
 #include "core/cron/cron_schedule.hpp"
-#include "core/durable/dormant_tasks.hpp"
-#include "core/durable/durable_journal.hpp"
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_ref.hpp"
 #include "core/scheduling/recent_results.hpp"
@@ -30,6 +28,9 @@
 #include "core/store/persist_limits.hpp"
 
 namespace lua_tasks {
+
+class Replayer;
+struct DurableStart;
 
 // What the embedder (the addon, or a test) supplies.
 class SchedulerHooks {
@@ -47,11 +48,15 @@ class SchedulerHooks {
   // taken).
   virtual void OnCommit(Task& task) = 0;
   // Durable tasks wrote journal records that no write has taken yet (called
-  // once until TakeJournalWrites): the embedder writes them soon.
+  // once until Replayer::TakeWrites): the embedder writes them soon.
   virtual void OnJournal() {}
   // A dormant durable task is needed (named by id, or its deadline nears):
-  // the embedder reads its journal and starts it (PrepareDurable + Start),
-  // taking it out of dormant(), before it returns.
+  // the embedder reads its journal and starts it (Start with a
+  // DurableStart), taking it out of Replayer::dormant(), before it returns.
+  // Also asked for an id of task form that no task answers to: a durable
+  // task that Runtime.open restores but has not started yet (a joiner
+  // replayed before the task it joins) is started then; for any other id it
+  // does nothing.
   virtual void OnActivate(const std::string& id) {}
 
   // Async context: the embedder's notion of whose work a call is (Node's
@@ -115,8 +120,9 @@ class Scheduler {
   };
   // Starts a task. Stack of L: [fn_or_thread, args...] (nargs args); pops
   // them. Runs it now until its first wait. Returns its key, or 0 with
-  // *error (when given) saying why.
-  uint64_t Start(lua_State* L, int nargs, bool observed, StartError* error = nullptr);
+  // *error (when given) saying why. With `durable` (its contents taken), a durable
+  // task: its journal is written, or replayed (docs/durable.md).
+  uint64_t Start(lua_State* L, int nargs, bool observed, StartError* error = nullptr, DurableStart* durable = nullptr);
 
   // kNoStackRoom: its stack cannot take that many more values (its use plus
   // nargs past Lua's limit of about a million, or memory).
@@ -136,7 +142,7 @@ class Scheduler {
   // inbox keeps messages across restarts; last_send_error() says why).
   enum class SendResult { kQueued, kNotFound, kFull, kNotPersistable };
   const std::string& last_send_error() const { return last_send_error_; }
-  SendResult Send(uint64_t key, lua_State* from, int nargs);
+  SendResult Send(uint64_t key, lua_State* from, int nargs) { return Post(key, from, nargs, nullptr); }
   // Moves t's oldest message onto L (n values) and returns n; -1 if its
   // mailbox is empty; -2 if L has no room for the values (the message stays).
   int TakeMessage(Task* t, lua_State* L);
@@ -154,7 +160,7 @@ class Scheduler {
   void RunTimers();     // every timed wait that is due
 
   bool HasReady() const { return !ready_.empty(); }
-  bool HasTimers() const { return !timers_.empty() || dormant_.HasWakes(); }
+  bool HasTimers() const { return !timers_.empty() || (replayer_ != nullptr && HasDormantWakes()); }
   // Tasks that something outside the loop's handles will wake (promises).
   bool HasOutsideWaits() const { return outside_waits_ != 0; }
   int64_t NextDeadline() const;                                          // monotonic ns; HasTimers() must be true
@@ -218,16 +224,19 @@ class Scheduler {
   // if the wall clock is set while the task waits (the wait itself does not).
   std::optional<int64_t> WaitEndsWallNs(const Task& t) const;
   // The wall clock was set by `by_ns` (the embedder changed its offset).
-  // Forward, every UNTIL_TIME / UNTIL_NEXT wait is re-armed by its deadline
-  // (its timer would fire late by by_ns); back, nothing: a timer that fires
-  // early re-arms itself (RunTimers).
+  // Forward, every wait on the wall clock (UNTIL_TIME, UNTIL_NEXT, a durable
+  // task's FOR or receive timeout: Task::on_wall_clock) is re-armed by its
+  // deadline (its timer would fire late by by_ns); back, nothing: a timer
+  // that fires early re-arms itself (RunTimers). An ephemeral FOR measures
+  // elapsed time on the monotonic clock and is not moved.
   void WallClockMoved(int64_t by_ns);
   // The same into buf, kIdLength bytes (no allocation: ids are pushed on
   // every tasks.start).
   size_t FormatId(uint64_t key, char* buf) const;
   bool ParseId(std::string_view id, uint64_t* key) const;
-  // ParseId, and a dormant task's id activates it first (OnActivate): what
-  // every operation on a task by id uses, except those that only look.
+  // ParseId, and a dormant task's id (or an unknown id of task form: see
+  // SchedulerHooks::OnActivate) activates it first: what every operation
+  // on a task by id uses, except those that only look.
   bool Resolve(std::string_view id, uint64_t* key);
   const std::string& id_prefix() const { return prefix_; }
 
@@ -294,86 +303,18 @@ class Scheduler {
   // Never runs t itself.
   void FinishCommit(Task* t, int nargs);
 
-  // ---- Durable tasks (scheduler_durable.cpp; docs/durable.md) ----
-  // The next Start makes a durable task. `id`: the task's id from an
-  // earlier run ("" for a new task, which gets an id of this scheduler);
-  // `records`: that run's journal, its start record first (empty for a new
-  // task, whose start record is `start`).
-  // `entry`: its entry's name; `key`: its idempotency key.
-  void PrepareDurable(std::string id, std::string start, std::vector<std::string> records, std::string entry,
-                      std::optional<std::string> key = std::nullopt);
-  // Whether a finished durable task's end record is kept (durableRetention)
-  // or all its records go.
-  void set_retain_ends(bool v) { retain_ends_ = v; }
-  // Whether an UNTIL_NEXT instant missed while the runtime was down fires
-  // once at open (catch-up, the default) or is skipped for the next one.
-  void set_skip_missed(bool v) { skip_missed_ = v; }
-  // Deletes the end record of a finished durable task past its retention.
-  void ForgetDurable(std::string_view id);
-  // Whether durable tasks keep an index entry (space 4) that Runtime.open
-  // reads instead of their journals (the store can read a task's journal
-  // when it is needed: docs/durable.md#restore-at-open).
-  void set_indexed(bool v) { indexed_ = v; }
-  bool indexed() const { return indexed_; }
-  // Writes every unfinished durable task's index entry as it stands, moves
-  // the end records of the `ended` tasks (id, its record 0 as stored) into
-  // the index, then writes the index's mark: the index of a name written
-  // without one.
-  void WriteIndex(const std::vector<std::pair<std::string, std::string>>& ended);
-  // The durable tasks Runtime.open left in the store.
-  DormantTasks& dormant() { return dormant_; }
-  const DormantTasks& dormant() const { return dormant_; }
-  Journal* JournalOf(const Task* t) const {
-    if (!t->durable) return nullptr;
-    auto it = journals_.find(t->key);
-    return it == journals_.end() ? nullptr : it->second.get();
-  }
-  size_t durable_count() const { return journals_.size(); }
-  // Whether t replays and its journal's next record is a yield of `kind`.
-  bool ReplaysWait(const Task* t, WaitKind kind) const;
-  // Whether t replays and its journal's next record is a message it took.
-  bool ReplaysMessage(const Task* t) const;
-  // The journal records written since the last take (keyed writes of space 2).
-  std::vector<SpacedWrite> TakeJournalWrites();
-  // A write that failed: its records go ahead of the newer ones.
-  void PutBackJournalWrites(std::vector<SpacedWrite> writes);
-  // Restores a message of a restored durable task's inbox (space 3, `key`)
-  // into its mailbox: the values on top of `from` (popped). False if the
-  // task is not there.
-  bool RestoreMessage(uint64_t key, std::string inbox_key, lua_State* from, int nargs);
-  // Marks the running durable task's replay diverged (it fails at its next
-  // yield or end whatever the code does) and returns the message: what the
-  // journal holds at its position and what the code did (`now`).
-  const std::string& Diverge(Journal* j, const char* now);
-  // Appends a record to t's journal (the embedder's: a JS call's outcome),
-  // with a call's or step's identity if given.
-  void AppendRecord(Journal* j, RecordKind kind, std::string_view payload,
-                    std::optional<std::string_view> identity = std::nullopt);
-  // Encodes the n values on L's top as a payload for a record of j, within
-  // maxValueBytes and what maxJournalBytes leaves it (persist_limits.hpp).
-  // False with *error; *limit says a limit refused it (ERR_STORE_LIMIT).
-  // Caller holds a HostSection.
-  bool EncodeRecord(Journal* j, lua_State* L, int n, std::string* payload, std::string* error, bool* limit = nullptr);
-  // Whether a record of `bytes` payload bytes fits j's limits; else *error.
-  bool RecordFits(Journal* j, size_t bytes, std::string* error) const;
-  // The runtime is closing: ends that CancelAll makes are not journaled (the
-  // durable tasks go on at the next open).
-  void set_closing() { closing_ = true; }
-  // Whether durable tasks can start: the store keeps keyed writes (the
-  // embedder says so when it gives the store's reader).
-  void set_durable_ok(bool v) { durable_ok_ = v; }
-  bool durable_ok() const { return durable_ok_; }
-  // A replay-only runtime (`lua-tasks replay`, docs/operations.md#a-deploy-check):
-  // each durable task replays its journal and stops where the journal ends,
-  // at its wait or at the first thing it would do live (a JS call, a step, a
-  // clock read, a yield), ending cancelled; nothing runs live, no record is
-  // written, an end is not journaled. A divergence fails it as usual.
-  void set_replay_only(bool v) { replay_only_ = v; }
-  bool replay_only() const { return replay_only_; }
-  // In a replay-only runtime, j's code went past its journal's end to do
-  // `now` live: marks the task to stop (it does at its next yield or end,
-  // whatever the code does) and returns the message to raise.
-  const std::string& StopReplay(Journal* j, const char* now);
+  // ---- Durable tasks (durable/replayer.hpp; docs/durable.md) ----
+  // The durable unit: nullptr until something durable is asked for (a store
+  // that keeps journals, a durable start). A task with Task::durable set
+  // always has one.
+  Replayer* replayer() const { return replayer_.get(); }
+  Replayer& EnsureReplayer();
+  // Pushes onto L what a join of `key` gives once the task is not live:
+  // (true, results...) or (false, error) for a task that ended (this run's
+  // recent outcome, else a durable task's end record), else (nil, message)
+  // for a task that is unknown. Returns the count; never raises (without
+  // stack room it pushes what fits: (nil, message)).
+  int PushJoinOutcome(uint64_t key, lua_State* L);
 
  private:
   // ---- Running (scheduler.cpp) ----
@@ -395,6 +336,16 @@ class Scheduler {
   // `now`: the monotonic time if the caller just read it, else -1. The clock
   // is read once more, after the run (for the CPU budget and the wait).
   bool RunTask(Task* t, lua_State* from, int nargs, int64_t now = -1);
+  // One run of a coroutine, shared by RunTask and RunPart
+  // (scheduler_run.hpp); returns lua_resume's status. In `ran`: its
+  // result count; `end`, the monotonic time after it, read only for a budget
+  // or a yield (else 0); `killed`, whether the CPU budget's kill ended it.
+  struct Ran {
+    int nres = 0;
+    int64_t end = 0;
+    bool killed = false;
+  };
+  [[gnu::always_inline]] int RunCoroutine(Task* t, Task* charged, lua_State* from, int nargs, int64_t now, Ran* ran);
   // A task that is not ended, parts included (internal lookups: joiners,
   // deferred runs).
   Task* FindLive(uint64_t key) {
@@ -461,10 +412,24 @@ class Scheduler {
   void WakeReceivingPart(Task* owner);
   static void TraceOf(lua_State* M, lua_State* co, lua_Debug* ar, TaskTrace* trace);
 
+  // ---- Mailboxes (scheduler_mailbox.cpp) ----
+  // Send; `restored`: the inbox key of a message restored from the store
+  // (Replayer::RestoreMessage), kept as it is.
+  SendResult Post(uint64_t key, lua_State* from, int nargs, std::string* restored);
+
   // ---- Waits and timers (scheduler.cpp) ----
   void ClearWait(Task* t);
   void ArmTimer(Task* t, int64_t mono_deadline);
+  // Arms t's timer for its wall_deadline, `now` being MonoNs: at most
+  // kWallRecheckNs ahead, so a clock stepped forward is seen within it.
+  void ArmWall(Task* t, int64_t now) { ArmTimer(t, now + WallWait(t->wall_deadline)); }
+  // How long to arm for the wall time `wall_deadline`: what is left of it, capped.
+  int64_t WallWait(int64_t wall_deadline) const;
   static bool Preempt(void* ctx, lua_State* L);
+  // t waits for a write of its own (a durable wait's record) as a
+  // committer does; FinishCommit ends the wait.
+  void ParkWriting(Task* t, int64_t now);
+  bool HasDormantWakes() const;  // replayer_ is set
 
   // ---- State ----
 
@@ -498,57 +463,13 @@ class Scheduler {
   int64_t chain_start_ = -1;       // first direct Deliver since the loop turned (monotonic ns), -1 if none
   int64_t last_park_ = 0;          // the latest park's stamp (monotonic ns): a chain's age without a clock read
   uint64_t next_key_ = 1;
-  // Durable tasks: their journals by key; restored tasks' ids (they keep the
-  // ids of the run that started them, whose prefix was another).
-  std::unordered_map<uint64_t, std::unique_ptr<Journal>> journals_;
-  bool next_durable_ = false;  // PrepareDurable's, for the next Start
-  std::string next_id_;
-  std::string next_start_;
-  std::vector<std::string> next_records_;
-  std::vector<SpacedWrite> journal_writes_;
-  std::optional<std::string> restoring_inbox_key_;  // RestoreMessage's, for Send
-  bool journal_told_ = false;
-  bool closing_ = false;
-  bool durable_ok_ = false;
-  bool replay_only_ = false;
   std::string last_send_error_;
-  bool retain_ends_ = true;
-  bool skip_missed_ = false;
-  bool indexed_ = false;
-  bool mark_pending_ = false;  // WriteIndex found nothing: the mark goes with the first entry
-  DormantTasks dormant_;
-  std::optional<std::string> next_key_text_;
-  std::string next_entry_;
-  std::unordered_map<uint64_t, std::string> foreign_ids_;
-  std::unordered_map<std::string, uint64_t> foreign_keys_;
-  // Durable tasks' hooks (scheduler_durable.cpp).
-  // What RunTask does with a durable task's yield (JournalYield).
-  static constexpr int kParkAsUsual = -1;
-  static constexpr int kParkReplayed = -2;  // the journal ends at this wait: its recorded deadline
-  static constexpr int kParkFlushing = -3;  // its record is written first (ParkFlushing)
-  static constexpr int kDurableFailed = -4;
-  // What a durable task's yield comes to in RunTask: it goes on as any
-  // task's (kLive: Park), it replays (kReplayed: the recorded outcome's
-  // *nargs values on its stack, run it again), it is filed (kParked) or it
-  // failed (kFailed).
-  enum class DurableYield { kLive, kReplayed, kParked, kFailed };
-  DurableYield OnDurableYield(Task* t, int64_t end, int* nargs);
-  // A task whose replay diverged and whose code caught the error fails all
-  // the same; one stopped in a replay-only runtime ends cancelled: true if
-  // t did (it ended).
-  bool FailIfDiverged(Task* t);
-  // Activates the dormant tasks whose deadline nears (RunTimers), until `batch_end`.
-  void ActivateDue(int64_t batch_end);
-  void WriteIndexMark();
-  void AttachJournal(Task* t);
-  int JournalIn(Task* t, int nargs);       // the values a wait ended with; -1 if the task failed
-  int JournalYield(Task* t, int64_t now);  // >= 0: values of the recorded outcome pushed (replay)
-  void ParkJournaled(Task* t, int64_t now, int64_t mono_start);
-  void ParkFlushing(Task* t, int64_t now);
-  void JournalEnd(Task* t, const TaskEnding& end);
-  void FailDurable(Task* t, const std::string& message);
-  bool RestartDurable(Task* t, int* nargs);  // tasks.continue_as_new
-  void TellJournal();
+  // The durable unit (see replayer()). A friend: for its tasks it files and
+  // clears waits (Park, ParkWriting, ClearWait, WallWait), ends them
+  // (EndTask, KillNow), posts restored messages (Post), tells the hooks
+  // (OnJournal, OnActivate) and gives retained ends a key (next_key_).
+  std::unique_ptr<Replayer> replayer_;
+  friend class Replayer;
   bool incremental_ = false;  // switched the collector to incremental mode
   std::string prefix_;
   // Detached parts. part_of_: each part's task and its slot in parts_[task].
@@ -564,5 +485,16 @@ class Scheduler {
   std::unordered_map<const Task*, std::vector<Task*>> parts_;
   std::map<std::pair<uint64_t, uint32_t>, Task*> redirect_;
 };
+
+// Inline: every start, wake and end calls it, from several files.
+inline void Scheduler::ClearWait(Task* t) {
+  if (t->timer != 0) {
+    timers_.Cancel(t->timer, reinterpret_cast<uintptr_t>(t));
+    t->timer = 0;
+  }
+  if (t->wait == WaitKind::kPromise || t->wait == WaitKind::kCommit) --outside_waits_;
+  ++t->gen;  // any ready-queue entry is now stale
+  t->wait = WaitKind::kNone;
+}
 
 }  // namespace lua_tasks

@@ -2,19 +2,14 @@
 // The scheduler's snapshot lock: a COMMIT's outcome, and what the lock held back (see Scheduler::Lock).
 #include <utility>
 
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/scheduler.hpp"
 #include "core/scheduling/scheduler_shared_slice.hpp"
 
 namespace lua_tasks {
 
 void Scheduler::FinishCommit(Task* t, int nargs) {
-  if (Journal* j = JournalOf(t); j != nullptr && j->flushing) {
-    // A durable wait's record is written (or failed: it goes with the next
-    // write): the task waits now, as from its yield.
-    j->flushing = false;
-    lua_pop(t->co, nargs);
-    ClearWait(t);
-    ParkJournaled(t, clock_->MonoNs(), j->held_mono_start);
+  if (t->durable && replayer_->OnWritten(t, nargs)) {  // a durable wait's record: t waits now
     hooks_->OnScheduleChange();
     return;
   }

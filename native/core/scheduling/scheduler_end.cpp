@@ -3,6 +3,7 @@
 #include <optional>
 #include <utility>
 
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/scheduler.hpp"
 #include "core/scheduling/scheduler_shared_slice.hpp"
 
@@ -42,7 +43,8 @@ bool Scheduler::Cancel(uint64_t key) {
 }
 
 void Scheduler::CancelAll() {
-  closing_ = true;  // the durable tasks' ends are not journaled: they go on at the next open
+  if (replayer_ != nullptr)
+    replayer_->set_closing();  // the durable tasks' ends are not journaled: they go on at the next open
   std::vector<uint64_t> keys;
   keys.reserve(tasks_.size());
   tasks_.ForEach([&](const Task& t) { keys.push_back(t.key); });
@@ -110,7 +112,7 @@ void Scheduler::EndTask(Task* t, TaskEnding end) {
     TraceOf(host_->main(), t->co, &ar, &own);
     end.trace = &own;
   }
-  if (t->durable) JournalEnd(t, end);
+  if (t->durable) replayer_->OnEnd(t, end);
   const bool tell = t->observed || failed_in_lua || end.kind == TaskEnd::kTimedOut;
   // Remembered first: from here on Find no longer answers for this task, so
   // code run by the hook or by a woken joiner sees it through FindFinished.
@@ -241,6 +243,32 @@ int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
 
 const Scheduler::Finished* Scheduler::FindFinished(uint64_t key) const {
   return finished_.Find(key);
+}
+
+// A join answers at once for a task that is not live: from this run's
+// recent outcomes (the latest kFinishedKept), else from a durable task's
+// end record (Replayer::PushEnd: kept longer, and across restarts), else
+// "no such task": a join never waits for a task that cannot end.
+int Scheduler::PushJoinOutcome(uint64_t key, lua_State* L) {
+  LuaHost::HostSection section(host_, L);
+  if (const Finished* f = FindFinished(key)) {
+    // Its stack takes the values one by one (PushFinished's table, then each).
+    if (!lua_checkstack(L, f->nres + 3)) {
+      if (!lua_checkstack(L, 2)) return 0;
+      lua_pushnil(L);
+      lua_pushliteral(L, "the task's results do not fit on the waiting task's stack");
+      return 2;
+    }
+    lua_pushboolean(L, f->status == TaskStatus::kDone);
+    return 1 + PushFinished(*f, L);
+  }
+  if (replayer_ != nullptr) {
+    if (const int n = replayer_->PushEnd(key, L); n >= 0) return n;
+  }
+  if (!lua_checkstack(L, 2)) return 0;
+  lua_pushnil(L);
+  lua_pushliteral(L, "no such task (unknown, or finished too long ago)");
+  return 2;
 }
 
 }  // namespace lua_tasks

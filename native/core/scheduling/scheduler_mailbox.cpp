@@ -3,35 +3,21 @@
 #include <string>
 #include <utility>
 
+#include "core/durable/replayer.hpp"
 #include "core/scheduling/scheduler.hpp"
 
 namespace lua_tasks {
 
-Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) {
+Scheduler::SendResult Scheduler::Post(uint64_t key, lua_State* from, int nargs, std::string* restored) {
   Task* t = Find(key);
   if (t == nullptr || t->mail_count >= mailbox_limit_) {
     lua_pop(from, nargs);
     return t == nullptr ? SendResult::kNotFound : SendResult::kFull;
   }
-  if (Journal* j = JournalOf(t)) {
-    // A durable task's message is kept in its inbox (space 3) until it is
-    // received: a restart puts it back in the mailbox (docs/durable.md).
-    if (restoring_inbox_key_) {
-      j->AddRestoredMessage(std::move(*restoring_inbox_key_));
-    } else {
-      LuaHost::HostSection section(host_, from);
-      std::string payload;
-      CodecFailure failure;
-      if (!EncodeValues(from, nargs, &payload, &last_send_error_, persist_limits_.Encoding(host_), &failure)) {
-        if (failure == CodecFailure::kTooLarge) {
-          last_send_error_ += ": " + LimitAdvice("maxValueBytes", persist_limits_.value_bytes);
-        }
-        lua_pop(from, nargs);
-        return SendResult::kNotPersistable;
-      }
-      j->AddMessage(payload, &journal_writes_);
-      TellJournal();
-    }
+  // A durable task's message is kept in its inbox until it is received.
+  if (t->durable && !replayer_->OnSend(t, from, nargs, restored, &last_send_error_)) {
+    lua_pop(from, nargs);
+    return SendResult::kNotPersistable;
   }
   {
     // The mailbox's growth is bounded by mailbox_limit_: it is not charged
@@ -67,19 +53,7 @@ Scheduler::SendResult Scheduler::Send(uint64_t key, lua_State* from, int nargs) 
 
 int Scheduler::TakeMessage(Task* t, lua_State* L) {
   t = Owner(t);  // a part receives its task's messages
-  Journal* const durable = JournalOf(t);
-  Journal* j = durable;
-  if (j != nullptr && j->in_step > 0) j = nullptr;  // inside a step, the step's record holds it
-  if (j != nullptr && j->replaying()) {
-    // Replay: the message it took then, or none (it waited): the mailbox of
-    // this run is left for when the task goes on live.
-    if (j->next_kind() != RecordKind::kMessage) return -1;
-    LuaHost::HostSection section(host_, L);
-    std::string error;
-    const int n = PushValues(L, j->Next(), &error, Decoding(host_));
-    if (!j->replaying()) j->EndReplay();
-    return n < 0 ? -3 : n;
-  }
+  if (int n; t->durable && replayer_->ReplayMessage(t, L, &n)) return n;
   if (t->mail_count == 0) return -1;
   lua_rawgeti(L, LUA_REGISTRYINDEX, t->mailbox);
   const int box = lua_gettop(L);
@@ -101,17 +75,7 @@ int Scheduler::TakeMessage(Task* t, lua_State* L) {
   // receiving into stay in the table's array part.
   t->mail_head = t->mail_count == 0 ? 1 : t->mail_head + 1 + n;
   if (t->mail_count == 0) t->mail_tail = 1;
-  if (durable != nullptr && durable->MessageReceived(&journal_writes_)) TellJournal();
-  if (j != nullptr) {
-    LuaHost::HostSection section(host_, L);
-    std::string payload, error;
-    if (!EncodeRecord(j, L, n, &payload, &error)) {
-      lua_pop(L, n);
-      return -3;
-    }
-    AppendRecord(j, RecordKind::kMessage, payload);
-  }
-  return n;
+  return t->durable ? replayer_->MessageTaken(t, L, n) : n;
 }
 
 }  // namespace lua_tasks

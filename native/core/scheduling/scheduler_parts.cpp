@@ -16,7 +16,7 @@
 // ready queue (RunTask), so a part never ends the task under running code.
 #include <utility>
 
-#include "core/scheduling/scheduler.hpp"
+#include "core/scheduling/scheduler_run.hpp"
 
 namespace lua_tasks {
 
@@ -79,32 +79,14 @@ Task* Scheduler::Awaiting(uint64_t key, uint32_t token) {
 
 bool Scheduler::RunPart(Task* p, lua_State* from, int nargs, int64_t now) {
   Task* owner = OwnerOfPart(p);
-  Task* saved = current_;
-  current_ = p;
-  p->status = TaskStatus::kRunning;
-  p->wait = WaitKind::kNone;
-  p->has_pending = false;
   owner->family |= Task::kPartRunning;
-  int nres = 0;
-  int status;
-  CpuBudget* budget = host_->budget();
-  CpuBudget::Window outer;
-  // The task's budget: its parts' time counts with its own (taskTimeout).
-  if (budget != nullptr) outer = budget->Open(owner->cpu_ns, true, now >= 0 ? now : clock_->MonoNs());
-  {
-    LuaHost::Entry entry(host_, p->co);
-    status = lua_resume(p->co, from, nargs, &nres);
-  }
-  const int64_t end = clock_->MonoNs();
-  bool killed = false;
-  if (budget != nullptr) {
-    owner->cpu_ns += budget->Close(outer, &killed, end);
-    if (budget->killing() && host_->running() != nullptr) budget->Sync(host_->running());
-  }
-  current_ = saved;
+  Ran run;
+  const int status = RunCoroutine(p, owner, from, nargs, now, &run);
+  const int nres = run.nres;
+  const int64_t end = run.end;
   owner->family &= ~Task::kPartRunning;
   LuaHost::HostSection section(host_, from);  // allocations below never raise
-  if (killed) {
+  if (run.killed) {
     EndFromPart(p, TaskEnd::kTimedOut, LUA_OK);
     return false;
   }

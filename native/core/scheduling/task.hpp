@@ -39,7 +39,11 @@ struct Task {
   bool has_pending = false;     // pending_* hold the instruction of the current yield
   bool cancel_pending = false;  // cancelled while running: killed at its next yield or end
   bool observed = false;        // the embedder wants OnTaskEnd (started from JS)
-  bool durable = false;         // has a Journal (Scheduler::JournalOf): replayed after a restart
+  bool durable = false;         // has a Journal (Replayer::JournalOf): replayed after a restart
+  // Its timed wait ends at wall_deadline on the wall clock, as an UNTIL_TIME:
+  // a durable task's FOR or receive timeout, whose deadline is journaled and
+  // so the same instant live, dormant or replayed. Set by each wait (Park).
+  bool wall_bound = false;
   // Detached parts (scheduler_parts.cpp): kPart on a part, kHasParts and
   // kPartRunning on the task it belongs to. In the padding: 0 for most tasks.
   uint8_t family = 0;
@@ -49,7 +53,7 @@ struct Task {
   // Cold: read only by the waits that use them.
   uint32_t anchor = kNoAnchor;  // co's slot in Scheduler::anchors_
   static constexpr uint32_t kNoAnchor = UINT32_MAX;
-  int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target, wall ns
+  int64_t wall_deadline = 0;      // UNTIL_TIME / UNTIL_NEXT target (or a wall_bound wait's deadline), wall ns
   uint64_t join_key = 0;          // kJoin: the task waited for
   std::vector<uint64_t> joiners;  // tasks that joined this one (stale keys skipped at the end)
   uint32_t await_token = 0;       // kPromise, kCommit: which settlement may wake it (late ones are ignored)
@@ -75,6 +79,8 @@ struct Task {
   WaitKind current_wait() const { return status == TaskStatus::kWaiting ? wait : WaitKind::kNone; }
   // Parked on a yield instruction that a resume by id may end.
   bool resumable() const { return status == TaskStatus::kWaiting && IsResumable(wait); }
+  // Its wait's timer is armed for wall_deadline (re-armed when the wall clock moves).
+  bool on_wall_clock() const { return wait == WaitKind::kUntilTime || wait == WaitKind::kUntilNext || wall_bound; }
 
   // Waits that the embedder settles (kPromise, kCommit) carry a token, so
   // that a settlement arriving after the task moved on wakes nothing.

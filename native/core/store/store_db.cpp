@@ -349,18 +349,25 @@ void StoreDb::Apply(const StoreBatch& batch) {
     BindBlob(snap_put_, 3, *state);
     Step(snap_put_, "write the state of \"" + batch.name + "\"");
   }
-  for (const StoreWrite& w : batch.writes) {
-    SqliteStatement& s = w.value ? kv_put_ : kv_del_;
-    SqliteStatement::Use use(s);
-    BindText(s, 1, batch.name);
-    sqlite3_bind_int(s.get(), 2, w.space);
-    BindText(s, 3, w.key);
-    if (w.value) {
-      BindBlob(s, 4, *w.value);
-      sqlite3_bind_int64(s.get(), 5, RowSum(batch.name, w.space, w.key, *w.value));
-    }
-    Step(s, "write store[\"" + w.key + "\"] of \"" + batch.name + "\"");
+  for (const StoreWrite& w : batch.writes) Put(batch.name, w);
+  if (batch.journal) {
+    for (const StoreWrite& w : *batch.journal) Put(batch.name, w);
   }
+}
+
+void StoreDb::Put(const std::string& name, const StoreWrite& w) {
+  SqliteStatement& s = w.value ? kv_put_ : kv_del_;
+  SqliteStatement::Use use(s);
+  BindText(s, 1, name);
+  sqlite3_bind_int(s.get(), 2, w.space);
+  BindText(s, 3, w.key);
+  if (w.value) {
+    BindBlob(s, 4, *w.value);
+    sqlite3_bind_int64(s.get(), 5, RowSum(name, w.space, w.key, *w.value));
+  }
+  // The message is made only on failure: a batch of 100,000 records is common.
+  const int rc = sqlite3_step(s.get());
+  if (rc != SQLITE_DONE) Fail(rc, "write store[\"" + w.key + "\"] of \"" + name + "\"");
 }
 
 bool StoreDb::ImportSnapshot(std::string_view name, std::string_view bytes) {

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "core/store/sqlite_handles.hpp"
+#include "core/store/store_write.hpp"
 
 namespace lua_tasks {
 
@@ -22,8 +24,6 @@ inline constexpr char kStoreDbFile[] = "lua-tasks.sqlite";
 // space 4 keeps durable tasks' index, which versions before 3 would leave
 // stale: a name's index is written at its first open by version 3).
 inline constexpr int kStoreFormatVersion = 3;
-// tasks.store records in kv.space; 2 durable journals, 3 inboxes, 4 their index.
-inline constexpr int kSpaceStore = 1;
 
 // Why an operation failed.
 enum class StoreFailure : uint8_t {
@@ -47,13 +47,6 @@ class StoreError : public std::runtime_error {
   int sys_errno_;
 };
 
-// One keyed write of a batch: a value, or nullopt to delete the key.
-struct StoreWrite {
-  int space = kSpaceStore;
-  std::string key;
-  std::optional<std::string> value;
-};
-
 // Everything one COMMIT of one runtime makes durable, applied all or nothing.
 struct StoreBatch {
   std::string name;
@@ -65,6 +58,10 @@ struct StoreBatch {
   // snapshot of megabytes is not copied on the loop thread.
   std::optional<std::string_view> borrowed_state;
   std::vector<StoreWrite> writes;
+  // Durable tasks' records, applied after `writes`: handed over from the
+  // scheduler without a copy, and shared with the runtime, which puts them
+  // back if the batch fails.
+  std::shared_ptr<const std::vector<StoreWrite>> journal;
 };
 
 // A connection to <dir>/lua-tasks.sqlite. The read-write one (the writer's)
@@ -110,6 +107,8 @@ class StoreDb {
   // Writes the batch's state and keyed writes; no token check (the writer
   // does it, under the batch's savepoint).
   void Apply(const StoreBatch& batch);
+  // One write of a batch.
+  void Put(const std::string& name, const StoreWrite& w);
   // Imports a whole snapshot (migration), unless the name has one already.
   // Returns whether it was written.
   bool ImportSnapshot(std::string_view name, std::string_view bytes);

@@ -131,9 +131,10 @@ TEST(DurableRecordTest, AStartRecordGivesBackItsEntryKeyAndArguments) {
   ASSERT_TRUE(EncodeStartRecord(L, "main", std::nullopt, 1, 0, &payload, &error)) << error;
   ASSERT_EQ(PushStartRecord(L, payload, &entry, &key, &error), 0);
   EXPECT_FALSE(key.has_value());
-  ASSERT_EQ(PushFirstRecord(L, RecordKind::kStart, payload, &error), 2);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kStart, payload, &error), 3);
   EXPECT_STREQ(lua_tostring(L, 1), "main");
   EXPECT_TRUE(lua_isnil(L, 2));
+  EXPECT_TRUE(lua_isnil(L, 3));  // no label
   lua_settop(L, 0);
   // A payload of one value is not a start record.
   lua_pushstring(L, "alone");
@@ -158,11 +159,12 @@ TEST(DurableRecordTest, AnEndRecordKeepsStatusKeyTimeAndResultOrNilIfItCannotPer
   ASSERT_TRUE(EncodeEndRecord(L, end, &payload));
   EXPECT_EQ(lua_gettop(L), 1);
   lua_settop(L, 0);
-  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 4) << error;
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 5) << error;
   EXPECT_STREQ(lua_tostring(L, 1), "k");  // given as key, status, ended, result
   EXPECT_STREQ(lua_tostring(L, 2), "done");
   EXPECT_EQ(lua_tonumber(L, 3), 1700000000000.0);
   EXPECT_EQ(lua_tointeger(L, 4), 42);
+  EXPECT_TRUE(lua_isnil(L, 5));  // no label
   lua_settop(L, 0);
   // A failed task keeps its error's message; a function result cannot persist.
   lua_pushstring(L, "boom");
@@ -171,7 +173,7 @@ TEST(DurableRecordTest, AnEndRecordKeepsStatusKeyTimeAndResultOrNilIfItCannotPer
   end.key = nullptr;
   ASSERT_TRUE(EncodeEndRecord(L, end, &payload));
   lua_settop(L, 0);
-  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 4);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 5);
   EXPECT_TRUE(lua_isnil(L, 1));
   EXPECT_STREQ(lua_tostring(L, 2), "failed");
   EXPECT_STREQ(lua_tostring(L, 4), "boom");
@@ -181,8 +183,59 @@ TEST(DurableRecordTest, AnEndRecordKeepsStatusKeyTimeAndResultOrNilIfItCannotPer
   end.error = false;
   ASSERT_TRUE(EncodeEndRecord(L, end, &payload));
   lua_settop(L, 0);
-  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 4);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 5);
   EXPECT_TRUE(lua_isnil(L, 4));
+  lua_close(L);
+}
+
+TEST(DurableRecordTest, ALabelIsKeptByTheStartAndEndRecordsAndRecordsWithoutOneStillRead) {
+  lua_State* L = luaL_newstate();
+  lua_pushstring(L, "arg");
+  std::string payload, error, entry;
+  ASSERT_TRUE(EncodeStartRecord(L, "quest.run", std::string("k"), 1, 1, &payload, &error)) << error;
+  const std::string unlabelled = payload;
+  LabelStartRecord(&payload, "player 7's quest");
+  lua_settop(L, 0);
+  std::optional<std::string> key, label("stale");
+  ASSERT_EQ(PushStartRecord(L, payload, &entry, &key, &error, &label), 1) << error;
+  EXPECT_EQ(entry, "quest.run");
+  EXPECT_EQ(key, std::optional<std::string>("k"));
+  EXPECT_EQ(label, std::optional<std::string>("player 7's quest"));
+  EXPECT_STREQ(lua_tostring(L, 1), "arg");
+  lua_settop(L, 0);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kStart, payload, &error), 3);
+  EXPECT_STREQ(lua_tostring(L, 3), "player 7's quest");
+  lua_settop(L, 0);
+  // A start record written without a label (an older one) has none.
+  ASSERT_EQ(PushStartRecord(L, unlabelled, &entry, &key, &error, &label), 1);
+  EXPECT_FALSE(label.has_value());
+  lua_settop(L, 0);
+  // A label past kMaxIdentity bytes is cut.
+  payload = unlabelled;
+  LabelStartRecord(&payload, std::string(300, 'x'));
+  ASSERT_EQ(PushStartRecord(L, payload, &entry, &key, &error, &label), 1);
+  EXPECT_EQ(label->size(), kMaxIdentity);
+  lua_settop(L, 0);
+  // The end record: the label after the result, a table result too.
+  const std::optional<std::string> kept("player 7's quest");
+  EndRecord end;
+  end.label = &kept;
+  end.ended_ms = 5;
+  lua_newtable(L);
+  end.result = 1;
+  ASSERT_TRUE(EncodeEndRecord(L, end, &payload));
+  lua_settop(L, 0);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 5) << error;
+  EXPECT_TRUE(lua_istable(L, 4));
+  EXPECT_STREQ(lua_tostring(L, 5), "player 7's quest");
+  lua_settop(L, 0);
+  // A result that cannot persist is nil, the label still kept.
+  lua_pushcfunction(L, [](lua_State*) { return 0; });
+  ASSERT_TRUE(EncodeEndRecord(L, end, &payload));
+  lua_settop(L, 0);
+  ASSERT_EQ(PushFirstRecord(L, RecordKind::kEnd, payload, &error), 5) << error;
+  EXPECT_TRUE(lua_isnil(L, 4));
+  EXPECT_STREQ(lua_tostring(L, 5), "player 7's quest");
   lua_close(L);
 }
 

@@ -1,33 +1,20 @@
 // SPDX-License-Identifier: MIT
 // Tests for durable tasks with a fake clock: journal records, replay to the same wait and deadline, divergence.
-#include <map>
-#include <optional>
-#include <string>
-#include <string_view>
-#include <vector>
-
-#include <gtest/gtest.h>
-
-#include "core/durable/durable_journal.hpp"
-#include "core/host/lua_runtime.hpp"
-#include "core/scheduling/scheduler.hpp"
-#include "test_clocks.hpp"
+#include "durable/durable_fixture.hpp"
 
 namespace lua_tasks {
 namespace {
 
-constexpr int64_t kSec = 1'000'000'000;
-
 TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   Journal j("t1", {});
-  std::vector<SpacedWrite> out;
+  std::vector<StoreWrite> out;
   j.Append(RecordKind::kStart, "a", &out);
   j.Append(RecordKind::kStep, "b", &out);
   j.Append(RecordKind::kStep, "c", &out);
   out.clear();
   j.Finish(nullptr, false, &out);
   ASSERT_EQ(out.size(), 3u);
-  for (const SpacedWrite& w : out) EXPECT_FALSE(w.value.has_value());
+  for (const StoreWrite& w : out) EXPECT_FALSE(w.value.has_value());
   out.clear();
   std::string end = "e";
   j.Finish(&end, false, &out);
@@ -42,126 +29,6 @@ TEST(JournalTest, FinishKeepsAnEndRecordAndRestartKeepsANewStart) {
   EXPECT_EQ(j.size(), 1u);
   EXPECT_EQ(out.size(), 3u);  // two deletes, the new start
 }
-
-// The hooks: every COMMIT (a durable wait's too) is written at once.
-class Hooks final : public SchedulerHooks {
- public:
-  void OnTaskEnd(Task& task, lua_State* co, const TaskEnding& end) override {
-    std::string v = end.kind == TaskEnd::kDone ? "done" : end.kind == TaskEnd::kCancelled ? "cancelled" : "failed";
-    if (end.kind == TaskEnd::kFailed) v += std::string(":") + luaL_tolstring(co, -1, nullptr), lua_pop(co, 1);
-    ends.push_back(v);
-  }
-  void OnScheduleChange() override {}
-  void OnCommit(Task& task) override {
-    if (++commits == fail_at) {
-      lua_pushboolean(task.co, 0);
-      lua_pushliteral(task.co, "disk on fire");
-    } else {
-      lua_pushboolean(task.co, 1);
-      lua_pushnil(task.co);
-    }
-    sched->FinishCommit(&task, 2);
-  }
-  std::vector<std::string> ends;
-  Scheduler* sched = nullptr;
-  int commits = 0;  // COMMITs asked for (a durable wait's write too)
-  int fail_at = 0;  // the COMMIT of that count fails with "disk on fire"
-};
-
-// One runtime's life over a store kept in a map, as a restart sees it.
-class DurableTest : public ::testing::Test {
- protected:
-  struct Life {
-    LuaRuntime rt;
-    Hooks hooks;
-  };
-  std::unique_ptr<Life> Open(const std::string& source, const Clock* on = nullptr) {
-    auto life = std::make_unique<Life>();
-    LuaHostOptions o;
-    std::string error;
-    EXPECT_TRUE(life->rt.Assemble(o, on != nullptr ? on : &clock, &life->hooks, &error)) << error;
-    life->hooks.sched = life->rt.scheduler.get();
-    life->rt.scheduler->set_durable_ok(true);
-    life->rt.scheduler->set_has_store(true);
-    Run(life.get(), "log = {} function note(s) log[#log + 1] = s end " + source);
-    return life;
-  }
-  void Run(Life* life, const std::string& src) {
-    LuaHost* host = life->rt.host.get();
-    lua_State* L = host->main();
-    ASSERT_EQ(host->Load(L, src, "=test"), LUA_OK) << lua_tostring(L, -1);
-    LuaHost::Entry e(host, L);
-    ASSERT_EQ(host->PCall(L, 0, 0), LUA_OK) << host->last_message();
-  }
-  std::string Log(Life* life) {
-    lua_State* L = life->rt.host->main();
-    lua_getglobal(L, "table");
-    lua_getfield(L, -1, "concat");
-    lua_getglobal(L, "log");
-    lua_pushliteral(L, ",");
-    lua_call(L, 2, 1);
-    std::string s = lua_tostring(L, -1);
-    lua_pop(L, 2);
-    return s;
-  }
-  // Starts the durable task `entry` (no arguments) and returns its id.
-  std::string StartNew(Life* life, const char* entry) {
-    lua_State* L = life->rt.host->main();
-    Scheduler* s = life->rt.scheduler.get();
-    lua_pushstring(L, entry);
-    lua_pushnil(L);
-    std::string start, error;
-    {
-      LuaHost::HostSection section(life->rt.host.get(), L);
-      EXPECT_TRUE(EncodeValues(L, 2, &start, &error)) << error;
-    }
-    lua_pop(L, 2);
-    s->PrepareDurable("", start, {}, entry);
-    lua_getglobal(L, entry);
-    const uint64_t key = s->Start(L, 0, true);
-    Flush(life);
-    return s->IdOf(key);
-  }
-  // Restores task `id` from the store, as Runtime.open does.
-  uint64_t Restore(Life* life, const std::string& id, const char* entry) {
-    std::vector<std::string> records;
-    for (const auto& [k, v] : store) {
-      if (k.rfind(id + "/", 0) != 0) continue;
-      std::string r = v;
-      EXPECT_TRUE(UnsealRecord(&r));
-      records.push_back(r);
-    }
-    Scheduler* s = life->rt.scheduler.get();
-    s->PrepareDurable(id, "", records, entry);
-    lua_State* L = life->rt.host->main();
-    lua_getglobal(L, entry);
-    const uint64_t key = s->Start(L, 0, true);
-    Flush(life);
-    return key;
-  }
-  void Flush(Life* life) {
-    for (SpacedWrite& w : life->rt.scheduler->TakeJournalWrites()) {
-      if (w.space != kJournalSpace) continue;
-      if (w.value) {
-        store[w.key] = *w.value;
-      } else {
-        store.erase(w.key);
-      }
-    }
-  }
-  // Runs what is ready until nothing is: a committer goes on through the ready queue.
-  void Settle(Life* life) {
-    for (int i = 0; i < 20; ++i) Advance(life, 0);
-  }
-  void Advance(Life* life, int64_t ns) {
-    clock.Advance(ns);
-    life->rt.scheduler->RunTimers();
-    life->rt.scheduler->RunImmediate();
-    Flush(life);
-  }
-  FakeClock clock;
-  std::map<std::string, std::string> store;
-};
 
 TEST_F(DurableTest, ARestoredTaskWaitsAgainWithItsFirstDeadline) {
   const char* src = R"(
@@ -230,6 +97,60 @@ TEST_F(DurableTest, ADeadlineReplayedOnAClockSetToTheSameTimeIsKept) {
     EXPECT_EQ(Log(second.get()), corrected ? "" : "woke");
     Advance(second.get(), 200'000'000);
     EXPECT_EQ(Log(second.get()), "woke");
+  }
+}
+
+// A durable FOR or receive timeout ends at its journaled deadline on the
+// wall clock, live or replayed, as an UNTIL_TIME does (a dormant one is
+// woken by it too): the clock moved mid-wait moves its end. An ephemeral
+// one measures elapsed time on the monotonic clock and ignores it.
+TEST_F(DurableTest, ADurableTimedWaitEndsAtItsJournaledDeadlineWhereverTheWallClockMoves) {
+  const char* src = R"(
+    function f()
+      coroutine.yield("FOR", 10, "SECONDS")
+      note("woke")
+    end
+    function r() note(select(2, tasks.receive(10))) end)";
+  struct Row {
+    const char* what;
+    const char* entry;
+    bool durable, replayed;
+    int64_t moved;  // the wall clock moved by, 4 s after the yield
+    int64_t ends;   // monotonic time from the yield to its wake
+  };
+  const Row rows[] = {
+      {"durable, live, set back", "f", true, false, -2 * kSec, 12 * kSec},
+      {"durable, live, set forward", "f", true, false, 2 * kSec, 8 * kSec},
+      {"durable, replayed, set back", "f", true, true, -2 * kSec, 12 * kSec},
+      {"durable, replayed, set forward", "f", true, true, 2 * kSec, 8 * kSec},
+      {"durable receive timeout, live, set back", "r", true, false, -2 * kSec, 12 * kSec},
+      {"durable receive timeout, replayed, set forward", "r", true, true, 2 * kSec, 8 * kSec},
+      {"ephemeral, set back", "f", false, false, -2 * kSec, 10 * kSec},
+      {"ephemeral, set forward", "f", false, false, 2 * kSec, 10 * kSec},
+      {"ephemeral receive timeout, set back", "r", false, false, -2 * kSec, 10 * kSec},
+  };
+  for (const Row& row : rows) {
+    SCOPED_TRACE(row.what);
+    store.clear();
+    std::unique_ptr<Life> life = Open(src);
+    std::string id;
+    if (row.durable) {
+      id = StartNew(life.get(), row.entry);
+    } else {
+      lua_getglobal(life->rt.host->main(), row.entry);
+      ASSERT_NE(life->rt.scheduler->Start(life->rt.host->main(), 0, true), 0u);
+    }
+    Advance(life.get(), 4 * kSec);
+    if (row.replayed) {
+      life = Open(src);  // the process went and came back at once
+      Restore(life.get(), id, row.entry);
+    }
+    clock.wall += row.moved;
+    life->rt.scheduler->WallClockMoved(row.moved);
+    Advance(life.get(), row.ends - 4 * kSec - 1'000'000);
+    EXPECT_EQ(Log(life.get()), "");
+    Advance(life.get(), 2'000'000);
+    EXPECT_EQ(Log(life.get()), *row.entry == 'f' ? "woke" : "timeout");
   }
 }
 
@@ -583,7 +504,7 @@ class ReplayOnlyTest : public DurableTest {
   }
   std::unique_ptr<Life> Replay(const char* code, const std::string& id) {
     auto life = Open(code);
-    life->rt.scheduler->set_replay_only(true);
+    life->rt.scheduler->replayer()->set_replay_only(true);
     Restore(life.get(), id, "f");
     return life;
   }

@@ -78,10 +78,12 @@ TEST(IndexRestoreTest, WhatStaysDormant) {
 
 TEST(DormantTasksTest, DueTasksComeOutByDeadlineAndTakenOnesNever) {
   DormantTasks d;
-  d.AddAll({{"late", {WaitKind::kFor, kNow + 30 * kSec}},
-            {"early", {WaitKind::kFor, kNow + 10 * kSec}},
-            {"never", {WaitKind::kIndefinitely, 0}},
-            {"taken", {WaitKind::kFor, kNow + 5 * kSec}}});
+  d.Add("late", {WaitKind::kFor, kNow + 30 * kSec});
+  d.Add("early", {WaitKind::kFor, kNow + 10 * kSec});
+  d.Add("never", {WaitKind::kIndefinitely, 0});
+  d.Add("taken", {WaitKind::kFor, kNow + 5 * kSec});
+  d.Add("early", {WaitKind::kFor, kNow + 1 * kSec});  // known already: keeps its first entry
+  d.Seal();
   EXPECT_EQ(d.size(), 4u);
   ASSERT_TRUE(d.HasWakes());
   EXPECT_EQ(d.NextWake(), kNow + 5 * kSec - DormantTasks::kLeadNs);
@@ -97,9 +99,51 @@ TEST(DormantTasksTest, DueTasksComeOutByDeadlineAndTakenOnesNever) {
   EXPECT_TRUE(d.Contains("early"));  // due, but dormant until its activation takes it
 }
 
+TEST(DormantTasksTest, ManyTasksTakenOneByOneStayFoundAndDueInOrderThroughCompactions) {
+  // 20,000 ids of the length Runtime's ids have: every second one has a
+  // deadline (its index, in seconds); taking three of four compacts the
+  // table several times, and the rest are found and come due in order.
+  DormantTasks d;
+  constexpr int kCount = 20000;
+  auto id = [](int i) {
+    std::string s = "t-0123456789abcdef0123456789abcdef-" + std::to_string(i);
+    return s;
+  };
+  for (int i = 0; i < kCount; ++i) {
+    d.Add(id(i), {i % 2 == 0 ? WaitKind::kFor : WaitKind::kIndefinitely, i % 2 == 0 ? kNow + i * kSec : 0});
+  }
+  d.Seal();
+  EXPECT_EQ(d.size(), static_cast<size_t>(kCount));
+  for (int i = 0; i < kCount; ++i) {
+    if (i % 4 != 3) ASSERT_TRUE(d.Take(id(i))) << i;
+  }
+  EXPECT_EQ(d.size(), static_cast<size_t>(kCount / 4));
+  for (int i = 0; i < kCount; ++i) {
+    EXPECT_EQ(d.Contains(id(i)), i % 4 == 3) << i;
+  }
+  EXPECT_FALSE(d.HasWakes());  // the ones left (i % 4 == 3) are odd: none has a deadline
+  size_t seen = 0;
+  d.ForEach([&](std::string_view, const DormantTasks::Entry& e) {
+    EXPECT_EQ(e.kind, WaitKind::kIndefinitely);
+    ++seen;
+  });
+  EXPECT_EQ(seen, static_cast<size_t>(kCount / 4));
+  DormantTasks w;
+  for (int i = kCount; i-- > 0;) w.Add(id(i), {WaitKind::kFor, kNow + i * kSec});
+  w.Seal();
+  for (int i = 0; i < kCount; i += 2) ASSERT_TRUE(w.Take(id(i)));
+  for (int i = 1; i < kCount; i += 2) {
+    ASSERT_EQ(w.PopDue(kNow + (kCount + 1) * kSec), id(i));
+    ASSERT_TRUE(w.Take(id(i)));
+  }
+  EXPECT_TRUE(w.empty());
+}
+
 TEST(DormantTasksTest, ATaskTakenBeforeItsDeadlineLeavesNoWakeToKeepTheLoop) {
   DormantTasks d;
-  d.AddAll({{"hour", {WaitKind::kFor, kNow + 3600 * kSec}}, {"never", {WaitKind::kIndefinitely, 0}}});
+  d.Add("hour", {WaitKind::kFor, kNow + 3600 * kSec});
+  d.Add("never", {WaitKind::kIndefinitely, 0});
+  d.Seal();
   EXPECT_TRUE(d.HasWakes());
   EXPECT_TRUE(d.Take("hour"));  // resumed long before its deadline
   EXPECT_FALSE(d.HasWakes());   // a process with nothing else to do may exit
@@ -168,11 +212,42 @@ TEST_F(RestoreFromIndexTest, WhatRunsNowIsReadAndTheRestStaysDormant) {
   ASSERT_TRUE(OpenRecord(&end, &kind, &payload));
   EXPECT_EQ(kind, RecordKind::kEnd);
 
+  EXPECT_TRUE(r.missing.empty());
+
   // A task's journal and inbox, for its activation.
   JournalRestore one;
   RestoreTask(*db_, "n", "mail", true, &one);
   EXPECT_EQ(one.ids(), std::vector<std::string>{"mail"});
   EXPECT_EQ(one.TakeInbox("mail").keys.size(), 1u);
+}
+
+// An entry whose task's journal is gone is reported with what was wrong:
+// a sound entry names a lost journal; a damaged one (a record of another
+// kind in its place, a checksum that fails) lost what it held.
+TEST_F(RestoreFromIndexTest, AnEntryWithoutAJournalIsReportedSayingWhatWasWrong) {
+  Put(kIndexSpace, kIndexMarkKey, SealRecord(RecordKind::kIndex, "mark"));
+  Put(kIndexSpace, "gone", SealIndexEntry(IndexEntry{}));
+  Put(kIndexSpace, "swapped", SealRecord(RecordKind::kStart, "s"));
+  std::string flipped = SealRecord(RecordKind::kEnd, "e");
+  flipped[flipped.size() / 2] ^= 1;
+  Put(kIndexSpace, "flipped", flipped);
+  Task("kept", IndexEntry{}, 2);
+  Put(kIndexSpace, "kept-swapped", SealRecord(RecordKind::kStart, "s"));  // its journal is there: it says
+  for (int i = 0; i < 2; ++i) Put(kJournalSpace, RecordKey("kept-swapped", i), SealRecord(RecordKind::kStep, "x"));
+
+  JournalRestore restore;
+  DormantTasks dormant;
+  const IndexRestore r = RestoreFromIndex(*db_, "n", "", kNow, &restore, &dormant);
+  std::vector<std::pair<std::string, std::string>> got;
+  for (const IndexRestore::Missing& m : r.missing) got.emplace_back(m.id, m.why.substr(0, 40));
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<std::pair<std::string, std::string>>{
+                     {"flipped", "its index entry does not read (its check"},
+                     {"gone", "its index entry names a journal the stor"},
+                     {"swapped", "its index entry is a start record, not a"},
+                 }));
+  EXPECT_EQ(restore.TakeJournal("kept").size(), 2u);
+  EXPECT_EQ(restore.TakeJournal("kept-swapped").size(), 2u);
 }
 
 }  // namespace

@@ -8,6 +8,7 @@
 #include "core/host/lua_runtime.hpp"
 #include "core/scheduling/scheduler.hpp"
 #include "test_clocks.hpp"
+#include "test_hosts.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -77,17 +78,7 @@ class PartsTest : public ::testing::Test {
     }
     return sched->Start(L, n, true);
   }
-  std::string Log() {
-    lua_State* L = host->main();
-    lua_getglobal(L, "table");
-    lua_getfield(L, -1, "concat");
-    lua_getglobal(L, "log");
-    lua_pushliteral(L, ",");
-    lua_call(L, 2, 1);
-    std::string s = lua_tostring(L, -1);
-    lua_pop(L, 2);
-    return s;
-  }
+  std::string Log() { return GlobalLog(host->main()); }
   void Turn(int64_t ns) {
     clock.Advance(ns);
     sched->RunTimers();

@@ -10,6 +10,7 @@
 
 #include "core/host/lua_runtime.hpp"
 #include "test_clocks.hpp"
+#include "test_hosts.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -70,17 +71,7 @@ class SchedulerTest : public ::testing::Test {
     lua_getglobal(L, global.c_str());
     return sched->Start(L, 0, true);
   }
-  std::string Log() {
-    lua_State* L = host->main();
-    lua_getglobal(L, "table");
-    lua_getfield(L, -1, "concat");
-    lua_getglobal(L, "log");
-    lua_pushliteral(L, ",");
-    lua_call(L, 2, 1);
-    std::string s = lua_tostring(L, -1);
-    lua_pop(L, 2);
-    return s;
-  }
+  std::string Log() { return GlobalLog(host->main()); }
   // Advances the fake clock and runs what a loop turn would.
   void Turn(int64_t ns) {
     clock.Advance(ns);
@@ -105,6 +96,26 @@ TEST_F(SchedulerTest, ForWakesAfterTheDurationWithElapsedInItsUnit) {
   EXPECT_EQ(Log(), "SCHEDULER 50.0 MILLISECONDS");
   EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
   EXPECT_EQ(sched->task_count(), 0u);
+}
+
+// The durable unit is made only when something durable is asked for: a
+// runtime of ephemeral tasks runs, joins, sends and looks up ids with none.
+TEST_F(SchedulerTest, ARuntimeWithoutDurableTasksHasNoReplayer) {
+  Run(R"(function child() return tasks.receive() end
+         function t()
+           local id = tasks.start(child)
+           tasks.send(id, "hi")
+           note(tasks.wait(id))
+           local _, why = tasks.wait("t" .. string.rep("0", 40))
+           note(why)
+           note(tostring(tasks.status(id)))
+           note(tostring(pcall(tasks.start_durable, "child")))
+         end)");
+  Start("t");
+  Turn(0);
+  EXPECT_EQ(rec.ends, std::vector<std::string>{"done"});
+  EXPECT_EQ(Log(), "hi,no such task (unknown, or finished too long ago),done,false");
+  EXPECT_EQ(sched->replayer(), nullptr);
 }
 
 // SchedulerHooks' async contexts: none for a task that ends in its first

@@ -4,21 +4,10 @@
 // meets swapped calls, swapped steps or another function fails with
 // ERR_NONDETERMINISM instead of handing back the wrong values; unchanged
 // code, tasks.patched and journals written without identities still replay.
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const { Runtime, DirectoryStore } = require('../../..');
-const { closeAfterTest, sleep, until: loopUntil } = require('../helpers');
+const { closeAfterTest, sleep, until: loopUntil, tempDirs } = require('../helpers');
 
-const dirs = [];
-function tmpdir() {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-identity-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpdir = tempDirs('lua-tasks-identity-');
 
 // Opens `dir` with `source` loaded: JS functions grantGold, grantXp and
 // sendMail (globals set by rt.set), api.gold and api.mail (fields: known by

@@ -7,42 +7,12 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { spawn } = require('node:child_process');
+const { runKillable } = require('../helpers');
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'durable-child.js');
 const KILLS = Number(process.env.LUA_TASKS_DURABLE_KILLS || 60);
 const WORKERS = 8;
 const STEPS = 30;
-
-// `killAfterMs` counts from the child's "run" line (it logs it before
-// Runtime.open): Node's own start-up, 60 ms or 600 ms as the machine is
-// loaded, is no part of what the kills are for.
-function runChild(dir, logFile, gen, killAfterMs) {
-  return new Promise((resolve, reject) => {
-    const logged = fs.statSync(logFile).size;
-    const child = spawn(process.execPath, [CHILD, dir, String(WORKERS), String(STEPS), logFile, String(gen)], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
-    let stderr = '';
-    child.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
-    let timer = null;
-    let watch = null;
-    if (killAfterMs !== undefined) {
-      watch = setInterval(() => {
-        if (fs.statSync(logFile).size === logged) return;
-        clearInterval(watch);
-        watch = null;
-        timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
-      }, 2);
-    }
-    child.on('error', reject);
-    child.on('close', (code, signal) => {
-      if (watch) clearInterval(watch);
-      if (timer) clearTimeout(timer);
-      resolve({ code, signal, stderr });
-    });
-  });
-}
 
 test(`durable workers survive ${KILLS} SIGKILLs: nothing lost, nothing before a durable point repeated`, async () => {
   const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-durable-kill-'));
@@ -56,7 +26,12 @@ test(`durable workers survive ${KILLS} SIGKILLs: nothing lost, nothing before a 
     for (let round = 0; round < KILLS * 4; round++) {
       const killing = kills < KILLS;
       // Kill anywhere from the open to well into the run.
-      const r = await runChild(dir, logFile, gen, killing ? Math.floor(Math.random() * 300) : undefined);
+      const r = await runKillable(
+        CHILD,
+        [dir, WORKERS, STEPS, logFile, gen],
+        logFile,
+        killing ? Math.floor(Math.random() * 300) : undefined,
+      );
       if (r.signal === 'SIGKILL') kills++;
       else expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       if (fs.readFileSync(logFile, 'utf8').includes(`finished ${gen}\n`)) {

@@ -4,22 +4,12 @@
 // stays in the store at Runtime.open, is listed from the index, and runs
 // again (its journal replayed) when its deadline nears or anything names it;
 // and across a SIGKILL.
-const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { spawn, execFileSync } = require('node:child_process');
 const { Runtime } = require('../../..');
-const { until, runNode, expectCleanExit } = require('../helpers');
+const { until, runNode, expectCleanExit, tempDirs } = require('../helpers');
 
-const dirs = [];
-function tmpdir() {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-lazy-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpdir = tempDirs('lua-tasks-lazy-');
 
 // Each entry counts its runs (a replay runs it again) in runs[entry].
 const SOURCE = `

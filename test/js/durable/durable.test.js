@@ -2,21 +2,10 @@
 // Durable tasks (docs/durable.md): replay across close and reopen, the same
 // ids, idempotency keys, journaled calls, steps, clocks and messages,
 // divergence, and what is refused.
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const { Runtime } = require('../../..');
-const { sleep, until: loopUntil } = require('../helpers');
+const { sleep, until: loopUntil, tempDirs } = require('../helpers');
 
-const dirs = [];
-function tmpdir() {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-durable-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpdir = tempDirs('lua-tasks-durable-');
 
 // Opens `dir` with `source` loaded and `calls` (a counter of the JS calls
 // made, by argument) behind the global effect(x).
@@ -128,6 +117,34 @@ test('an idempotency key gives the live task, across a restart too', async () =>
   await rt.close();
 });
 
+test('durableRetainedMax keeps the latest finished tasks: an older one is forgotten, in the store too, and its key starts anew', async () => {
+  const dir = tmpdir();
+  const SOURCE = 'function f(x) return x end';
+  const ids = [];
+  let rt = await open(dir, SOURCE, new Map(), { durableRetainedMax: 3 });
+  for (let i = 1; i <= 5; i++) {
+    const t = rt.spawn('f', { durable: true, key: `k${i}`, args: [i] });
+    ids.push(t.id);
+    expect(await t.result).toBe(i);
+  }
+  // k1 and k2 were forgotten when k4 and k5 ended; k3..k5 are kept.
+  expect(await rt.spawn('f', { durable: true, key: 'k5', args: [0] }).result).toBe(5);
+  const again = rt.spawn('f', { durable: true, key: 'k1', args: [10] });
+  expect(again.id).not.toBe(ids[0]);
+  expect(await again.result).toBe(10); // and k3 is forgotten now
+  await rt.close();
+  // The store kept what the runtime kept: k4, k5 and the new k1.
+  rt = await open(dir, SOURCE, new Map(), { durableRetainedMax: 3 });
+  const seen = [];
+  for (const k of ['k4', 'k5', 'k1']) seen.push(await rt.spawn('f', { durable: true, key: k, args: [0] }).result);
+  expect(seen).toEqual([4, 5, 10]);
+  expect([ids[2], ids[3], ids[4]].map((id) => rt.task(id) && rt.task(id).status)).toEqual([undefined, 'done', 'done']);
+  await rt.close();
+  await expect(Runtime.open({ name: 'x', store: dir, durableRetainedMax: 0 })).rejects.toThrow(
+    /"options.durableRetainedMax" option must be an integer number of tasks from 1 to 1000000000 \(past it the oldest finished ones are forgotten first\). Received number 0\./,
+  );
+});
+
 test('tasks.step runs once: a replay hands back its results and leaves its changes alone', async () => {
   const dir = tmpdir();
   const source = `
@@ -155,8 +172,9 @@ test('tasks.step runs once: a replay hands back its results and leaves its chang
 test('clock and random reads replay as they were, and tasks.start is not started again', async () => {
   const dir = tmpdir();
   const source = `
+    function idle() coroutine.yield("INDEFINITELY") end
     function reads()
-      local child = tasks.start(function() coroutine.yield("INDEFINITELY") end)
+      local child = tasks.start(idle)
       local seen = os.time() .. " " .. os.clock() .. " " .. os.date("!%H:%M:%S") .. " " .. math.random(1, 1000000000) .. " " .. child
       effect(seen)
       coroutine.yield("INDEFINITELY")
@@ -169,7 +187,7 @@ test('clock and random reads replay as they were, and tasks.start is not started
   await sleep(1100); // os.time and os.date would read another second now
   await rt.close();
   rt = await open(dir, source, calls);
-  expect(rt.tasks()).toHaveLength(1); // the child is not started again
+  expect(rt.tasks()).toHaveLength(2); // the child is durable: restored, and not started again
   const t = rt.spawn('reads', { durable: true, key: 'r' });
   await loopUntil(() => waitingOn(rt, t.id) === 'INDEFINITELY');
   expect(rt.resume(t.id)).toBe(true);

@@ -60,7 +60,9 @@ describePg('Fleet balance', () => {
 
   test('a member that joins is given names until both host within one of even; each name hosted once throughout; durable tasks go on', async () => {
     const schema = `balance_${++schemas}`;
-    const a = await join(schema);
+    // Leases no stall of a loaded machine outlasts: every move is a handover.
+    const long = { leaseMs: 15000 };
+    const a = await join(schema, long);
     const ids = {};
     for (const name of NAMES) {
       ids[name] = await a.spawn(name, 'tally', { args: [2] });
@@ -75,7 +77,7 @@ describePg('Fleet balance', () => {
     const even = new Promise((resolve) => {
       balanced = resolve;
     });
-    const b = await join(schema);
+    const b = await join(schema, long);
     const check = (e) => {
       const here = a.hosted();
       const there = b.hosted();
@@ -116,15 +118,18 @@ describePg('Fleet balance', () => {
     const a = await join(schema, { balanceMs: 0 });
     for (const name of NAMES.slice(0, 4)) await a.runtime(name);
     const b = await join(schema);
-    const c = await join(schema);
-    for (const name of NAMES.slice(4, 8)) await c.runtime(name);
-    // c hosts 4 and b none: c gives b names; a (not balancing) keeps its 4.
+    // Heard from before c hosts anything: c may give b a name as soon as it
+    // hosts two, while it still activates the others.
     let given = 0;
-    await new Promise((resolve) => {
+    const twoGiven = new Promise((resolve) => {
       b.on('activate', () => {
         if (++given === 2) resolve();
       });
     });
+    const c = await join(schema);
+    for (const name of NAMES.slice(4, 8)) await c.runtime(name);
+    // c hosts 4 and b none: c gives b names; a (not balancing) keeps its 4.
+    await twoGiven;
     expect(a.hosted().length).toBe(4);
     expect(a.stats().handovers).toBe(0);
     expect(c.hosted().length).toBe(2);

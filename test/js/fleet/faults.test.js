@@ -72,11 +72,15 @@ describePg('Fleet faults', () => {
     a.on('activate', (e) => activations.push({ ...e, at: Date.now() }));
     const start = Date.now();
     await a.spawn('recv', 'waiter', { args: [1.5] });
+    const spawned = Date.now(); // its receive began between start and now (a spawn runs to the first wait)
     await until(() => hibernated.length > 0, 'the hibernation');
-    // Its wake time is its receive's deadline (ahead by wakeAheadMs / 2).
+    // Its wake time is its receive's deadline, 1.5 s after the receive on
+    // the fleet's clock (PostgreSQL's: this process's plus the member's
+    // offset), ahead by wakeAheadMs / 2. (1 ms each way: whole ms.)
     expect(hibernated[0].wakeAt).toBeInstanceOf(Date);
-    expect(hibernated[0].wakeAt.getTime() - start).toBeGreaterThan(1500 - 100 - 500);
-    expect(hibernated[0].wakeAt.getTime() - start).toBeLessThan(1500 + 500);
+    const deadline = hibernated[0].wakeAt.getTime() + 100 - a.stats().clock.offsetMs;
+    expect(deadline).toBeGreaterThanOrEqual(start + 1500 - 1);
+    expect(deadline).toBeLessThanOrEqual(spawned + 1500 + 1);
     // Woken by the index (reason 'due'), not by a call, and the receive timed out.
     await until(
       () => activations.some((e) => e.name === 'recv' && e.reason === 'due'),

@@ -2,7 +2,7 @@
 // clockOffsetMs and rt.setClockOffset: the runtime's wall clock is the process's plus an offset.
 'use strict';
 const { Runtime } = require('../../..');
-const { makeRuntime, LATE_MS } = require('../helpers');
+const { makeRuntime, expectOnTime, LATE_MS } = require('../helpers');
 
 const HOUR = 3600 * 1000;
 
@@ -45,6 +45,20 @@ test('setClockOffset back never wakes a wall-clock wait early', async () => {
   rt.setClockOffset(-200); // 350 ms left now
   await task.result;
   expect(Date.now() - start).toBeGreaterThanOrEqual(350 - 5);
+});
+
+// A durable task's FOR is on the wall clock (test/js/durable/durable-lazy-clock.test.js).
+test.each([
+  ['back', -2000],
+  ['forward', 2000],
+])('setClockOffset %s does not move an ephemeral FOR: it measures elapsed time', async (_, by) => {
+  const rt = makeRuntime();
+  rt.load('function t(ms) coroutine.yield("FOR", ms, "MILLISECONDS") return true end');
+  const start = Date.now();
+  const task = rt.start('t', 300);
+  rt.setClockOffset(by);
+  await task.result;
+  expectOnTime(Date.now() - start, 300);
 });
 
 test.each([

@@ -2,22 +2,11 @@
 // rt.inspect / task.inspect (docs/api.md#inspecting-a-task): entry, arguments
 // summarised, where a waiting task is in its Lua code, a durable task's
 // history read from the store; nothing kept or computed until asked.
-const fs = require('node:fs');
-const os = require('node:os');
-const path = require('node:path');
 const { Runtime } = require('../../..');
-const { makeRuntime, closeAfterTest, until } = require('../helpers');
+const { makeRuntime, closeAfterTest, until, tempDirs } = require('../helpers');
 const { summarize } = require('../../../lib/runtime/inspect');
 
-const dirs = [];
-function tmpdir() {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-inspect-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tmpdir = tempDirs('lua-tasks-inspect-');
 
 const CODE = `
 function stuck(player, n)

@@ -120,8 +120,17 @@ describe('tasks.start', () => {
   });
 
   test.each([
-    ['a number', 'tasks.start(42)', /bad argument #1 to 'start' \(function or coroutine expected, got number\)/],
-    ['nothing', 'tasks.start()', /bad argument #1 to 'start' \(function or coroutine expected, got no value\)/],
+    [
+      'a number',
+      'tasks.start(42)',
+      /bad argument #1 to 'start' \(function, coroutine or entry name expected, got number\)/,
+    ],
+    [
+      'nothing',
+      'tasks.start()',
+      /bad argument #1 to 'start' \(function, coroutine or entry name expected, got no value\)/,
+    ],
+    ['a name of no function', 'tasks.start("nowhere")', /tasks\.start: "nowhere" is not a function/],
     [
       'a coroutine already started',
       'local co = coroutine.create(function() coroutine.yield() end) coroutine.resume(co) tasks.start(co)',

@@ -5,21 +5,12 @@
 // Each block names the finding it keeps closed.
 'use strict';
 const fs = require('node:fs');
-const os = require('node:os');
 const path = require('node:path');
 const { Worker } = require('node:worker_threads');
-const { Runtime, DirectoryStore } = require('../../..');
-const { root } = require('../helpers');
+const { Runtime, DirectoryStore, Resources } = require('../../..');
+const { root, tempDirs } = require('../helpers');
 
-const dirs = [];
-function tempDir() {
-  const d = fs.mkdtempSync(path.join(os.tmpdir(), 'lua-tasks-persist-'));
-  dirs.push(d);
-  return d;
-}
-afterAll(() => {
-  for (const d of dirs) fs.rmSync(d, { recursive: true, force: true });
-});
+const tempDir = tempDirs('lua-tasks-persist-');
 
 // Bytes the store directory holds (the database and its WAL).
 function dirBytes(dir) {
@@ -201,6 +192,31 @@ describe('limits are refused at the Lua call, alone (ERR_STORE_LIMIT)', () => {
     await rt.close();
   });
 
+  test("a durable child's arguments are bounded by maxValueBytes, and its starts by the parent's journal", async () => {
+    const dir = tempDir();
+    const rt = await Runtime.open({
+      name: 'c',
+      store: dir,
+      memoryLimit: 8 << 20,
+      maxValueBytes: 1 << 20,
+      maxJournalBytes: 64 << 10,
+      taskTimeout: 2000,
+      setup: (r) =>
+        r.load(`
+          function kid(x) return #x end
+          function large() return tasks.start(kid, string.rep("a", 2 << 20)) end
+          function many() for i = 1, 1000000 do tasks.start(kid, "x") end end`),
+    });
+    const big = await caught(rt.spawn('large', { durable: true }).result);
+    expect(big.code).toBe('ERR_STORE_LIMIT');
+    expect(big.message).toMatch(/tasks\.start: its arguments .*maxValueBytes/);
+    // Each start is a record of the parent's: its journal's bound ends the loop.
+    const many = await caught(rt.spawn('many', { durable: true }).result);
+    expect(many.code).toBe('ERR_STORE_LIMIT');
+    expect(many.message).toMatch(/maxJournalBytes limit is 64 KiB/);
+    await rt.close();
+  });
+
   test('a durable journal is bounded: patch names and step results (finding 5)', async () => {
     const dir = tempDir();
     const rt = await Runtime.open({
@@ -238,7 +254,12 @@ describe('limits are refused at the Lua call, alone (ERR_STORE_LIMIT)', () => {
 });
 
 // Every Lua call that encodes, decodes or writes (docs/security.md#persistence-routes),
-// spun on: `body` runs in a durable task when `durable`, else from JS.
+// spun on: `body` runs in a durable task when `durable`, else from JS; with
+// `resources`, the runtime is given resources holding an echo resource at "c";
+// `waits`: each call waits for another runtime, so the loop spends little
+// CPU and taskTimeout is not what ends it (as for any loop of awaited JS
+// calls): what it may persist is, the durable journal's maxJournalBytes
+// (durable), and for a `counted` call maxResources or maxPaths (any task).
 const SPINNERS = [
   ['tasks.store.set', 'while true do tasks.store.set("k", big) end'],
   ['tasks.store.get', 'while true do tasks.store.get("k") end'],
@@ -249,7 +270,80 @@ const SPINNERS = [
   ['tasks.patched', 'local i = 0 while true do i = i + 1 tasks.patched("p" .. i) end', true],
   ['tasks.send to a durable task', 'local me = tasks.current_id() while true do pcall(tasks.send, me, big) end', true],
   ['os.time, math.random (journaled reads)', 'while true do os.time() math.random() end', true],
+  ['tasks.start in a durable task (a durable child)', 'while true do tasks.start("type", big) end', true],
+  // The resources' calls (docs/resources.md): each waits for its answer, in
+  // a task. `counted`: an ephemeral loop of it is ended by maxResources or maxPaths.
+  ['index.list', 'local ix = require("index") while true do ix.list("*") end', true, true, true],
+  [
+    'resource.invoke_path',
+    'local r = require("resource") while true do r.invoke_path("c", "echo", big) end',
+    true,
+    true,
+    true,
+  ],
+  [
+    'resource.invoke',
+    'local r = require("resource") local id = require("index").list("c").c while true do r.invoke(id, "echo", big) end',
+    true,
+    true,
+    true,
+  ],
+  [
+    'resource.create',
+    'local r = require("resource") local i = 0 while true do i = i + 1 r.create("echo", "x/" .. i, i) end',
+    true,
+    true,
+    true,
+    'counted',
+  ],
+  [
+    'resource.create with a large argument',
+    'local r = require("resource") local i = 0 while true do i = i + 1 r.create("echo", "x/" .. i, big) end',
+    true,
+    true,
+    true,
+  ],
+  [
+    'resource.create and resource.destroy',
+    'local r = require("resource") local i = 0 while true do i = i + 1 r.destroy((r.create("echo", "d/" .. i))) end',
+    true,
+    true,
+    true,
+  ],
+  [
+    'index.link_path',
+    'local ix = require("index") local i = 0 while true do i = i + 1 ix.link_path("c", "a/" .. i) end',
+    true,
+    true,
+    true,
+    'counted',
+  ],
+  [
+    'index.link',
+    'local ix = require("index") local id = ix.list("c").c local i = 0 while true do i = i + 1 ix.link(id, "l/" .. i) end',
+    true,
+    true,
+    true,
+    'counted',
+  ],
+  [
+    'tasks.resume by the address of a task of a resource',
+    'while true do tasks.resume("t0-0000000000001@lua-tasks.r.0", big) end',
+    true,
+    true,
+    true,
+  ],
+  [
+    'index.link_path and index.unlink',
+    'local ix = require("index") while true do ix.link_path("c", "u") ix.unlink("u") end',
+    true,
+    true,
+    true,
+  ],
 ];
+
+// The modules of the resources a spinner is given.
+const ECHO = { echo: 'return { echo = function(v) return v end }' };
 
 // The runtime's setup: the repeated table, and a committed value to get.
 const SETUP = `${REPEATED}
@@ -266,12 +360,14 @@ function spin(rt, body, durable) {
 
 describe('native work on Lua behalf stops', () => {
   // A Worker that opens a runtime on a store, commits `big`, then spins.
-  function persistWorker(dir, body, durable) {
+  function persistWorker(dir, body, durable, resources = false) {
     const code = `
-      const { Runtime } = require(${JSON.stringify(root)});
+      const { Runtime, Resources } = require(${JSON.stringify(root)});
       const { parentPort } = require('node:worker_threads');
       (async () => {
-        const rt = await Runtime.open({ name: 'w', store: ${JSON.stringify(dir)} });
+        const res = ${resources} ? await Resources.open(${JSON.stringify(dir)}, { modules: ${JSON.stringify(ECHO)} }) : undefined;
+        if (res) await res.create('echo', 'c');
+        const rt = await Runtime.open({ name: 'w', store: ${JSON.stringify(dir)}, resources: res });
         rt.load(${JSON.stringify(SETUP)});
         await rt.commit();
         parentPort.postMessage('go');
@@ -282,9 +378,9 @@ describe('native work on Lua behalf stops', () => {
     return new Worker(code, { eval: true });
   }
 
-  for (const [name, body, durable] of SPINNERS) {
+  for (const [name, body, durable, resources, waits, counted] of SPINNERS) {
     test(`a Worker spinning on ${name} with no limits terminates (finding 6)`, async () => {
-      const w = persistWorker(tempDir(), body, durable);
+      const w = persistWorker(tempDir(), body, durable, resources);
       await new Promise((resolve, reject) => {
         w.on('error', reject);
         w.on('message', (m) => (m === 'go' ? resolve() : reject(new Error(`the worker said ${m}`))));
@@ -298,13 +394,46 @@ describe('native work on Lua behalf stops', () => {
     // A durable loop journals a record a turn: its journal's bound may end
     // it first (a small one here keeps the store's work short: ending the
     // task deletes every record, and a sanitizer build writes slowly).
+    if (waits) {
+      test(`a loop of ${name} ends at its bound of persisted bytes`, async () => {
+        const dir = tempDir();
+        const res = await Resources.open(dir, { modules: ECHO, maxResources: 20, maxPaths: 20 });
+        await res.create('echo', 'c');
+        const rt = await Runtime.open({ name: 't', store: dir, maxJournalBytes: 16 << 10, resources: res });
+        rt.load(SETUP);
+        await rt.commit();
+        rt.load(`function spin() ${body} end`);
+        // The journal refuses the record of a call's outcome: the call raises why.
+        expect((await caught(rt.spawn('spin', { durable: true }).result)).message).toMatch(
+          /maxJournalBytes|maxResources|maxPaths|memoryLimit|not enough memory/,
+        );
+        if (counted) {
+          const err = await caught(rt.spawn('spin').result);
+          expect(err.code).toBe('ERR_STORE_LIMIT');
+          expect(err.message).toMatch(/maxResources|maxPaths/);
+        }
+        await rt.close();
+        await res.close();
+      });
+      continue;
+    }
     test(`taskTimeout holds through a loop of ${name} (finding 1)`, async () => {
-      const rt = await Runtime.open({ name: 't', store: tempDir(), taskTimeout: 200, maxJournalBytes: 256 << 10 });
+      const dir = tempDir();
+      const res = resources ? await Resources.open(dir, { modules: ECHO }) : undefined;
+      if (res) await res.create('echo', 'c');
+      const rt = await Runtime.open({
+        name: 't',
+        store: dir,
+        taskTimeout: 200,
+        maxJournalBytes: 256 << 10,
+        resources: res,
+      });
       rt.load(SETUP);
       await rt.commit();
       const err = await caught(spin(rt, body, durable));
       expect(durable ? ['ERR_TASK_TIMEOUT', 'ERR_STORE_LIMIT'] : ['ERR_TASK_TIMEOUT']).toContain(err.code);
       await rt.close();
+      if (res) await res.close();
     });
   }
 });

@@ -14,12 +14,17 @@
 //   faults                   [{ label, inject(ctx) -> undo() }]: each makes the
 //                            store's next saves fail at one of its steps
 //   kills                    how many SIGKILLs the kill test makes (default 200)
-//   outages                  [{ label, inject(ctx) -> Promise<number> }]: each ends the
-//                            store's connections while a write is in flight (the
-//                            number ended); for a store that has connections
-//   serverRestart            { setup() -> { store, restart(mode), teardown() } }: a store on
-//                            a server of the test's own, which restart() restarts: mode
-//                            'fast' (sessions ended, a clean stop) or 'immediate' (a crash)
+//   outages                  [{ label, hold(ctx) -> Promise<{ end() -> Promise<number> }> }]:
+//                            hold() makes the store's writes wait from when it resolves;
+//                            end() waits for one to wait, ends the store's connections
+//                            (that write's among them: the number ended) and lets the
+//                            writes go; for a store that has connections
+//   serverRestart            { setup() -> { store, hold() -> { lock(), restart(mode) }, teardown() } }:
+//                            a store on a server of the test's own; hold() resolves
+//                            ready to make its writes wait: lock() does, at once;
+//                            restart(mode) waits for a write to wait, restarts the
+//                            server (mode 'fast': sessions ended, a clean stop;
+//                            'immediate': a crash) and lets the writes go
 'use strict';
 
 const path = require('node:path');
@@ -282,8 +287,10 @@ function describeStore(adapter) {
         expect(typeof err.committed).toBe('boolean');
         // Once the outcome is known the name is free again, and the state
         // is exactly what the outcome said.
+        // (Its lease is let go just after, asynchronously: on a loaded
+        // machine that may take a while; the bound guards against a hang.)
         let b;
-        for (let i = 0; i < 100 && !b; i++) {
+        for (const end = Date.now() + 15000; !b && Date.now() < end;) {
           b = await open('sync-close').catch((e) => {
             if (e.code !== 'ERR_STORE_LOCKED') throw e;
             return sleep(20).then(() => undefined);
@@ -473,18 +480,22 @@ function describeStore(adapter) {
           end`);
         const health = [];
         a.on('storehealth', (e) => health.push(e.ok));
+        // The writes wait from before the task's first: the outage meets
+        // one in flight however fast the task would have been.
+        const first = await outage.hold(ctx);
         const durable = a.spawn('work', { durable: true, args: [30] }).result;
-        const ended = await outage.inject(ctx);
+        const ended = await first.end();
         expect(ended).toBeGreaterThan(0);
         expect(await durable).toBe(30);
         // The outage was told, then its end.
         expect(health).toEqual([false, true]);
         // An ephemeral COMMIT meets the next outage: it fails, and says so.
+        const next = await outage.hold(ctx);
         const ephemeral = a.spawn('work', { args: [30] }).result.then(
           () => null,
           (e) => e,
         );
-        await outage.inject(ctx);
+        await next.end();
         const err = await ephemeral;
         expect(err).toMatchObject({ code: 'ERR_COMMIT_FAILED' });
         await a.commit(); // usable: the next one lands
@@ -503,7 +514,11 @@ function describeStore(adapter) {
         try {
           const a = await Runtime.open({ name: 'restart', store: server.store });
           let effects = 0;
-          a.set('effect', () => effects++);
+          let atEffect = () => {};
+          a.set('effect', () => {
+            effects++;
+            atEffect();
+          });
           a.load(`function work(id, n)
               for i = 1, n do
                 tasks.step(function() effect(); tasks.store.set(id .. "/" .. i, i) end)
@@ -513,14 +528,28 @@ function describeStore(adapter) {
             end`);
           const health = [];
           a.on('storehealth', (e) => health.push(e.ok));
+          let hold = await server.hold();
           const ids = ['a', 'b', 'c'];
           const results = ids.map((id) => a.spawn('work', { durable: true, args: [id, 200] }).result);
-          // Each while the tasks commit: the second once some COMMITs landed after the first.
+          const finished = Promise.all(results);
+          // Each while a COMMIT is in flight: the second once some COMMITs
+          // landed after the first. The writes are made to wait from the
+          // step that saw 20 more effects (no loop turn after it), so the
+          // tasks, with hundreds of steps to go, are still committing.
           for (const mode of ['fast', 'immediate']) {
-            const before = effects;
-            await until(() => effects >= before + 20, `COMMITs before the ${mode} restart`);
+            hold ??= await server.hold();
+            const at = effects + 20;
+            const locked = new Promise((resolve) => {
+              atEffect = () => {
+                if (effects < at) return;
+                atEffect = () => {};
+                resolve(hold.lock());
+              };
+            });
+            await Promise.race([locked, finished]);
             expect(effects).toBeLessThan(600);
-            await server.restart(mode);
+            await hold.restart(mode);
+            hold = null;
           }
           expect(await Promise.all(results)).toEqual([200, 200, 200]);
           expect(effects).toBe(600); // each step once: no task failed and ran again

@@ -4,7 +4,7 @@
 const path = require('node:path');
 const { PostgresStore } = require('../../..');
 const { describeStore } = require('./conformance');
-const { describePg, createDatabase, query, privateCluster } = require('../pg-helpers');
+const { describePg, createDatabase, query, writeHold, privateCluster } = require('../pg-helpers');
 
 // Each test its own schema in the file's database.
 let db;
@@ -63,19 +63,31 @@ describePg('PostgresStore', () => {
     outages: [
       {
         label: "the store's sessions ended mid-COMMIT (pg_terminate_backend)",
-        inject: (ctx) => endMidWrite(ctx),
+        hold: (ctx) => endMidWrite(ctx),
       },
     ],
     // A cluster of the test's own (never the shared server), restarted with
     // pg_ctl restart -m fast (every session ends, the server comes back) or
-    // -m immediate (a crash: recovery runs as it comes back).
+    // -m immediate (a crash: recovery runs as it comes back), while a write
+    // of the store waits on a lock of the keyed-rows table.
     serverRestart: {
       async setup() {
         const cluster = await privateCluster();
         const store = new PostgresStore({ connectionString: cluster.url, leaseMs: LEASE_MS });
+        await (await store.acquire('warm-up')).release(); // its tables made
         return {
           store,
-          restart: (mode) => cluster.restart(mode),
+          async hold() {
+            const h = await writeHold(cluster.url, 'public.lua_tasks_kv');
+            return {
+              lock: () => h.lock(),
+              async restart(mode) {
+                await h.writeWaits();
+                await cluster.restart(mode);
+                await h.release();
+              },
+            };
+          },
           async teardown() {
             await store.close().catch(() => {});
             await cluster.stop();
@@ -103,30 +115,27 @@ async function failWith(ctx, when, kind, deferral = '') {
   return () => query(db.url, `DROP TRIGGER injected_fault ON ${s}.lua_tasks_snapshots`);
 }
 
-// Holds a lock on the keyed-rows table until one of the store's writes waits
-// on it, then ends every session of the store (that write's among them).
-// Resolves with the number of sessions ended.
+// Makes the store's writes wait (a lock on its keyed-rows table); end()
+// waits until one of them does, then ends every session of the store (that
+// write's among them) and lets the writes go. end() resolves with the number
+// of sessions ended.
 async function endMidWrite(ctx) {
-  const { Client } = require('pg');
-  const admin = new Client({ connectionString: db.url });
-  await admin.connect();
-  try {
-    await admin.query('BEGIN');
-    await admin.query(`LOCK TABLE "${ctx.schema}".lua_tasks_kv IN SHARE ROW EXCLUSIVE MODE`);
-    const waiting = `SELECT count(*)::int AS n FROM pg_stat_activity
-      WHERE datname = current_database() AND application_name = $1 AND wait_event_type = 'Lock'`;
-    for (const end = Date.now() + 5000; Date.now() < end;) {
-      if ((await admin.query(waiting, [ctx.schema])).rows[0].n > 0) break;
-      await new Promise((resolve) => setTimeout(resolve, 5));
-    }
-    const { rows } = await admin.query(
-      `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
-       WHERE datname = current_database() AND application_name = $1`,
-      [ctx.schema],
-    );
-    await admin.query('COMMIT');
-    return rows[0].n;
-  } finally {
-    await admin.end();
-  }
+  const hold = await writeHold(db.url, `"${ctx.schema}".lua_tasks_kv`, { app: ctx.schema });
+  await hold.lock();
+  return {
+    async end() {
+      try {
+        await hold.writeWaits();
+        const { rows } = await query(
+          db.url,
+          `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
+           WHERE datname = current_database() AND application_name = $1`,
+          [ctx.schema],
+        );
+        return rows[0].n;
+      } finally {
+        await hold.release();
+      }
+    },
+  };
 }

@@ -6,16 +6,21 @@ const os = require('node:os');
 const path = require('node:path');
 const { spawn } = require('node:child_process');
 const { Runtime, PostgresStore, DirectoryStore } = require('../../..');
-const { describePg, createDatabase, query, privateCluster } = require('../pg-helpers');
+const { describePg, createDatabase, query, writeHold, privateCluster } = require('../pg-helpers');
 const { sleep } = require('../helpers');
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'pg-faults-child.js');
 const LEASE_MS = 2000;
 
-// Runs the child on `url`; `during(lines)` injects faults once it is ready.
-// Resolves with its exit code and its output lines.
+// Runs the child, gated (fixtures/pg-faults-child.js): `during(lines,
+// exited, go)` injects faults once it is ready and says "go" (its tasks start)
+// when the faults are set to meet their writes; then the child is told "end"
+// (its tasks ended, it closes). Resolves with its exit code and its output
+// lines.
 async function runChild(spec, during) {
-  const p = spawn(process.execPath, [CHILD, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const p = spawn(process.execPath, [CHILD, JSON.stringify({ ...spec, gated: true })], {
+    stdio: ['pipe', 'pipe', 'pipe'],
+  });
   const lines = [];
   let stderr = '';
   let buffered = '';
@@ -23,6 +28,7 @@ async function runChild(spec, during) {
   const ready = new Promise((resolve) => {
     readyResolve = resolve;
   });
+  p.stdin.on('error', () => {}); // a child that died first: its exit says so
   p.stderr.on('data', (d) => {
     stderr += d;
   });
@@ -42,10 +48,20 @@ async function runChild(spec, during) {
     readyResolve();
   });
   await ready;
-  if (exit === null) await during(lines, () => exit !== null);
+  let went = false;
+  const go = () => {
+    if (!went) p.stdin.write('go\n');
+    went = true;
+  };
+  if (exit === null) await during(lines, () => exit !== null, go);
+  go();
+  p.stdin.end('end\n');
   const { code, signal } = await exited;
   return { code, signal, lines, stderr };
 }
+
+// Every task of a child's run ended (done or failed): it writes no more until it closes.
+const settled = (lines) => lines.includes('settled');
 
 // What the child's output says, checked: every task done once with its id,
 // every step's effect exactly once, every step's key in PostgreSQL.
@@ -79,40 +95,32 @@ describePg('PostgresStore faults', () => {
     let midCommit = 0; // sessions ended while their write waited
     const run = await runChild(
       { url: db.url, schema: 'terminate', tasks: 4, steps: 40, leaseMs: LEASE_MS },
-      async (lines, exited) => {
-        // Mid-COMMIT for certain: the tasks' writes wait on a lock this
-        // session holds on the kv table; the store's sessions are ended
-        // while one waits, then the lock goes. Up to three rounds.
-        const { Client } = require('pg');
-        const admin = new Client({ connectionString: db.url });
-        await admin.connect();
-        try {
-          for (let round = 0; round < 3 && !exited(); round++) {
-            await sleep(50);
-            await admin.query('BEGIN');
-            await admin.query('LOCK TABLE "terminate".lua_tasks_kv IN SHARE ROW EXCLUSIVE MODE');
-            // Until a write waits (the tasks may have ended: then no more rounds).
-            for (const end = Date.now() + 3000; !exited() && Date.now() < end;) {
-              const { rows } = await admin.query(
-                `SELECT count(*)::int AS n FROM pg_stat_activity
-                 WHERE datname = current_database() AND application_name = 'lua_tasks_fault' AND wait_event_type = 'Lock'`,
-              );
-              if (rows[0].n > 0) break;
-              await sleep(5);
-            }
-            const { rows } = await admin.query(
+      async (lines, exited, go) => {
+        // Mid-COMMIT for certain: the tasks' writes wait on a lock a
+        // session of the test's holds on the kv table (from before the
+        // first, in the first round); the store's sessions are ended while
+        // one waits, then the lock goes. Up to three rounds, while the
+        // tasks have writes to make.
+        for (let round = 0; round < 3 && !exited() && !settled(lines); round++) {
+          const hold = await writeHold(db.url, '"terminate".lua_tasks_kv', { app: 'lua_tasks_fault' });
+          try {
+            await hold.lock();
+            go();
+            if (!(await hold.writeWaits(() => exited() || settled(lines)))) break;
+            const { rows } = await query(
+              db.url,
               `SELECT count(pg_terminate_backend(pid))::int AS n FROM pg_stat_activity
                WHERE datname = current_database() AND application_name = 'lua_tasks_fault' AND wait_event_type = 'Lock'`,
             );
             midCommit += rows[0].n;
-            await admin.query('COMMIT');
-            if (rows[0].n === 0) break;
+          } finally {
+            await hold.release();
           }
-        } finally {
-          await admin.end();
         }
-        // Then every session of the store, wherever it is, again and again.
-        for (let round = 0; round < 10 && !exited(); round++) {
+        // Then every session of the store, wherever it is, again and again
+        // (the child holds its name, so its lock session is there to end,
+        // until it is told to end).
+        for (let round = 0; !exited() && (round < 10 || (terminated === 0 && round < 500)); round++) {
           await sleep(20 + ((round * 37) % 50));
           const { rows } = await query(
             db.url,
@@ -133,11 +141,19 @@ describePg('PostgresStore faults', () => {
     try {
       const run = await runChild(
         { url: cluster.url, schema: 'restart', tasks: 4, steps: 40, leaseMs: LEASE_MS },
-        async (lines, exited) => {
-          await sleep(150);
-          if (!exited()) await cluster.restart('fast');
-          await sleep(200);
-          if (!exited()) await cluster.restart('fast');
+        async (lines, exited, go) => {
+          // Each restart while a write waits on the test's lock (from before
+          // the first, the first time): a write is in flight for certain.
+          for (let round = 0; round < 2 && !exited() && !settled(lines); round++) {
+            const hold = await writeHold(cluster.url, '"restart".lua_tasks_kv', { app: 'lua_tasks_fault' });
+            try {
+              await hold.lock();
+              go();
+              if (await hold.writeWaits(() => exited() || settled(lines))) await cluster.restart('fast');
+            } finally {
+              await hold.release();
+            }
+          }
         },
       );
       expectAllOnce(run, 4, 40);
@@ -181,8 +197,11 @@ describePg('PostgresStore faults', () => {
     // leaseMs 1000: the child's transactions end 1 s after they go idle.
     // steps: more than it can finish while the test looks for a write to
     // stop (a step writes one record now, and 500 were done in seconds); the
-    // test kills it at the end.
-    const spec = { url: db.url, schema: 'paused', tasks: 2, steps: 50000, leaseMs: 1000, runtimes: 2 };
+    // test kills it at the end. givenPool: every write of the child is a
+    // transaction, so the first one the test's lock holds up is inside one
+    // (on its own pool a batch alone is autocommit, and whether a write
+    // carries several batches is up to timing).
+    const spec = { url: db.url, schema: 'paused', tasks: 2, steps: 50000, leaseMs: 1000, runtimes: 2, givenPool: true };
     const p = spawn(process.execPath, [CHILD, JSON.stringify(spec)], { stdio: ['ignore', 'pipe', 'pipe'] });
     const exited = new Promise((resolve) => p.once('exit', resolve));
     let text = '';

@@ -167,7 +167,8 @@ describePg('PostgresStore on PostgreSQL', () => {
 
   test('lease expiry: a holder that stops renewing (SIGSTOP) is taken over after leaseMs with token + 1, and fenced', async () => {
     const schema = `own_${schemas}`;
-    const leaseMs = 600;
+    // Long enough that a holder starved by a loaded machine still renews before the first look.
+    const leaseMs = 1500;
     const child = await startHolder({ url: db.url, schema, leaseMs }, 'held');
     try {
       const { rows } = await query(db.url, `SELECT token FROM ${leases(schema)} WHERE name = 'held'`);
