@@ -132,11 +132,26 @@ async function writeHold(dbUrl, table, { app } = {}) {
       locking ??= c.query(`BEGIN; LOCK TABLE ${table} IN SHARE ROW EXCLUSIVE MODE`);
       return locking;
     },
-    async writeWaits(stop = () => false) {
+    // Bounded: a writer that never comes fails the test with a reason, not by Jest's timeout
+    // (which would leave this loop, and what the test started, running).
+    async writeWaits(stop = () => false, { timeoutMs = 60000 } = {}) {
       await this.lock();
-      for (;;) {
+      for (const end = Date.now() + timeoutMs; ;) {
+        // pg_stat_activity is read once a transaction and kept (PostgreSQL's
+        // stats snapshot): this session is inside its lock's transaction, so
+        // the snapshot is dropped before each look, or it sees only the first.
+        await c.query('SELECT pg_stat_clear_snapshot()');
         if ((await c.query(waiting, app === undefined ? [] : [app])).rows[0].n > 0) return true;
         if (stop()) return false;
+        if (Date.now() > end) {
+          const { rows } = await c.query(
+            `SELECT pid, application_name AS app, state, wait_event_type AS type, wait_event AS event, left(query, 50) AS q
+             FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()`,
+          );
+          throw new Error(
+            `no write waited on ${table} within ${timeoutMs} ms; the database's sessions: ${JSON.stringify(rows)}`,
+          );
+        }
         await new Promise((resolve) => setTimeout(resolve, 5));
       }
     },

@@ -56,6 +56,7 @@ const { checkOptions, loadPg } = require('./options');
 const { LIMITS, overLimits, limitError } = require('./limits');
 const { Records } = require('./records');
 const { isTransient, hearPool } = require('./faults');
+const { Watchdog } = require('./watchdog');
 const { table, lockId, nameLockKey, statements, createSchema } = require('./schema');
 const { WriteQueue } = require('./write_queue');
 
@@ -120,6 +121,7 @@ class PostgresStore {
   #closed = false;
   #idleTxMs; // idle_in_transaction_session_timeout of the store's transactions
   #lockTimeoutMs; // lock_timeout of its lease queries
+  #watchdog; // drops a connection whose session and client wait for each other
 
   /** @param {PostgresStoreOptions} options */
   constructor(options) {
@@ -149,6 +151,7 @@ class PostgresStore {
     // lock at most lockTimeoutMs (then the name counts as held).
     this.#idleTxMs = Math.max(Math.floor(leaseMs / 2), 1000);
     this.#lockTimeoutMs = Math.max(Math.floor(leaseMs / 4), 250);
+    this.#watchdog = new Watchdog(Math.max(Math.floor(leaseMs / 2), 1000), (pid, ms) => this.#session(pid, ms));
     this.#target = this.#describe();
     const q = (name) => table(schema, name);
     this.#t = { meta: q('meta'), snapshots: q('snapshots'), kv: q('kv'), leases: q('leases') };
@@ -218,7 +221,7 @@ class PostgresStore {
     };
     client.on('error', onError);
     try {
-      return await fn(client);
+      return await this.#watchdog.watch(client, fn(client));
     } catch (e) {
       broken = broken || e || new Error('query failed');
       throw e;
@@ -226,6 +229,24 @@ class PostgresStore {
       client.removeListener('error', onError);
       client.release(broken || undefined);
     }
+  }
+
+  // What PostgreSQL's session `pid` is doing (null: gone), for the watchdog;
+  // bounded by `ms` (a pool with no connection free does not answer in time).
+  #session(pid, ms) {
+    let timer;
+    const late = new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer')), ms);
+    });
+    const asked = this.#pool.query({
+      text: 'SELECT wait_event, state_change FROM pg_stat_activity WHERE pid = $1',
+      values: [pid],
+      query_timeout: ms,
+    });
+    asked.catch(() => {});
+    return Promise.race([asked, late])
+      .then(({ rows }) => rows[0] || null)
+      .finally(() => clearTimeout(timer));
   }
 
   // The schema, checked and created once (concurrent first uses from many

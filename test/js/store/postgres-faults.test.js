@@ -53,10 +53,30 @@ async function runChild(spec, during) {
     if (!went) p.stdin.write('go\n');
     went = true;
   };
-  if (exit === null) await during(lines, () => exit !== null, go);
+  if (exit === null) {
+    try {
+      await during(lines, () => exit !== null, go);
+    } catch (e) {
+      // The child is ended, not left to keep Jest from exiting; what it said,
+      // and what PostgreSQL's sessions of it were doing, are the reason's context.
+      const { rows } = await query(
+        spec.url,
+        `SELECT pid, state, wait_event_type, wait_event, left(query, 60) AS q FROM pg_stat_activity
+         WHERE application_name = 'lua_tasks_fault'`,
+      ).catch(() => ({ rows: [] }));
+      e.message += `\nthe child's sessions: ${JSON.stringify(rows)}`;
+      p.kill('SIGKILL');
+      await exited;
+      e.message += `\nthe child's output:\n${lines.filter((l) => !l.startsWith('effect')).join('\n')}\n${stderr}`;
+      throw e;
+    }
+  }
   go();
   p.stdin.end('end\n');
+  // A child that never ends is killed (its signal fails the test), never left running.
+  const killer = setTimeout(() => p.kill('SIGKILL'), 90000);
   const { code, signal } = await exited;
+  clearTimeout(killer);
   return { code, signal, lines, stderr };
 }
 
@@ -224,6 +244,8 @@ describePg('PostgresStore faults', () => {
         await admin.query('BEGIN');
         await admin.query('LOCK TABLE "paused".lua_tasks_kv IN SHARE ROW EXCLUSIVE MODE');
         for (const end = Date.now() + 2000; Date.now() < end;) {
+          // A fresh look each time: pg_stat_activity is kept for a transaction otherwise.
+          await admin.query('SELECT pg_stat_clear_snapshot()');
           const { rows } = await admin.query(
             `SELECT count(*)::int AS n, bool_or(xact_start < query_start) AS inside FROM pg_stat_activity
              WHERE datname = current_database() AND application_name = 'lua_tasks_fault' AND wait_event_type = 'Lock'`,
@@ -274,6 +296,53 @@ describePg('PostgresStore faults', () => {
       await store.close();
     }
   }, 60000);
+
+  test('a write whose answer the client never reads (its session idle, waiting for the client) is dropped and fails transiently, not waited on forever; the next write lands', async () => {
+    // The client library's side of a lost answer, made on purpose: once the
+    // first fenced statement is sent, its connection stops reading, so
+    // PostgreSQL answers it and waits for the client while the client waits.
+    const { Pool } = require('pg');
+    const pool = new Pool({ connectionString: db.url });
+    let stalled = null;
+    pool.on('connect', (client) => {
+      const send = client.query.bind(client);
+      client.query = (config, ...rest) => {
+        const result = send(config, ...rest);
+        if (stalled === null && /lua_tasks_fence\(/.test((config && config.text) || '')) {
+          stalled = client.processID;
+          client.connection.stream.pause();
+        }
+        return result;
+      };
+    });
+    const store = new PostgresStore({ pool, schema: 'unread', leaseMs: 2000 });
+    try {
+      const lease = await store.acquire('n');
+      const batch = (v) => ({
+        name: 'n',
+        token: lease.token,
+        state: null,
+        writes: [{ space: 1, key: 'k', value: Buffer.from(v) }],
+      });
+      const err = await store.write(batch('first')).then(
+        () => null,
+        (e) => e,
+      );
+      expect(stalled).not.toBeNull();
+      expect(err).toMatchObject({ transient: true });
+      // Gone, when its transaction's idle_in_transaction_session_timeout (1 s
+      // here) ended it first; else waiting for this client.
+      expect(err.message).toMatch(
+        new RegExp(`stopped answering: its session \\(pid ${stalled}\\) (is gone|was waiting for this client)`),
+      );
+      await store.write(batch('second'));
+      expect(store.reader('n').get('k').toString()).toBe('second');
+      await lease.release();
+    } finally {
+      await store.close();
+      await pool.end();
+    }
+  }, 30000);
 
   describe('limits', () => {
     let store;
