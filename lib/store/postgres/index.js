@@ -52,7 +52,7 @@ const { threadId } = require('node:worker_threads');
 const { makeError, typeName } = require('../../errors');
 const contract = require('../contract');
 const { SPACES, SPACE_LIST, checkName, checkScan, snapshotBatch } = contract;
-const { checkOptions, loadPg } = require('./options');
+const { checkOptions, loadPg, describeTarget } = require('./options');
 const { LIMITS, overLimits, limitError } = require('./limits');
 const { Records } = require('./records');
 const { isTransient, hearPool } = require('./faults');
@@ -151,8 +151,8 @@ class PostgresStore {
     // lock at most lockTimeoutMs (then the name counts as held).
     this.#idleTxMs = Math.max(Math.floor(leaseMs / 2), 1000);
     this.#lockTimeoutMs = Math.max(Math.floor(leaseMs / 4), 250);
-    this.#watchdog = new Watchdog(Math.max(Math.floor(leaseMs / 2), 1000), (pid, ms) => this.#session(pid, ms));
-    this.#target = this.#describe();
+    this.#watchdog = new Watchdog(this.#pool, Math.max(Math.floor(leaseMs / 2), 1000));
+    this.#target = describeTarget(this.#pg, this.#connection);
     const q = (name) => table(schema, name);
     this.#t = { meta: q('meta'), snapshots: q('snapshots'), kv: q('kv'), leases: q('leases') };
     this.#sql = statements(schema, this.#t);
@@ -171,16 +171,6 @@ class PostgresStore {
         }
       },
     });
-  }
-
-  /** Where the store connects, for messages: never the password. */
-  #describe() {
-    try {
-      const c = new this.#pg.Client(this.#connection || {});
-      return `host ${c.host}, port ${c.port}, database "${c.database}", user "${c.user}"`;
-    } catch {
-      return 'the pool given';
-    }
   }
 
   #checkOpen() {
@@ -229,24 +219,6 @@ class PostgresStore {
       client.removeListener('error', onError);
       client.release(broken || undefined);
     }
-  }
-
-  // What PostgreSQL's session `pid` is doing (null: gone), for the watchdog;
-  // bounded by `ms` (a pool with no connection free does not answer in time).
-  #session(pid, ms) {
-    let timer;
-    const late = new Promise((resolve, reject) => {
-      timer = setTimeout(() => reject(new Error('no answer')), ms);
-    });
-    const asked = this.#pool.query({
-      text: 'SELECT wait_event, state_change FROM pg_stat_activity WHERE pid = $1',
-      values: [pid],
-      query_timeout: ms,
-    });
-    asked.catch(() => {});
-    return Promise.race([asked, late])
-      .then(({ rows }) => rows[0] || null)
-      .finally(() => clearTimeout(timer));
   }
 
   // The schema, checked and created once (concurrent first uses from many

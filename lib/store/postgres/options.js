@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// PostgresStore's options, checked, and the pg package it loads.
+// PostgresStore's options, checked, the pg package it loads, and how it names where it connects.
 'use strict';
 
 const { makeError, typeName } = require('../../errors');
@@ -32,6 +32,16 @@ function loadPg() {
       );
     }
     throw e;
+  }
+}
+
+/** Where a store connects, for messages: never the password. */
+function describeTarget(pg, connection) {
+  try {
+    const c = new pg.Client(connection || {});
+    return `host ${c.host}, port ${c.port}, database "${c.database}", user "${c.user}"`;
+  } catch {
+    return 'the pool given';
   }
 }
 
@@ -87,4 +97,4 @@ function checkOptions(options) {
  * @property {number} [max] connections of the pool the store makes. @default 10
  */
 
-module.exports = { checkOptions, loadPg, loadPgUtils };
+module.exports = { checkOptions, loadPg, loadPgUtils, describeTarget };

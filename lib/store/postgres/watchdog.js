@@ -21,19 +21,19 @@
  * to the socket's own errors.
  */
 class Watchdog {
+  #pool; // where a probe asks (a connection not checked out)
   #probeMs;
-  #ask; // (pid, timeoutMs) => Promise<{ wait_event, state_change } | null>: the session of pid
   #out = new Map(); // client -> { since, seen }: connections checked out
   #timer = null;
   #probing = false;
 
   /**
+   * @param {import('pg').Pool} pool the store's pool
    * @param {number} probeMs how often a checked-out connection is looked at
-   * @param {(pid: number, timeoutMs: number) => Promise<object|null>} ask
    */
-  constructor(probeMs, ask) {
+  constructor(pool, probeMs) {
+    this.#pool = pool;
     this.#probeMs = probeMs;
-    this.#ask = ask;
   }
 
   /**
@@ -63,6 +63,24 @@ class Watchdog {
     this.#timer = null;
   }
 
+  // What PostgreSQL's session `pid` is doing (null: gone), within probeMs (a
+  // pool with no connection free does not answer in time).
+  #session(pid) {
+    let timer;
+    const late = new Promise((resolve, reject) => {
+      timer = setTimeout(() => reject(new Error('no answer')), this.#probeMs);
+    });
+    const asked = this.#pool.query({
+      text: 'SELECT wait_event, state_change FROM pg_stat_activity WHERE pid = $1',
+      values: [pid],
+      query_timeout: this.#probeMs,
+    });
+    asked.catch(() => {});
+    return Promise.race([asked, late])
+      .then(({ rows }) => rows[0] || null)
+      .finally(() => clearTimeout(timer));
+  }
+
   async #probe() {
     if (this.#probing) return;
     this.#probing = true;
@@ -72,7 +90,7 @@ class Watchdog {
         if (now - w.since < this.#probeMs || !client.processID) continue;
         let session;
         try {
-          session = await this.#ask(client.processID, this.#probeMs);
+          session = await this.#session(client.processID);
         } catch {
           return; // the server does not answer: the connection's socket will say so
         }
