@@ -121,7 +121,7 @@ class PostgresStore {
   #closed = false;
   #idleTxMs; // idle_in_transaction_session_timeout of the store's transactions
   #lockTimeoutMs; // lock_timeout of its lease queries
-  #watchdog; // drops a connection whose session and client wait for each other
+  #watchdog; // drops a checked-out connection whose session is gone or waits for the client
 
   /** @param {PostgresStoreOptions} options */
   constructor(options) {

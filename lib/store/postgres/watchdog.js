@@ -71,7 +71,8 @@ class Watchdog {
       timer = setTimeout(() => reject(new Error('no answer')), this.#probeMs);
     });
     const asked = this.#pool.query({
-      text: 'SELECT wait_event, state_change FROM pg_stat_activity WHERE pid = $1',
+      // state_change as text: its microseconds tell two changes in one millisecond apart
+      text: 'SELECT wait_event, state_change::text AS changed FROM pg_stat_activity WHERE pid = $1',
       values: [pid],
       query_timeout: this.#probeMs,
     });
@@ -95,8 +96,7 @@ class Watchdog {
           return; // the server does not answer: the connection's socket will say so
         }
         if (this.#out.get(client) !== w) continue; // it was handed back meanwhile
-        const mark =
-          session === null ? 'gone' : session.wait_event === 'ClientRead' ? String(session.state_change) : null;
+        const mark = session === null ? 'gone' : session.wait_event === 'ClientRead' ? `read ${session.changed}` : null;
         if (mark === null || mark !== w.seen) {
           w.seen = mark; // first sight (or the session moved on): look again at the next probe
           continue;
@@ -108,7 +108,8 @@ class Watchdog {
           ),
           { transient: true },
         );
-        client.connection.stream.destroy(err);
+        const stream = client.connection && client.connection.stream;
+        if (stream && typeof stream.destroy === 'function') stream.destroy(err);
       }
     } finally {
       this.#probing = false;

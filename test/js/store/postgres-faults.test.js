@@ -297,50 +297,91 @@ describePg('PostgresStore faults', () => {
     }
   }, 60000);
 
-  test('a write whose answer the client never reads (its session idle, waiting for the client) is dropped and fails transiently, not waited on forever; the next write lands', async () => {
-    // The client library's side of a lost answer, made on purpose: once the
-    // first fenced statement is sent, its connection stops reading, so
-    // PostgreSQL answers it and waits for the client while the client waits.
-    const { Pool } = require('pg');
-    const pool = new Pool({ connectionString: db.url });
-    let stalled = null;
-    pool.on('connect', (client) => {
-      const send = client.query.bind(client);
-      client.query = (config, ...rest) => {
-        const result = send(config, ...rest);
+  // The client library's side of a lost answer, made on purpose: once the
+  // first fenced statement is sent, its connection stops reading. On the
+  // store's own pool a batch alone is autocommit: PostgreSQL answers, then
+  // waits for the client while the client waits for it. On a pool given,
+  // every write is a transaction, which PostgreSQL ends once it sits idle
+  // past idle_in_transaction_session_timeout (1 s here): the session is gone.
+  test.each([
+    ['its own pool', 'it waits for the client', 'was waiting for this client'],
+    ['a pool given', 'PostgreSQL ends it', 'is gone|was waiting for this client'],
+  ])(
+    'a write whose answer the client never reads (%s: %s) is dropped and fails transiently, not waited on forever; the next write lands',
+    async (which, _how, said) => {
+      const { Pool, Client } = require('pg');
+      const query = Client.prototype.query;
+      let stalled = null;
+      Client.prototype.query = function stallFirstFenced(config, ...rest) {
+        const result = query.call(this, config, ...rest);
         if (stalled === null && /lua_tasks_fence\(/.test((config && config.text) || '')) {
-          stalled = client.processID;
-          client.connection.stream.pause();
+          stalled = this.processID;
+          this.connection.stream.pause();
         }
         return result;
       };
-    });
-    const store = new PostgresStore({ pool, schema: 'unread', leaseMs: 2000 });
+      const pool = which === 'a pool given' ? new Pool({ connectionString: db.url }) : null;
+      const where = pool ? { pool } : { connectionString: db.url };
+      const store = new PostgresStore({ ...where, schema: pool ? 'unread_given' : 'unread_own', leaseMs: 2000 });
+      try {
+        const lease = await store.acquire('n');
+        const batch = (v) => ({
+          name: 'n',
+          token: lease.token,
+          state: null,
+          writes: [{ space: 1, key: 'k', value: Buffer.from(v) }],
+        });
+        const err = await store.write(batch('first')).then(
+          () => null,
+          (e) => e,
+        );
+        expect(stalled).not.toBeNull();
+        expect(err).toMatchObject({ transient: true });
+        expect(err.message).toMatch(new RegExp(`stopped answering: its session \\(pid ${stalled}\\) (${said})`));
+        await store.write(batch('second'));
+        expect(store.reader('n').get('k').toString()).toBe('second');
+        await lease.release();
+      } finally {
+        Client.prototype.query = query;
+        await store.close();
+        if (pool) await pool.end();
+      }
+    },
+    30000,
+  );
+
+  test("a write that waits for a lock through several of the watchdog's probes is left to wait, and lands", async () => {
+    const store = new PostgresStore({ connectionString: db.url, schema: 'slow_lock', leaseMs: 2000 });
     try {
       const lease = await store.acquire('n');
-      const batch = (v) => ({
-        name: 'n',
-        token: lease.token,
-        state: null,
-        writes: [{ space: 1, key: 'k', value: Buffer.from(v) }],
-      });
-      const err = await store.write(batch('first')).then(
-        () => null,
-        (e) => e,
-      );
-      expect(stalled).not.toBeNull();
-      expect(err).toMatchObject({ transient: true });
-      // Gone, when its transaction's idle_in_transaction_session_timeout (1 s
-      // here) ended it first; else waiting for this client.
-      expect(err.message).toMatch(
-        new RegExp(`stopped answering: its session \\(pid ${stalled}\\) (is gone|was waiting for this client)`),
-      );
-      await store.write(batch('second'));
-      expect(store.reader('n').get('k').toString()).toBe('second');
+      await store.write({ name: 'n', token: lease.token, state: null, writes: [] }); // the tables exist
+      const hold = await writeHold(db.url, '"slow_lock".lua_tasks_kv');
+      let settled = null;
+      let writing = null;
+      try {
+        await hold.lock();
+        writing = store.write({
+          name: 'n',
+          token: lease.token,
+          state: null,
+          writes: [{ space: 1, key: 'k', value: Buffer.from('v') }],
+        });
+        writing.then(
+          () => (settled = 'written'),
+          (e) => (settled = e),
+        );
+        expect(await hold.writeWaits()).toBe(true);
+        await sleep(3500); // a probe a second (leaseMs / 2): three looks at a session waiting for a lock
+        expect(settled).toBe(null);
+      } finally {
+        await hold.release();
+      }
+      await writing;
+      expect(settled).toBe('written');
+      expect(store.reader('n').get('k').toString()).toBe('v');
       await lease.release();
     } finally {
       await store.close();
-      await pool.end();
     }
   }, 30000);
 
