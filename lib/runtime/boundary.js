@@ -131,7 +131,7 @@ function errorText(thrown) {
 
 // node-addon-api keeps a thrown primitive (a string, a number...) inside an
 // object under this key (Napi::Error::ERROR_WRAP_VALUE, private there). The
-// round trip of every primitive is tested (test/js/security/boundary.test.js).
+// round trip of every primitive is tested (test/js/security/boundary-errors.test.js).
 const WRAP_KEY = '4bda9e7e-4913-4dbc-95de-891cbf66598e-errorVal';
 
 /**
