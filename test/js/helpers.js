@@ -221,11 +221,13 @@ function terminateWhileSpinning(worker, { delay, returns = false }) {
  * that long after it first appends to `logFile` (its "run" line, written
  * before Runtime.open: Node's own start-up, 60 ms or 600 ms as the machine
  * is loaded, is no part of what a kill test's kills are for).
- * @returns {Promise<{ code: number|null, signal: string|null, stderr: string }>}
+ * @returns {Promise<{ code: number|null, signal: string|null, stderr: string, ranMs: number|null }>} ranMs: from
+ *   its first log line to its exit (null if it logged nothing while a kill was due)
  */
 function runKillable(script, args, logFile, killAfterMs) {
   return new Promise((resolve, reject) => {
     const logged = fs.statSync(logFile).size;
+    let began = null;
     const child = spawn(process.execPath, [script, ...args.map(String)], { stdio: ['ignore', 'ignore', 'pipe'] });
     let stderr = '';
     child.stderr.setEncoding('utf8').on('data', (s) => (stderr += s));
@@ -236,6 +238,7 @@ function runKillable(script, args, logFile, killAfterMs) {
         if (fs.statSync(logFile).size === logged) return;
         clearInterval(watch);
         watch = null;
+        began = Date.now();
         timer = setTimeout(() => child.kill('SIGKILL'), killAfterMs);
       }, 2);
     }
@@ -243,9 +246,27 @@ function runKillable(script, args, logFile, killAfterMs) {
     child.on('close', (code, signal) => {
       if (watch) clearInterval(watch);
       if (timer) clearTimeout(timer);
-      resolve({ code, signal, stderr });
+      resolve({ code, signal, stderr, ranMs: began === null ? null : Date.now() - began });
     });
   });
+}
+
+/**
+ * Where a kill test kills a run: at a random instant within `ms` of its first
+ * log line, and within the longest run that ended unkilled once one has
+ * (`saw`): a run faster than `ms` (a quicker machine or Node) would otherwise
+ * escape most kills, and the test would run out of rounds before its kills.
+ * @param {number} ms
+ * @returns {{ next(): number, saw(r: { signal: string|null, ranMs: number|null }): void }}
+ */
+function killWindow(ms) {
+  let longest = 0;
+  return {
+    next: () => Math.floor(Math.random() * (longest > 0 ? Math.min(ms, Math.max(1, longest * 0.9)) : ms)),
+    saw(r) {
+      if (r.signal !== 'SIGKILL' && r.ranMs !== null) longest = Math.max(longest, r.ranMs);
+    },
+  };
 }
 
 /**
@@ -288,9 +309,11 @@ async function killRounds({ script, args, kills: want, killWithinMs, fresh = asy
     let store = path.join(dir, `s${attempt}`);
     await fresh(store);
     let round = 0;
+    const when = killWindow(killWithinMs);
     for (; round < want * 6 && !(finished && kills >= want); round++) {
-      const killAfter = kills < want ? Math.floor(Math.random() * killWithinMs) : undefined;
+      const killAfter = kills < want ? when.next() : undefined;
       const r = await runKillable(script, args(store, logFile), logFile, killAfter);
+      when.saw(r);
       if (r.signal === 'SIGKILL') kills++;
       else expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       const log = fs.readFileSync(logFile, 'utf8');
@@ -332,6 +355,7 @@ module.exports = {
   watchLoop,
   runNode,
   runKillable,
+  killWindow,
   expectCleanExit,
   spinningWorker,
   terminateWhileSpinning,

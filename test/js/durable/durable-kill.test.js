@@ -7,7 +7,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runKillable } = require('../helpers');
+const { runKillable, killWindow } = require('../helpers');
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'durable-child.js');
 const KILLS = Number(process.env.LUA_TASKS_DURABLE_KILLS || 60);
@@ -23,6 +23,7 @@ test(`durable workers survive ${KILLS} SIGKILLs: nothing lost, nothing before a 
     // and the last generation finished: each kill lands mid-run somewhere.
     let kills = 0;
     let gen = 0;
+    const when = killWindow(300); // a random instant of the run, however quick it is
     for (let round = 0; round < KILLS * 4; round++) {
       const killing = kills < KILLS;
       // Kill anywhere from the open to well into the run.
@@ -30,8 +31,9 @@ test(`durable workers survive ${KILLS} SIGKILLs: nothing lost, nothing before a 
         CHILD,
         [dir, WORKERS, STEPS, logFile, gen],
         logFile,
-        killing ? Math.floor(Math.random() * 300) : undefined,
+        killing ? when.next() : undefined,
       );
+      when.saw(r);
       if (r.signal === 'SIGKILL') kills++;
       else expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       if (fs.readFileSync(logFile, 'utf8').includes(`finished ${gen}\n`)) {

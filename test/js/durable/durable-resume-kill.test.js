@@ -8,7 +8,7 @@
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
-const { runKillable } = require('../helpers');
+const { runKillable, killWindow } = require('../helpers');
 const { Runtime } = require('../../..');
 
 const CHILD = path.join(__dirname, '..', 'fixtures', 'durable-resume-child.js');
@@ -29,14 +29,11 @@ test(`every wake rt.resumeDurable acknowledged survives ${KILLS} SIGKILLs`, asyn
         .split('\n')
         .filter((l) => l.startsWith('acked '));
     let checked = 0;
+    const when = killWindow(300); // a random instant of the run, however quick it is
     for (let round = 0; round < KILLS * 6; round++) {
       const killing = kills < KILLS;
-      const r = await runKillable(
-        CHILD,
-        [store, WAKES, logFile],
-        logFile,
-        killing ? Math.floor(Math.random() * 300) : undefined,
-      );
+      const r = await runKillable(CHILD, [store, WAKES, logFile], logFile, killing ? when.next() : undefined);
+      when.saw(r);
       if (r.signal === 'SIGKILL') kills++;
       else expect({ code: r.code, stderr: r.stderr }).toEqual({ code: 0, stderr: '' });
       if (!fs.readFileSync(logFile, 'utf8').includes('finished all')) continue;
