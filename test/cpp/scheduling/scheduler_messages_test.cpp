@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-// Tests for mailboxes: Scheduler::Send and tasks.send queue messages whatever the task does; tasks.receive takes them in order.
+// Tests for mailboxes: Send and tasks.send queue messages whatever the task does; tasks.receive takes them in order.
 #include "core/scheduling/scheduler.hpp"
 
 #include <string>
@@ -13,7 +13,6 @@ namespace lua_tasks {
 namespace {
 
 using namespace scheduler_testing;  // the fixture (scheduler_fixture.hpp)
-
 
 // Sends the strings in `values` as one message from the main thread.
 Scheduler::SendResult SendStrings(Scheduler* sched, LuaHost* host, uint64_t key, std::vector<const char*> values) {
