@@ -409,6 +409,10 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
       &poll);
   napi_create_reference(env, poll, 1, &poll_fn_);
   host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
+  receiver = static_cast<napi_ref>(AddonData::From(env)->receiver);
+  // Calls out of Lua share a handle scope per entry (js_ref.cpp), which the entry closes.
+  host->set_call_scope_closer([](void* core, void* scope) { CloseCallScope(static_cast<RuntimeCore*>(core), scope); },
+                              this);
   uv_loop_t* loop = nullptr;
   napi_get_uv_event_loop(env, &loop);
   driver = std::make_unique<UvDriver>(loop, scheduler.get(), [this](void (*step)(Scheduler*)) { RunFromLoop(step); });

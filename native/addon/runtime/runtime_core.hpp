@@ -169,8 +169,19 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   std::unique_ptr<JournalRestore> restoring;  // Runtime.open's durable records, restoreScan .. restoreEnd
   const void* jsref_mt[3] = {};  // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;     // JS function settle(key, token, ok, value) for awaited promises
-  std::string scratch;           // reused buffer for JS string -> Lua conversion
-  size_t conversion_limit = 0;   // conversionLimit: bytes one conversion may produce (0 = no cap)
+  napi_ref receiver = nullptr;   // `this` of the JS functions Lua calls: AddonData's, which outlives every call
+  // Handles made when a shared call scope opened (js_ref.cpp), valid while
+  // it is open: the receiver, and the function of one JsRef box. Cleared
+  // when that scope closes, the function when its box is collected, so a
+  // match is a live handle of that very function.
+  struct CallCache {
+    void* scope = nullptr;
+    napi_value recv = nullptr;
+    const void* box = nullptr;
+    napi_value fn = nullptr;
+  } call_cache;
+  std::string scratch;          // reused buffer for JS string -> Lua conversion
+  size_t conversion_limit = 0;  // conversionLimit: bytes one conversion may produce (0 = no cap)
 
   // RAII, around Scheduler::Start for rt.start(): if the task it starts
   // (`key`) ends before Start returns, its end kind is kept here (kind()) and

@@ -32,6 +32,7 @@
 // 2^53-1 becomes a BigInt, so no integer is ever rounded.
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <string>
 #include <vector>
@@ -95,6 +96,20 @@ inline constexpr size_t kMemoStringBytes = 256;
   ThrowError(Napi::Env(env), "ERR_CONVERSION", message);
 }
 
+// Pushes the JS number `d` as Lua keeps it: an integer when it is integral,
+// within int64 and not -0, else a float. Round-tripping through int64 is
+// the integrality test (std::trunc was most of a call's result conversion).
+inline void PushJsNumber(lua_State* L, double d) {
+  if (d >= -9223372036854775808.0 && d < 9223372036854775808.0) {  // false for NaN
+    const auto i = static_cast<lua_Integer>(d);
+    if (static_cast<double>(i) == d && (i != 0 || !std::signbit(d))) {
+      lua_pushinteger(L, i);
+      return;
+    }
+  }
+  lua_pushnumber(L, d);
+}
+
 // Pushes the Lua equivalent of `v` onto L (exactly one value). The caller is
 // in a HostSection (no Lua code runs here, allocations cannot fail for the
 // limit). Throws Napi::Error: ERR_CONVERSION, ERR_MEMORY_LIMIT, a RangeError
@@ -112,6 +127,9 @@ void PushJsValues(RuntimeCore* core, lua_State* L, const napi_value* v, size_t n
 // returns false (the caller raises it, as for any allocation past the limit).
 // Other refusals throw as PushJs.
 bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v);
+// The same for a value whose type the caller has already asked (a JS call's
+// result): a number, boolean, null or undefined costs no second typeof.
+bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v, napi_valuetype type);
 
 // Returns the JS equivalent of the Lua value at `idx`. Leaves L's stack as it
 // was. Throws Napi::Error (ERR_CONVERSION) for what cannot cross.
@@ -122,8 +140,9 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed = false);
 // Converts the `n` values from absolute stack index `first` into out[0..n), as one
 // conversion (one memo, one conversionLimit): a call's arguments or a chunk's
 // results. nil becomes null when `nil_is_null` (inside an Array), else
-// undefined. Leaves L's stack as it was.
-void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null);
+// undefined. Leaves L's stack as it was. Returns whether all were nil,
+// booleans or numbers (each made one handle, and none holds a large value).
+bool ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null);
 
 // Builds the JS error for a failed load/pcall: `status` is the Lua status and
 // the error value is on top of L's stack (left there). A JS value thrown

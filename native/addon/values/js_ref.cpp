@@ -76,6 +76,8 @@ JsRefBox* ToBox(RuntimeCore* core, lua_State* L, int idx) {
 
 int l_jsref_gc(lua_State* L) {
   auto* box = static_cast<JsRefBox*>(lua_touserdata(L, 1));
+  RuntimeCore* core = CoreOf(L);
+  if (core->call_cache.box == box) core->call_cache.box = nullptr;  // a new box may come at its address
   if (box->ref != nullptr) napi_delete_reference(box->env, box->ref);
   box->ref = nullptr;
   return 0;
@@ -184,6 +186,11 @@ void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noex
   }
 }
 
+void CloseCallScope(RuntimeCore* core, void* scope) {
+  napi_close_handle_scope(core->env, static_cast<napi_handle_scope>(scope));
+  if (core->call_cache.scope == scope) core->call_cache = {};  // another scope may come at its address
+}
+
 namespace {
 
 // The error value for a JS exception pending on env after a failed call.
@@ -195,59 +202,123 @@ void PushPending(RuntimeCore* core, lua_State* L, const char* what) {
   PushJsError(core, L, exc);
 }
 
+// Calls made directly by one entry's Lua code share a handle scope
+// (LuaHost::CallScope), renewed after this many: a call with only numbers,
+// booleans and nil each way leaves about eight handles in it, a few KB
+// together, inside one of V8's handle blocks. A call that moved anything
+// else (a string or table may be large: its handle must not keep it alive
+// for the calls after) closes the scope as it returns.
+constexpr uint32_t kCallsPerScope = 64;
+
+// Where a call's handles go: the entry's shared scope (`*shared` stays set),
+// opened or renewed now if due, or else (*shared null) `*own`, a scope of
+// the call's own. A shared scope is opened only here, where it is the
+// innermost scope: what is made in it now lives as long as it, `this` for
+// the JS functions Lua calls and the function of `box` (call_cache). False
+// if no scope could be opened.
+bool OpenCallScope(RuntimeCore* core, lua_State* L, JsRefBox* box, LuaHost::CallScope** shared,
+                   napi_handle_scope* own) {
+  napi_env env = core->env;
+  *own = nullptr;
+  LuaHost::CallScope* s = *shared;
+  if (s != nullptr && s->handle != nullptr && s->calls < kCallsPerScope) return true;
+  if (s == nullptr || !LuaHost::MayMoveCallScope(L)) {
+    *shared = nullptr;
+    return napi_open_handle_scope(env, own) == napi_ok;
+  }
+  if (s->handle != nullptr) CloseCallScope(core, s->handle);
+  s->handle = nullptr;
+  napi_handle_scope scope;
+  if (napi_open_handle_scope(env, &scope) != napi_ok) return false;
+  *s = {scope, 0, s->sections};
+  napi_value recv, fn = BoxValue(box);
+  napi_get_reference_value(env, core->receiver, &recv);
+  core->call_cache = {scope, recv, fn != nullptr ? box : nullptr, fn};
+  return true;
+}
+
+// Closes the call's own scope; or counts the call in the shared one, which
+// closes after a call that moved more than scalars (`flat` false) if it may
+// now, else at the next call that may renew it.
+void EndCallScope(RuntimeCore* core, lua_State* L, LuaHost::CallScope* shared, napi_handle_scope own, bool flat) {
+  if (own != nullptr) {
+    napi_close_handle_scope(core->env, own);
+  } else if (flat) {
+    ++shared->calls;
+  } else if (LuaHost::MayMoveCallScope(L)) {
+    CloseCallScope(core, shared->handle);
+    shared->handle = nullptr;
+  } else {
+    shared->calls = kCallsPerScope;
+  }
+}
+
 // The body of l_js_call. Returns the number of results, or -1 with the error
 // value pushed.
 int CallJs(lua_State* L) noexcept {
   RuntimeCore* core = CoreOf(L);
+  LuaHost* host = core->host.get();
   auto* box = static_cast<JsRefBox*>(lua_touserdata(L, lua_upvalueindex(1)));
   napi_env env = box->env;
-  LuaHost::HostSection section(core->host.get(), L);
-  napi_handle_scope scope;
-  if (napi_open_handle_scope(env, &scope) != napi_ok) {
+  // Asked before the section opens: that counts as host code.
+  LuaHost::CallScope* shared = host->DirectCallScope();
+  LuaHost::HostSection section(host, L);
+  napi_handle_scope own;
+  if (!OpenCallScope(core, L, box, &shared, &own)) {
     lua_pushliteral(L, "cannot open a JS handle scope");
     return -1;
   }
   int result = 1;
+  bool flat = false;  // numbers, booleans and nil only, each way
   try {
     const int argc = lua_gettop(L);
     ValueArray args(argc);
     napi_value* argv = args.data();
-    ToJsValues(core, L, 1, argc, argv, true, false);  // one conversion; Lua functions: callbacks
-    napi_value fn = BoxValue(box), out;
+    flat = ToJsValues(core, L, 1, argc, argv, true, false);  // one conversion; Lua functions: callbacks
+    const RuntimeCore::CallCache& cached = core->call_cache;
+    const bool in_cached = shared != nullptr && cached.scope == shared->handle;
+    napi_value fn = in_cached && cached.box == box ? cached.fn : BoxValue(box);
     if (fn == nullptr) throw std::runtime_error("this JS function was released");  // its __gc ran (debug library)
     // Never undefined: a sloppy-mode function would get globalThis as `this`.
-    napi_value recv = AddonData::From(env)->receiver.Value();
-    napi_valuetype type = napi_undefined;
-    bool promise = false;
+    napi_value recv = cached.recv, out;
+    if (!in_cached) napi_get_reference_value(env, core->receiver, &recv);
     // In the async context of the task's starter (task_context.hpp).
-    const bool threw = core->contexts.Call(core->scheduler->current(), recv, fn, argc, argv, &out) != napi_ok;
-    if (!threw) napi_typeof(env, out, &type);
-    if (type == napi_object) napi_is_promise(env, out, &promise);
-    if (threw) {
+    if (core->contexts.Call(core->scheduler->current(), recv, fn, argc, argv, &out) != napi_ok) {
+      flat = false;
       lua_settop(L, 0);
       PushPending(core, L, "calling a JS function");  // what it threw, as itself
       result = kRaise;
-    } else if (promise) {
-      result = BeginAwait(core, L, out);  // a Promise: the task waits for it
+    } else if (double d; napi_get_value_double(env, out, &d) == napi_ok) {
+      PushJsNumber(L, d);  // the usual result, with no typeof; above the arguments: the top value is returned
     } else {
-      lua_settop(L, 0);
-      if (!PushJsForLua(core, L, out)) result = -1;
+      napi_valuetype type = napi_undefined;
+      bool promise = false;
+      napi_typeof(env, out, &type);
+      flat = flat && (type == napi_boolean || type == napi_undefined || type == napi_null);
+      if (type == napi_object) napi_is_promise(env, out, &promise);
+      if (promise) {
+        result = BeginAwait(core, L, out);  // a Promise: the task waits for it
+      } else if (!PushJsForLua(core, L, out, type)) {
+        result = -1;
+      }
     }
   } catch (const Napi::Error& e) {
+    flat = false;
     lua_settop(L, 0);
     PushJsException(core, L, e);
     result = -1;
   } catch (const std::exception& e) {
+    flat = false;
     lua_settop(L, 0);
     lua_pushstring(L, e.what());
     result = -1;
   }
-  napi_close_handle_scope(env, scope);
+  EndCallScope(core, L, shared, own, flat);
   return result;
 }
 
 // The running durable task's journal, or null.
-Journal* DurableJournal(RuntimeCore* core) {
+inline Journal* DurableJournal(RuntimeCore* core) {
   if (core->closed() || !core->scheduler) return nullptr;
   const Replayer* durable = core->scheduler->replayer();
   if (durable == nullptr || durable->count() == 0) return nullptr;

@@ -46,6 +46,10 @@ napi_value JsErrorValue(RuntimeCore* core, lua_State* L, int idx);
 // called. It reaches JS (rethrown, returned, passed) as the same value.
 void PushJsError(RuntimeCore* core, lua_State* L, napi_value thrown);
 
+// Closes a handle scope that calls out of Lua shared (LuaHost::CallScope),
+// and forgets what was kept in it.
+void CloseCallScope(RuntimeCore* core, void* scope);
+
 // Pushes the error value for the JS exception `e` carries (PushJsError of
 // what was thrown), without running any code of it. Never throws.
 void PushJsException(RuntimeCore* core, lua_State* L, const Napi::Error& e) noexcept;

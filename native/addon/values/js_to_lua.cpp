@@ -150,7 +150,7 @@ class JsToLua {
       case napi_number: {
         double d;
         Check(env_, napi_get_value_double(env_, v, &d), "get number");
-        PushNumber(d);
+        PushJsNumber(L_, d);
         return;
       }
       case napi_bigint: {
@@ -202,16 +202,6 @@ class JsToLua {
                               std::to_string(would - before_) + " bytes, past conversionLimit " +
                               std::to_string(core_->conversion_limit) + " (refused at " + Name(what, count) +
                               "). Pass a smaller value or raise the conversionLimit option.");
-  }
-
-  void PushNumber(double d) {
-    // Integral, in int64 range, and not -0.
-    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
-        !(d == 0 && std::signbit(d))) {
-      lua_pushinteger(L_, static_cast<lua_Integer>(d));
-    } else {
-      lua_pushnumber(L_, d);
-    }
   }
 
   void PushString(napi_value v) {
@@ -605,32 +595,50 @@ void Converting(RuntimeCore* core, lua_State* L, F&& push) {
                  ", before the value was complete). Pass a smaller value or raise the memoryLimit option.");
 }
 
-// The scalars most calls carry, without converter state. False for the rest.
+// The scalars most calls carry, of type `t`, without converter state. False
+// for the rest.
+bool PushScalar(napi_env env, lua_State* L, napi_value v, napi_valuetype t) {
+  switch (t) {
+    case napi_number: {
+      double d;
+      napi_get_value_double(env, v, &d);
+      PushJsNumber(L, d);
+      return true;
+    }
+    case napi_undefined:
+    case napi_null:
+      lua_pushnil(L);
+      return true;
+    case napi_boolean: {
+      bool b;
+      napi_get_value_bool(env, v, &b);
+      lua_pushboolean(L, b);
+      return true;
+    }
+    default:
+      return false;
+  }
+}
+
 bool PushScalar(napi_env env, lua_State* L, napi_value v) {
   napi_valuetype t;
-  if (napi_typeof(env, v, &t) != napi_ok) return false;
-  if (t == napi_number) {
-    double d;
-    napi_get_value_double(env, v, &d);
-    if (d >= -9223372036854775808.0 && d < 9223372036854775808.0 && std::trunc(d) == d &&
-        !(d == 0 && std::signbit(d))) {
-      lua_pushinteger(L, static_cast<lua_Integer>(d));
-    } else {
-      lua_pushnumber(L, d);
-    }
-    return true;
+  return napi_typeof(env, v, &t) == napi_ok && PushScalar(env, L, v, t);
+}
+
+// PushJsForLua past the scalars.
+bool PushConverted(RuntimeCore* core, lua_State* L, napi_value v) {
+  const int top = lua_gettop(L);
+  const size_t before = core->MemoryUsed();
+  try {
+    Converting(core, L, [&](JsToLua& c) { c.Push(v); });
+  } catch (const MemoryRefused& r) {
+    lua_pushfstring(
+        L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I (refused at %s)",
+        static_cast<lua_Integer>(r.would), static_cast<lua_Integer>(r.limit), r.what.c_str());
+    return false;
   }
-  if (t == napi_undefined || t == napi_null) {
-    lua_pushnil(L);
-    return true;
-  }
-  if (t == napi_boolean) {
-    bool b;
-    napi_get_value_bool(env, v, &b);
-    lua_pushboolean(L, b);
-    return true;
-  }
-  return false;
+  // Between two checks a value can overshoot by an element: the last word.
+  return !core->RefuseIfPastLimit(L, top, before);
 }
 
 }  // namespace
@@ -664,19 +672,11 @@ void PushJsValues(RuntimeCore* core, lua_State* L, const napi_value* v, size_t n
 }
 
 bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v) {
-  if (PushScalar(core->env, L, v)) return true;
-  const int top = lua_gettop(L);
-  const size_t before = core->MemoryUsed();
-  try {
-    Converting(core, L, [&](JsToLua& c) { c.Push(v); });
-  } catch (const MemoryRefused& r) {
-    lua_pushfstring(
-        L, "not enough memory: the JS value would take the Lua state to %I bytes, past memoryLimit %I (refused at %s)",
-        static_cast<lua_Integer>(r.would), static_cast<lua_Integer>(r.limit), r.what.c_str());
-    return false;
-  }
-  // Between two checks a value can overshoot by an element: the last word.
-  return !core->RefuseIfPastLimit(L, top, before);
+  return PushScalar(core->env, L, v) || PushConverted(core, L, v);
+}
+
+bool PushJsForLua(RuntimeCore* core, lua_State* L, napi_value v, napi_valuetype type) {
+  return PushScalar(core->env, L, v, type) || PushConverted(core, L, v);
 }
 
 }  // namespace lua_tasks

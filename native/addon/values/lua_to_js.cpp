@@ -20,6 +20,48 @@ namespace {
 
 constexpr double kMaxSafe = 9007199254740991.0;  // 2^53 - 1
 
+// A Lua integer as JS has it: a number up to 2^53 - 1 either way, else a
+// BigInt, so none is rounded. One that fits int32 is made as one: the same
+// number, without V8's double-to-Smi check.
+void IntegerToJs(napi_env env, lua_Integer i, napi_value* out) {
+  if (i >= INT32_MIN && i <= INT32_MAX) {
+    napi_create_int32(env, static_cast<int32_t>(i), out);
+  } else if (i >= -static_cast<lua_Integer>(kMaxSafe) && i <= static_cast<lua_Integer>(kMaxSafe)) {
+    napi_create_double(env, static_cast<double>(i), out);
+  } else {
+    napi_create_bigint_int64(env, i, out);
+  }
+}
+
+// The JS value of a nil, boolean or number, or nullptr for the rest.
+// Integers are asked for first: a call's arguments are mostly integers (W3),
+// and lua_isinteger answers for one without lua_type.
+napi_value ScalarToJs(napi_env env, lua_State* L, int idx, bool nil_is_null) {
+  napi_value out;
+  if (lua_isinteger(L, idx)) {
+    IntegerToJs(env, lua_tointegerx(L, idx, nullptr), &out);
+    return out;
+  }
+  switch (lua_type(L, idx)) {
+    case LUA_TNIL:
+    case LUA_TNONE:
+      if (nil_is_null) {
+        napi_get_null(env, &out);
+      } else {
+        napi_get_undefined(env, &out);
+      }
+      return out;
+    case LUA_TBOOLEAN:
+      napi_get_boolean(env, lua_toboolean(L, idx), &out);
+      return out;
+    case LUA_TNUMBER:  // a float stays a number, even when integral
+      napi_create_double(env, lua_tonumberx(L, idx, nullptr), &out);
+      return out;
+    default:
+      return nullptr;
+  }
+}
+
 class LuaToJs {
  public:
   LuaToJs(RuntimeCore* core, lua_State* L, bool handed)
@@ -30,27 +72,8 @@ class LuaToJs {
         cap_(core->conversion_limit == 0 ? SIZE_MAX : core->conversion_limit) {}
 
   napi_value Convert(int idx) {
-    napi_value out;
+    if (napi_value scalar = ScalarToJs(env_, L_, idx, false)) return scalar;
     switch (lua_type(L_, idx)) {
-      case LUA_TNIL:
-      case LUA_TNONE:
-        napi_get_undefined(env_, &out);
-        return out;
-      case LUA_TBOOLEAN:
-        napi_get_boolean(env_, lua_toboolean(L_, idx), &out);
-        return out;
-      case LUA_TNUMBER:
-        if (lua_isinteger(L_, idx)) {
-          const lua_Integer i = lua_tointeger(L_, idx);
-          if (i >= -static_cast<lua_Integer>(kMaxSafe) && i <= static_cast<lua_Integer>(kMaxSafe)) {
-            napi_create_double(env_, static_cast<double>(i), &out);
-          } else {
-            napi_create_bigint_int64(env_, i, &out);
-          }
-        } else {
-          napi_create_double(env_, lua_tonumber(L_, idx), &out);
-        }
-        return out;
       case LUA_TSTRING:
         return String(idx);
       case LUA_TTABLE:
@@ -268,39 +291,6 @@ class LuaToJs {
   std::unordered_map<const void*, napi_value> handles_;
 };
 
-// The JS value of a nil, boolean or number, or nullptr for the rest.
-napi_value ScalarToJs(napi_env env, lua_State* L, int idx, bool nil_is_null) {
-  napi_value out;
-  switch (lua_type(L, idx)) {
-    case LUA_TNIL:
-    case LUA_TNONE:
-      if (nil_is_null) {
-        napi_get_null(env, &out);
-      } else {
-        napi_get_undefined(env, &out);
-      }
-      return out;
-    case LUA_TBOOLEAN:
-      napi_get_boolean(env, lua_toboolean(L, idx), &out);
-      return out;
-    case LUA_TNUMBER: {
-      if (!lua_isinteger(L, idx)) {  // a float stays a number, even when integral
-        napi_create_double(env, lua_tonumber(L, idx), &out);
-        return out;
-      }
-      const lua_Integer i = lua_tointeger(L, idx);
-      if (i >= -static_cast<lua_Integer>(kMaxSafe) && i <= static_cast<lua_Integer>(kMaxSafe)) {
-        napi_create_double(env, static_cast<double>(i), &out);
-      } else {
-        napi_create_bigint_int64(env, i, &out);
-      }
-      return out;
-    }
-    default:
-      return nullptr;
-  }
-}
-
 }  // namespace
 
 napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
@@ -317,16 +307,12 @@ napi_value ToJs(RuntimeCore* core, lua_State* L, int idx, bool handed) {
   }
 }
 
-void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null) {
-  // Scalars first, with no converter state (a JS call's arguments are
-  // mostly numbers: W3).
-  int i = 0;
-  for (; i < n; ++i) {
-    napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
-    if (s == nullptr) break;
-    out[i] = s;
-  }
-  if (i == n) return;
+namespace {
+
+// ToJsValues from `i` on, where the first value that is not a scalar is: a
+// converter of its own, away from the scalars' loop (its frame is large).
+[[gnu::noinline]] void ConvertFrom(RuntimeCore* core, lua_State* L, int first, int i, int n, napi_value* out,
+                                   bool handed, bool nil_is_null) {
   const int top = lua_gettop(L);
   LuaToJs c(core, L, handed);
   if (n > 1) c.set_many();
@@ -340,6 +326,22 @@ void ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* o
     throw;
   }
   lua_settop(L, top);
+}
+
+}  // namespace
+
+bool ToJsValues(RuntimeCore* core, lua_State* L, int first, int n, napi_value* out, bool handed, bool nil_is_null) {
+  // Scalars first, with no converter state (a JS call's arguments are
+  // mostly numbers: W3).
+  for (int i = 0; i < n; ++i) {
+    napi_value s = ScalarToJs(core->env, L, first + i, nil_is_null);
+    if (s == nullptr) {
+      ConvertFrom(core, L, first, i, n, out, handed, nil_is_null);
+      return false;
+    }
+    out[i] = s;
+  }
+  return true;
 }
 
 }  // namespace lua_tasks

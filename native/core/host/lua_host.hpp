@@ -116,6 +116,37 @@ class alignas(16) LuaHost {
   // For the embedder (the addon's RuntimeCore); not owned.
   void* embedder = nullptr;
 
+  // ---- The embedder's scope for calls out of Lua ----
+  // A call out of Lua into the embedder (a JS function) makes values that
+  // need a scope (a Node-API handle scope: a heap allocation and a free, an
+  // eighth of the call). The embedder may keep one open across the calls
+  // that Lua code of one entry makes, and renew it as it likes; the entry
+  // closes it with the closer when it returns. Scopes nest: one opened since
+  // by host code must close first. So the entry's own Lua code may use it
+  // (DirectCallScope), and may open or close it only where Lua is not
+  // running a finalizer (MayMoveCallScope): an allocation in host code may
+  // run one, inside a scope of that code's own.
+  struct CallScope {
+    void* handle = nullptr;  // the embedder's, or null while none is open
+    uint32_t calls = 0;      // the embedder's: calls made in `handle`
+    int sections = 0;        // live HostSections when the entry began
+  };
+  using CallScopeCloser = void (*)(void* ctx, void* handle);
+  void set_call_scope_closer(CallScopeCloser fn, void* ctx) {
+    call_scope_closer_ = fn;
+    call_scope_ctx_ = ctx;
+  }
+  // The running entry's CallScope if the Lua code of that entry calls out
+  // directly (no HostSection opened since it began, which host code that
+  // runs Lua holds), else null: the call takes a scope of its own.
+  CallScope* DirectCallScope() {
+    return depth_ > 0 && sections_ == call_scope_.sections && call_scope_closer_ != nullptr ? &call_scope_ : nullptr;
+  }
+  // Whether the CallScope may be opened or closed now. Inside a finalizer
+  // Lua reports its collector stopped; a collector stopped by Lua code
+  // (collectgarbage "stop") sends calls to scopes of their own too.
+  static bool MayMoveCallScope(lua_State* L) { return lua_gc(L, LUA_GCISRUNNING) == 1; }
+
   // ---- Interrupts (see interrupt_watch.hpp) ----
   // Answers whether the thread is being torn down and Lua must stop now.
   using InterruptPoll = bool (*)(void* ctx);
@@ -234,10 +265,12 @@ class alignas(16) LuaHost {
           saved_running_(host->running_),
           saved_enforce_(host->memory_.enforce),
           saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)),
-          saved_entry_(host->entry_) {
+          saved_entry_(host->entry_),
+          saved_call_scope_(host->call_scope_) {
       // Before anything below: the hook's own sections restore what they change.
       if (host->entry_hook_ != nullptr) [[unlikely]]
         host->RunEntryHook();
+      host->call_scope_ = {nullptr, 0, host->sections_};
       host->current_ = L;
       host->running_ = L;
       host->in_lua_.store(true, std::memory_order_relaxed);
@@ -256,6 +289,10 @@ class alignas(16) LuaHost {
       if (host->terminating_) lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
     }
     ~Entry() {
+      // First: every scope opened inside it has closed (LIFO), this one has not.
+      if (host_->call_scope_.handle != nullptr)
+        host_->call_scope_closer_(host_->call_scope_ctx_, host_->call_scope_.handle);
+      host_->call_scope_ = saved_call_scope_;
       // ... and so does the Lua that called in, once it runs again.
       if (host_->terminating_) lua_sethook(saved_current_, Hook, LUA_MASKCOUNT, 1);
       host_->current_ = saved_current_;
@@ -285,6 +322,7 @@ class alignas(16) LuaHost {
     bool saved_enforce_;
     bool saved_in_lua_;
     uint64_t saved_entry_;
+    CallScope saved_call_scope_;
     CpuBudget::Window outer_;  // restored on exit (only the outermost entry opens one)
     bool opened_ = false;
   };
@@ -380,6 +418,9 @@ class alignas(16) LuaHost {
   uint64_t entries_ = 0;      // Entries made so far: the last one's id
   uint64_t entry_ = 0;        // entry_id()
   int sections_ = 0;          // live HostSections
+  CallScope call_scope_;      // the innermost Entry's; the Entries below keep theirs
+  CallScopeCloser call_scope_closer_ = nullptr;
+  void* call_scope_ctx_ = nullptr;
   // An Entry is open (see HostSection for why host code counts). A relaxed atomic:
   // written by the Lua thread (plain stores), read by the InterruptWatch.
   std::atomic<bool> in_lua_{false};

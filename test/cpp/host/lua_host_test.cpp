@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
-// Tests for LuaHost: library profiles, protected calls, tracebacks, the memory limit.
+// Tests for LuaHost: library profiles, protected calls, tracebacks, the memory limit, the call scope.
 #include "core/host/lua_host.hpp"
 
 #include <string>
+#include <vector>
 
 #include <gtest/gtest.h>
 
@@ -107,6 +108,10 @@ TEST(LuaHost, StatesAreIsolated) {
   EXPECT_EQ(RunLua(b.get(), "return ('x'):upper()"), "ok:X");
 }
 
+// An embedder's calls out of Lua, as the addon makes them: a C function
+// (global `out`) that records whether it may use the entry's CallScope and
+// opens one there ("scope 1", "scope 2", ...), and a closer that records
+// what it closes.
 }  // namespace
 }  // namespace lua_tasks
 
@@ -124,6 +129,10 @@ TEST(LuaHost, LoadWithoutEnvSeesTheGlobals) {
             "ok:[string \"c\"]:1: attempt to index a nil value (upvalue '_ENV')");
 }
 
+// An embedder's calls out of Lua, as the addon makes them: a C function
+// (global `out`) that records whether it may use the entry's CallScope and
+// opens one there ("scope 1", "scope 2", ...), and a closer that records
+// what it closes.
 }  // namespace
 }  // namespace lua_tasks
 
@@ -169,6 +178,105 @@ TEST(LuaHost, TheEntryHookRunsOnceBeforeTheNextSectionOrEntry) {
   host->set_entry_hook(nullptr, nullptr);
   EXPECT_EQ(RunLua(host.get(), "return 3"), "ok:3");
   EXPECT_EQ(count.runs, 2);
+}
+
+// An embedder's calls out of Lua, as the addon makes them: a C function
+// (global `out`) that records whether it may use the entry's CallScope and
+// opens one there ("scope 1", "scope 2", ...), and a closer that records
+// what it closes.
+struct CallOut {
+  LuaHost* host;
+  std::vector<std::string> seen;    // per call: "direct <handle>" or "own"
+  std::vector<std::string> closed;  // handles, in closing order
+  std::vector<std::string> names;   // the handles given out: stable addresses
+  int opened = 0;
+
+  static int l_out(lua_State* L) {
+    auto* c = static_cast<CallOut*>(lua_touserdata(L, lua_upvalueindex(1)));
+    LuaHost::CallScope* s = c->host->DirectCallScope();
+    if (s == nullptr) {
+      c->seen.push_back("own");
+      return 0;
+    }
+    if (s->handle == nullptr && LuaHost::MayMoveCallScope(L)) {
+      c->names.push_back("scope " + std::to_string(++c->opened));
+      s->handle = &c->names.back();
+    }
+    c->seen.push_back(s->handle == nullptr ? "direct none" : "direct " + *static_cast<std::string*>(s->handle));
+    return 0;
+  }
+  static void Close(void* ctx, void* handle) {
+    static_cast<CallOut*>(ctx)->closed.push_back(*static_cast<std::string*>(handle));
+  }
+  void Install() {
+    names.reserve(16);
+    host->set_call_scope_closer(&CallOut::Close, this);
+    lua_pushlightuserdata(host->main(), this);
+    lua_pushcclosure(host->main(), &CallOut::l_out, 1);
+    lua_setglobal(host->main(), "out");
+  }
+};
+
+TEST(LuaHost, AnEntrysOwnCallsShareItsCallScopeAndTheEntryClosesIt) {
+  auto host = MakeHost(LibProfile::Kind::kAll);
+  CallOut c{host.get()};
+  c.Install();
+  EXPECT_EQ(host->DirectCallScope(), nullptr);  // no entry
+  EXPECT_EQ(RunLua(host.get(), "out() out() return 1"), "ok:1");
+  EXPECT_EQ(c.seen, (std::vector<std::string>{"direct scope 1", "direct scope 1"}));
+  EXPECT_EQ(c.closed, std::vector<std::string>{"scope 1"});
+  EXPECT_EQ(RunLua(host.get(), "out() return 2"), "ok:2");  // the next entry opens its own
+  EXPECT_EQ(c.closed, (std::vector<std::string>{"scope 1", "scope 2"}));
+}
+
+TEST(LuaHost, LuaRunUnderAHostSectionTakesNoCallScope) {
+  auto host = MakeHost(LibProfile::Kind::kAll);
+  CallOut c{host.get()};
+  c.Install();
+  lua_State* L = host->main();
+  ASSERT_EQ(host->Load(L, "out()", "=test"), LUA_OK);
+  {
+    LuaHost::Entry entry(host.get(), L);
+    LuaHost::HostSection section(host.get(), L);  // host code that runs Lua, as a getter's conversion does
+    lua_call(L, 0, 0);
+  }
+  EXPECT_EQ(c.seen, std::vector<std::string>{"own"});
+  EXPECT_TRUE(c.closed.empty());
+}
+
+TEST(LuaHost, ANestedEntryClosesItsOwnCallScopeAndTheOuterKeepsItsOwn) {
+  auto host = MakeHost(LibProfile::Kind::kAll);
+  CallOut c{host.get()};
+  c.Install();
+  lua_State* L = host->main();
+  // nested(): a call from Lua into the host that enters Lua again, as JS calling a Lua function does.
+  lua_pushlightuserdata(L, host.get());
+  lua_pushcclosure(
+      L,
+      [](lua_State* from) {
+        auto* h = static_cast<LuaHost*>(lua_touserdata(from, lua_upvalueindex(1)));
+        LuaHost::HostSection section(h, from);
+        luaL_loadstring(from, "out() out()");
+        LuaHost::Entry entry(h, from);
+        lua_call(from, 0, 0);
+        return 0;
+      },
+      1);
+  lua_setglobal(L, "nested");
+  EXPECT_EQ(RunLua(host.get(), "out() nested() out() return 0"), "ok:0");
+  EXPECT_EQ(c.seen, (std::vector<std::string>{"direct scope 1", "direct scope 2", "direct scope 2", "direct scope 1"}));
+  EXPECT_EQ(c.closed, (std::vector<std::string>{"scope 2", "scope 1"}));
+}
+
+TEST(LuaHost, TheCallScopeIsNeverOpenedInsideAFinalizerNorWithTheCollectorStopped) {
+  auto host = MakeHost(LibProfile::Kind::kAll);
+  CallOut c{host.get()};
+  c.Install();
+  EXPECT_EQ(RunLua(host.get(), "setmetatable({}, {__gc = function() out() end}) collectgarbage() return 0"), "ok:0");
+  EXPECT_EQ(c.seen, std::vector<std::string>{"direct none"});  // the finalizer's call: no scope opened for it
+  EXPECT_EQ(RunLua(host.get(), "collectgarbage('stop') out() collectgarbage('restart') out() return 0"), "ok:0");
+  EXPECT_EQ(c.seen, (std::vector<std::string>{"direct none", "direct none", "direct scope 1"}));
+  EXPECT_EQ(c.closed, std::vector<std::string>{"scope 1"});
 }
 
 }  // namespace
