@@ -384,30 +384,38 @@ void RuntimeCore::OnActivate(const std::string& id) {
 }
 
 void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commit) {
-  napi_create_reference(env, owner, 0, &owner_);
-  napi_create_reference(env, commit, 1, &commit_);
+  // Every status is checked: a Runtime made while its Worker is being
+  // terminated (Lua code spinning on resource calls that open runtimes) gets
+  // no new function, and an unset value must never reach the next call.
+  constexpr const char* what = "creating the runtime";
+  Check(env, napi_create_reference(env, owner, 0, &owner_), what);
+  Check(env, napi_create_reference(env, commit, 1, &commit_), what);
   {
     auto data = std::make_unique<SettleData>(SettleData{weak_from_this()});
     napi_value fn;
-    napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, data.get(), &fn);
-    napi_add_finalizer(
-        env, fn, data.get(),
-        [](napi_env, void* d, void*) { std::unique_ptr<SettleData> owned(static_cast<SettleData*>(d)); }, nullptr,
-        nullptr);
+    Check(env, napi_create_function(env, "settle", NAPI_AUTO_LENGTH, Settle, data.get(), &fn), what);
+    Check(env,
+          napi_add_finalizer(
+              env, fn, data.get(),
+              [](napi_env, void* d, void*) { std::unique_ptr<SettleData> owned(static_cast<SettleData*>(d)); }, nullptr,
+              nullptr),
+          what);
     data.release();  // owned by the function now
-    napi_create_reference(env, fn, 1, &settle);
+    Check(env, napi_create_reference(env, fn, 1, &settle), what);
   }
-  napi_create_reference(env, listener, 1, &listener_);
+  Check(env, napi_create_reference(env, listener, 1, &listener_), what);
   napi_value resource, name;
-  napi_create_object(env, &resource);
-  napi_create_reference(env, resource, 1, &resource_);
-  napi_create_string_utf8(env, "lua-tasks", NAPI_AUTO_LENGTH, &name);
-  napi_async_init(env, resource, name, &async_);
+  Check(env, napi_create_object(env, &resource), what);
+  Check(env, napi_create_reference(env, resource, 1, &resource_), what);
+  Check(env, napi_create_string_utf8(env, "lua-tasks", NAPI_AUTO_LENGTH, &name), what);
+  Check(env, napi_async_init(env, resource, name, &async_), what);
   napi_value poll;
-  napi_create_function(
-      env, "poll", NAPI_AUTO_LENGTH, [](napi_env, napi_callback_info) -> napi_value { return nullptr; }, nullptr,
-      &poll);
-  napi_create_reference(env, poll, 1, &poll_fn_);
+  Check(env,
+        napi_create_function(
+            env, "poll", NAPI_AUTO_LENGTH, [](napi_env, napi_callback_info) -> napi_value { return nullptr; }, nullptr,
+            &poll),
+        what);
+  Check(env, napi_create_reference(env, poll, 1, &poll_fn_), what);
   host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
   receiver = static_cast<napi_ref>(AddonData::From(env)->receiver);
   // Calls out of Lua share a handle scope per entry (js_ref.cpp), which the entry closes.

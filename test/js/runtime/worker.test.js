@@ -164,6 +164,27 @@ describe('terminate()', () => {
     expect(await w.terminate()).toBe(1);
   });
 
+  // Node-API calls fail once termination begins: a Runtime being made then
+  // must throw, not go on with values it never got.
+  test('while it makes runtimes in a loop: no crash', async () => {
+    for (let i = 0; i < 10; i++) {
+      const w = worker(`
+        parentPort.postMessage('go');
+        for (;;) {
+          const rt = new Runtime({ memoryLimit: 1 << 20 });
+          rt.set('f', (x) => ({ x, s: 'v' + x }));
+          rt.load('function t(n) local r = f(n) coroutine.yield("FOR", 1) return r end');
+          rt.start('t', 1);
+          rt.load('for i = 1, 100 do f(i) end');
+          rt.closeSync();
+        }
+      `);
+      await nextMessage(w);
+      await new Promise((r) => setTimeout(r, 5 + 7 * i));
+      expect(await w.terminate()).toBe(1);
+    }
+  });
+
   test('right after the Worker starts: no crash', async () => {
     const w = worker(`
       const rt = new Runtime();
