@@ -29,12 +29,14 @@ napi_value Settle(napi_env env, napi_callback_info info) {
   napi_get_cb_info(env, info, &argc, argv, nullptr, &data);
   std::shared_ptr<RuntimeCore> core = static_cast<SettleData*>(data)->core.lock();
   if (!core || core->closed()) return nullptr;
-  double key_d;
-  uint32_t token;
-  bool ok;
-  napi_get_value_double(env, argv[0], &key_d);
-  napi_get_value_uint32(env, argv[1], &token);
-  napi_get_value_bool(env, argv[2], &ok);
+  double key_d = 0;
+  uint32_t token = 0;
+  bool ok = false;
+  // Only lib calls it; arguments of another shape settle nothing.
+  if (napi_get_value_double(env, argv[0], &key_d) != napi_ok ||
+      napi_get_value_uint32(env, argv[1], &token) != napi_ok || napi_get_value_bool(env, argv[2], &ok) != napi_ok) {
+    return nullptr;
+  }
   // The task, or the detached part of one, that awaits it.
   const auto key = static_cast<uint64_t>(key_d);
   Task* t = core->scheduler->Awaiting(key, token);
@@ -361,8 +363,14 @@ void RuntimeCore::OnJournal() {
 }
 
 void RuntimeCore::SetActivate(napi_value fn) {
+  // OnActivate calls it: anything else would end as an uncaught `undefined`.
+  napi_valuetype type = napi_undefined;
+  if (napi_typeof(env, fn, &type) != napi_ok || type != napi_function) {
+    ThrowError(Napi::Env(env), "ERR_INVALID_ARG_TYPE", "setActivate() takes a function.");
+  }
   if (activate_ != nullptr) napi_delete_reference(env, activate_);
-  napi_create_reference(env, fn, 1, &activate_);
+  activate_ = nullptr;  // never the deleted reference, should the one below fail
+  Check(env, napi_create_reference(env, fn, 1, &activate_), "keeping the activate function");
 }
 
 void RuntimeCore::OnActivate(const std::string& id) {
@@ -388,6 +396,14 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
   // terminated (Lua code spinning on resource calls that open runtimes) gets
   // no new function, and an unset value must never reach the next call.
   constexpr const char* what = "creating the runtime";
+  // `this` of the JS functions Lua calls, a reference of the runtime's own: a
+  // second init (the addon's module evaluated again, as Jest does per test
+  // file) replaces AddonData's and deletes the one it had.
+  const Napi::ObjectReference& shared_receiver = AddonData::From(env)->receiver;
+  if (shared_receiver.IsEmpty()) {
+    ThrowError(Napi::Env(env), "ERR_INVALID_STATE", "The addon is not initialised: load it through lib/binding.js.");
+  }
+  Check(env, napi_create_reference(env, shared_receiver.Value(), 1, &receiver), what);
   Check(env, napi_create_reference(env, owner, 0, &owner_), what);
   Check(env, napi_create_reference(env, commit, 1, &commit_), what);
   {
@@ -417,7 +433,6 @@ void RuntimeCore::Attach(napi_value listener, napi_value owner, napi_value commi
         what);
   Check(env, napi_create_reference(env, poll, 1, &poll_fn_), what);
   host->set_interrupt_poll(&RuntimeCore::PollTerminating, this);
-  receiver = static_cast<napi_ref>(AddonData::From(env)->receiver);
   // Calls out of Lua share a handle scope per entry (js_ref.cpp), which the entry closes.
   host->set_call_scope_closer([](void* core, void* scope) { CloseCallScope(static_cast<RuntimeCore*>(core), scope); },
                               this);
@@ -636,7 +651,9 @@ void RuntimeCore::CloseNow(bool notify) {
     if (activate_ != nullptr) napi_delete_reference(env, activate_);
     if (resource_ != nullptr) napi_delete_reference(env, resource_);
     if (poll_fn_ != nullptr) napi_delete_reference(env, poll_fn_);
+    if (receiver != nullptr) napi_delete_reference(env, receiver);
   }
+  receiver = nullptr;
   resource_ = nullptr;
   poll_fn_ = nullptr;
   listener_ = nullptr;

@@ -169,7 +169,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   std::unique_ptr<JournalRestore> restoring;  // Runtime.open's durable records, restoreScan .. restoreEnd
   const void* jsref_mt[3] = {};  // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;     // JS function settle(key, token, ok, value) for awaited promises
-  napi_ref receiver = nullptr;   // `this` of the JS functions Lua calls: AddonData's, which outlives every call
+  napi_ref receiver = nullptr;   // `this` of the JS functions Lua calls: AddonData's object, held until closed
   // Handles made when a shared call scope opened (js_ref.cpp), valid while
   // it is open: the receiver, and the function of one JsRef box. Cleared
   // when that scope closes, the function when its box is collected, so a

@@ -56,7 +56,8 @@ struct JsRefBox {
 napi_value BoxValue(JsRefBox* box) {
   napi_value v;
   if (box->ref == nullptr || napi_get_reference_value(box->env, box->ref, &v) != napi_ok) return nullptr;
-  if (box->boxed) napi_get_named_property(box->env, v, "v", &v);
+  // Refused (an exception pending, the environment going): never the holder in its place.
+  if (box->boxed && napi_get_named_property(box->env, v, "v", &v) != napi_ok) return nullptr;
   return v;
 }
 

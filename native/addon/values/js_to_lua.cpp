@@ -51,15 +51,21 @@ size_t HashBytes(size_t n) {
   return n == 0 ? 0 : p * kLuaNode;
 }
 
+// Drops an exception a failed description left pending: it is not the
+// conversion's error, and would refuse every later Node-API call.
+void DropPending(napi_env env) {
+  bool pending = false;
+  napi_is_exception_pending(env, &pending);
+  if (pending) {
+    napi_value ignored;
+    napi_get_and_clear_last_exception(env, &ignored);
+  }
+}
+
 std::string Describe(napi_env env, napi_value v) {
   napi_value s;
-  bool pending = false;
   if (napi_coerce_to_string(env, v, &s) != napi_ok) {
-    napi_is_exception_pending(env, &pending);
-    if (pending) {
-      napi_value ignored;
-      napi_get_and_clear_last_exception(env, &ignored);
-    }
+    DropPending(env);
     return "value";
   }
   char buf[64];
@@ -248,14 +254,16 @@ class JsToLua {
   }
 
   std::string DescribeSymbol(napi_value v) {
-    napi_value global, str, fn, out;
-    napi_get_global(env_, &global);
-    napi_get_named_property(env_, global, "String", &str);
-    fn = str;
-    if (napi_call_function(env_, global, fn, 1, &v, &out) != napi_ok) return "a Symbol";
+    napi_value global, str, out;
     char buf[80];
     size_t n = 0;
-    napi_get_value_string_utf8(env_, out, buf, sizeof buf, &n);
+    // String(v), which JS code may have replaced by one that throws or gives no string.
+    if (napi_get_global(env_, &global) != napi_ok || napi_get_named_property(env_, global, "String", &str) != napi_ok ||
+        napi_call_function(env_, global, str, 1, &v, &out) != napi_ok ||
+        napi_get_value_string_utf8(env_, out, buf, sizeof buf, &n) != napi_ok) {
+      DropPending(env_);
+      return "a Symbol";
+    }
     return std::string(buf, n);
   }
 

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Values that cannot cross (docs/design.md#conversion): each is refused with its error, and the runtime stays usable.
 'use strict';
+const { execFileSync } = require('node:child_process');
+const path = require('node:path');
 const { ConversionError } = require('../../..');
 const { makeRuntime } = require('../helpers');
 const { code, conversionProbes } = require('./convert-helpers');
@@ -29,6 +31,37 @@ describe('values that cannot cross', () => {
     expect(err.message).toMatch(/Symbol/);
     expect(rt.get('x')).toBeUndefined();
     expect(rt.load('return 1 + 1')).toEqual([2]);
+  });
+
+  // Its message calls String(symbol): one that threw left its exception
+  // pending, which then came out instead of ERR_CONVERSION. In a fresh node:
+  // the addon reads the String of Node's own realm, not of this test's.
+  test('a Symbol gives ERR_CONVERSION even when globalThis.String throws or gives no string', () => {
+    const out = execFileSync(
+      process.execPath,
+      [
+        '-e',
+        `const { Runtime } = require('.');
+        const rt = new Runtime();
+        const original = globalThis.String;
+        const seen = [];
+        for (const replacement of [() => { throw new Error('boom'); }, () => 42]) {
+          globalThis.String = replacement;
+          try {
+            rt.set('x', Symbol('s'));
+          } catch (e) {
+            seen.push([e.code, e.message]);
+          } finally {
+            globalThis.String = original;
+          }
+        }
+        seen.push(rt.load('return 1 + 1')[0]);
+        console.log(JSON.stringify(seen));`,
+      ],
+      { cwd: path.join(__dirname, '..', '..', '..'), encoding: 'utf8', timeout: 20000 },
+    );
+    const refused = ['ERR_CONVERSION', 'Cannot convert a Symbol to Lua: symbols have no Lua equivalent.'];
+    expect(JSON.parse(out)).toEqual([refused, refused, 2]);
   });
 
   test('a Symbol returned by a JS function to Lua is a Lua error', () => {

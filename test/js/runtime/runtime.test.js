@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Runtime basics: options, load, set/get, close, isolation, print and stats.
 'use strict';
+const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
@@ -8,6 +9,11 @@ const { Runtime, LuaError, RuntimeClosedError } = require('../../..');
 const { makeRuntime } = require('../helpers');
 
 const code = (c) => expect.objectContaining({ code: c });
+const root = path.join(__dirname, '..', '..', '..');
+// Runs `script` in a fresh node from the checkout's root, so a crash fails
+// the test instead of ending the run; returns what it printed.
+const inChild = (script) =>
+  execFileSync(process.execPath, ['-e', script], { cwd: root, encoding: 'utf8', timeout: 20000 });
 
 let rt;
 beforeEach(() => {
@@ -379,6 +385,51 @@ describe('many runtimes', () => {
     first.closeSync();
     const second = makeRuntime();
     expect(second.get('leaked')).toBeUndefined();
+  });
+});
+
+describe('the native binding', () => {
+  // Jest evaluates lib/binding.js again for each test file, in the same
+  // addon instance: its init replaces the helpers, and a runtime made before
+  // must keep its own `this` for the JS functions Lua calls (it read a
+  // deleted reference: another helper's function came as `this`).
+  test('a second init leaves the runtimes made before it their receiver', () => {
+    const out = inChild(`
+      const { Runtime } = require('.');
+      const rt = new Runtime();
+      const seen = [];
+      rt.set('f', function () { seen.push(this); });
+      rt.load('f()');
+      for (const k of Object.keys(require.cache)) if (!k.endsWith('.node')) delete require.cache[k];
+      require('./lib/binding');
+      rt.load('for i = 1, 20 do f() end');
+      rt.closeSync();
+      console.log(JSON.stringify({
+        same: seen.every((t) => t === seen[0]),
+        type: typeof seen[20],
+        frozen: Object.isFrozen(seen[20]),
+      }));
+    `);
+    expect(JSON.parse(out)).toEqual({ same: true, type: 'object', frozen: true });
+  });
+
+  // The old reference was deleted before the new one failed, and stayed to be
+  // deleted again by close(): SIGSEGV.
+  test('setActivate with no function throws, and close() after it is safe', () => {
+    const out = inChild(`
+      const binding = require('./lib/binding');
+      const native = new binding.NativeRuntime({}, undefined, () => {}, {}, () => {});
+      native.setActivate(() => {});
+      let code;
+      try {
+        native.setActivate(42);
+      } catch (e) {
+        code = e.code;
+      }
+      native.close();
+      console.log(code);
+    `);
+    expect(out.trim()).toBe('ERR_INVALID_ARG_TYPE');
   });
 });
 
