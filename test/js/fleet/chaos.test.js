@@ -20,7 +20,8 @@
 // - every acknowledged send (resolved true) was processed exactly once, an
 //   unacknowledged one (retried under a new id) at most once, and every
 //   message number reached its task;
-// - each cron wait fired once, in a later second than the task's record before it;
+// - each cron wait fired once, in a later second than the task's record before it
+//   (on the fleet's clock, whose members agree within its bound: docs/fleet.md#one-clock);
 // - fencing: a name's records form one sequence 1..n (no two writers), the
 //   lease tokens they were written under never go down along it, each is a
 //   token a member opened the name with, and no token was opened by two members.
@@ -110,6 +111,7 @@ describePg('Fleet chaos', () => {
       const problems = []; // what breaks a guarantee, seen while it runs
       const fig = {
         skewedOffsets: [],
+        maxRttMs: 0, // the longest round trip a member's clock offset was measured over
         skewedActivations: 0,
         kills: 0,
         restarts: 0,
@@ -187,6 +189,8 @@ describePg('Fleet chaos', () => {
         } else if (kind === 'fenced') {
           // A batch refused for its lease: by PostgreSQL (its token no longer held the row) or by the member.
           fig.fencedBatches[line.split(' ')[4]].add(`${name}/${token}/${reason}`);
+        } else if (kind === 'clock') {
+          fig.maxRttMs = Math.max(fig.maxRttMs, Number(name));
         } else if (kind === 'claimslost') {
           fig.claimsLost.set(m.label, Number(name));
         } else if (kind === 'ready') {
@@ -645,13 +649,18 @@ describePg('Fleet chaos', () => {
         // Each cron wait ends at an instant strictly after the record before
         // it: at or after the next second's start. Records read the fleet's
         // clock to the millisecond, truncated (Date.now()), so a cron that
-        // fired at the instant itself may read 1 ms before it.
+        // fired at the instant itself may read 1 ms before it. The two
+        // records may be read on two members, each of whose clocks errs by
+        // at most half the round trip its offset was measured over plus
+        // 0.5 ms (docs/fleet.md#one-clock): together at most the longest
+        // round trip plus 1 ms.
+        const clocks = fig.maxRttMs + 1;
         for (const r of c) {
           const before = recs[recs.indexOf(r) - 1];
           const next = (Math.floor(before.ms / 1000) + 1) * 1000;
-          if (r.ms < next - 1) {
+          if (r.ms < next - 1 - clocks) {
             problems.push(
-              `${t.tag}: a cron instant fired at ${r.ms}, in the second of the record before (${before.ms})`,
+              `${t.tag}: a cron instant fired at ${r.ms}, in the second of the record before (${before.ms}; the members' clocks agree within ${clocks} ms)`,
             );
           }
         }
@@ -697,6 +706,7 @@ describePg('Fleet chaos', () => {
         ackedDuplicatesNotTaken: ackedDuplicatesLeft,
         records: rows.length,
         cronFired: crons,
+        clockRttMaxMs: fig.maxRttMs,
         kills: fig.kills,
         pauses: fig.pauses,
         activations: fig.activations,
