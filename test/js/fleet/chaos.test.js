@@ -41,7 +41,8 @@
 // names move at once). Three times a holder is paused while routed sends to
 // its names wait for its acknowledgement: messages held back for its names
 // are sent at once through other members, which take the names over and
-// serve them; half the time its sessions are ended as well (its names move
+// serve them; at the first and third (and at the second if the first
+// found none to end) its sessions are ended as well (its names move
 // while its lease still runs by its clock). The same checks hold, and each
 // of these faults is counted, so a run that made none of them fails.
 
@@ -397,8 +398,22 @@ describePg('Fleet chaos', () => {
       // From each of MID_ACK_AT on: a holder with messages held back for its
       // names is stopped, those messages are sent at once through the other
       // members, and it is let go on after a lease and more; the first time
-      // and every other time after, its sessions are ended while the
-      // requests wait for its acknowledgement.
+      // and every other time after (and each time until one ended any), its
+      // sessions are ended while the requests wait for its acknowledgement.
+      // The holder paused has sessions: one whose sessions the periodic
+      // faults just ended has none until it needs one again.
+      const sessionsOf = async (m) => {
+        try {
+          const { rows } = await query(
+            db.url,
+            'SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND application_name LIKE $1',
+            [appOf(m.label)],
+          );
+          return rows[0].n;
+        } catch {
+          return 0; // the server restarting
+        }
+      };
       async function midAckPauses() {
         const heldFor = (m) => [...hosting.get(m.label)].flatMap((name) => [...(held.get(name) || [])]);
         for (const at of MID_ACK_AT) {
@@ -406,7 +421,8 @@ describePg('Fleet chaos', () => {
           let h = null;
           while (!h && !chaosOver()) {
             const candidates = slots.filter((m) => m.alive && m.ready && !m.killed && !m.paused && heldFor(m).length);
-            if (candidates.length) h = candidates[Math.floor(Math.random() * candidates.length)];
+            const m = candidates.length ? candidates[Math.floor(Math.random() * candidates.length)] : null;
+            if (m && (await sessionsOf(m)) > 0 && m.alive && !m.paused) h = m;
             else await sleep(250);
           }
           if (!h) {
@@ -421,7 +437,7 @@ describePg('Fleet chaos', () => {
           fig.midAck.sends += sends.length;
           if (VERBOSE) process.stderr.write(`mid-ack pause of ${h.label}: ${sends.length} sends to its names\n`);
           const ms = MID_ACK_PAUSE_MS[0] + Math.floor(Math.random() * (MID_ACK_PAUSE_MS[1] - MID_ACK_PAUSE_MS[0]));
-          if (fig.midAck.pauses % 2 === 1) {
+          if (fig.midAck.pauses % 2 === 1 || fig.midAck.sessionsEnded === 0) {
             await sleep(MID_ACK_SESSION_END_MS);
             fig.midAck.sessionsEnded += (await terminate(appOf(h.label))) || 0;
             await sleep(ms - MID_ACK_SESSION_END_MS);
