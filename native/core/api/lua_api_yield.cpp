@@ -122,7 +122,7 @@ int l_co_yield(lua_State* L) {
     if (!part) t->Pend(WaitKind::kImmediate);
     return lua_yield(L, 0);
   }
-  if (lua_touserdata(L, 1) == s && t->has_pending) return lua_yield(L, 0);  // an API wait passed up
+  if (t->has_pending && lua_touserdata(L, 1) == s) return lua_yield(L, 0);  // an API wait passed up
   if (part) return lua_yield(L, n);
   WaitRequest req;
   char err[256];

@@ -317,7 +317,7 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
       return false;
     }
     if (status == LUA_YIELD) {
-      lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
+      if (nres > 0) lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
       if (t->cancel_pending) {
         KillNow(t);
         return false;
@@ -454,13 +454,15 @@ int64_t Scheduler::WallWait(int64_t wall_deadline) const {
 void Scheduler::CacheNames(lua_State* L) {
   anchors_.Init(L);
   for (int i = 0; i < kUnitCount; ++i) {
-    yield_names_.units[i] = lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+    lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+    yield_names_.units[i] = lua_topointer(L, -1);
     names_[i] = LuaRef::Pop(L);
   }
   lua_pushliteral(L, "SCHEDULER");
   names_[kSchedulerName] = LuaRef::Pop(L);
   for (int i = 0; i < kKindCount; ++i) {
-    yield_names_.kinds[i] = lua_pushstring(L, KindName(i));
+    lua_pushstring(L, KindName(i));
+    yield_names_.kinds[i] = lua_topointer(L, -1);
     names_[kSchedulerName + 1 + i] = LuaRef::Pop(L);
   }
 }

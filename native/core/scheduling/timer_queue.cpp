@@ -59,7 +59,9 @@ bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, H
     FreeSlot(slot);
     run_.pop_front();
     --run_live_;
-    TrimRun();
+    // Both ends were live (Cancel trims them): only the new front can be a
+    // cancelled entry.
+    if (!run_.empty() && slots_[run_.front().slot].pos == kCancelledInRun) TrimRun();
   } else {
     RemoveAt(0);
   }

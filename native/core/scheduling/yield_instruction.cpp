@@ -14,16 +14,15 @@ namespace {
 struct UnitRow {
   const char* name;
   Unit unit;
-  int64_t ns;
 };
 constexpr UnitRow kUnits[] = {
-    {"NANOSECONDS", Unit::kNanoseconds, 1},
-    {"MICROSECONDS", Unit::kMicroseconds, 1000},
-    {"MILLISECONDS", Unit::kMilliseconds, 1000000},
-    {"SECONDS", Unit::kSeconds, 1000000000},
-    {"MINUTES", Unit::kMinutes, int64_t{60} * 1000000000},
-    {"HOURS", Unit::kHours, int64_t{3600} * 1000000000},
-    {"DAYS", Unit::kDays, int64_t{86400} * 1000000000},
+    {"NANOSECONDS", Unit::kNanoseconds},
+    {"MICROSECONDS", Unit::kMicroseconds},
+    {"MILLISECONDS", Unit::kMilliseconds},
+    {"SECONDS", Unit::kSeconds},
+    {"MINUTES", Unit::kMinutes},
+    {"HOURS", Unit::kHours},
+    {"DAYS", Unit::kDays},
 };
 static_assert(std::size(kUnits) == kUnitCount, "YieldNames::units and the tasks.unit table follow kUnits");
 constexpr const char kUnitList[] = "NANOSECONDS, MICROSECONDS, MILLISECONDS, SECONDS, MINUTES, HOURS or DAYS";
@@ -81,9 +80,6 @@ bool ParseUnit(std::string_view name, Unit* unit) {
 const char* UnitName(Unit unit) {
   return kUnits[static_cast<int>(unit)].name;
 }
-int64_t UnitNs(Unit unit) {
-  return kUnits[static_cast<int>(unit)].ns;
-}
 
 const char* WaitKindName(WaitKind kind) {
   switch (kind) {
@@ -119,53 +115,61 @@ bool ParseYieldInstruction(lua_State* L, int first, int n, const Clock& clock, c
                            WaitRequest* out, char* err, size_t errlen) {
   *out = WaitRequest{};
   char shown[64];
-  if (n == 0 || lua_isnil(L, first)) return true;  // bare yield: IMMEDIATE
-  if (lua_type(L, first) != LUA_TSTRING) {
-    Show(L, first, shown, sizeof shown);
-    std::snprintf(err, errlen, "bad yield instruction: %s (expected a string: %s)", shown, kKindList);
-    return false;
-  }
-  size_t len;
-  const char* s = lua_tolstring(L, first, &len);
+  if (n == 0) return true;  // bare yield: IMMEDIATE
+  // The object itself (null for a number, a boolean or nil): an interned
+  // name matches it by address, with no type check or text compare.
+  const void* obj = names != nullptr ? lua_topointer(L, first) : nullptr;
   bool found = false;
-  for (int i = 0; names != nullptr && i < kKindCount && !found; ++i) {
-    if (s == names->kinds[i]) {
-      out->kind = kKinds[i].kind;
-      found = true;
-    }
-  }
-  for (int i = 0; i < kKindCount && !found; ++i) {
-    if (EqualsUpper(std::string_view(s, len), kKinds[i].name)) {
+  for (int i = 0; obj != nullptr && i < kKindCount && !found; ++i) {
+    if (obj == names->kinds[i]) {
       out->kind = kKinds[i].kind;
       found = true;
     }
   }
   if (!found) {
-    Show(L, first, shown, sizeof shown);
-    std::snprintf(err, errlen, "unknown yield instruction %s (expected %s)", shown, kKindList);
-    return false;
+    if (lua_isnil(L, first)) return true;  // IMMEDIATE
+    if (lua_type(L, first) != LUA_TSTRING) {
+      Show(L, first, shown, sizeof shown);
+      std::snprintf(err, errlen, "bad yield instruction: %s (expected a string: %s)", shown, kKindList);
+      return false;
+    }
+    size_t len;
+    const char* s = lua_tolstring(L, first, &len);
+    for (int i = 0; i < kKindCount && !found; ++i) {
+      if (EqualsUpper(std::string_view(s, len), kKinds[i].name)) {
+        out->kind = kKinds[i].kind;
+        found = true;
+      }
+    }
+    if (!found) {
+      Show(L, first, shown, sizeof shown);
+      std::snprintf(err, errlen, "unknown yield instruction %s (expected %s)", shown, kKindList);
+      return false;
+    }
   }
   const int value = first + 1;
   const int unit_idx = first + 2;
-  const bool has_value = n >= 2 && !lua_isnil(L, value);
+  const int value_type = n >= 2 ? lua_type(L, value) : LUA_TNONE;
+  const bool has_value = value_type != LUA_TNONE && value_type != LUA_TNIL;
   if (out->kind == WaitKind::kFor || out->kind == WaitKind::kUntilTime) {
-    if (n >= 3 && !lua_isnil(L, unit_idx)) {
-      const char* u = lua_type(L, unit_idx) == LUA_TSTRING ? lua_tostring(L, unit_idx) : nullptr;
-      bool known = false;
-      for (int i = 0; u != nullptr && names != nullptr && i < kUnitCount && !known; ++i) {
-        if (u == names->units[i]) {
-          out->unit = static_cast<Unit>(i);
-          known = true;
-        }
+    const void* uobj = n >= 3 && names != nullptr ? lua_topointer(L, unit_idx) : nullptr;
+    bool known = false;
+    for (int i = 0; uobj != nullptr && i < kUnitCount && !known; ++i) {
+      if (uobj == names->units[i]) {
+        out->unit = static_cast<Unit>(i);
+        known = true;
       }
-      if (!known && (u == nullptr || !ParseUnit(std::string_view(u), &out->unit))) {
+    }
+    if (!known && n >= 3 && !lua_isnil(L, unit_idx)) {
+      const char* u = lua_type(L, unit_idx) == LUA_TSTRING ? lua_tostring(L, unit_idx) : nullptr;
+      if (u == nullptr || !ParseUnit(std::string_view(u), &out->unit)) {
         Show(L, unit_idx, shown, sizeof shown);
         std::snprintf(err, errlen, "unknown time unit %s for %s (expected %s)", shown, WaitKindName(out->kind),
                       kUnitList);
         return false;
       }
     }
-    if (!has_value || lua_type(L, value) != LUA_TNUMBER) {
+    if (!has_value || value_type != LUA_TNUMBER) {
       if (has_value) {
         Show(L, value, shown, sizeof shown);
       } else {
@@ -206,7 +210,7 @@ bool ParseYieldInstruction(lua_State* L, int first, int n, const Clock& clock, c
       out->wall_ns = static_cast<int64_t>(std::ceil(ns));
     }
   } else if (out->kind == WaitKind::kUntilNext) {
-    if (!has_value || lua_type(L, value) != LUA_TSTRING) {
+    if (!has_value || value_type != LUA_TSTRING) {
       if (has_value) {
         Show(L, value, shown, sizeof shown);
       } else {

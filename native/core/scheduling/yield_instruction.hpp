@@ -17,7 +17,12 @@ enum class Unit : uint8_t { kNanoseconds, kMicroseconds, kMilliseconds, kSeconds
 // Case-insensitive unit name; false if unknown.
 bool ParseUnit(std::string_view name, Unit* unit);
 const char* UnitName(Unit unit);
-int64_t UnitNs(Unit unit);
+// Nanoseconds in one unit. Inline: every timed wake divides by it.
+inline int64_t UnitNs(Unit unit) {
+  constexpr int64_t kNs[] = {
+      1, 1000, 1000000, 1000000000, int64_t{60} * 1000000000, int64_t{3600} * 1000000000, int64_t{86400} * 1000000000};
+  return kNs[static_cast<int>(unit)];
+}
 
 enum class WaitKind : uint8_t {
   kNone,          // running, or not started
@@ -57,14 +62,16 @@ inline constexpr int64_t kMaxWaitNs = int64_t{100} * 365 * 24 * 3600 * 100000000
 // Parses the `n` values at L[first..] as a yield instruction. On failure
 // writes a lowercase message naming what was given and what is accepted into
 // err (NUL-terminated) and returns false. Never raises.
-// The instruction and unit names as interned in one Lua state (short
-// strings are unique per state and never move): ParseYieldInstruction matches those by
-// pointer before it compares any text.
+// The instruction and unit names as interned in one Lua state, by the
+// address of the string object (lua_topointer; short strings are unique per
+// state and never move, and the owner keeps them referenced):
+// ParseYieldInstruction matches a value against those with one API call,
+// before it looks at its type or compares any text.
 inline constexpr int kKindCount = 6;  // IMMEDIATE, FOR, UNTIL_TIME, UNTIL_NEXT, INDEFINITELY, COMMIT
 inline constexpr int kUnitCount = 7;  // in Unit's order
 struct YieldNames {
-  const char* kinds[kKindCount] = {};
-  const char* units[kUnitCount] = {};
+  const void* kinds[kKindCount] = {};
+  const void* units[kUnitCount] = {};
 };
 const char* KindName(int i);  // the i-th instruction name of YieldNames::kinds
 

@@ -39,8 +39,14 @@ Parsed Parse(const char* args, const Clock& clock, bool interned = false) {
   lua_State* L = luaL_newstate();
   luaL_openlibs(L);
   YieldNames names;
-  for (int i = 0; i < kKindCount; ++i) names.kinds[i] = lua_pushstring(L, KindName(i));
-  for (int i = 0; i < kUnitCount; ++i) names.units[i] = lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+  for (int i = 0; i < kKindCount; ++i) {
+    lua_pushstring(L, KindName(i));
+    names.kinds[i] = lua_topointer(L, -1);
+  }
+  for (int i = 0; i < kUnitCount; ++i) {
+    lua_pushstring(L, UnitName(static_cast<Unit>(i)));
+    names.units[i] = lua_topointer(L, -1);
+  }
   const int base = lua_gettop(L);
   const std::string src = std::string("return ") + args;
   EXPECT_EQ(luaL_dostring(L, src.c_str()), LUA_OK) << args;
