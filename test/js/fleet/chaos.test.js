@@ -146,6 +146,8 @@ describePg('Fleet chaos', () => {
       const orphaned = new Map();
       const slots = [];
       let rid = 0;
+      // Message id -> who answered its send false, and the task's status then.
+      const refusals = new Map();
 
       function onLine(m, line) {
         const [kind, name, token, reason] = line.split(' ');
@@ -190,6 +192,9 @@ describePg('Fleet chaos', () => {
         } else if (kind === 'fenced') {
           // A batch refused for its lease: by PostgreSQL (its token no longer held the row) or by the member.
           fig.fencedBatches[line.split(' ')[4]].add(`${name}/${token}/${reason}`);
+        } else if (kind === 'refused') {
+          // refused <name> <message id> <status>: kept to explain a message that never arrived.
+          refusals.set(token, `${m.label} answered false, the task then ${reason}`);
         } else if (kind === 'clock') {
           fig.maxRttMs = Math.max(fig.maxRttMs, Number(name));
         } else if (kind === 'claimslost') {
@@ -658,7 +663,12 @@ describePg('Fleet chaos', () => {
           received.set(r.detail, (received.get(r.detail) || 0) + 1);
           numbers.add(r.detail.split('.')[1]);
         }
-        if (numbers.size !== t.nmsgs) problems.push(`${t.tag}: got ${numbers.size} of its ${t.nmsgs} messages`);
+        if (numbers.size !== t.nmsgs) {
+          const refused = [...refusals].filter(([id]) => id.startsWith(`${t.tag}.`)).map(([id, r]) => `${id}: ${r}`);
+          problems.push(
+            `${t.tag}: got ${numbers.size} of its ${t.nmsgs} messages${refused.length ? ` (refused: ${refused.join('; ')})` : ''}`,
+          );
+        }
         const c = kinds('cron');
         crons += c.length;
         if (c.length !== t.ncron) problems.push(`${t.tag}: ${c.length} cron instants, expected ${t.ncron}`);
