@@ -63,7 +63,8 @@ async function execute(name, rt, op, a) {
       return rt.resumeDurable(a.id, ...a.values);
     case 'cancel': {
       const ok = rt.cancel(a.id, a.reason);
-      if (ok) await rt.commit();
+      // A refusal too: "already ended" holds only once that end is written.
+      await rt.commit();
       return ok;
     }
     case 'call':

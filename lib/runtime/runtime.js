@@ -541,12 +541,16 @@ class Runtime extends EventEmitter {
    * rt.send(id, ...values), resolved once the message is durable: for a
    * durable task, whose inbox keeps it until it is received, across
    * restarts (docs/durable.md#messages).
-   * @returns {Promise<boolean>} true once queued and written; false for an unknown or ended task
+   * @returns {Promise<boolean>} true once queued and written; false for an
+   *   unknown or ended task, once what this runtime knows of it is written
    */
   async sendDurable(id, ...values) {
-    if (!this.send(id, ...values)) return false;
+    const sent = this.send(id, ...values);
+    // Either answer waits for the runtime's writes: a task whose end is not
+    // yet written would be restored waiting after a crash (or a takeover),
+    // and a message refused meanwhile is lost (docs/durable.md#messages).
     if (this.#commits) await this.#commits.request();
-    return true;
+    return sent;
   }
 
   /**
@@ -554,14 +558,16 @@ class Runtime extends EventEmitter {
    * the task was resumed with are in its journal in the store, so a crash
    * after this resolves never loses the wake (docs/durable.md#guarantees).
    * @returns {Promise<boolean>} true once resumed and written; false for a
-   *   task that is unknown, ended, or not waiting on a yield instruction
+   *   task that is unknown, ended, or not waiting on a yield instruction, once
+   *   what this runtime knows of it is written
    */
   async resumeDurable(id, ...values) {
-    if (!this.resume(id, ...values)) return false;
+    const resumed = this.resume(id, ...values);
     // The wake's record is journaled as the task runs with it (now, or once
     // a COMMIT's snapshot lets go): the next write, asked for now, takes it.
+    // A refusal waits for it too, as in sendDurable.
     if (this.#commits) await this.#commits.request();
-    return true;
+    return resumed;
   }
 
   /**

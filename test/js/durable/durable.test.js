@@ -534,3 +534,42 @@ test('a durable task refuses to detach a coroutine that waits under coroutine.re
   expect(await rt.spawn('inline', { durable: true }).result).toBe(42);
   await rt.close();
 });
+
+// A refusal is an answer about the task: given before the task's end is
+// written, a crash would bring the task back at its wait, and the message
+// refused meanwhile would be lost (the fleet chaos test found it).
+test('sendDurable and resumeDurable answer false only once the runtime has written what it knows of the task', async () => {
+  const { DirectoryStore } = require('../../..');
+  const inner = new DirectoryStore(tmpdir());
+  let gate = null;
+  const store = {
+    acquire: (name) => inner.acquire(name),
+    load: (name) => inner.load(name),
+    save: (name, bytes, info) => inner.save(name, bytes, info),
+    reader: (name) => inner.reader(name),
+    spaces: inner.spaces,
+    async write(batch) {
+      if (gate) await gate.promise;
+      return inner.write(batch);
+    },
+    close: () => inner.close(),
+  };
+  const rt = await Runtime.open({ name: 'game', store, setup: (r) => r.load('function quick() return 1 end') });
+  let release;
+  gate = { promise: new Promise((resolve) => (release = resolve)) };
+  const task = rt.spawn('quick', { durable: true });
+  expect(await task.result).toBe(1); // ended here; its end waits behind the gate
+  const answers = [];
+  const sent = rt.sendDurable(task.id, 'late').then((v) => answers.push(['send', v]));
+  const resumed = rt.resumeDurable(task.id, 'late').then((v) => answers.push(['resume', v]));
+  await sleep(50);
+  const early = [...answers];
+  release();
+  expect(early).toEqual([]);
+  await Promise.all([sent, resumed]);
+  expect(answers).toEqual([
+    ['send', false],
+    ['resume', false],
+  ]);
+  await rt.close();
+});
