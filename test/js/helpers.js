@@ -336,7 +336,25 @@ async function killRounds({ script, args, kills: want, killWithinMs, fresh = asy
   }
 }
 
+/**
+ * A store that hands every call to `inner` (a DirectoryStore, say), with the
+ * members of `over` in place of its own: a test's hook on write().
+ */
+function delegatingStore(inner, over) {
+  return {
+    acquire: (name) => inner.acquire(name),
+    load: (name) => inner.load(name),
+    save: (name, bytes, info) => inner.save(name, bytes, info),
+    reader: (name) => inner.reader(name),
+    spaces: inner.spaces,
+    write: (batch) => inner.write(batch),
+    close: () => inner.close(),
+    ...over,
+  };
+}
+
 module.exports = {
+  delegatingStore,
   tempDirs,
   killRounds,
   root,

@@ -2,8 +2,8 @@
 // Durable tasks (docs/durable.md): replay across close and reopen, the same
 // ids, idempotency keys, journaled calls, steps, clocks and messages,
 // divergence, and what is refused.
-const { Runtime } = require('../../..');
-const { sleep, until: loopUntil, tempDirs } = require('../helpers');
+const { Runtime, DirectoryStore } = require('../../..');
+const { sleep, until: loopUntil, tempDirs, delegatingStore } = require('../helpers');
 
 const tmpdir = tempDirs('lua-tasks-durable-');
 
@@ -539,21 +539,14 @@ test('a durable task refuses to detach a coroutine that waits under coroutine.re
 // written, a crash would bring the task back at its wait, and the message
 // refused meanwhile would be lost (the fleet chaos test found it).
 test('sendDurable and resumeDurable answer false only once the runtime has written what it knows of the task', async () => {
-  const { DirectoryStore } = require('../../..');
   const inner = new DirectoryStore(tmpdir());
   let gate = null;
-  const store = {
-    acquire: (name) => inner.acquire(name),
-    load: (name) => inner.load(name),
-    save: (name, bytes, info) => inner.save(name, bytes, info),
-    reader: (name) => inner.reader(name),
-    spaces: inner.spaces,
+  const store = delegatingStore(inner, {
     async write(batch) {
       if (gate) await gate.promise;
       return inner.write(batch);
     },
-    close: () => inner.close(),
-  };
+  });
   const rt = await Runtime.open({ name: 'game', store, setup: (r) => r.load('function quick() return 1 end') });
   let release;
   gate = { promise: new Promise((resolve) => (release = resolve)) };

@@ -5,7 +5,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { Runtime, DirectoryStore } = require('../../..');
-const { closeAfterTest } = require('../helpers');
+const { closeAfterTest, delegatingStore } = require('../helpers');
 
 let dir;
 beforeEach(() => {
@@ -18,14 +18,9 @@ afterEach(() => fs.rmSync(dir, { recursive: true, force: true }));
 // broke during its COMMIT does.
 function recording() {
   const inner = new DirectoryStore(dir);
-  const store = {
+  const store = delegatingStore(inner, {
     batches: [],
     landThenFail: 0,
-    acquire: (name) => inner.acquire(name),
-    load: (name) => inner.load(name),
-    save: (name, bytes, info) => inner.save(name, bytes, info),
-    reader: (name) => inner.reader(name),
-    spaces: inner.spaces,
     async write(batch) {
       store.batches.push(batch);
       await inner.write(batch);
@@ -34,8 +29,7 @@ function recording() {
         throw Object.assign(new Error('connection lost during COMMIT'), { transient: false });
       }
     },
-    close: () => inner.close(),
-  };
+  });
   return store;
 }
 
