@@ -366,7 +366,12 @@ void RuntimeCore::SetActivate(napi_value fn) {
   // OnActivate calls it: anything else would end as an uncaught `undefined`.
   napi_valuetype type = napi_undefined;
   if (napi_typeof(env, fn, &type) != napi_ok || type != napi_function) {
-    ThrowError(Napi::Env(env), "ERR_INVALID_ARG_TYPE", "setActivate() takes a function.");
+    constexpr const char* kNames[] = {"undefined", "null",      "a boolean",  "a number",    "a string",
+                                      "a symbol",  "an object", "a function", "an external", "a bigint"};
+    const auto at = static_cast<size_t>(type);
+    ThrowError(Napi::Env(env), "ERR_INVALID_ARG_TYPE",
+               std::string("setActivate() takes a function. Received ") +
+                   (at < std::size(kNames) ? kNames[at] : "a value") + ".");
   }
   if (activate_ != nullptr) napi_delete_reference(env, activate_);
   activate_ = nullptr;  // never the deleted reference, should the one below fail
