@@ -69,7 +69,16 @@ export type TaskStatus = 'running' | 'waiting' | 'done' | 'failed' | 'cancelled'
 
 export interface TaskWaiting {
   instruction:
-    'IMMEDIATE' | 'FOR' | 'UNTIL_TIME' | 'UNTIL_NEXT' | 'INDEFINITELY' | 'COMMIT' | 'JOIN' | 'PROMISE' | 'RECEIVE';
+    | 'IMMEDIATE'
+    | 'FOR'
+    | 'UNTIL_TIME'
+    | 'UNTIL_NEXT'
+    | 'INDEFINITELY'
+    | 'COMMIT'
+    | 'JOIN'
+    | 'PROMISE'
+    | 'RECEIVE'
+    | 'RESTORE';
   /** When a timed wait ends (FOR, tasks.sleep, UNTIL_TIME, UNTIL_NEXT); a FOR's is read on the wall clock at the query. */
   until?: Date;
 }
@@ -353,6 +362,12 @@ export class PostgresStore implements KeyedStore {
   reader(name: string): StoreReader;
   /** Journals and inboxes (any space), a page at a time, from PostgreSQL. */
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** The journals (and, with `inbox`, the inboxes) of the durable tasks `ids`, in one query, each in key order. */
+  readTasks(
+    name: string,
+    ids: string[],
+    inbox: boolean,
+  ): Promise<{ journal: { keys: string[]; values: Buffer[] }; inbox: { keys: string[]; values: Buffer[] } }>;
   /** Runtime names it holds matching `pattern` (`*`: any run of characters), after `after`, at most `limit` (1-10000, default 1000). No lease. */
   names(pattern?: string, after?: string, limit?: number): Promise<string[]>;
   /** Transactions (one WAL flush each) and batches this store object committed. */

@@ -2,11 +2,22 @@
 // Runtime.open's restore of durable tasks, and the activation of those it left dormant in the store.
 'use strict';
 
-const { NATIVE_SCAN } = require('../store/contract');
+const { NATIVE_SCAN, SPACES } = require('../store/contract');
 const { makeError } = require('../errors');
 const { reasonText } = require('./commit_queue');
-const { scanRecords, readIndex } = require('./persist');
-const { Task, endRetained } = require('./task');
+const { scanRecords, readIndex, readFailed } = require('./persist');
+const { Task, endRetained, endTask } = require('./task');
+const { END } = require('./task_codes');
+const { INDEX_MARK, BEFORE_MARK } = require('./task_list');
+const { readTasks } = require('./task_reads');
+
+// Dormant tasks read from an asynchronous store in one query, at most.
+const READ_BATCH = 500;
+// Its retries after a failed read (a lost connection): from the first to the longest, ms.
+const RETRY_FIRST_MS = 50;
+const RETRY_LONGEST_MS = 2000;
+// Records read a page at a time at open.
+const PAGE = 10000;
 
 /**
  * What the restore needs of its Runtime (whose fields are private):
@@ -20,24 +31,34 @@ const { Task, endRetained } = require('./task');
  * @property {() => number} now the runtime's wall clock, ms
  * @property {() => boolean} closed
  * @property {() => void} restored a durable task was found: close() writes what its restore wrote
- * @property {(entry: string, id: string, name?: string) => object} start starts the task `id` to replay its
- *   journal, labelled `name` (the name it was spawned with, kept in its start record); its Task
+ * @property {(entry: string, id: string, name?: string, task?: object) => object} start starts the task `id`
+ *   to replay its journal, labelled `name` (the name it was spawned with, kept in its start record), as
+ *   `task` if given (the Task its key was answered with while it was read); its Task
  * @property {(id: string, name: string) => void} label a retained task's label, for rt.task(id)
  * @property {(key: string | null, task: object) => void} keep the key names the task while it lives
  * @property {(task: object, err: Error) => void} failed a task could not be restored, or failed replaying
  */
 
 // Every unfinished durable task of a name runs again from its entry,
-// replaying its journal, and goes on from where it was; on the directory
-// store only those that need to (docs/durable.md#restore-at-open): the
-// others stay dormant, known by id, until something needs them.
+// replaying its journal, and goes on from where it was; with the name's
+// index, only those that need to (docs/durable.md#restore-at-open): the
+// others stay dormant, known by id, until something needs them. The
+// directory store reads a dormant task's journal inside the call that names
+// it; a store with scan() reads it asynchronously, the task meanwhile among
+// the native side's activations.
 class DurableRestore {
   #native;
   #name;
   /** @type {RestoreHost} */
   #host;
   #lazy = null; // [native store, name]: the store a dormant task's journal is read from
+  #store = null; // the store read asynchronously, if so
   #depth = 0; // restores in progress (an activation can start inside another's replay)
+  // id -> { promise, resolve, task? } of a task being read asynchronously;
+  // task: the Task its idempotency key was answered with meanwhile.
+  #reading = new Map();
+  #queue = []; // ids to read, in the order named
+  #draining = false;
   // id -> description of a task this restore reads but has not started yet:
   // a replay that names one (a join of a durable child) starts it first.
   #waiting = new Map();
@@ -51,20 +72,25 @@ class DurableRestore {
   /**
    * Runtime.open's restore; throws what the store's read throws.
    * @param {boolean} lazy whether tasks that need not run now stay dormant (durableRestore: 'lazy')
+   * @param {string|null} mark with a store read asynchronously, the payload its index's mark must hold
+   *   for the index to be trusted (else null): the last holder's, who kept it (persist.js)
    */
-  async open(store, reader, lazy) {
+  async open(store, reader, lazy, mark) {
     const native = this.#native;
     const scan = typeof reader[NATIVE_SCAN] === 'function' ? reader[NATIVE_SCAN]() : null;
     this.#depth++;
     try {
       // 'all' reads every journal (and rewrites the index from them).
-      const index = scan && lazy ? readIndex(native, scan, this.#name) : false;
+      let index = false;
+      if (scan && lazy) index = readIndex(native, scan, this.#name);
+      else if (mark !== null && lazy) index = await this.#readIndex(store, mark);
       if (index === false) await scanRecords(native, store, reader, this.#name);
       if (this.#host.closed()) throw makeError('ERR_RUNTIME_CLOSED', 'This Lua runtime is closed.');
       // Before any replay: a restored task may name a dormant one, or one
       // this restore starts after it.
       native.setActivate(DurableRestore.#dispatch);
-      if (scan) {
+      if (mark !== null) this.#store = store;
+      if (scan || mark !== null) {
         this.#lazy = scan;
         const [, keys = [], missing = []] = index || [];
         for (let i = 0; i < keys.length; i += 2) this.#host.keys.set(keys[i + 1], keys[i]);
@@ -79,9 +105,11 @@ class DurableRestore {
       } finally {
         if (!this.#host.closed()) native.pauseCollector(false);
       }
-      // A name written without an index gets one, with the next write.
-      if (scan && index === false && !this.#host.closed()) {
-        native.writeIndex(retained.filter((id) => this.#host.isRetained(id)));
+      // A name written without an index gets one, with the next write; an
+      // index read asynchronously is marked as this holder's.
+      if ((scan || mark !== null) && !this.#host.closed()) {
+        if (index === false) native.writeIndex(retained.filter((id) => this.#host.isRetained(id)));
+        else if (mark !== null) native.writeIndex(null);
       }
     } finally {
       this.#depth--;
@@ -91,6 +119,36 @@ class DurableRestore {
 
   // The native side needs the dormant task `id` (named, or its deadline nears).
   static #dispatch = (rt, id) => rt[ACTIVATE](id);
+
+  // The name's index from a store's pages: false when it is not complete
+  // or was not kept by the last holder (its mark says who: a holder of an
+  // older version keeps no index), else what readIndex answers.
+  async #readIndex(store, mark) {
+    const native = this.#native;
+    const name = this.#name;
+    try {
+      const first = await store.scan(name, SPACES.index, BEFORE_MARK, 1);
+      if (first.keys[0] !== INDEX_MARK || native.indexMark(first.values[0]) !== mark) return false;
+      // Every inbox first (which tasks have messages), then every entry.
+      for (const space of [SPACES.inbox, SPACES.index]) {
+        for (let after = ''; ;) {
+          const { keys, values } = await store.scan(name, space, after, PAGE);
+          if (keys.length > 0) native.indexFeed(space, keys, values);
+          if (keys.length < PAGE) break;
+          after = keys[keys.length - 1];
+        }
+      }
+      // The journals of the tasks that run now.
+      const now = native.indexNow();
+      for (let i = 0; i < now.length; i += READ_BATCH) {
+        const rows = await readTasks(store, name, now.slice(i, i + READ_BATCH), false);
+        if (rows.journal.keys.length > 0) native.restoreFeed(SPACES.journal, rows.journal.keys, rows.journal.values);
+      }
+      return native.indexFinish();
+    } catch (e) {
+      throw readFailed(e, name);
+    }
+  }
 
   /**
    * Reads the dormant task `id`'s journal and starts it to replay it; a
@@ -103,6 +161,10 @@ class DurableRestore {
     if (waiting !== undefined) {
       this.#waiting.delete(id);
       this.#startOne(waiting, []);
+      return;
+    }
+    if (this.#store !== null) {
+      this.#queueRead(id);
       return;
     }
     if (this.#lazy === null) return;
@@ -123,6 +185,13 @@ class DurableRestore {
    * @throws ERR_STORE_CORRUPT when it could not be restored (reported as such)
    */
   activateKey(key, id) {
+    if (this.#store !== null && this.#native.activate(id)) {
+      // Being read: its Task now, the same one its restore starts.
+      const reading = this.#reading.get(id);
+      if (reading.task === undefined) reading.task = new Task(this.#host.rt, id);
+      this.#host.keys.set(key, reading.task);
+      return reading.task;
+    }
     this.activate(id);
     const task = this.#host.keys.get(key);
     if (typeof task !== 'string') return task;
@@ -130,6 +199,132 @@ class DurableRestore {
       'ERR_STORE_CORRUPT',
       `The durable task ${id} with the key ${JSON.stringify(key)} could not be restored (its records are kept; see 'taskerror'), and no second task takes its key.`,
     );
+  }
+
+  /**
+   * Resolves once the task `id`, if it is being read from the store, is
+   * restored (or could not be): what a call answered for it meanwhile then
+   * runs (rt.resume, rt.send, rt.cancel answered 3 by the native side).
+   * @returns {Promise<void>|null} null when it is not being read
+   */
+  restored(id) {
+    const reading = this.#reading.get(id);
+    return reading ? reading.promise : null;
+  }
+
+  /**
+   * Makes `call` once the task `id`, being read, is restored (the native
+   * side answered the call meanwhile). What it throws then has no caller
+   * left to reach: a process warning says it.
+   * @returns {true}
+   */
+  after(id, call) {
+    this.restored(id).then(() => {
+      if (this.#host.closed()) return;
+      try {
+        call();
+      } catch (e) {
+        process.emitWarning(
+          `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}.`,
+          { code: 'LUA_TASKS_RESTORED_CALL' },
+        );
+      }
+    });
+    return true;
+  }
+
+  /**
+   * Resolves once every task being read now is restored (or could not be).
+   * @returns {Promise<void>|null} null when none is being read
+   */
+  settled() {
+    if (this.#reading.size === 0) return null;
+    return (async () => {
+      while (this.#reading.size > 0) await Promise.all([...this.#reading.values()].map((r) => r.promise));
+    })();
+  }
+
+  #queueRead(id) {
+    if (this.#reading.has(id)) return;
+    let resolve;
+    const promise = new Promise((r) => (resolve = r));
+    this.#reading.set(id, { promise, resolve, task: undefined });
+    this.#queue.push(id);
+    if (!this.#draining) this.#drain();
+  }
+
+  // One batch of ids read at a time, in the order they were named; a failed
+  // read is tried again (the store's outage) until it lands or the runtime closes.
+  async #drain() {
+    this.#draining = true;
+    try {
+      for (let delay = RETRY_FIRST_MS; this.#queue.length > 0 && !this.#host.closed();) {
+        const ids = this.#queue.slice(0, READ_BATCH);
+        let rows;
+        try {
+          rows = await readTasks(this.#store, this.#name, ids, true);
+        } catch (e) {
+          if (e && e.code === 'ERR_STORE_CORRUPT') {
+            this.#queue.splice(0, ids.length);
+            for (const id of ids) this.#ended(id, e);
+            continue;
+          }
+          await new Promise((r) => setTimeout(r, delay));
+          delay = Math.min(delay * 2, RETRY_LONGEST_MS);
+          continue;
+        }
+        delay = RETRY_FIRST_MS;
+        this.#queue.splice(0, ids.length);
+        if (!this.#host.closed()) this.#startRead(ids, rows);
+      }
+    } finally {
+      this.#draining = false;
+      if (this.#host.closed()) {
+        // Nothing more is read: what waits for a read goes on (and finds the runtime closed).
+        this.#queue.length = 0;
+        for (const r of this.#reading.values()) r.resolve();
+        this.#reading.clear();
+      }
+    }
+  }
+
+  // The records of `ids` read: each is started to replay them.
+  #startRead(ids, { journal, inbox }) {
+    const native = this.#native;
+    this.#depth++;
+    try {
+      if (journal.keys.length > 0) native.restoreFeed(SPACES.journal, journal.keys, journal.values);
+      if (inbox.keys.length > 0) native.restoreFeed(SPACES.inbox, inbox.keys, inbox.values);
+      for (const id of ids) {
+        let failure;
+        try {
+          const [description] = native.restoreDescribe(id);
+          const reading = this.#reading.get(id);
+          if (reading && reading.task !== undefined) description[7] = reading.task;
+          this.#startAll([description]);
+        } catch (e) {
+          failure = e;
+        }
+        this.#ended(id, failure);
+      }
+    } finally {
+      this.#depth--;
+      if (this.#depth === 0 && !this.#host.closed()) native.restoreEnd();
+    }
+  }
+
+  // The read of `id` is over: started, or `failure` (reported).
+  #ended(id, failure) {
+    const reading = this.#reading.get(id);
+    this.#reading.delete(id);
+    if (failure !== undefined) this.#cannot(id, failure);
+    if (!this.#host.closed()) this.#native.activated(id);
+    if (reading === undefined) return;
+    // A Task answered for its key meanwhile that no restore started: it failed.
+    if (reading.task !== undefined && failure !== undefined && !this.#host.keys.has(id)) {
+      endTask(reading.task, END.failed, failure);
+    }
+    reading.resolve();
   }
 
   // A finished task is kept until its retention ends (its end is on the
@@ -164,7 +359,7 @@ class DurableRestore {
     return retained;
   }
 
-  #startOne([id, entry, key, status, ended, value, name], retained) {
+  #startOne([id, entry, key, status, ended, value, name, made], retained) {
     const host = this.#host;
     host.restored();
     let task;
@@ -175,7 +370,7 @@ class DurableRestore {
         else this.#native.forgetDurable(id);
         return;
       }
-      task = host.start(entry, id, name);
+      task = host.start(entry, id, name, made);
       this.#native.restoreInbox(id);
     } catch (e) {
       this.#cannot(id, e);

@@ -216,10 +216,11 @@ async function openStore(options) {
     // Durable tasks need a store that keeps their journals and inboxes.
     const spaces = reader && Array.isArray(st.spaces) ? st.spaces : [1];
     const durable = spaces.includes(SPACES.journal) && spaces.includes(SPACES.inbox);
-    // Its index lets Runtime.open leave waiting tasks in the store: a store
-    // that reads a task's journal at once when it is needed (the directory
-    // store's native reader).
-    const indexed = durable && spaces.includes(SPACES.index) && typeof reader[NATIVE_SCAN] === 'function';
+    // Its index lets Runtime.open leave waiting tasks in the store, read when
+    // needed: at once by the directory store's native reader, asynchronously
+    // by a store's scan() (docs/durable.md#restore-at-open).
+    const nativeScan = durable && typeof reader[NATIVE_SCAN] === 'function';
+    const indexed = durable && spaces.includes(SPACES.index) && (nativeScan || typeof st.scan === 'function');
     return {
       rest,
       persist: {
@@ -235,7 +236,9 @@ async function openStore(options) {
         durableRetainedMax: retainedMax,
         durableCatchUp,
         durable,
-        indexed,
+        // setDurable's: whether tasks are indexed, read asynchronously, the index mark's payload
+        indexing: [indexed, indexed && !nativeScan, indexMarks(indexed && !nativeScan, lease).indexMark],
+        priorIndexMark: indexMarks(indexed && !nativeScan, lease).priorIndexMark,
         lazy: durableRestore !== 'all',
       },
       state,
@@ -245,6 +248,17 @@ async function openStore(options) {
     if (lease) await lease.release();
     throw e;
   }
+}
+
+// The payloads of the index's mark on a store read asynchronously
+// (docs/durable.md#restore-at-open): indexMark, what this runtime writes
+// (its lease's, when the store leases names); priorIndexMark, what the
+// index must hold to be trusted at open (the lease taken just before this
+// one: each take adds one to the token). Else nulls: the default mark.
+function indexMarks(asyncReads, lease) {
+  if (!asyncReads) return { indexMark: null, priorIndexMark: null };
+  if (!lease || lease.token === undefined) return { indexMark: null, priorIndexMark: 'mark' };
+  return { indexMark: `mark ${lease.token}`, priorIndexMark: `mark ${lease.token - 1}` };
 }
 
 // Records read a page at a time at Runtime.open (scanRecords).
@@ -336,4 +350,4 @@ async function scanSpaces(native, store, reader, name) {
   );
 }
 
-module.exports = { openStore, restore, scanRecords, readIndex };
+module.exports = { openStore, restore, scanRecords, readIndex, readFailed };

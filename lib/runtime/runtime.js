@@ -13,7 +13,7 @@ const { routeOf } = require('../resources/bridge');
 const { Task, endTask, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
 const { inspectTask } = require('./inspect');
 const { DurableKeys, DURABLE_KEY } = require('./durable_keys');
-const { END, ID_KEY_DIGITS, ENDED_KEPT, startKey, startEnd, stateStatus } = require('./task_codes');
+const { END, ID_KEY_DIGITS, ENDED_KEPT, AFTER_RESTORE, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore } = require('./persist');
 const { DurableRestore, ACTIVATE, wasRestored, markRestored } = require('./durable_restore');
 const { RuntimeTelemetry } = require('../telemetry/runtime');
@@ -133,7 +133,7 @@ class Runtime extends EventEmitter {
       });
       this.#durable = persist.durable;
       const skipMissed = persist.durableCatchUp === 'skip';
-      this.#native.setDurable(persist.durable, persist.durableRetention > 0, skipMissed, persist.indexed);
+      this.#native.setDurable(persist.durable, persist.durableRetention > 0, skipMissed, ...persist.indexing);
     }
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
@@ -208,6 +208,9 @@ class Runtime extends EventEmitter {
         'commit() failed: this runtime has no store, so its state cannot be saved (create it with Runtime.open({ name, store })).',
       );
     }
+    // What was answered for tasks being read from the store is done first.
+    const reading = this.#restorer?.settled();
+    if (reading) await reading;
     return this.#commits.request();
   }
 
@@ -448,7 +451,7 @@ class Runtime extends EventEmitter {
 
   // Runtime.open: the store's unfinished durable tasks run again, or stay
   // dormant until needed (lib/runtime/durable_restore.js).
-  async #restoreDurable({ store, reader, name, lazy }) {
+  async #restoreDurable({ store, reader, name, lazy, priorIndexMark }) {
     this.#heldReports = [];
     this.#restorer = new DurableRestore(this.#native, name, {
       rt: this,
@@ -459,12 +462,13 @@ class Runtime extends EventEmitter {
       now: () => Date.now() + this.#clockOffsetMs,
       closed: () => this.#closed,
       restored: () => (this.#hasDurable = true),
-      start: (entry, id, name) => this.#start(entry, [], undefined, name === undefined ? name : { name }, { id }),
+      start: (entry, id, name, task) =>
+        this.#start(entry, [], undefined, name === undefined ? name : { name }, { id, task }),
       label: (id, name) => this.#endedLabels.set(id, { name }),
       keep: (key, task) => this.#durableKeys.keep(key, task),
       failed: (task, err) => this.#restoreFailed(task, err),
     });
-    await this.#restorer.open(store, reader, lazy);
+    await this.#restorer.open(store, reader, lazy, priorIndexMark);
     this.#releaseReports();
   }
 
@@ -496,7 +500,9 @@ class Runtime extends EventEmitter {
     const key = startKey(started);
     if (durable && durable.id) this.#restoredIds.set(key, durable.id);
     const id = this.#idOf(key);
-    const task = new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
+    // (One named by its key while it was read from the store has its Task.)
+    const task =
+      (durable && durable.task) || new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
     if (durable) task[DURABLE_KEY] = durable.key ?? null; // before it can end (DurableKeys.keep may name its key later)
     if (this.#tel !== null) this.#tel.started(key, task, fn, durable, t0);
     if (durable && durable.id) markRestored(task); // before it can end
@@ -545,12 +551,19 @@ class Runtime extends EventEmitter {
    *   unknown or ended task, once what this runtime knows of it is written
    */
   async sendDurable(id, ...values) {
-    const sent = this.send(id, ...values);
     // Either answer waits for the runtime's writes: a task whose end is not
     // yet written would be restored waiting after a crash (or a takeover),
     // and a message refused meanwhile is lost (docs/durable.md#messages).
+    return this.#written(id, this.send(id, ...values));
+  }
+
+  // `answer` once what it answered is written: a call on a task being read
+  // from the store is made once it is read, then the next write is asked for.
+  async #written(id, answer) {
+    const reading = this.#restorer?.restored(id);
+    if (reading) await reading;
     if (this.#commits) await this.#commits.request();
-    return sent;
+    return answer;
   }
 
   /**
@@ -562,12 +575,10 @@ class Runtime extends EventEmitter {
    *   what this runtime knows of it is written
    */
   async resumeDurable(id, ...values) {
-    const resumed = this.resume(id, ...values);
-    // The wake's record is journaled as the task runs with it (now, or once
-    // a COMMIT's snapshot lets go): the next write, asked for now, takes it.
-    // A refusal waits for it too, as in sendDurable.
-    if (this.#commits) await this.#commits.request();
-    return resumed;
+    // The wake's record is journaled as the task runs with it (now, once a
+    // COMMIT's snapshot lets go, or once it is read from the store): the
+    // next write takes it. A refusal waits for it too, as in sendDurable.
+    return this.#written(id, this.resume(id, ...values));
   }
 
   /**
@@ -603,6 +614,7 @@ class Runtime extends EventEmitter {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     const resumed = this.#native.resume(id, values);
+    if (resumed === AFTER_RESTORE) return this.#restorer.after(id, () => this.resume(id, ...values));
     if (resumed !== 2) return resumed;
     // A dormant task activated during a COMMIT's snapshot replays at its end.
     this.#commits.afterUnlock(() => this.#native.resume(id, values));
@@ -630,7 +642,8 @@ class Runtime extends EventEmitter {
         `A message's first value must not be null or undefined (tasks.receive() answers nil, "timeout" for a timeout). Received ${values.length === 0 ? 'no value' : typeName(values[0])}.`,
       );
     }
-    return this.#native.send(id, values);
+    const sent = this.#native.send(id, values);
+    return sent === AFTER_RESTORE ? this.#restorer.after(id, () => this.#native.send(id, values)) : sent;
   }
 
   /**
@@ -643,6 +656,7 @@ class Runtime extends EventEmitter {
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     if (reason !== undefined) this.#cancelReasons.set(id, reason);
     const ok = this.#native.cancel(id);
+    if (ok === AFTER_RESTORE) return this.#restorer.after(id, () => this.#native.cancel(id));
     if (!ok) this.#cancelReasons.delete(id);
     return ok;
   }

@@ -25,6 +25,9 @@ const ID_KEY_DIGITS = C.idKeyDigits;
 /** Outcomes of ended tasks the native side keeps (Scheduler::kFinishedKept). */
 const ENDED_KEPT = C.finishedKept;
 
+/** What native resume(), send() and cancel() answer for a task being read from the store: the call follows its restore. */
+const AFTER_RESTORE = C.afterRestore;
+
 const START_SLOTS = C.startSlots;
 const STATE_WAIT_SHIFT = C.stateWaitShift;
 const STATE_STATUS_MASK = (1 << STATE_WAIT_SHIFT) - 1;
@@ -58,6 +61,7 @@ module.exports = {
   END_NAMES,
   ID_KEY_DIGITS,
   ENDED_KEPT,
+  AFTER_RESTORE,
   startKey,
   startEnd,
   stateStatus,

@@ -196,4 +196,4 @@ async function listTasks(store, options) {
   }
 }
 
-module.exports = { listTasks, listOptions, STATUSES };
+module.exports = { listTasks, listOptions, STATUSES, INDEX_MARK, BEFORE_MARK };

@@ -673,6 +673,33 @@ class PostgresStore {
   }
 
   /**
+   * The records of chosen durable tasks of a name, in one query: their
+   * journals (space 2) and, if `inbox`, their inboxes (space 3), each in
+   * key order (what a runtime reads to restore them; docs/durable.md#restore-at-open).
+   * @param {string} name
+   * @param {string[]} ids task ids
+   * @param {boolean} inbox
+   * @returns {Promise<{ journal: { keys: string[], values: Buffer[] }, inbox: { keys: string[], values: Buffer[] } }>}
+   */
+  async readTasks(name, ids, inbox) {
+    checkName(name);
+    if (!Array.isArray(ids) || !ids.every((id) => typeof id === 'string' && id.length > 0)) {
+      throw makeError('ERR_INVALID_ARG_TYPE', `readTasks() takes an array of task ids. Received ${typeName(ids)}.`);
+    }
+    this.#checkOpen();
+    const spaces = inbox ? [SPACES.journal, SPACES.inbox] : [SPACES.journal];
+    const out = { journal: { keys: [], values: [] }, inbox: { keys: [], values: [] } };
+    if (ids.length === 0) return out;
+    const { rows } = await this.#with((c) => c.query({ ...this.#sql.tasks, values: [name, ids, spaces] }));
+    for (const r of rows) {
+      const into = r.space === SPACES.journal ? out.journal : out.inbox;
+      into.keys.push(r.key);
+      into.values.push(r.value);
+    }
+    return out;
+  }
+
+  /**
    * The runtime names the store holds (a snapshot, a keyed value or a
    * lease), in bytewise order: those matching `pattern` (`*`: any run of
    * characters within a name) after `after`, at most `limit`. Takes no lease.

@@ -109,6 +109,14 @@ function statements(schema, t) {
       name: `lua_tasks_scan_${s}`,
       text: `SELECT key, value FROM ${kv} WHERE name = $1 AND space = $2 AND key > $3 ORDER BY key LIMIT $4`,
     },
+    // $2 task ids, $3 spaces: each task's records "<id>/<seq>" ('0' follows
+    // '/'), a range of the primary key each.
+    tasks: {
+      name: `lua_tasks_tasks_${s}`,
+      text: `SELECT k.space, k.key, k.value FROM unnest($2::text[]) AS t(id)
+        JOIN ${kv} k ON k.name = $1 AND k.space = ANY($3::int[]) AND k.key > t.id || '/' AND k.key < t.id || '0'
+        ORDER BY k.space, k.key`,
+    },
     take: {
       name: `lua_tasks_take_${s}`,
       // Free, released, expired, or its holder's session ended ($3: this

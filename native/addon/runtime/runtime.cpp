@@ -124,6 +124,13 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_restoreInbox>("restoreInbox"),
                          InstanceMethod<&Runtime::JS_restoreIndex>("restoreIndex"),
                          InstanceMethod<&Runtime::JS_restoreOne>("restoreOne"),
+                         InstanceMethod<&Runtime::JS_indexMark>("indexMark"),
+                         InstanceMethod<&Runtime::JS_indexFeed>("indexFeed"),
+                         InstanceMethod<&Runtime::JS_indexNow>("indexNow"),
+                         InstanceMethod<&Runtime::JS_indexFinish>("indexFinish"),
+                         InstanceMethod<&Runtime::JS_restoreDescribe>("restoreDescribe"),
+                         InstanceMethod<&Runtime::JS_activate>("activate"),
+                         InstanceMethod<&Runtime::JS_activated>("activated"),
                          InstanceMethod<&Runtime::JS_writeIndex>("writeIndex"),
                          InstanceMethod<&Runtime::JS_dormantTasks>("dormantTasks"),
                          InstanceMethod<&Runtime::JS_setActivate>("setActivate"),
@@ -486,22 +493,36 @@ bool ReadKey(const Napi::Value& id, const Scheduler& s, uint64_t* key) {
 // ReadKey for an operation on the task: a dormant task is activated first.
 bool ResolveKey(const Napi::Value& id, Scheduler& s, uint64_t* key) {
   if (ReadKey(id, s, key)) return true;
-  if (s.replayer() == nullptr || s.replayer()->dormant().empty()) return false;
+  if (s.replayer() == nullptr || (s.replayer()->dormant().empty() && s.replayer()->activations().empty())) return false;
   char buf[Scheduler::kIdLength + 5];
   size_t n = 0;
   if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return false;
   return s.Resolve(std::string_view(buf, n), key);
 }
 
-// The dormant task `id` names, if any: answered without activating it.
+// The dormant task `id` names (or one being read from the store), if any:
+// answered without activating it.
 const DormantTasks::Entry* DormantOf(const Napi::Value& id, const Scheduler& s) {
-  if (s.replayer() == nullptr || s.replayer()->dormant().empty()) return nullptr;
+  const Replayer* r = s.replayer();
+  if (r == nullptr || (r->dormant().empty() && r->activations().empty())) return nullptr;
   char buf[Scheduler::kIdLength + 5];
   size_t n = 0;
   if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return nullptr;
-  return s.replayer()->dormant().Find(std::string_view(buf, n));
+  if (const DormantTasks::Entry* e = r->dormant().Find(std::string_view(buf, n))) return e;
+  const Activations::Activation* a = r->activations().Find(std::string_view(buf, n));
+  return a != nullptr ? &a->entry : nullptr;
 }
 
+// The task `id` names if a store reading asynchronously is restoring it
+// (after ResolveKey, which starts that): the call is answered from its
+// wait, and lib/runtime makes it once the task is restored (kAfterRestore).
+Activations::Activation* ActivationOf(const Napi::Value& id, Scheduler& s) {
+  if (s.replayer() == nullptr || s.replayer()->activations().empty()) return nullptr;
+  char buf[Scheduler::kIdLength + 5];
+  size_t n = 0;
+  if (napi_get_value_string_utf8(id.Env(), id, buf, sizeof buf, &n) != napi_ok) return nullptr;
+  return s.replayer()->activations().Find(std::string_view(buf, n));
+}
 }  // namespace
 
 Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
@@ -510,7 +531,14 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   uint64_t key;
   const DormantTasks::Entry* dormant = DormantOf(info[0], *core->scheduler);
   const bool resumable_dormant = dormant != nullptr && IsResumable(dormant->kind);
-  if (!ResolveKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
+  if (!ResolveKey(info[0], *core->scheduler, &key)) {
+    // The first resume of a task being restored whose wait takes one.
+    Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
+    if (a == nullptr || a->cancelled || a->resumed || !IsResumable(a->entry.kind))
+      return Napi::Boolean::New(env, false);
+    a->resumed = true;
+    return Napi::Number::New(env, kAfterRestore);
+  }
   Task* t = core->scheduler->Find(key);
   if (resumable_dormant && t != nullptr && t->status == TaskStatus::kWaiting && t->wait == WaitKind::kNone &&
       core->scheduler->locked()) {
@@ -547,9 +575,12 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!ResolveKey(info[0], *core->scheduler, &key) || core->scheduler->Find(key) == nullptr) {
-    return Napi::Boolean::New(env, false);
+  if (!ResolveKey(info[0], *core->scheduler, &key)) {
+    Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
+    if (a == nullptr || a->cancelled) return Napi::Boolean::New(env, false);
+    return Napi::Number::New(env, kAfterRestore);
   }
+  if (core->scheduler->Find(key) == nullptr) return Napi::Boolean::New(env, false);
   lua_State* L = core->host->current();
   Napi::Array args = info[1].As<Napi::Array>();
   const uint32_t n = args.Length();
@@ -580,7 +611,12 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
-  if (!ResolveKey(info[0], *core->scheduler, &key)) return Napi::Boolean::New(env, false);
+  if (!ResolveKey(info[0], *core->scheduler, &key)) {
+    Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
+    if (a == nullptr || a->cancelled) return Napi::Boolean::New(env, false);
+    a->cancelled = true;
+    return Napi::Number::New(env, kAfterRestore);
+  }
   const bool ok = core->Entered([&] { return core->scheduler->Cancel(key); });
   return Napi::Boolean::New(env, ok);
 }
@@ -697,8 +733,9 @@ Napi::Value Runtime::JS_stats(const Napi::CallbackInfo& info) {
   const Replayer* durable = core->scheduler->replayer();
   out.Set("durableTasks", Napi::Number::New(env, durable != nullptr ? static_cast<double>(durable->count()) : 0));
   // Durable tasks left in the store at open, not in memory (docs/durable.md#restore-at-open).
-  out.Set("dormantTasks",
-          Napi::Number::New(env, durable != nullptr ? static_cast<double>(durable->dormant().size()) : 0));
+  out.Set("dormantTasks", Napi::Number::New(env, durable != nullptr ? static_cast<double>(durable->dormant().size() +
+                                                                                          durable->activations().size())
+                                                                    : 0));
   const CpuBudget* b = core->host->budget();
   out.Set("preemptions", Napi::Number::New(env, b != nullptr ? static_cast<double>(b->preemptions()) : 0));
   return out;

@@ -13,6 +13,7 @@
 #include "addon/runtime/uv_driver.hpp"
 #include "core/base/clock.hpp"
 #include "core/codec/state_codec.hpp"
+#include "core/durable/index_restore.hpp"
 #include "core/durable/journal_restore.hpp"
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_runtime.hpp"
@@ -164,9 +165,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   // host and scheduler (LuaRuntime) are null once closed. The clock outlives
   // the host, whose os.time reads it even in lua_close's finalizers: every
   // way out, ~RuntimeCore too, frees the host in CloseNow.
-  OffsetClock<SystemClock> clock;             // wall offset: the clockOffsetMs option, rt.setClockOffset
-  std::unique_ptr<UvDriver> driver;           // closes its handles asynchronously
-  std::unique_ptr<JournalRestore> restoring;  // Runtime.open's durable records, restoreScan .. restoreEnd
+  OffsetClock<SystemClock> clock;              // wall offset: the clockOffsetMs option, rt.setClockOffset
+  std::unique_ptr<UvDriver> driver;            // closes its handles asynchronously
+  std::unique_ptr<JournalRestore> restoring;   // Runtime.open's durable records, restoreScan .. restoreEnd
+  std::unique_ptr<IndexReader> index_reading;  // a JS store's index, indexFeed .. indexFinish
   const void* jsref_mt[3] = {};  // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;     // JS function settle(key, token, ok, value) for awaited promises
   napi_ref receiver = nullptr;   // `this` of the JS functions Lua calls: AddonData's object, held until closed

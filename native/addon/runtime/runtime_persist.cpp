@@ -355,6 +355,130 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   return out;
 }
 
+namespace {
+
+// A description of task `id` from the restore set (JS_restoreTasks's), or
+// that of a record that does not read when its journal is not there.
+Napi::Value DescribeRestored(RuntimeCore* core, Napi::Env env, const std::string& id) {
+  if (const std::string* first = core->restoring ? core->restoring->First(id) : nullptr) {
+    return DescribeTask(core, core->host->current(), id, *first);
+  }
+  Napi::Array lost = Napi::Array::New(env, 3);
+  lost.Set(0u, Napi::String::New(env, id));
+  lost.Set(1u, Napi::Boolean::New(env, false));
+  lost.Set(2u, Napi::String::New(env, "its index entry names a journal the store does not hold"));
+  return lost;
+}
+
+// Index and inbox records fed from a JS store's pages, as RestoreFromIndex
+// reads them from a StoreDb: every inbox record, then every entry.
+IndexReader& IndexReading(RuntimeCore* core) {
+  if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
+  if (!core->index_reading) {
+    Scheduler* s = core->scheduler.get();
+    core->index_reading = std::make_unique<IndexReader>(s->id_prefix(), s->clock()->WallNs(), core->restoring.get(),
+                                                        &s->EnsureReplayer().dormant());
+  }
+  return *core->index_reading;
+}
+
+}  // namespace
+
+Napi::Value Runtime::JS_indexMark(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  if (!info[0].IsTypedArray()) return env.Null();
+  auto b = info[0].As<Napi::Uint8Array>();
+  RecordKind kind;
+  std::string_view payload;
+  if (!OpenRecordView(std::string_view(reinterpret_cast<const char*>(b.Data()), b.ByteLength()), &kind, &payload) ||
+      kind != RecordKind::kIndex) {
+    return env.Null();
+  }
+  return Napi::String::New(env, payload.data(), payload.size());
+}
+
+Napi::Value Runtime::JS_indexFeed(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  IndexReader& reader = IndexReading(core);
+  const int space = info[0].As<Napi::Number>().Int32Value();
+  Napi::Array keys = info[1].As<Napi::Array>();
+  Napi::Array records = info[2].As<Napi::Array>();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    Napi::Value v = records.Get(i);
+    if (!v.IsTypedArray()) {
+      ThrowError(env, "ERR_STORE_CORRUPT",
+                 "The store has no value for the listed record " + keys.Get(i).ToString().Utf8Value() + ".");
+    }
+    auto b = v.As<Napi::Uint8Array>();
+    const std::string key = keys.Get(i).As<Napi::String>().Utf8Value();
+    const std::string_view value(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+    if (space == kInboxSpace) {
+      reader.Inbox(key, value);
+    } else {
+      reader.Entry(key, value);
+    }
+  }
+  return env.Undefined();
+}
+
+Napi::Value Runtime::JS_indexNow(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  const std::vector<std::string>& now = IndexReading(core).now();
+  Napi::Array out = Napi::Array::New(env, now.size());
+  for (uint32_t i = 0; i < now.size(); ++i) out.Set(i, Napi::String::New(env, now[i]));
+  return out;
+}
+
+Napi::Value Runtime::JS_indexFinish(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  IndexRestore r = IndexReading(core).Finish();
+  core->index_reading.reset();
+  Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
+  uint32_t i = 0;
+  for (const auto& [id, key] : r.keys) {
+    keys.Set(i++, Napi::String::New(env, id));
+    keys.Set(i++, Napi::String::New(env, key));
+  }
+  Napi::Array missing = Napi::Array::New(env, r.missing.size() * 2);
+  for (i = 0; i < r.missing.size(); ++i) {
+    missing.Set(2 * i, Napi::String::New(env, r.missing[i].id));
+    missing.Set(2 * i + 1, Napi::String::New(env, r.missing[i].why));
+  }
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
+  out.Set(1u, keys);
+  out.Set(2u, missing);
+  core->OnScheduleChange();  // the dormant tasks' deadlines
+  return out;
+}
+
+Napi::Value Runtime::JS_restoreDescribe(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Napi::Array out = Napi::Array::New(env, 1);
+  out.Set(0u, DescribeRestored(core, env, info[0].As<Napi::String>().Utf8Value()));
+  return out;
+}
+
+Napi::Value Runtime::JS_activate(const Napi::CallbackInfo& info) {
+  // (id) -> whether the dormant task `id` is being read now (async reads):
+  // an idempotency key named it.
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  Replayer* durable = core->scheduler->replayer();
+  return Napi::Boolean::New(env, durable != nullptr && durable->Activating(info[0].As<Napi::String>().Utf8Value()));
+}
+
+Napi::Value Runtime::JS_activated(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  if (Replayer* durable = core->scheduler->replayer()) durable->Activated(info[0].As<Napi::String>().Utf8Value());
+  return env.Undefined();
+}
+
 Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
   // (store, name, id) -> [description] of the dormant task `id`, its
   // records read into restoring (see JS_restoreTasks; [id, false, why]
@@ -370,15 +494,7 @@ Napi::Value Runtime::JS_restoreOne(const Napi::CallbackInfo& info) {
   if (store == nullptr || durable == nullptr || !durable->dormant().Take(id)) return out;
   if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
   store->Read(env, [&](StoreDb& db) { RestoreTask(db, name, id, true, core->restoring.get()); });
-  if (const std::string* first = core->restoring->First(id)) {
-    out.Set(0u, DescribeTask(core, core->host->current(), id, *first));
-  } else {
-    Napi::Array lost = Napi::Array::New(env, 3);  // as a description of a record that does not read
-    lost.Set(0u, Napi::String::New(env, id));
-    lost.Set(1u, Napi::Boolean::New(env, false));
-    lost.Set(2u, Napi::String::New(env, "its index entry names a journal the store does not hold"));
-    out.Set(0u, lost);
-  }
+  out.Set(0u, DescribeRestored(core, env, id));
   return out;
 }
 
@@ -386,8 +502,13 @@ Napi::Value Runtime::JS_writeIndex(const Napi::CallbackInfo& info) {
   // (retained ids): every unfinished durable task's index entry, the
   // retained finished ones' end records moved from record 0 into the index,
   // then the index's mark (a name written without an index).
+  // (null): the mark only (an open that found the index complete).
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
+  if (info[0].IsNull()) {
+    core->scheduler->EnsureReplayer().WriteIndexMark();
+    return env.Undefined();
+  }
   std::vector<std::pair<std::string, std::string>> ended;
   if (core->restoring && info[0].IsArray()) {
     Napi::Array ids = info[0].As<Napi::Array>();
@@ -408,6 +529,8 @@ Napi::Value Runtime::JS_dormantTasks(const Napi::CallbackInfo& info) {
   std::vector<std::pair<std::string, DormantTasks::Entry>> list;
   if (const Replayer* durable = core->scheduler->replayer()) {
     durable->dormant().ForEach([&](std::string_view id, const DormantTasks::Entry& e) { list.emplace_back(id, e); });
+    durable->activations().ForEach(
+        [&](std::string_view id, const DormantTasks::Entry& e) { list.emplace_back(id, e); });
   }
   std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
   Napi::Array out = Napi::Array::New(env, 3 * list.size());
@@ -450,6 +573,7 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
 
 Napi::Value Runtime::JS_restoreEnd(const Napi::CallbackInfo& info) {
   core_->restoring.reset();
+  core_->index_reading.reset();
   return info.Env().Undefined();
 }
 
@@ -479,6 +603,8 @@ Napi::Value Runtime::JS_setDurable(const Napi::CallbackInfo& info) {
   durable.set_retain_ends(info[1].ToBoolean());
   durable.set_skip_missed(info[2].ToBoolean());
   durable.set_indexed(info[3].ToBoolean());
+  durable.set_async_reads(info[4].ToBoolean());
+  if (info[5].IsString()) durable.set_index_mark(info[5].As<Napi::String>().Utf8Value());
   return info.Env().Undefined();
 }
 

@@ -54,6 +54,7 @@ Napi::Object TaskCodes(Napi::Env env) {
   codes.Set("finishedKept", static_cast<double>(Scheduler::kFinishedKept));
   codes.Set("startSlots", static_cast<double>(kStartSlots));
   codes.Set("stateWaitShift", static_cast<double>(kStateWaitShift));
+  codes.Set("afterRestore", static_cast<double>(kAfterRestore));
   return codes;
 }
 

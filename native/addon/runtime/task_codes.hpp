@@ -53,6 +53,9 @@ inline double PackStart(uint64_t key, std::optional<EndKind> end) {
 // taskState's code (JS_taskState): status | wait << kStateWaitShift, the
 // wait being the task's current one (kNone unless it waits).
 inline constexpr int kStateWaitShift = 4;
+// What resume(), send() and cancel() answer for a task being read from a
+// store asynchronously (Activations): lib makes the call once it is restored.
+inline constexpr int kAfterRestore = 3;
 static_assert(static_cast<int>(TaskStatus::kCancelled) < (1 << kStateWaitShift), "a status fits below the wait");
 inline int PackState(TaskStatus status, WaitKind wait) {
   return static_cast<int>(status) | static_cast<int>(wait) << kStateWaitShift;

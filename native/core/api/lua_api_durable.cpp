@@ -8,6 +8,8 @@
 // returned. Outside a durable task they are the functions they wrap.
 #include "core/api/lua_api_durable.hpp"
 
+#include "core/api/lua_api_tasks.hpp"
+
 #include <string>
 
 #include "core/api/lua_api_resolve.hpp"
@@ -321,9 +323,26 @@ int l_journaled_read(lua_State* L) {
   return JournaledCall(L, s, lua_tocfunction(L, lua_upvalueindex(K + 2)));
 }
 
+// tasks.cancel, send and resume: as l_journaled_read<1>, but a live call
+// that names a task being restored waits for it first (AwaitRestore), then
+// is made, and journaled, as if it had found the task live. Upvalues: the
+// wrapped function's scheduler, the scheduler, the wrapped function, its name.
+int l_journaled_task_call(lua_State* L);
+int k_journaled_task_call(lua_State* L, int, lua_KContext) {
+  return l_journaled_task_call(L);
+}
+int l_journaled_task_call(lua_State* L) {
+  LuaHost::RaiseIfClosing(L);
+  auto* s = static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(2)));
+  if (Journal* j = RunningJournal(s); j == nullptr || !j->replaying()) {
+    if (AwaitRestore(L, s, lua_tostring(L, lua_upvalueindex(4)), k_journaled_task_call) >= 0) return 0;  // (yields)
+  }
+  return JournaledCall(L, s, lua_tocfunction(L, lua_upvalueindex(3)));
+}
+
 // Wraps table[name] (the table on top of L) if it is a C function of at
 // most one upvalue.
-void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
+void WrapRead(lua_State* L, Scheduler* scheduler, const char* name, bool names_task = false) {
   if (lua_getfield(L, -1, name) != LUA_TFUNCTION || !lua_iscfunction(L, -1)) {
     lua_pop(L, 1);
     return;
@@ -337,7 +356,12 @@ void WrapRead(lua_State* L, Scheduler* scheduler, const char* name) {
   }
   lua_pushlightuserdata(L, scheduler);
   lua_pushvalue(L, fn);
-  lua_pushcclosure(L, k == 0 ? l_journaled_read<0> : l_journaled_read<1>, k + 2);
+  if (names_task && k == 1) {
+    lua_pushfstring(L, "tasks.%s", name);
+    lua_pushcclosure(L, l_journaled_task_call, 4);
+  } else {
+    lua_pushcclosure(L, k == 0 ? l_journaled_read<0> : l_journaled_read<1>, k + 2);
+  }
   lua_setfield(L, fn - 1, name);
   lua_settop(L, fn - 1);
 }
@@ -377,7 +401,8 @@ void RegisterDurableApi(lua_State* L, Scheduler* scheduler) {
     // What a durable task learns of other tasks, or does to them, happens
     // once: a replay hands back the answer (a started task's id is
     // StartChild's own record).
-    for (const char* name : {"status", "cancel", "send", "resume"}) WrapRead(L, scheduler, name);
+    WrapRead(L, scheduler, "status");
+    for (const char* name : {"cancel", "send", "resume"}) WrapRead(L, scheduler, name, true);
   }
   lua_pop(L, 1);
   // The global os and math are package.loaded's (lua_libs.cpp keeps them so).

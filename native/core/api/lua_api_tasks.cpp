@@ -47,6 +47,31 @@ Task* NeedTask(lua_State* L, Scheduler* s, const char* fname) {
   return t;
 }
 
+}  // namespace
+
+int AwaitRestore(lua_State* L, Scheduler* s, const char* fname, lua_KFunction k, lua_KContext ctx) {
+  Replayer* r = s->replayer();
+  if (r == nullptr || !r->async_reads() || lua_type(L, 1) != LUA_TSTRING) return -1;
+  size_t n;
+  const char* id = lua_tolstring(L, 1, &n);
+  uint64_t key;
+  if (s->ParseId(std::string_view(id, n), &key) || !r->Activating(std::string_view(id, n))) return -1;
+  Task* t = s->current();
+  if (t == nullptr || !lua_isyieldable(L)) {
+    return luaL_error(L,
+                      "%s: the durable task %s is being read from the store; call this from a task (not from a "
+                      "metamethod, a C function or a call from JS), which waits for it",
+                      fname, id);
+  }
+  r->activations().Find(std::string_view(id, n))->waiters.push_back(t->key);
+  t->Pend(WaitKind::kRestore);
+  if (L == t->co) return lua_yieldk(L, 0, ctx, k);
+  lua_pushlightuserdata(L, s);  // the sentinel, passed up by the resume wrappers (see Suspend)
+  return lua_yieldk(L, 1, ctx, k);
+}
+
+namespace {
+
 int l_tasks_sleep(lua_State* L) {
   Scheduler* s = Sched(L);
   const lua_Number secs = luaL_checknumber(L, 1);
@@ -236,7 +261,9 @@ int l_tasks_status(lua_State* L) {
   const char* id = luaL_checklstring(L, 1, &n);
   uint64_t key = 0;
   s->ParseId(std::string_view(id, n), &key);  // looks only: a dormant task stays dormant
-  if (const Replayer* r = s->replayer(); key == 0 && r != nullptr && r->dormant().Contains(std::string_view(id, n))) {
+  if (const Replayer* r = s->replayer();
+      key == 0 && r != nullptr &&
+      (r->dormant().Contains(std::string_view(id, n)) || r->activations().Find(std::string_view(id, n)) != nullptr)) {
     lua_pushstring(L, TaskStatusName(TaskStatus::kWaiting));
   } else if (Task* t = s->Find(key)) {
     lua_pushstring(L, TaskStatusName(t->status));
@@ -260,6 +287,11 @@ bool ReplaysJoinValue(Journal* j) {
   return identity && *identity == kJoinIdentity;
 }
 
+int l_tasks_join(lua_State* L);
+int k_join_again(lua_State* L, int, lua_KContext) {
+  return l_tasks_join(L);
+}
+
 // join(id) -> true, results... | false, err | nil, message  (may suspend)
 int l_tasks_join(lua_State* L) {
   Scheduler* s = Sched(L);
@@ -270,6 +302,8 @@ int l_tasks_join(lua_State* L) {
     const int n = ReplayValues(s, j, RecordKind::kValue, kJoinIdentity, L);
     return n < 0 ? lua_error(L) : n;
   }
+  lua_settop(L, 1);
+  if (AwaitRestore(L, s, "tasks.wait", k_join_again) >= 0) return 0;  // (it yields)
   const uint64_t key = KeyArg(L, s);
   if (Task* t = s->current(); t != nullptr && t->durable && s->replayer()->ReplaysWait(t, WaitKind::kJoin)) {
     // A durable task's replay: the task it waited for may be of the earlier

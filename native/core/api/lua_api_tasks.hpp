@@ -15,4 +15,12 @@ class Scheduler;
 // protected mode. Stack: unchanged.
 void RegisterTasksApi(lua_State* L, Scheduler* scheduler);
 
+// For the calls that name a task by id (resume, send, cancel, wait): when
+// arg 1 names a dormant durable task that a store reading asynchronously
+// is restoring (docs/durable.md#restore-at-open), the running task waits
+// for the restore (WaitKind::kRestore) and `k` then makes the call again,
+// which finds the task live. Returns -1 when there is nothing to wait for;
+// else it yields (or raises outside a task that can wait).
+int AwaitRestore(lua_State* L, Scheduler* s, const char* fname, lua_KFunction k, lua_KContext ctx = 0);
+
 }  // namespace lua_tasks

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
-// Runtime.open by the index: what a directory store's durable tasks need now, read; the rest left dormant.
+// Runtime.open by the index: what a name's durable tasks need now, read; the rest left dormant.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -33,6 +34,32 @@ struct IndexRestore {
     std::string why;  // what was wrong, for the report: "its index entry ..."
   };
   std::vector<Missing> missing;
+};
+
+// The index read record by record, from any store: every inbox record
+// first, then every index entry; then the journals of now() are read into
+// the restore, and Finish says what was found. RestoreFromIndex is it over
+// a StoreDb; lib/runtime feeds a store's pages to it.
+class IndexReader {
+ public:
+  IndexReader(std::string_view own_prefix, int64_t wall_now, JournalRestore* restore, DormantTasks* dormant)
+      : own_prefix_(own_prefix), wall_now_(wall_now), restore_(restore), dormant_(dormant) {}
+  void Inbox(std::string_view key, std::string_view value);
+  void Entry(std::string_view id, std::string_view value);
+  // The tasks that run now, whose journals the caller reads into the restore.
+  const std::vector<std::string>& now() const { return now_; }
+  // Seals the dormant tasks; the tasks of now() with no journal go to `missing`.
+  IndexRestore Finish();
+
+ private:
+  std::string own_prefix_;
+  int64_t wall_now_;
+  JournalRestore* restore_;
+  DormantTasks* dormant_;
+  std::unordered_set<std::string> mailed_;  // the tasks that have messages
+  std::vector<std::string> now_;
+  std::vector<std::pair<std::string, std::string>> damaged_;  // entries that run now as they are damaged: what each was
+  IndexRestore out_;
 };
 
 // Reads `name`'s index (space 4) and inboxes (space 3): the tasks that run

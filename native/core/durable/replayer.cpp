@@ -236,8 +236,35 @@ void Replayer::ActivateDue(int64_t batch_end) {
   while (!s_.locked() && !s_.host()->terminating() && s_.clock()->MonoNs() < batch_end) {
     std::optional<std::string> id = dormant_.PopDue(s_.clock()->WallNs());
     if (!id) return;
-    s_.hooks_->OnActivate(*id);
+    if (async_reads_) {
+      Activating(*id);
+    } else {
+      s_.hooks_->OnActivate(*id);
+    }
   }
+}
+
+bool Replayer::Activating(std::string_view id) {
+  if (activations_.Find(id) != nullptr) return true;
+  if (!async_reads_) return false;
+  const DormantTasks::Entry* e = dormant_.Find(id);
+  if (e == nullptr) return false;
+  activations_.Begin(id, *e);
+  dormant_.Take(id);
+  s_.hooks_->OnActivate(std::string(id));  // starts the read; never runs Lua
+  return true;
+}
+
+void Replayer::Activated(std::string_view id) {
+  bool woke = false;
+  for (uint64_t k : activations_.End(id)) {
+    Task* w = s_.FindLive(k);
+    if (w == nullptr || w->wait != WaitKind::kRestore) continue;  // cancelled, or ended, meanwhile
+    s_.ClearWait(w);
+    s_.Continue(w, 0);
+    woke = true;
+  }
+  if (woke && s_.batch_ == 0) s_.hooks_->OnScheduleChange();
 }
 
 }  // namespace lua_tasks

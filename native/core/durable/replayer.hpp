@@ -27,6 +27,7 @@
 
 #include <lua.hpp>
 
+#include "core/durable/activations.hpp"
 #include "core/durable/dormant_tasks.hpp"
 #include "core/durable/durable_journal.hpp"
 #include "core/durable/durable_start.hpp"
@@ -121,6 +122,14 @@ class Replayer {
   // when it is needed: docs/durable.md#restore-at-open).
   void set_indexed(bool v) { indexed_ = v; }
   bool indexed() const { return indexed_; }
+  // Whether the store reads a dormant task's journal asynchronously: a call
+  // that names one starts the read (SchedulerHooks::OnActivate) and the task
+  // is among activations() until it is restored (Activated).
+  void set_async_reads(bool v) { async_reads_ = v; }
+  bool async_reads() const { return async_reads_; }
+  // The payload of the index's mark (the default "mark"; a leased store's
+  // names the lease: docs/durable.md#restore-at-open).
+  void set_index_mark(std::string payload) { mark_payload_ = std::move(payload); }
   // A replay-only runtime (`lua-tasks replay`, docs/operations.md#a-deploy-check):
   // each durable task replays its journal and stops where the journal ends,
   // at its wait or at the first thing it would do live (a JS call, a step, a
@@ -159,6 +168,17 @@ class Replayer {
   // The durable tasks Runtime.open left in the store.
   DormantTasks& dormant() { return dormant_; }
   const DormantTasks& dormant() const { return dormant_; }
+  // With async_reads(): whether `id` is being read, its read started now if
+  // it was dormant.
+  bool Activating(std::string_view id);
+  Activations& activations() { return activations_; }
+  const Activations& activations() const { return activations_; }
+  // The read of `id` ended (its task was started, or could not be): the
+  // tasks that waited for it go on, and make their calls again.
+  void Activated(std::string_view id);
+  // Writes the index's mark now (an open that found the index complete
+  // writes it again under its own lease).
+  void WriteIndexMark();
   // Live durable tasks.
   size_t count() const { return journals_.size(); }
 
@@ -213,7 +233,6 @@ class Replayer {
 
   // ---- Writes ----
   void Tell();  // SchedulerHooks::OnJournal, once until TakeWrites
-  void WriteIndexMark();
 
   Scheduler& s_;
   // Durable tasks' journals by key.
@@ -227,7 +246,10 @@ class Replayer {
   bool skip_missed_ = false;
   bool indexed_ = false;
   bool mark_pending_ = false;  // WriteIndex found nothing: the mark goes with the first entry
+  bool async_reads_ = false;
+  std::string mark_payload_ = "mark";
   DormantTasks dormant_;
+  Activations activations_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;
   std::unordered_map<std::string, uint64_t> foreign_keys_;
   // Durable tasks that ended and are retained: their end records' payloads

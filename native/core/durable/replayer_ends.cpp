@@ -125,7 +125,7 @@ void Replayer::WriteIndex(const std::vector<std::pair<std::string, std::string>>
 
 void Replayer::WriteIndexMark() {
   mark_pending_ = false;
-  writes_.push_back({kIndexSpace, kIndexMarkKey, SealRecord(RecordKind::kIndex, "mark")});
+  writes_.push_back({kIndexSpace, kIndexMarkKey, SealRecord(RecordKind::kIndex, mark_payload_)});
   Tell();
 }
 

@@ -120,6 +120,9 @@ int Replayer::JournalYield(Task* t, int64_t now) {
   }
   if (!t->has_pending) return kParkAsUsual;  // a preemption: not the code's, not journaled
   const WaitKind kind = t->pending_kind;
+  // Waiting for another task's restore is not the code's yield: the call
+  // that waits is made again after it, and journaled then.
+  if (kind == WaitKind::kRestore) return kParkAsUsual;
   // Replay-only: a wait past the journal's end, or on a promise (JS at work), is live.
   if (replay_only_ && (kind == WaitKind::kPromise || !j->replaying())) {
     StopReplay(j, (std::string("a yield (") + WaitKindName(kind) + ")").c_str());

@@ -100,6 +100,10 @@ int64_t Scheduler::NextDeadline() const {
 bool Scheduler::Resolve(std::string_view id, uint64_t* key) {
   if (ParseId(id, key)) return true;
   if (id.size() != kIdLength) return false;
+  if (replayer_ != nullptr && replayer_->async_reads()) {
+    replayer_->Activating(id);  // its read starts: the caller waits for it (Activations)
+    return false;
+  }
   hooks_->OnActivate(std::string(id));
   return ParseId(id, key);
 }
@@ -388,6 +392,8 @@ void Scheduler::Park(Task* t, int64_t now) {
     case WaitKind::kPromise:
       ++outside_waits_;
       break;
+    case WaitKind::kRestore:
+      break;  // Replayer::Activated wakes it
     case WaitKind::kReceive:
       // tasks.receive suspends only on an empty mailbox; a message that came
       // in between (nothing is known to send there, but it costs one test)

@@ -56,7 +56,10 @@ class SchedulerHooks {
   // Also asked for an id of task form that no task answers to: a durable
   // task that Runtime.open restores but has not started yet (a joiner
   // replayed before the task it joins) is started then; for any other id it
-  // does nothing.
+  // does nothing. With Replayer::async_reads(), the task is among the
+  // Replayer's activations() instead, and the embedder only starts the read
+  // (it must not run Lua here): it starts the task when the read ends, then
+  // calls Replayer::Activated.
   virtual void OnActivate(const std::string& id) {}
 
   // Async context: the embedder's notion of whose work a call is (Node's
@@ -236,7 +239,8 @@ class Scheduler {
   bool ParseId(std::string_view id, uint64_t* key) const;
   // ParseId, and a dormant task's id (or an unknown id of task form: see
   // SchedulerHooks::OnActivate) activates it first: what every operation
-  // on a task by id uses, except those that only look.
+  // on a task by id uses, except those that only look. With
+  // Replayer::async_reads() a dormant task's read only starts: false.
   bool Resolve(std::string_view id, uint64_t* key);
   const std::string& id_prefix() const { return prefix_; }
 

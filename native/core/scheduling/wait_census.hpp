@@ -11,8 +11,8 @@
 
 namespace lua_tasks {
 
-// WaitKind's codes run 0 .. kReceive: the census has a slot for each.
-inline constexpr size_t kWaitKindSlots = static_cast<size_t>(WaitKind::kReceive) + 1;
+// WaitKind's codes run 0 .. kRestore: the census has a slot for each.
+inline constexpr size_t kWaitKindSlots = static_cast<size_t>(WaitKind::kRestore) + 1;
 
 // Counted by one pass over the task table, only when someone asks (a
 // metrics reader's collection): the scheduler keeps no counts as tasks park

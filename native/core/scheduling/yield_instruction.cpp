@@ -103,6 +103,8 @@ const char* WaitKindName(WaitKind kind) {
       return "PROMISE";
     case WaitKind::kReceive:
       return "RECEIVE";
+    case WaitKind::kRestore:
+      return "RESTORE";
   }
   return "NONE";
 }

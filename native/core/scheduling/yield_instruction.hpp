@@ -35,6 +35,8 @@ enum class WaitKind : uint8_t {
   kJoin,          // tasks.wait(id)
   kPromise,       // awaiting a JS promise
   kReceive,       // tasks.receive: woken by a message (or its timeout), never by a resume
+  kRestore,       // a tasks API call naming a dormant durable task, until a store that reads
+                  // asynchronously has it restored (docs/durable.md#restore-at-open)
 };
 const char* WaitKindName(WaitKind kind);
 // Waits a resume by id may end (docs/design.md#yield-instructions).

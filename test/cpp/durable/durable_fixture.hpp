@@ -33,6 +33,7 @@ class Hooks final : public SchedulerHooks {
     ends.push_back(v);
   }
   void OnScheduleChange() override {}
+  void OnActivate(const std::string& id) override { activated.push_back(id); }
   void OnCommit(Task& task) override {
     if (++commits == fail_at) {
       lua_pushboolean(task.co, 0);
@@ -44,6 +45,7 @@ class Hooks final : public SchedulerHooks {
     sched->FinishCommit(&task, 2);
   }
   std::vector<std::string> ends;
+  std::vector<std::string> activated;  // ids OnActivate was asked for
   Scheduler* sched = nullptr;
   int commits = 0;  // COMMITs asked for (a durable wait's write too)
   int fail_at = 0;  // the COMMIT of that count fails with "disk on fire"

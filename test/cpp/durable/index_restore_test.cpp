@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "../store_test_dir.hpp"
+#include "core/durable/activations.hpp"
 
 namespace lua_tasks {
 namespace {
@@ -248,6 +249,56 @@ TEST_F(RestoreFromIndexTest, AnEntryWithoutAJournalIsReportedSayingWhatWasWrong)
                  }));
   EXPECT_EQ(restore.TakeJournal("kept").size(), 2u);
   EXPECT_EQ(restore.TakeJournal("kept-swapped").size(), 2u);
+}
+
+// A store's rows fed one at a time (lib/runtime's pages of PostgreSQL)
+// come to what RestoreFromIndex reads from a StoreDb.
+TEST_F(RestoreFromIndexTest, RowsFedOneByOneComeToWhatTheStoreDbReadGives) {
+  Task("run", IndexEntry{}, 3);
+  Task("far", Waiting(WaitKind::kFor, kNow + 3600 * kSec, "k1"), 2);
+  Task("mail", Waiting(WaitKind::kIndefinitely, 0), 2);
+  Put(kInboxSpace, RecordKey("mail", 0), SealRecord(RecordKind::kMessage, "m"));
+  Put(kIndexSpace, "gone", SealIndexEntry(IndexEntry{}));
+
+  JournalRestore restore;
+  DormantTasks dormant;
+  IndexReader reader("", kNow, &restore, &dormant);
+  db_->Scan("n", kInboxSpace, kInboxSpace, [&](int, std::string_view k, std::string_view v) { reader.Inbox(k, v); });
+  db_->Scan("n", kIndexSpace, kIndexSpace, [&](int, std::string_view k, std::string_view v) { reader.Entry(k, v); });
+  std::vector<std::string> now = reader.now();
+  std::sort(now.begin(), now.end());
+  EXPECT_EQ(now, (std::vector<std::string>{"gone", "mail", "run"}));  // a message waits for "mail"
+  for (const std::string& id : now) RestoreTask(*db_, "n", id, false, &restore);
+  const IndexRestore r = reader.Finish();
+  EXPECT_TRUE(r.complete);
+  EXPECT_EQ(r.dormant, 1u);
+  EXPECT_TRUE(dormant.Contains("far"));
+  ASSERT_EQ(r.keys.size(), 1u);
+  ASSERT_EQ(r.missing.size(), 1u);
+  EXPECT_EQ(r.missing[0].id, "gone");
+  EXPECT_EQ(restore.TakeJournal("run").size(), 3u);
+  EXPECT_EQ(restore.TakeInbox("mail").keys.size(), 1u);
+}
+
+TEST(ActivationsTest, ATaskIsBeingReadOnceAndItsWaitersComeOutWhenItEnds) {
+  Activations a;
+  EXPECT_TRUE(a.empty());
+  EXPECT_TRUE(a.Begin("t1", {WaitKind::kIndefinitely, 0}));
+  EXPECT_FALSE(a.Begin("t1", {WaitKind::kFor, 5}));  // already being read: its first entry stays
+  ASSERT_NE(a.Find("t1"), nullptr);
+  EXPECT_EQ(a.Find("t1")->entry.kind, WaitKind::kIndefinitely);
+  EXPECT_EQ(a.Find("t2"), nullptr);
+  a.Find("t1")->waiters.push_back(7);
+  a.Find("t1")->waiters.push_back(9);
+  size_t seen = 0;
+  a.ForEach([&](std::string_view id, const DormantTasks::Entry&) {
+    EXPECT_EQ(id, "t1");
+    ++seen;
+  });
+  EXPECT_EQ(seen, 1u);
+  EXPECT_EQ(a.End("t1"), (std::vector<uint64_t>{7, 9}));
+  EXPECT_EQ(a.End("t1"), std::vector<uint64_t>{});
+  EXPECT_TRUE(a.empty());
 }
 
 }  // namespace

@@ -1,0 +1,233 @@
+'use strict';
+// Lazy restore on PostgreSQL (docs/durable.md#restore-at-open): the index is
+// read at open, a waiting task stays in the store, and naming it (or its
+// deadline) starts an asynchronous read; what is answered meanwhile is done
+// once it is restored, and a read the server refuses is tried again.
+const path = require('node:path');
+const { spawn } = require('node:child_process');
+const { Runtime, PostgresStore } = require('../../..');
+const { describePg, createDatabase, query } = require('../pg-helpers');
+const { until, sleep } = require('../helpers');
+
+const SOURCE = `
+runs = {}
+local function ran(name) runs[name] = (runs[name] or 0) + 1 end
+function forever() ran("forever"); return coroutine.yield("INDEFINITELY") end
+function inbox() ran("inbox"); return tasks.receive() end
+function soon(ms) ran("soon"); coroutine.yield("FOR", ms, "MILLISECONDS"); return "woke" end
+function poke(id, ...) local ok, why = tasks.resume(id, ...); return ok or why end
+function mail(id, ...) return tasks.send(id, ...) end
+function stop(id) return tasks.cancel(id) end
+function joiner(id) return tasks.wait(id) end
+`;
+
+const runs = (rt, entry) => rt.load(`return runs.${entry} or 0`)[0];
+// A durable wait is reported as itself (not COMMIT) once it is written.
+const written = (rt, id) => !['NONE', 'COMMIT'].includes(rt.task(id).waiting?.instruction ?? 'NONE');
+
+describePg('lazy restore on PostgreSQL', () => {
+  let db;
+  let schema = 0;
+  const stores = [];
+  const store = () => {
+    const s = new PostgresStore({ connectionString: db.url, schema: `lazy_${schema}` });
+    stores.push(s);
+    return s;
+  };
+  const open = (s, extra = {}) => Runtime.open({ name: 'game', store: s, ...extra, setup: (r) => r.load(SOURCE) });
+  // A runtime of `n` tasks of `entry` (keys k0, k1, ...), closed: its ids.
+  async function seed(entry, n, args = []) {
+    const s = store();
+    const rt = await open(s);
+    const ids = [];
+    for (let i = 0; i < n; i++) ids.push(rt.spawn(entry, { durable: true, key: `k${i}`, args }).id);
+    await until(() => ids.every((id) => written(rt, id)));
+    await rt.close();
+    await s.close();
+    return ids;
+  }
+
+  beforeAll(async () => {
+    db = await createDatabase();
+  });
+  afterAll(async () => {
+    if (db) await db.drop();
+  });
+  beforeEach(() => {
+    schema++;
+  });
+  afterEach(async () => {
+    await Promise.all(stores.splice(0).map((s) => s.close()));
+  });
+
+  test('a waiting task stays in the store at open: listed and counted, not replayed', async () => {
+    const ids = await seed('forever', 3);
+    const rt = await open(store());
+    expect(rt.stats()).toMatchObject({ tasks: 0, dormantTasks: 3 });
+    expect(runs(rt, 'forever')).toBe(0);
+    expect(rt.tasks().map((t) => t.id)).toEqual([...ids].sort());
+    expect(rt.task(ids[0])).toEqual({ id: ids[0], status: 'waiting', waiting: { instruction: 'INDEFINITELY' } });
+    expect(rt.load(`return tasks.status("${ids[1]}")`)).toEqual(['waiting']);
+    expect(rt.stats().dormantTasks).toBe(3); // looking reads nothing
+    await rt.close();
+  });
+
+  test('naming a dormant task reads it: JS calls are answered at once and made once it is read', async () => {
+    const ids = await seed('forever', 4);
+    const inbox = (await seedMore('inbox'))[0];
+    const rt = await open(store());
+    const done = new Map();
+    rt.on('taskdone', (t, v) => done.set(t.id, v));
+    expect(rt.stats().dormantTasks).toBe(5);
+
+    expect(rt.resume(ids[0], 'from js')).toBe(true);
+    expect(rt.resume(ids[0], 'twice')).toBe(false); // the first resume goes first: this one found no wait
+    // While it is read it answers from its index entry.
+    expect(rt.task(ids[0])).toMatchObject({ status: 'waiting', waiting: { instruction: 'INDEFINITELY' } });
+    expect(rt.send(inbox, 'hello')).toBe(true);
+    expect(rt.cancel(ids[1])).toBe(true);
+    expect(rt.resume(ids[1], 'late')).toBe(false); // cancelled first
+    const keyed = rt.spawn('forever', { durable: true, key: 'k2' }); // its key: the same task, no second one
+    expect(keyed.id).toBe(ids[2]);
+
+    await until(() => done.has(ids[0]) && done.has(inbox));
+    expect(done.get(ids[0])).toBe('from js');
+    expect(done.get(inbox)).toBe('hello');
+    await until(() => rt.task(ids[1])?.status === 'cancelled');
+    expect(keyed.waiting).toEqual({ instruction: 'INDEFINITELY' });
+    expect(rt.resume(ids[2], 'keyed')).toBe(true);
+    await expect(keyed.result).resolves.toBe('keyed');
+    expect(runs(rt, 'forever')).toBe(3); // each replayed once, when named
+    expect(rt.stats().dormantTasks).toBe(1);
+    await rt.close();
+
+    async function seedMore(entry) {
+      const s = store();
+      const r = await open(s);
+      const t = r.spawn(entry, { durable: true });
+      await until(() => r.task(t.id).waiting?.instruction === 'RECEIVE');
+      await r.close();
+      await s.close();
+      return [t.id];
+    }
+  });
+
+  test('from Lua, resume, send, cancel and wait wait for the read, then find the task live', async () => {
+    const ids = await seed('inbox', 4);
+    const rt = await open(store());
+    const joined = rt.spawn('joiner', { args: [ids[3]] });
+    const mailed = rt.spawn('mail', { args: [ids[0], 'lua mail'] });
+    expect(mailed.waiting).toEqual({ instruction: 'RESTORE' });
+    await expect(mailed.result).resolves.toBe(true);
+    await expect(rt.call('poke', ids[1], 'x')).resolves.toBe('task is not waiting on a yield instruction');
+    await expect(rt.call('stop', ids[2])).resolves.toBe(true);
+    await until(() => rt.task(ids[2])?.status === 'cancelled');
+    expect(joined.waiting).toEqual({ instruction: 'JOIN' }); // read, and now joined
+    expect(rt.send(ids[3], 'the end')).toBe(true);
+    await expect(joined.result).resolves.toBe('the end');
+    expect(runs(rt, 'inbox')).toBe(4);
+    await rt.close();
+  });
+
+  test('a dormant task wakes by its deadline, never early', async () => {
+    const s = store();
+    let rt = await open(s);
+    const t = rt.spawn('soon', { durable: true, args: [2500] });
+    await until(() => rt.task(t.id).waiting?.instruction === 'FOR');
+    const deadline = rt.task(t.id).waiting.until.getTime();
+    await rt.close();
+    await s.close();
+    rt = await open(store());
+    const done = new Map();
+    rt.on('taskdone', (task, v) => done.set(task.id, [v, Date.now()]));
+    if (Date.now() < deadline - 1100) expect(rt.stats().dormantTasks).toBe(1); // else it was due at open
+    await until(() => done.has(t.id));
+    expect(done.get(t.id)[0]).toBe('woke');
+    expect(done.get(t.id)[1]).toBeGreaterThanOrEqual(deadline - 5);
+    await rt.close();
+  });
+
+  test('rt.sendDurable to a dormant task resolves once the message is written: a crash after keeps it', async () => {
+    const [id] = await seed('inbox', 1);
+    const s = store();
+    let rt = await open(s);
+    await expect(rt.sendDurable(id, 'kept')).resolves.toBe(true);
+    rt.closeSync(); // as a crash would
+    await s.close();
+    rt = await open(store());
+    // A message waiting: it ran at open, and its key finds its result.
+    await expect(rt.spawn('inbox', { durable: true, key: 'k0' }).result).resolves.toBe('kept');
+    expect(rt.task(id)).toEqual({ id, status: 'done' });
+    await rt.close();
+  });
+
+  test('a read the server refuses is tried again: what was answered meanwhile is done once it lands', async () => {
+    const ids = await seed('inbox', 2);
+    const rt = await open(store());
+    const kv = `"lazy_${schema}".lua_tasks_kv`;
+    const done = new Map();
+    rt.on('taskdone', (t, v) => done.set(t.id, v));
+    await query(db.url, `REVOKE SELECT ON ${kv} FROM lua_tasks`);
+    let granted = false;
+    try {
+      expect(rt.send(ids[0], 'through')).toBe(true);
+      const lua = rt.spawn('mail', { args: [ids[1], 'lua through'] });
+      await sleep(300); // reads refused meanwhile, and tried again
+      expect(lua.waiting).toEqual({ instruction: 'RESTORE' });
+      expect(rt.stats().dormantTasks).toBe(2); // still being read
+      await query(db.url, `GRANT SELECT ON ${kv} TO lua_tasks`);
+      granted = true;
+      await expect(lua.result).resolves.toBe(true);
+      await until(() => done.has(ids[0]) && done.has(ids[1]));
+      expect(done.get(ids[0])).toBe('through');
+      expect(done.get(ids[1])).toBe('lua through');
+    } finally {
+      if (!granted) await query(db.url, `GRANT SELECT ON ${kv} TO lua_tasks`);
+    }
+    await rt.close();
+  });
+
+  test('an index the last holder did not keep is not trusted: every journal is read, and it is kept again', async () => {
+    const ids = await seed('forever', 2);
+    // A take of the lease with no runtime (as an older lua-tasks's would be):
+    // the index's mark no longer names the lease before the next one.
+    const s = store();
+    const lease = await s.acquire('game');
+    await lease.release();
+    let rt = await open(s);
+    expect(rt.stats().dormantTasks).toBe(0);
+    expect(runs(rt, 'forever')).toBe(2);
+    await rt.close();
+    rt = await open(s);
+    expect(rt.stats().dormantTasks).toBe(2);
+    rt.resume(ids[0], 'x');
+    await rt.close();
+  });
+
+  test('killed (SIGKILL) with tasks waiting: the next open leaves them dormant; deadline, message and resume wake them', async () => {
+    const script = path.join(__dirname, '..', 'fixtures', 'lazy-pg-child.js');
+    const child = spawn(process.execPath, [script, db.url, `lazy_${schema}`], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const ids = await new Promise((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (d) => {
+        out += d;
+        const line = out.split('\n').find((l) => l.startsWith('ready '));
+        if (line) resolve(JSON.parse(line.slice(6)));
+      });
+      child.on('exit', (code) => reject(new Error(`the child exited (${code}) before it was ready`)));
+    });
+    child.kill('SIGKILL');
+    await new Promise((r) => child.once('exit', r));
+    const rt = await open(store());
+    const done = new Map();
+    rt.on('taskdone', (t, v) => done.set(t.id, v));
+    expect(rt.stats().dormantTasks).toBe(3);
+    expect(rt.send(ids.inbox, 'after the kill')).toBe(true);
+    expect(rt.resume(ids.forever, 'resumed')).toBe(true);
+    await until(() => done.size === 3);
+    expect(done.get(ids.inbox)).toBe('after the kill');
+    expect(done.get(ids.forever)).toBe('resumed');
+    expect(done.get(ids.soon)).toBe('woke');
+    await rt.close();
+  });
+});
