@@ -170,13 +170,16 @@ void StoreWriter::RunWrites(std::vector<StoreJob*>& writes, std::vector<StoreOut
   uint64_t batches = 0;
   int64_t count = 0;
   bool committed = false;
+  // A lone job's transaction is its savepoint: one fewer statement pair on
+  // a sequential committer's path (a step + COMMIT after step + COMMIT).
+  const bool alone = writes.size() == 1;
   try {
     db_.Begin();
     count = db_.CountCommit();
     for (StoreJob* job : writes) {
       StoreOutcome o;
       o.id = job->id;
-      db_.Savepoint();
+      if (!alone) db_.Savepoint();
       try {
         if (auto* b = std::get_if<StoreBatch>(&job->body)) {
           const std::optional<int64_t> owner = b->token != 0 ? db_.OwnerToken(b->name) : std::nullopt;
@@ -197,12 +200,21 @@ void StoreWriter::RunWrites(std::vector<StoreJob*>& writes, std::vector<StoreOut
       } catch (const std::exception& e) {
         o = FailedOutcome(job->id, e);
       }
-      if (o.kind == StoreOutcome::Kind::kDone) {
+      if (alone) {
+        // Rolled back with the transaction below when it failed.
+      } else if (o.kind == StoreOutcome::Kind::kDone) {
         db_.ReleaseSavepoint();
       } else {
         db_.RollbackSavepoint();
       }
       mine.push_back(std::move(o));
+    }
+    if (alone && mine.front().kind != StoreOutcome::Kind::kDone) {
+      // Nothing of it to keep: no transaction to count or commit.
+      db_.Rollback();
+      for (StoreOutcome& o : mine) out.push_back(std::move(o));
+      writes.clear();
+      return;
     }
     if (fail_next_.load() > 0) {
       fail_next_.fetch_sub(1);
