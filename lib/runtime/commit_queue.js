@@ -98,15 +98,25 @@ function reasonText(reason) {
  */
 function withTimeout(promise, ms, describe) {
   if (!ms) return promise;
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => {
+  // One promise and one reaction: a durable step + COMMIT pays this once a
+  // step (Promise.race and finally made three more).
+  return new Promise((resolve, reject) => {
+    const timer = setTimeout(() => {
       reject(
         makeError('ERR_STORE_TIMEOUT', `${describe()} did not finish within ${ms} ms (the "storeTimeout" option).`),
       );
     }, ms);
+    Promise.resolve(promise).then(
+      (value) => {
+        clearTimeout(timer);
+        resolve(value);
+      },
+      (e) => {
+        clearTimeout(timer);
+        reject(e);
+      },
+    );
   });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
 /**

@@ -25,10 +25,16 @@ namespace lua_tasks {
 
 namespace {
 
+// Below this a snapshot is copied into a Buffer of V8's: an external one
+// costs a finalizer and a weak global handle, more than the copy (a durable
+// task's COMMIT takes the usual small tasks.state snapshot every time).
+constexpr size_t kCopySnapshotBelow = 16 * 1024;
+
 // A Buffer over the snapshot's own block, freed with it: no copy of
-// megabytes on the loop. A copy only where external buffers are refused
-// (a V8 sandbox).
+// megabytes on the loop. A copy for a small one, and where external buffers
+// are refused (a V8 sandbox).
 Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
+  if (bytes.size() < kCopySnapshotBelow) return Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size());
   auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
   napi_value out;
   if (napi_create_external_buffer(

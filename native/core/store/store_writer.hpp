@@ -114,6 +114,10 @@ class StoreWriter {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::vector<StoreJob> queue_;
+  // Whether queue_ has jobs, read without mu_ while the writer looks for
+  // the next job before sleeping (Run).
+  std::atomic<bool> queued_{false};
+  bool sleeping_ = false;  // the writer waits on cv_: Submit must wake it
   std::vector<StoreOutcome> outcomes_;
   bool stopping_ = false;
   Stats stats_;

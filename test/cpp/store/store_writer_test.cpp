@@ -97,6 +97,27 @@ TEST(StoreWriterTest, AStaleTokenIsRefusedWhileTheOthersLand) {
   EXPECT_EQ(h.writer().stats().batches, 2u);
 }
 
+// A lone batch runs without a savepoint of its own: refused, its
+// transaction is rolled back whole and is not counted.
+TEST(StoreWriterTest, ALoneRefusedBatchWritesNothingAndTheNextLands) {
+  TempDir dir;
+  Harness h(dir.Db());
+  ASSERT_EQ(h.Run({{1, StoreClaim{"a", 3}}})[1].kind, StoreOutcome::Kind::kDone);
+  const uint64_t before = h.writer().stats().transactions;
+  auto refused = h.Run({Batch(2, "a", 7, "x", "stale")});
+  EXPECT_EQ(refused[2].kind, StoreOutcome::Kind::kRefused);
+  EXPECT_EQ(refused[2].owner_token, 3);
+  EXPECT_EQ(h.writer().stats().transactions, before);
+  StoreDb r(dir.Db(), StoreDb::Access::kReadOnly);
+  EXPECT_EQ(r.Get("a", kSpaceStore, "x"), std::nullopt);
+  EXPECT_EQ(r.LoadSnapshot("a"), std::nullopt);
+  auto ok = h.Run({Batch(3, "a", 3, "x", "ok")});
+  EXPECT_EQ(ok[3].kind, StoreOutcome::Kind::kDone);
+  EXPECT_EQ(h.writer().stats().transactions, before + 1);
+  EXPECT_EQ(r.Get("a", kSpaceStore, "x"), ValueSnapshot("ok"));
+  EXPECT_EQ(r.LoadSnapshot("a"), "state of a ok");
+}
+
 TEST(StoreWriterTest, AFailedTransactionFailsAllItsBatchesAndNothingLands) {
   TempDir dir;
   Harness h(dir.Db());
