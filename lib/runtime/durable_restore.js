@@ -225,7 +225,7 @@ class DurableRestore {
         call();
       } catch (e) {
         process.emitWarning(
-          `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}.`,
+          `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}`,
           { code: 'LUA_TASKS_RESTORED_CALL' },
         );
       }
@@ -315,16 +315,11 @@ class DurableRestore {
 
   // The read of `id` is over: started, or `failure` (reported).
   #ended(id, failure) {
+    if (failure !== undefined) this.#cannot(id, failure);
     const reading = this.#reading.get(id);
     this.#reading.delete(id);
-    if (failure !== undefined) this.#cannot(id, failure);
     if (!this.#host.closed()) this.#native.activated(id);
-    if (reading === undefined) return;
-    // A Task answered for its key meanwhile that no restore started: it failed.
-    if (reading.task !== undefined && failure !== undefined && !this.#host.keys.has(id)) {
-      endTask(reading.task, END.failed, failure);
-    }
-    reading.resolve();
+    if (reading !== undefined) reading.resolve();
   }
 
   // A finished task is kept until its retention ends (its end is on the
@@ -383,7 +378,11 @@ class DurableRestore {
   // Its records stay: code that can run it may be deployed.
   #cannot(id, e) {
     const why = `The durable task ${id} of "${this.#name}" could not be restored: ${reasonText(e)}. Its records are kept.`;
-    this.#host.failed({ id, restored: false }, makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e }));
+    const err = makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e });
+    this.#host.failed({ id, restored: false }, err);
+    // The Task its key was answered with while it was read: it fails so.
+    const made = this.#reading.get(id)?.task;
+    if (made !== undefined) endTask(made, END.failed, err);
   }
 }
 

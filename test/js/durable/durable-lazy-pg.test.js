@@ -187,6 +187,41 @@ describePg('lazy restore on PostgreSQL', () => {
     await rt.close();
   });
 
+  test('a key answered while its task is read, and that task cannot be restored: its result rejects, loudly', async () => {
+    const [id] = await seed('forever', 1);
+    await query(db.url, `DELETE FROM "lazy_${schema}".lua_tasks_kv WHERE space = 2 AND key LIKE $1`, [`${id}/%`]);
+    const rt = await open(store());
+    const errors = [];
+    rt.on('taskerror', (t, e) => errors.push([t.id, e.code]));
+    const task = rt.spawn('forever', { durable: true, key: 'k0' });
+    expect(task.id).toBe(id);
+    await expect(task.result).rejects.toMatchObject({
+      code: 'ERR_STORE_CORRUPT',
+      message: expect.stringContaining('names a journal the store does not hold'),
+    });
+    expect(errors).toEqual([[id, 'ERR_STORE_CORRUPT']]);
+    expect(rt.stats().restoreFailures).toBe(1);
+    await rt.close();
+  });
+
+  test('a message answered while its task is read and refused once it is: a process warning says so', async () => {
+    const [id] = await seed('inbox', 1);
+    const rt = await open(store());
+    const warn = jest.spyOn(process, 'emitWarning').mockImplementation(() => {});
+    try {
+      expect(rt.send(id, { notPersistable: () => 1 })).toBe(true);
+      await until(() => warn.mock.calls.length > 0);
+      const [message, options] = warn.mock.calls[0];
+      expect(options).toEqual({ code: 'LUA_TASKS_RESTORED_CALL' });
+      expect(message).toContain(id);
+      expect(message).toContain('cannot persist a function');
+    } finally {
+      warn.mockRestore();
+    }
+    expect(rt.task(id)).toMatchObject({ status: 'waiting', waiting: { instruction: 'RECEIVE' } });
+    await rt.close();
+  });
+
   test('an index the last holder did not keep is not trusted: every journal is read, and it is kept again', async () => {
     const ids = await seed('forever', 2);
     // A take of the lease with no runtime (as an older lua-tasks's would be):
