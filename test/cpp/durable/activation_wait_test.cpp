@@ -13,7 +13,6 @@ constexpr const char* kSource = R"(
   function join(id) joined = tasks.wait(id) end
 )";
 
-
 class ActivationWaitTest : public DurableTest {
  protected:
   std::unique_ptr<Life> Reopen(const std::string& id) {
