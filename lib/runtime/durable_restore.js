@@ -100,13 +100,15 @@ class DurableRestore {
       }
       native.pauseCollector(true);
       let retained;
+      const described = native.restoreTasks();
       try {
-        retained = this.#startAll(native.restoreTasks());
+        retained = this.#startAll(described);
       } finally {
         if (!this.#host.closed()) native.pauseCollector(false);
       }
       // A name written without an index gets one, with the next write; an
       // index read asynchronously is marked as this holder's.
+      if (mark !== null && index === false) await this.#dropStale(store, new Set(described.map((d) => d[0])));
       if ((scan || mark !== null) && !this.#host.closed()) {
         if (index === false) native.writeIndex(retained.filter((id) => this.#host.isRetained(id)));
         else if (mark !== null) native.writeIndex(null);
@@ -114,6 +116,21 @@ class DurableRestore {
     } finally {
       this.#depth--;
       if (!this.#host.closed()) native.restoreEnd();
+    }
+  }
+
+  // Before the index is written again from the journals: the entries of
+  // tasks with no journal, which a holder that kept no index left behind
+  // (it ended them), go; those of this run's tasks stay.
+  async #dropStale(store, known) {
+    for (let after = ''; ;) {
+      const { keys } = await store.scan(this.#name, SPACES.index, after, PAGE);
+      if (this.#host.closed()) return;
+      for (const id of keys) {
+        if (id !== INDEX_MARK && !known.has(id) && this.#host.rt.task(id) === undefined) this.#native.forgetDurable(id);
+      }
+      if (keys.length < PAGE) return;
+      after = keys[keys.length - 1];
     }
   }
 

@@ -223,18 +223,23 @@ describePg('lazy restore on PostgreSQL', () => {
   });
 
   test('an index the last holder did not keep is not trusted: every journal is read, and it is kept again', async () => {
-    const ids = await seed('forever', 2);
-    // A take of the lease with no runtime (as an older lua-tasks's would be):
-    // the index's mark no longer names the lease before the next one.
+    const ids = await seed('forever', 3);
+    // A holder that keeps no index (an older lua-tasks) ends a task: its
+    // journal goes, its entry stays. It took the lease, so the index's mark
+    // no longer names the lease before the next one.
     const s = store();
     const lease = await s.acquire('game');
+    await query(db.url, `DELETE FROM "lazy_${schema}".lua_tasks_kv WHERE space = 2 AND key LIKE $1`, [`${ids[2]}/%`]);
     await lease.release();
     let rt = await open(s);
     expect(rt.stats().dormantTasks).toBe(0);
     expect(runs(rt, 'forever')).toBe(2);
+    expect(rt.stats().restoreFailures).toBe(0); // the ended task's entry is dropped, not reported
     await rt.close();
     rt = await open(s);
     expect(rt.stats().dormantTasks).toBe(2);
+    expect(rt.stats().restoreFailures).toBe(0);
+    expect(rt.task(ids[2])).toBeUndefined();
     rt.resume(ids[0], 'x');
     await rt.close();
   });
