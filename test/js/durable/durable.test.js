@@ -538,6 +538,44 @@ test('a durable task refuses to detach a coroutine that waits under coroutine.re
 // A refusal is an answer about the task: given before the task's end is
 // written, a crash would bring the task back at its wait, and the message
 // refused meanwhile would be lost (the fleet chaos test found it).
+test('a refusal is never answered from a write that failed: after a crash the task is there, and the retry lands', async () => {
+  const dir = tmpdir();
+  let failing = false;
+  const storeOf = () => {
+    const inner = new DirectoryStore(dir);
+    return delegatingStore(inner, {
+      async write(batch) {
+        if (failing) throw Object.assign(new Error('the disk is gone'), { code: 'EIO' });
+        return inner.write(batch);
+      },
+    });
+  };
+  const setup = (r) => r.load('function inbox() return tasks.receive() end');
+  let rt = await Runtime.open({ name: 'game', store: storeOf(), setup });
+  const task = rt.spawn('inbox', { durable: true });
+  await loopUntil(() => rt.task(task.id).waiting?.instruction === 'RECEIVE'); // its wait is written
+  failing = true;
+  expect(rt.cancel(task.id)).toBe(true); // ended here; its end's write fails
+  const answer = rt.sendDurable(task.id, 'lost?').then(
+    (v) => ['resolved', v],
+    (e) => ['rejected', e.code],
+  );
+  const early = await Promise.race([answer, sleep(300).then(() => null)]);
+  // No false while the end is not written: the call waits for the write, or fails with it.
+  expect(early).toEqual(['rejected', 'ERR_COMMIT_FAILED']);
+  rt.closeSync(); // a crash while the store fails
+  failing = false;
+  rt = await Runtime.open({ name: 'game', store: storeOf(), setup });
+  // Its end never landed: it is back at its wait, and the sender's retry reaches it.
+  expect(rt.task(task.id)).toMatchObject({ status: 'waiting', waiting: { instruction: 'RECEIVE' } });
+  const done = new Map();
+  rt.on('taskdone', (t, v) => done.set(t.id, v));
+  await expect(rt.sendDurable(task.id, 'delivered')).resolves.toBe(true);
+  await loopUntil(() => done.has(task.id));
+  expect(done.get(task.id)).toBe('delivered');
+  await rt.close();
+});
+
 test('sendDurable and resumeDurable answer false only once the runtime has written what it knows of the task', async () => {
   const inner = new DirectoryStore(tmpdir());
   let gate = null;
