@@ -23,6 +23,7 @@ constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
   if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
+  host->scheduler = this;
   std::random_device rd;
   // 't', the digits of two random 64-bit values, '-'.
   static_assert(kIdPrefixLength == 2 + 2 * kIdKeyDigits);
@@ -40,6 +41,7 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
 
 Scheduler::~Scheduler() {
   host_->set_closing();  // the tasks functions hold this scheduler's address
+  host_->scheduler = nullptr;
   // The contexts of tasks left running (CancelAll skips them).
   tasks_.ForEach([this](const Task& t) {
     if (t.context != 0) hooks_->ReleaseContext(t.context);
