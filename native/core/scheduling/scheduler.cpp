@@ -276,11 +276,6 @@ void Scheduler::TrimSpare() {
   }
 }
 
-void Scheduler::Enqueue(Task* t) {
-  ready_.push_back({t, t->gen});
-  ++t->queued;
-}
-
 void Scheduler::Continue(Task* t, int nargs) {
   t->status = TaskStatus::kWaiting;
   ready_.push_back({t, t->gen, nargs});
@@ -345,11 +340,21 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
   }
 }
 
-void Scheduler::Park(Task* t, int64_t now) {
-  // No instruction pending: the coroutine yielded past the wrappers (a
-  // preemption that found no pending yield is one): treat it as IMMEDIATE.
+inline void Scheduler::Enqueue(Task* t) {
+  ready_.push_back({t, t->gen});
+  ++t->queued;
+}
+
+void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
+  // The entry names the Task itself (no lookup when it fires): every wait's
+  // entry is cancelled in ClearWait, before the task can end.
+  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
+}
+
+// No instruction pending: the coroutine yielded past the wrappers (a
+// preemption that found no pending yield is one): it waits as IMMEDIATE.
+inline WaitKind Scheduler::BeginWait(Task* t, int64_t now) {
   const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
-  const int64_t value = t->pending_value;
   t->unit = t->has_pending ? t->pending_unit : Unit::kSeconds;
   t->has_pending = false;
   t->status = TaskStatus::kWaiting;
@@ -358,7 +363,12 @@ void Scheduler::Park(Task* t, int64_t now) {
   ++t->gen;
   t->wait_start = now;
   last_park_ = now;
-  switch (kind) {
+  return kind;
+}
+
+void Scheduler::Park(Task* t, int64_t now) {
+  const int64_t value = t->pending_value;
+  switch (BeginWait(t, now)) {
     case WaitKind::kImmediate:
       Enqueue(t);
       break;
@@ -443,12 +453,6 @@ void Scheduler::WallClockMoved(int64_t by_ns) {
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
-void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
-  // The entry names the Task itself (no lookup when it fires): every wait's
-  // entry is cancelled in ClearWait, before the task can end.
-  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
-}
-
 int64_t Scheduler::WallWait(int64_t wall_deadline) const {
   return std::clamp<int64_t>(wall_deadline - clock_->WallNs(), 0, kWallRecheckNs);
 }
@@ -511,7 +515,18 @@ inline bool Scheduler::WakeInBatch(Task* t, int64_t now, const LuaHost::Batch& b
   if (status == LUA_YIELD) {
     if (nres > 0) lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
     if (!t->cancel_pending) {
-      Park(t, clock_->MonoNs());
+      // Park's common waits, inline; batch_ > 0, so no OnScheduleChange.
+      const int64_t end = clock_->MonoNs();
+      const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
+      if (kind == WaitKind::kImmediate) {
+        BeginWait(t, end);
+        Enqueue(t);
+      } else if (kind == WaitKind::kFor) {
+        BeginWait(t, end);
+        ArmTimer(t, end + t->pending_value);
+      } else {
+        Park(t, end);
+      }
       return true;
     }
   }

@@ -363,6 +363,9 @@ class Scheduler {
   void PushWake(Task* t, int64_t now);
   // What RunTask does after a run that did not park: a cancel, an end.
   bool Unparked(Task* t, int status, int nres);
+  // What every wait of Park begins with: the pending instruction becomes
+  // the task's wait (kind returned), from `now`.
+  WaitKind BeginWait(Task* t, int64_t now);
   // names_: the units in enum order, then "SCHEDULER", then the instructions.
   static constexpr int kSchedulerName = kUnitCount;
   void PushName(lua_State* L, int i) const;
