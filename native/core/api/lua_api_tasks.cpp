@@ -22,11 +22,12 @@ namespace lua_tasks {
 
 namespace {
 
-// The scheduler behind a tasks function. Finalizers still run after it is
-// gone (lua_close at runtime close): they get an error instead.
+// The scheduler behind a tasks function (also its upvalue). Finalizers
+// still run after it is gone (lua_close at runtime close): they get an
+// error instead.
 Scheduler* Sched(lua_State* L) {
   LuaHost::RaiseIfClosing(L);
-  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+  return static_cast<Scheduler*>(LuaHost::From(L)->scheduler);
 }
 
 // Yields the current task from L: directly on its own thread, else by the

@@ -25,11 +25,12 @@ namespace lua_tasks {
 
 namespace {
 
-// The scheduler behind coroutine.yield. Finalizers still run after it is
-// gone (lua_close at runtime close): they get an error instead.
+// The scheduler behind coroutine.yield (also its upvalue). Finalizers
+// still run after it is gone (lua_close at runtime close): they get an
+// error instead.
 Scheduler* Sched(lua_State* L) {
   LuaHost::RaiseIfClosing(L);
-  return static_cast<Scheduler*>(lua_touserdata(L, lua_upvalueindex(1)));
+  return static_cast<Scheduler*>(LuaHost::From(L)->scheduler);
 }
 
 // The wall-clock deadline of an UNTIL_NEXT yield: the next instant of the

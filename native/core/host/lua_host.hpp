@@ -115,6 +115,11 @@ class alignas(16) LuaHost {
 
   // For the embedder (the addon's RuntimeCore); not owned.
   void* embedder = nullptr;
+  // The Scheduler running tasks on this state, set by its constructor and
+  // cleared by its destructor; not owned. For the C functions on every
+  // yield: reached through the extra space, it costs a few instructions
+  // where reading a closure's upvalue (lua_touserdata) costs 30.
+  void* scheduler = nullptr;
 
   // ---- The embedder's scope for calls out of Lua ----
   // A call out of Lua into the embedder (a JS function) makes values that
@@ -357,6 +362,94 @@ class alignas(16) LuaHost {
     LuaHost* host_;
     lua_State* saved_current_;
     bool saved_enforce_;
+  };
+
+  class BatchEntry;
+  // RAII: host code that resumes tasks one after another (the scheduler's
+  // batches of wakes), on a host without a CPU budget. It is a HostSection
+  // for the host code between the runs, and holds what an Entry would save
+  // and restore around each run but which does not change between them, so
+  // each run opens a BatchEntry that switches only the per-run fields: half
+  // the bookkeeping of an Entry and a HostSection per wake. Between runs the
+  // host is as it would be between two Entries (depth, entry id, call scope
+  // and interrupt state the caller's), except that a watch's count hook
+  // stays until the batch ends, as for one long outermost Entry.
+  class Batch {
+   public:
+    Batch(LuaHost* host, lua_State* L)
+        : host_(host),
+          saved_current_(host->current_),
+          saved_running_(host->running_),
+          saved_enforce_(host->memory_.enforce),
+          saved_in_lua_(host->in_lua_.load(std::memory_order_relaxed)),
+          saved_entry_(host->entry_),
+          saved_call_scope_(host->call_scope_),
+          L_(L),
+          stack_base_(StackPoint()) {
+      if (host->entry_hook_ != nullptr) [[unlikely]]
+        host->RunEntryHook();
+      host->current_ = L;
+      host->memory_.enforce = false;
+      ++host->sections_;
+    }
+    ~Batch() {
+      if (host_->terminating_) lua_sethook(saved_current_, Hook, LUA_MASKCOUNT, 1);
+      if (host_->depth_ == 0 && host_->watch_hook_ != 0) [[unlikely]]
+        host_->EndWatch();
+      host_->current_ = saved_current_;
+      host_->memory_.enforce = saved_enforce_;
+      --host_->sections_;
+    }
+    Batch(const Batch&) = delete;
+    Batch& operator=(const Batch&) = delete;
+
+   private:
+    friend class LuaHost::BatchEntry;
+    LuaHost* host_;
+    lua_State* saved_current_;
+    lua_State* saved_running_;
+    bool saved_enforce_;
+    bool saved_in_lua_;
+    uint64_t saved_entry_;
+    CallScope saved_call_scope_;
+    lua_State* L_;          // current() between runs
+    uintptr_t stack_base_;  // for a run that is the outermost entry
+  };
+
+  // RAII: one run inside a Batch; to the Lua it runs, the same as an Entry.
+  // Safe around lua_resume. Requires budget() == nullptr.
+  class BatchEntry {
+   public:
+    BatchEntry(const Batch& batch, lua_State* L) : batch_(batch) {
+      LuaHost* host = batch.host_;
+      if (host->entry_hook_ != nullptr) [[unlikely]]
+        host->RunEntryHook();
+      host->call_scope_ = {nullptr, 0, host->sections_};
+      host->current_ = L;
+      host->running_ = L;
+      host->in_lua_.store(true, std::memory_order_relaxed);
+      host->memory_.enforce = true;
+      if (host->depth_++ == 0) host->stack_base_ = batch.stack_base_;
+      host->entry_ = ++host->entries_;
+      if (host->terminating_) lua_sethook(L, Hook, LUA_MASKCOUNT, 1);
+    }
+    ~BatchEntry() {
+      LuaHost* host = batch_.host_;
+      if (host->call_scope_.handle != nullptr)
+        host->call_scope_closer_(host->call_scope_ctx_, host->call_scope_.handle);
+      host->call_scope_ = batch_.saved_call_scope_;
+      host->current_ = batch_.L_;
+      host->running_ = batch_.saved_running_;
+      host->in_lua_.store(batch_.saved_in_lua_, std::memory_order_relaxed);
+      host->memory_.enforce = false;
+      --host->depth_;
+      host->entry_ = batch_.saved_entry_;
+    }
+    BatchEntry(const BatchEntry&) = delete;
+    BatchEntry& operator=(const BatchEntry&) = delete;
+
+   private:
+    const Batch& batch_;
   };
 
   static constexpr uintptr_t kTaskMark = 1;

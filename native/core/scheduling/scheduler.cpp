@@ -23,6 +23,7 @@ constexpr char kIdDigits[] = "0123456789abcdefghijklmnopqrstuvwxyz";
 Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
     : host_(host), clock_(clock), hooks_(hooks) {
   if (host->budget() != nullptr) host->budget()->set_preempt(&Scheduler::Preempt, this);
+  host->scheduler = this;
   std::random_device rd;
   // 't', the digits of two random 64-bit values, '-'.
   static_assert(kIdPrefixLength == 2 + 2 * kIdKeyDigits);
@@ -40,6 +41,7 @@ Scheduler::Scheduler(LuaHost* host, const Clock* clock, SchedulerHooks* hooks)
 
 Scheduler::~Scheduler() {
   host_->set_closing();  // the tasks functions hold this scheduler's address
+  host_->scheduler = nullptr;
   // The contexts of tasks left running (CancelAll skips them).
   tasks_.ForEach([this](const Task& t) {
     if (t.context != 0) hooks_->ReleaseContext(t.context);
@@ -278,11 +280,6 @@ void Scheduler::TrimSpare() {
   }
 }
 
-void Scheduler::Enqueue(Task* t) {
-  ready_.push_back({t, t->gen});
-  ++t->queued;
-}
-
 void Scheduler::Continue(Task* t, int nargs) {
   t->status = TaskStatus::kWaiting;
   ready_.push_back({t, t->gen, nargs});
@@ -347,11 +344,21 @@ bool Scheduler::RunTask(Task* t, lua_State* from, int nargs, int64_t now) {
   }
 }
 
-void Scheduler::Park(Task* t, int64_t now) {
-  // No instruction pending: the coroutine yielded past the wrappers (a
-  // preemption that found no pending yield is one): treat it as IMMEDIATE.
+inline void Scheduler::Enqueue(Task* t) {
+  ready_.push_back({t, t->gen});
+  ++t->queued;
+}
+
+void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
+  // The entry names the Task itself (no lookup when it fires): every wait's
+  // entry is cancelled in ClearWait, before the task can end.
+  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
+}
+
+// No instruction pending: the coroutine yielded past the wrappers (a
+// preemption that found no pending yield is one): it waits as IMMEDIATE.
+inline WaitKind Scheduler::BeginWait(Task* t, int64_t now) {
   const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
-  const int64_t value = t->pending_value;
   t->unit = t->has_pending ? t->pending_unit : Unit::kSeconds;
   t->has_pending = false;
   t->status = TaskStatus::kWaiting;
@@ -360,7 +367,12 @@ void Scheduler::Park(Task* t, int64_t now) {
   ++t->gen;
   t->wait_start = now;
   last_park_ = now;
-  switch (kind) {
+  return kind;
+}
+
+void Scheduler::Park(Task* t, int64_t now) {
+  const int64_t value = t->pending_value;
+  switch (BeginWait(t, now)) {
     case WaitKind::kImmediate:
       Enqueue(t);
       break;
@@ -447,12 +459,6 @@ void Scheduler::WallClockMoved(int64_t by_ns) {
   if (batch_ == 0) hooks_->OnScheduleChange();
 }
 
-void Scheduler::ArmTimer(Task* t, int64_t mono_deadline) {
-  // The entry names the Task itself (no lookup when it fires): every wait's
-  // entry is cancelled in ClearWait, before the task can end.
-  t->timer = timers_.Add(mono_deadline, reinterpret_cast<uintptr_t>(t));
-}
-
 int64_t Scheduler::WallWait(int64_t wall_deadline) const {
   return std::clamp<int64_t>(wall_deadline - clock_->WallNs(), 0, kWallRecheckNs);
 }
@@ -481,14 +487,65 @@ void Scheduler::PushName(lua_State* L, int i) const {
   }
 }
 
-bool Scheduler::Wake(Task* t, int64_t now) {
+inline void Scheduler::PushWake(Task* t, int64_t now) {
   const int64_t elapsed = now - t->wait_start;
   ClearWait(t);
   lua_State* co = t->co;
   PushName(co, kSchedulerName);
   lua_pushnumber(co, static_cast<double>(elapsed) / static_cast<double>(UnitNs(t->unit)));
   PushName(co, static_cast<int>(t->unit));
+}
+
+bool Scheduler::Wake(Task* t, int64_t now) {
+  PushWake(t, now);
   return RunTask(t, host_->current(), 3, now);
+}
+
+// RunTask's run and its outcome, for the tasks it applies to.
+inline bool Scheduler::WakeInBatch(Task* t, int64_t now, const LuaHost::Batch& batch) {
+  if (t->family != 0 || t->durable || host_->budget() != nullptr) return Wake(t, now);
+  PushWake(t, now);
+  lua_State* from = host_->current();  // the batch's: read before the entry switches it
+  Task* saved = current_;
+  current_ = t;
+  t->status = TaskStatus::kRunning;
+  t->wait = WaitKind::kNone;
+  t->has_pending = false;
+  int nres = 0;
+  int status;
+  {
+    LuaHost::BatchEntry entry(batch, t->co);
+    status = lua_resume(t->co, from, 3, &nres);
+  }
+  current_ = saved;
+  if (status == LUA_YIELD) {
+    if (nres > 0) lua_pop(t->co, nres);  // the instruction's values: recorded by Task::Pend already
+    if (!t->cancel_pending) {
+      // Park's common waits, inline; batch_ > 0, so no OnScheduleChange.
+      const int64_t end = clock_->MonoNs();
+      const WaitKind kind = t->has_pending ? t->pending_kind : WaitKind::kImmediate;
+      if (kind == WaitKind::kImmediate) {
+        BeginWait(t, end);
+        Enqueue(t);
+      } else if (kind == WaitKind::kFor) {
+        BeginWait(t, end);
+        ArmTimer(t, end + t->pending_value);
+      } else {
+        Park(t, end);
+      }
+      return true;
+    }
+  }
+  return Unparked(t, status, nres);
+}
+
+bool Scheduler::Unparked(Task* t, int status, int nres) {
+  if (t->cancel_pending) {
+    KillNow(t);  // cancelled while it ran: it ends cancelled, whatever it returned
+    return false;
+  }
+  EndTask(t, status == LUA_OK ? TaskEnding{TaskEnd::kDone, LUA_OK, nres} : TaskEnding{TaskEnd::kFailed, status, 1});
+  return false;
 }
 
 void Scheduler::Deliver(Task* t, int nargs) {
@@ -555,21 +612,24 @@ void Scheduler::RunImmediate() {
   size_t n = ready_.size();
   int64_t now = clock_->MonoNs();
   const int64_t batch_end = BatchEnd(now);
-  while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end && !host_->terminating()) {
-    const ReadyEntry e = ready_.front();
-    ready_.pop_front();
-    --e.task->queued;
-    FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
-    Task* t = e.task;
-    if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
-    bool parked;
-    if (e.nargs == kWake) {
-      parked = Wake(t, now);
-    } else {
-      ClearWait(t);
-      parked = RunTask(t, host_->current(), e.nargs, now);
+  {
+    const LuaHost::Batch batch(host_, host_->current());
+    while (n-- > 0 && !ready_.empty() && locks_ == 0 && now < batch_end && !host_->terminating()) {
+      const ReadyEntry e = ready_.front();
+      ready_.pop_front();
+      --e.task->queued;
+      FetchAhead(ready_.empty() ? nullptr : ready_[0].task, ready_.size() > 1 ? ready_[1].task : nullptr);
+      Task* t = e.task;
+      if (t->gen != e.gen || t->status != TaskStatus::kWaiting) continue;
+      bool parked;
+      if (e.nargs == kWake) {
+        parked = WakeInBatch(t, now, batch);
+      } else {
+        ClearWait(t);
+        parked = RunTask(t, host_->current(), e.nargs, now);
+      }
+      now = parked ? t->wait_start : clock_->MonoNs();
     }
-    now = parked ? t->wait_start : clock_->MonoNs();
   }
   --batch_;
   TrimSpare();
@@ -584,38 +644,41 @@ void Scheduler::RunTimers() {
   const uint64_t before = timers_.next_seq();
   int64_t now = clock_->MonoNs();
   const int64_t batch_end = BatchEnd(now);
-  for (;;) {
-    // Take every entry due now, then run them fetching ahead as RunImmediate
-    // does. A taken task has no timer: a resume or cancel meanwhile bumps its
-    // gen, which is how its entry here goes stale.
-    uint64_t payload;
-    TimerQueue::Handle h;
-    while (timers_.PopIfDue(now, before, &payload, &h)) {
-      Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
-      if (t->timer != h) continue;  // stale: never wakes a task
-      t->timer = 0;
-      if (t->on_wall_clock() && t->wall_deadline > clock_->WallNs()) {
-        ArmWall(t, now);  // the clock was set back (or this is a recheck): not due yet
-        continue;
+  {
+    const LuaHost::Batch batch(host_, host_->current());
+    for (;;) {
+      // Take every entry due now, then run them fetching ahead as RunImmediate
+      // does. A taken task has no timer: a resume or cancel meanwhile bumps its
+      // gen, which is how its entry here goes stale.
+      uint64_t payload;
+      TimerQueue::Handle h;
+      while (timers_.PopIfDue(now, before, &payload, &h)) {
+        Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
+        if (t->timer != h) continue;  // stale: never wakes a task
+        t->timer = 0;
+        if (t->on_wall_clock() && t->wall_deadline > clock_->WallNs()) {
+          ArmWall(t, now);  // the clock was set back (or this is a recheck): not due yet
+          continue;
+        }
+        due_.push_back({t, t->gen});
+        ++t->queued;
       }
-      due_.push_back({t, t->gen});
-      ++t->queued;
-    }
-    if (due_.empty()) break;
-    for (size_t i = 0; i < due_.size(); ++i) {
-      Task* t = due_[i].task;
-      --t->queued;
-      if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
-      if (locks_ > 0 || now >= batch_end ||
-          host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
-        ArmTimer(t, now);
-        continue;
+      if (due_.empty()) break;
+      for (size_t i = 0; i < due_.size(); ++i) {
+        Task* t = due_[i].task;
+        --t->queued;
+        if (t->gen != due_[i].gen || t->status != TaskStatus::kWaiting) continue;
+        if (locks_ > 0 || now >= batch_end ||
+            host_->terminating()) {  // a COMMIT began, or the slice is used: the rest wait, still due
+          ArmTimer(t, now);
+          continue;
+        }
+        FetchAhead(i + 1 < due_.size() ? due_[i + 1].task : nullptr, i + 2 < due_.size() ? due_[i + 2].task : nullptr);
+        now = WakeInBatch(t, now, batch) ? t->wait_start : clock_->MonoNs();
       }
-      FetchAhead(i + 1 < due_.size() ? due_[i + 1].task : nullptr, i + 2 < due_.size() ? due_[i + 2].task : nullptr);
-      now = Wake(t, now) ? t->wait_start : clock_->MonoNs();
+      due_.clear();
+      if (locks_ > 0 || now >= batch_end) break;
     }
-    due_.clear();
-    if (locks_ > 0 || now >= batch_end) break;
   }
   if (replayer_ != nullptr && locks_ == 0) replayer_->ActivateDue(batch_end);
   --batch_;

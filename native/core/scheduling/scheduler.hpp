@@ -358,6 +358,18 @@ class Scheduler {
   }
   // Wakes `t` with ("SCHEDULER", elapsed, unit), `now` being the time.
   bool Wake(Task* t, int64_t now);
+  // Wake from a batch (RunImmediate, RunTimers), inline in both: a task
+  // that only has to run (no parts, not durable, no CPU budget) runs under a
+  // LuaHost::BatchEntry, in the batch's host section; any other goes
+  // through Wake.
+  [[gnu::always_inline]] bool WakeInBatch(Task* t, int64_t now, const LuaHost::Batch& batch);
+  // The wait's end and the wake's values ("SCHEDULER", elapsed, unit) on t->co.
+  void PushWake(Task* t, int64_t now);
+  // What RunTask does after a run that did not park: a cancel, an end.
+  bool Unparked(Task* t, int status, int nres);
+  // What every wait of Park begins with: the pending instruction becomes
+  // the task's wait (kind returned), from `now`.
+  WaitKind BeginWait(Task* t, int64_t now);
   // names_: the units in enum order, then "SCHEDULER", then the instructions.
   static constexpr int kSchedulerName = kUnitCount;
   void PushName(lua_State* L, int i) const;

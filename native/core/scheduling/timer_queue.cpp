@@ -17,19 +17,10 @@ inline void TimerQueue::RemoveAt(uint32_t i) {
   }
 }
 
-TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
-  const uint32_t slot = NewSlot(payload);
-  const Node n{deadline, next_seq_++, slot};
-  if (run_.empty() || deadline >= run_.back().deadline) {
-    run_.push_back(n);
-    slots_[slot].pos = kInRun;
-    ++run_live_;
-    return slot + 1;
-  }
+void TimerQueue::AddToHeap(const Node& n) {
   heap_.push_back({});
   Place(static_cast<uint32_t>(heap_.size() - 1), n);
   SiftUp(static_cast<uint32_t>(heap_.size() - 1));
-  return slot + 1;
 }
 
 bool TimerQueue::Cancel(Handle h, uint64_t payload) {
@@ -47,25 +38,8 @@ bool TimerQueue::Cancel(Handle h, uint64_t payload) {
   return true;
 }
 
-bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
-  const bool from_run = !run_.empty() && (heap_.empty() || Less(run_.front(), heap_.front()));
-  if (!from_run && heap_.empty()) return false;
-  const Node& n = from_run ? run_.front() : heap_.front();
-  if (n.deadline > now || n.seq >= before_seq) return false;
-  const uint32_t slot = n.slot;
-  *payload = slots_[slot].payload;
-  *handle = slot + 1;
-  if (from_run) {
-    FreeSlot(slot);
-    run_.pop_front();
-    --run_live_;
-    // Both ends were live (Cancel trims them): only the new front can be a
-    // cancelled entry.
-    if (!run_.empty() && slots_[run_.front().slot].pos == kCancelledInRun) TrimRun();
-  } else {
-    RemoveAt(0);
-  }
-  return true;
+void TimerQueue::PopHeap() {
+  RemoveAt(0);
 }
 
 void TimerQueue::TrimRun() {

@@ -97,8 +97,10 @@ class TimerQueue {
     slots_[slot].pos = kFree;
     free_.push_back(slot);
   }
-  void TrimRun();     // drops cancelled entries from the run's ends
-  void CompactRun();  // drops every cancelled entry of the run
+  void AddToHeap(const Node& n);  // Add's entry out of deadline order
+  void PopHeap();                 // PopIfDue's entry from the heap
+  void TrimRun();                 // drops cancelled entries from the run's ends
+  void CompactRun();              // drops every cancelled entry of the run
 
   // Not std::vector: growing to a million timers never copies them all in
   // one Add (see GrowArray).
@@ -111,5 +113,40 @@ class TimerQueue {
   size_t run_live_ = 0;  // entries of run_ not cancelled
   uint64_t next_seq_ = 0;
 };
+
+// Inline: a timed wake adds one entry and pops one, nearly always in the run.
+inline TimerQueue::Handle TimerQueue::Add(int64_t deadline, uint64_t payload) {
+  const uint32_t slot = NewSlot(payload);
+  const Node n{deadline, next_seq_++, slot};
+  if (run_.empty() || deadline >= run_.back().deadline) {
+    run_.push_back(n);
+    slots_[slot].pos = kInRun;
+    ++run_live_;
+  } else {
+    AddToHeap(n);
+  }
+  return slot + 1;
+}
+
+inline bool TimerQueue::PopIfDue(int64_t now, uint64_t before_seq, uint64_t* payload, Handle* handle) {
+  const bool from_run = !run_.empty() && (heap_.empty() || Less(run_.front(), heap_.front()));
+  if (!from_run && heap_.empty()) return false;
+  const Node& n = from_run ? run_.front() : heap_.front();
+  if (n.deadline > now || n.seq >= before_seq) return false;
+  const uint32_t slot = n.slot;
+  *payload = slots_[slot].payload;
+  *handle = slot + 1;
+  if (from_run) {
+    FreeSlot(slot);
+    run_.pop_front();
+    --run_live_;
+    // Both ends were live (Cancel trims them): only the new front can be a
+    // cancelled entry.
+    if (!run_.empty() && slots_[run_.front().slot].pos == kCancelledInRun) TrimRun();
+  } else {
+    PopHeap();
+  }
+  return true;
+}
 
 }  // namespace lua_tasks

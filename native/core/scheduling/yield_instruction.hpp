@@ -19,7 +19,8 @@ bool ParseUnit(std::string_view name, Unit* unit);
 const char* UnitName(Unit unit);
 // Nanoseconds in one unit. Inline: every timed wake divides by it.
 inline int64_t UnitNs(Unit unit) {
-  constexpr int64_t kNs[] = {
+  static constexpr int64_t kNs[] = {
+      // static: not built on the stack at each call
       1, 1000, 1000000, 1000000000, int64_t{60} * 1000000000, int64_t{3600} * 1000000000, int64_t{86400} * 1000000000};
   return kNs[static_cast<int>(unit)];
 }
