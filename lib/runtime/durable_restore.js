@@ -100,8 +100,9 @@ class DurableRestore {
       }
       native.pauseCollector(true);
       let retained;
-      const described = native.restoreTasks();
+      let described;
       try {
+        described = native.restoreTasks();
         retained = this.#startAll(described);
       } finally {
         if (!this.#host.closed()) native.pauseCollector(false);
@@ -124,7 +125,12 @@ class DurableRestore {
   // (it ended them), go; those of this run's tasks stay.
   async #dropStale(store, known) {
     for (let after = ''; ;) {
-      const { keys } = await store.scan(this.#name, SPACES.index, after, PAGE);
+      let keys;
+      try {
+        ({ keys } = await store.scan(this.#name, SPACES.index, after, PAGE));
+      } catch (e) {
+        throw readFailed(e, this.#name);
+      }
       if (this.#host.closed()) return;
       for (const id of keys) {
         if (id !== INDEX_MARK && !known.has(id) && this.#host.rt.task(id) === undefined) this.#native.forgetDurable(id);
@@ -168,8 +174,9 @@ class DurableRestore {
   }
 
   /**
-   * Reads the dormant task `id`'s journal and starts it to replay it; a
-   * failure is reported as a failed restore (its records are kept).
+   * Reads the dormant task `id`'s journal and starts it to replay it (at
+   * once, or once a store read asynchronously answers); a failure is
+   * reported as a failed restore (its records are kept).
    * @param {string} id
    */
   activate(id) {
