@@ -429,6 +429,13 @@ class Member extends EventEmitter {
     h.busy++; // not handed over meanwhile
     try {
       value = await execute(name, h.rt, op, args);
+    } catch (e) {
+      // The runtime closed (dropped, handed over) before a send or resume
+      // was made (sendDurable and resumeDurable reject so only then: while
+      // its task was read from the store, or before the call): it goes
+      // where the name is now.
+      if (e && e.code === 'ERR_RUNTIME_CLOSED' && (op === 'send' || op === 'resume')) return { moved: true };
+      throw e;
     } finally {
       h.busy--;
     }

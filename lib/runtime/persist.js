@@ -285,7 +285,7 @@ async function restore(native, bytes, name, where) {
 
 /**
  * Hands every durable record of the name (journals and inboxes, key spaces 2
- * and 3) to the native restore, none of them kept in JS: the directory
+ * and 3, and the end records the index keeps, space 4) to the native restore, none of them kept in JS: the directory
  * store's in one native scan; a store with scan() a page at a time (the
  * PostgreSQL store keeps them in the database only); else its reader's
  * keys() and get() a page at a time.
@@ -336,10 +336,13 @@ async function scanSpaces(native, store, reader, name) {
     const keys = reader.keys('', after, SCAN_PAGE, space) || [];
     return { keys, values: keys.map((k) => reader.get(k, space)) };
   };
-  // Both spaces at once (a remote store answers them on two connections);
-  // a short page is the last.
+  // The spaces at once (a remote store answers them on two connections);
+  // a short page is the last. A store that keeps the index keeps a finished
+  // task's end record there, not in its journal.
+  const spaces = [SPACES.journal, SPACES.inbox];
+  if (Array.isArray(store.spaces) && store.spaces.includes(SPACES.index)) spaces.push(SPACES.index);
   await Promise.all(
-    [SPACES.journal, SPACES.inbox].map(async (space) => {
+    spaces.map(async (space) => {
       for (let after = ''; ;) {
         const { keys, values } = await page(space, after);
         if (keys.length > 0) native.restoreFeed(space, keys, values);

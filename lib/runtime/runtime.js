@@ -561,7 +561,17 @@ class Runtime extends EventEmitter {
   // from the store is made once it is read, then the next write is asked for.
   async #written(id, answer) {
     const reading = this.#restorer?.restored(id);
-    if (reading) await reading;
+    if (reading) {
+      await reading;
+      // The call waited on the same promise and ran just before this (or
+      // saw the runtime closed and was not made): closed now, it was not.
+      if (this.#closed) {
+        throw makeError(
+          'ERR_RUNTIME_CLOSED',
+          `This Lua runtime was closed while the durable task ${id} was read from the store: the call was not made.`,
+        );
+      }
+    }
     if (this.#commits) await this.#commits.request();
     return answer;
   }

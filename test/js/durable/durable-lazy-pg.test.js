@@ -187,6 +187,31 @@ describePg('lazy restore on PostgreSQL', () => {
     await rt.close();
   });
 
+  test('closed while its task is read: sendDurable rejects, and the message was not sent', async () => {
+    const [id] = await seed('inbox', 1);
+    const s = store();
+    let rt = await open(s);
+    const kv = `"lazy_${schema}".lua_tasks_kv`;
+    await query(db.url, `REVOKE SELECT ON ${kv} FROM lua_tasks`);
+    let answer;
+    try {
+      answer = rt.sendDurable(id, 'never sent').then(
+        (v) => ['resolved', v],
+        (e) => ['rejected', e.code, e.message],
+      );
+      await sleep(100); // its read refused meanwhile
+      await rt.close();
+    } finally {
+      await query(db.url, `GRANT SELECT ON ${kv} TO lua_tasks`);
+    }
+    expect(await answer).toEqual(['rejected', 'ERR_RUNTIME_CLOSED', expect.stringContaining('the call was not made')]);
+    await s.close();
+    rt = await open(store());
+    await expect(rt.call('mail', id, 'the one sent')).resolves.toBe(true);
+    await expect(rt.spawn('inbox', { durable: true, key: 'k0' }).result).resolves.toBe('the one sent');
+    await rt.close();
+  });
+
   test('a key answered while its task is read, and that task cannot be restored: its result rejects, loudly', async () => {
     const [id] = await seed('forever', 1);
     await query(db.url, `DELETE FROM "lazy_${schema}".lua_tasks_kv WHERE space = 2 AND key LIKE $1`, [`${id}/%`]);
@@ -224,6 +249,17 @@ describePg('lazy restore on PostgreSQL', () => {
 
   test('an index the last holder did not keep is not trusted: every journal is read, and it is kept again', async () => {
     const ids = await seed('forever', 3);
+    {
+      // A finished task, retained: its end record lives in its index entry.
+      const first = store();
+      const r = await open(first);
+      const done = r.spawn('forever', { durable: true, key: 'done' });
+      await until(() => written(r, done.id));
+      r.resume(done.id, 'kept result');
+      await expect(done.result).resolves.toBe('kept result');
+      await r.close();
+      await first.close();
+    }
     // A holder that keeps no index (an older lua-tasks) ends a task: its
     // journal goes, its entry stays. It took the lease, so the index's mark
     // no longer names the lease before the next one.
@@ -235,6 +271,9 @@ describePg('lazy restore on PostgreSQL', () => {
     expect(rt.stats().dormantTasks).toBe(0);
     expect(runs(rt, 'forever')).toBe(2);
     expect(rt.stats().restoreFailures).toBe(0); // the ended task's entry is dropped, not reported
+    // The retained end is read from the index too: its key answers its result, no second run.
+    await expect(rt.spawn('forever', { durable: true, key: 'done' }).result).resolves.toBe('kept result');
+    expect(runs(rt, 'forever')).toBe(2);
     await rt.close();
     rt = await open(s);
     expect(rt.stats().dormantTasks).toBe(2);
