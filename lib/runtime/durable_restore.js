@@ -209,14 +209,18 @@ class DurableRestore {
    * @throws ERR_STORE_CORRUPT when it could not be restored (reported as such)
    */
   activateKey(key, id) {
-    if (this.#store !== null && this.#native.activate(id)) {
-      // Being read: its Task now, the same one its restore starts.
-      const reading = this.#reading.get(id);
-      if (reading.task === undefined) reading.task = new Task(this.#host.rt, id);
-      this.#host.keys.set(key, reading.task);
-      return reading.task;
+    if (this.#store !== null) {
+      // Being read: its Task now, the same one its restore starts. Else it
+      // could not be restored (and was reported): no second read.
+      const reading = this.#native.activate(id) ? this.#reading.get(id) : undefined;
+      if (reading !== undefined) {
+        if (reading.task === undefined) reading.task = new Task(this.#host.rt, id);
+        this.#host.keys.set(key, reading.task);
+        return reading.task;
+      }
+    } else {
+      this.activate(id);
     }
-    this.activate(id);
     const task = this.#host.keys.get(key);
     if (typeof task !== 'string') return task;
     throw makeError(
@@ -238,23 +242,12 @@ class DurableRestore {
 
   /**
    * Makes `call` once the task `id`, being read, is restored (the native
-   * side answered the call meanwhile). What it throws then has no caller
-   * left to reach: a process warning says it.
-   * @returns {true}
+   * side answered the call meanwhile).
+   * @returns {Promise<*>} what `call` returns (or throws), or undefined when
+   *   the runtime closed first and it was not made
    */
   after(id, call) {
-    this.restored(id).then(() => {
-      if (this.#host.closed()) return;
-      try {
-        call();
-      } catch (e) {
-        process.emitWarning(
-          `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}`,
-          { code: 'LUA_TASKS_RESTORED_CALL' },
-        );
-      }
-    });
-    return true;
+    return this.restored(id).then(() => (this.#host.closed() ? undefined : call()));
   }
 
   /**
@@ -346,6 +339,19 @@ class DurableRestore {
     if (reading !== undefined) reading.resolve();
   }
 
+  // A listener's throw is its own bug, thrown as an emitter's would be (an
+  // uncaught exception), never into a restore under way: that would leave
+  // the tasks of its batch being read for ever.
+  #report(task, err) {
+    try {
+      this.#host.failed(task, err);
+    } catch (e) {
+      process.nextTick(() => {
+        throw e;
+      });
+    }
+  }
+
   // A finished task is kept until its retention ends (its end is on the
   // runtime's clock), else its record goes: whether it is kept.
   #retain(id, status, ended, value, key, name) {
@@ -403,7 +409,7 @@ class DurableRestore {
   #cannot(id, e) {
     const why = `The durable task ${id} of "${this.#name}" could not be restored: ${reasonText(e)}. Its records are kept.`;
     const err = makeError(e.code || 'ERR_STORE_CORRUPT', why, { cause: e });
-    this.#host.failed({ id, restored: false }, err);
+    this.#report({ id, restored: false }, err);
     // The Task its key was answered with while it was read: it fails so.
     const made = this.#reading.get(id)?.task;
     if (made !== undefined) endTask(made, END.failed, err);

@@ -210,7 +210,10 @@ class Runtime extends EventEmitter {
     }
     // What was answered for tasks being read from the store is done first.
     const reading = this.#restorer?.settled();
-    if (reading) await reading;
+    if (reading) {
+      await reading;
+      this.#check();
+    }
     return this.#commits.request();
   }
 
@@ -554,26 +557,45 @@ class Runtime extends EventEmitter {
     // Either answer waits for the runtime's writes: a task whose end is not
     // yet written would be restored waiting after a crash (or a takeover),
     // and a message refused meanwhile is lost (docs/durable.md#messages).
-    return this.#written(id, this.send(id, ...values));
+    return this.#written(id, this.#send(id, values, true));
   }
 
-  // `answer` once what it answered is written: a call on a task being read
-  // from the store is made once it is read, then the next write is asked for.
+  // The answer of a call once what it answered is written. For a task read
+  // from the store meanwhile, the call's own answer once it was made there,
+  // its write asked for in the same turn (so no close comes between).
   async #written(id, answer) {
-    const reading = this.#restorer?.restored(id);
-    if (reading) {
-      await reading;
-      // The call waited on the same promise and ran just before this (or
-      // saw the runtime closed and was not made): closed now, it was not.
-      if (this.#closed) {
-        throw makeError(
-          'ERR_RUNTIME_CLOSED',
-          `This Lua runtime was closed while the durable task ${id} was read from the store: the call was not made.`,
-        );
-      }
+    if (answer === true || answer === false) {
+      if (this.#commits) await this.#commits.request();
+      return answer;
     }
-    if (this.#commits) await this.#commits.request();
-    return answer;
+    const made = await answer;
+    if (made === undefined) {
+      throw makeError(
+        'ERR_RUNTIME_CLOSED',
+        `This Lua runtime was closed while the durable task ${id} was read from the store: the call was not made.`,
+      );
+    }
+    await made.written;
+    return made.answer;
+  }
+
+  // A call the native side answered AFTER_RESTORE (the task is being read
+  // from the store): made once it is restored. `durable`: the promise of
+  // { answer, written } (its write asked for), or undefined if the runtime
+  // closed first; else its failure, with no caller left, is a warning.
+  #later(id, call, durable) {
+    const made = this.#restorer.after(id, () => {
+      const answer = call();
+      return { answer, written: durable && this.#commits ? this.#commits.request() : null };
+    });
+    if (durable) return made;
+    made.catch((e) =>
+      process.emitWarning(
+        `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}`,
+        { code: 'LUA_TASKS_RESTORED_CALL' },
+      ),
+    );
+    return true;
   }
 
   /**
@@ -588,7 +610,7 @@ class Runtime extends EventEmitter {
     // The wake's record is journaled as the task runs with it (now, once a
     // COMMIT's snapshot lets go, or once it is read from the store): the
     // next write takes it. A refusal waits for it too, as in sendDurable.
-    return this.#written(id, this.resume(id, ...values));
+    return this.#written(id, this.#resume(id, values, true));
   }
 
   /**
@@ -621,10 +643,15 @@ class Runtime extends EventEmitter {
    * @returns {boolean} true if a waiting task was resumed
    */
   resume(id, ...values) {
+    return this.#resume(id, values, false) === true;
+  }
+
+  // rt.resume's answer, or #later's.
+  #resume(id, values, durable) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     const resumed = this.#native.resume(id, values);
-    if (resumed === AFTER_RESTORE) return this.#restorer.after(id, () => this.resume(id, ...values));
+    if (resumed === AFTER_RESTORE) return this.#later(id, () => this.#resume(id, values, false) === true, durable);
     if (resumed !== 2) return resumed;
     // A dormant task activated during a COMMIT's snapshot replays at its end.
     this.#commits.afterUnlock(() => this.#native.resume(id, values));
@@ -644,6 +671,11 @@ class Runtime extends EventEmitter {
    * @throws {LuaTasksError} ERR_MAILBOX_FULL when the task holds mailboxLimit messages
    */
   send(id, ...values) {
+    return this.#send(id, values, false) === true;
+  }
+
+  // rt.send's answer, or #later's.
+  #send(id, values, durable) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     if (values.length === 0 || values[0] === undefined || values[0] === null) {
@@ -653,7 +685,7 @@ class Runtime extends EventEmitter {
       );
     }
     const sent = this.#native.send(id, values);
-    return sent === AFTER_RESTORE ? this.#restorer.after(id, () => this.#native.send(id, values)) : sent;
+    return sent === AFTER_RESTORE ? this.#later(id, () => this.#native.send(id, values), durable) : sent;
   }
 
   /**
@@ -666,7 +698,7 @@ class Runtime extends EventEmitter {
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     if (reason !== undefined) this.#cancelReasons.set(id, reason);
     const ok = this.#native.cancel(id);
-    if (ok === AFTER_RESTORE) return this.#restorer.after(id, () => this.#native.cancel(id));
+    if (ok === AFTER_RESTORE) return this.#later(id, () => this.#native.cancel(id), false);
     if (!ok) this.#cancelReasons.delete(id);
     return ok;
   }
