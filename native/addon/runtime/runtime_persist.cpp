@@ -322,6 +322,32 @@ Napi::Value Runtime::JS_restoreTasks(const Napi::CallbackInfo& info) {
   return out;
 }
 
+namespace {
+
+// What an index read gave, for lib: [dormant, [id, key, ...], [missing id,
+// why, ...]]; the dormant tasks' deadlines are the driver's from now on.
+Napi::Value IndexRestored(RuntimeCore* core, Napi::Env env, const IndexRestore& r) {
+  Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
+  uint32_t i = 0;
+  for (const auto& [id, key] : r.keys) {
+    keys.Set(i++, Napi::String::New(env, id));
+    keys.Set(i++, Napi::String::New(env, key));
+  }
+  Napi::Array missing = Napi::Array::New(env, r.missing.size() * 2);
+  for (i = 0; i < r.missing.size(); ++i) {
+    missing.Set(2 * i, Napi::String::New(env, r.missing[i].id));
+    missing.Set(2 * i + 1, Napi::String::New(env, r.missing[i].why));
+  }
+  Napi::Array out = Napi::Array::New(env, 3);
+  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
+  out.Set(1u, keys);
+  out.Set(2u, missing);
+  core->OnScheduleChange();  // the dormant tasks' deadlines
+  return out;
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
   // (store, name) -> false when `store` is not a NativeStore or the name
   // has no complete index (the caller reads every journal); else [dormant,
@@ -342,23 +368,7 @@ Napi::Value Runtime::JS_restoreIndex(const Napi::CallbackInfo& info) {
                          &s->EnsureReplayer().dormant());
   });
   if (!r.complete) return Napi::Boolean::New(env, false);
-  Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
-  uint32_t i = 0;
-  for (const auto& [id, key] : r.keys) {
-    keys.Set(i++, Napi::String::New(env, id));
-    keys.Set(i++, Napi::String::New(env, key));
-  }
-  Napi::Array missing = Napi::Array::New(env, r.missing.size() * 2);
-  for (i = 0; i < r.missing.size(); ++i) {
-    missing.Set(2 * i, Napi::String::New(env, r.missing[i].id));
-    missing.Set(2 * i + 1, Napi::String::New(env, r.missing[i].why));
-  }
-  Napi::Array out = Napi::Array::New(env, 3);
-  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
-  out.Set(1u, keys);
-  out.Set(2u, missing);
-  core->OnScheduleChange();  // the dormant tasks' deadlines
-  return out;
+  return IndexRestored(core, env, r);
 }
 
 namespace {
@@ -442,23 +452,7 @@ Napi::Value Runtime::JS_indexFinish(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   IndexRestore r = IndexReading(core).Finish();
   core->index_reading.reset();
-  Napi::Array keys = Napi::Array::New(env, 2 * r.keys.size());
-  uint32_t i = 0;
-  for (const auto& [id, key] : r.keys) {
-    keys.Set(i++, Napi::String::New(env, id));
-    keys.Set(i++, Napi::String::New(env, key));
-  }
-  Napi::Array missing = Napi::Array::New(env, r.missing.size() * 2);
-  for (i = 0; i < r.missing.size(); ++i) {
-    missing.Set(2 * i, Napi::String::New(env, r.missing[i].id));
-    missing.Set(2 * i + 1, Napi::String::New(env, r.missing[i].why));
-  }
-  Napi::Array out = Napi::Array::New(env, 3);
-  out.Set(0u, Napi::Number::New(env, static_cast<double>(r.dormant)));
-  out.Set(1u, keys);
-  out.Set(2u, missing);
-  core->OnScheduleChange();  // the dormant tasks' deadlines
-  return out;
+  return IndexRestored(core, env, r);
 }
 
 Napi::Value Runtime::JS_restoreDescribe(const Napi::CallbackInfo& info) {
