@@ -639,7 +639,8 @@ class Runtime extends EventEmitter {
 
   /**
    * Resumes a task waiting on a yield instruction with `values` (the yield
-   * returns exactly them); runs it until its next wait before returning.
+   * returns exactly them); runs it until its next wait before returning (a
+   * dormant durable task being read from the store: once it is read).
    * @returns {boolean} true if a waiting task was resumed
    */
   resume(id, ...values) {
