@@ -243,24 +243,37 @@ Napi::Value Runtime::JS_restoreScan(const Napi::CallbackInfo& info) {
   return Napi::Boolean::New(env, true);
 }
 
+namespace {
+
+// Each (key, record) of a page a JS store gave (keys[], records[]), its
+// record's bytes not copied; a listed key without bytes is damage.
+template <typename Visit>
+void ForEachRecord(Napi::Env env, Napi::Value keys_value, Napi::Value records_value, Visit visit) {
+  Napi::Array keys = keys_value.As<Napi::Array>();
+  Napi::Array records = records_value.As<Napi::Array>();
+  for (uint32_t i = 0; i < keys.Length(); ++i) {
+    Napi::Value v = records.Get(i);
+    if (!v.IsTypedArray()) {
+      ThrowError(env, "ERR_STORE_CORRUPT",
+                 "The store has no value for the listed record " + keys.Get(i).ToString().Utf8Value() +
+                     " (a page's values must be Buffers, one a key).");
+    }
+    auto b = v.As<Napi::Uint8Array>();
+    visit(keys.Get(i).As<Napi::String>().Utf8Value(),
+          std::string_view(reinterpret_cast<const char*>(b.Data()), b.ByteLength()));
+  }
+}
+
+}  // namespace
+
 Napi::Value Runtime::JS_restoreFeed(const Napi::CallbackInfo& info) {
   // (space, keys[], records[]): a page of a JS store's reader, in key order.
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
   if (!core->restoring) core->restoring = std::make_unique<JournalRestore>();
   const int space = info[0].As<Napi::Number>().Int32Value();
-  Napi::Array keys = info[1].As<Napi::Array>();
-  Napi::Array records = info[2].As<Napi::Array>();
-  for (uint32_t i = 0; i < keys.Length(); ++i) {
-    Napi::Value v = records.Get(i);
-    if (!v.IsTypedArray()) {
-      ThrowError(env, "ERR_STORE_CORRUPT",
-                 "The store's reader has no value for the listed record " + keys.Get(i).ToString().Utf8Value() + ".");
-    }
-    auto b = v.As<Napi::Uint8Array>();
-    core->restoring->Add(space, keys.Get(i).As<Napi::String>().Utf8Value(),
-                         std::string_view(reinterpret_cast<const char*>(b.Data()), b.ByteLength()));
-  }
+  ForEachRecord(env, info[1], info[2],
+                [&](const std::string& key, std::string_view value) { core->restoring->Add(space, key, value); });
   return env.Undefined();
 }
 
@@ -418,23 +431,13 @@ Napi::Value Runtime::JS_indexFeed(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   IndexReader& reader = IndexReading(core);
   const int space = info[0].As<Napi::Number>().Int32Value();
-  Napi::Array keys = info[1].As<Napi::Array>();
-  Napi::Array records = info[2].As<Napi::Array>();
-  for (uint32_t i = 0; i < keys.Length(); ++i) {
-    Napi::Value v = records.Get(i);
-    if (!v.IsTypedArray()) {
-      ThrowError(env, "ERR_STORE_CORRUPT",
-                 "The store has no value for the listed record " + keys.Get(i).ToString().Utf8Value() + ".");
-    }
-    auto b = v.As<Napi::Uint8Array>();
-    const std::string key = keys.Get(i).As<Napi::String>().Utf8Value();
-    const std::string_view value(reinterpret_cast<const char*>(b.Data()), b.ByteLength());
+  ForEachRecord(env, info[1], info[2], [&](const std::string& key, std::string_view value) {
     if (space == kInboxSpace) {
       reader.Inbox(key, value);
     } else {
       reader.Entry(key, value);
     }
-  }
+  });
   return env.Undefined();
 }
 

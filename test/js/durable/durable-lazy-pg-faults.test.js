@@ -454,6 +454,31 @@ describePg('lazy restore on PostgreSQL under faults', () => {
     expect(inboxRows).toBe(0);
   });
 
+  // No call after a cancel: a Lua caller waiting for a read (RESTORE) that is
+  // cancelled never makes its call, and the read still lands for the others.
+  test('a task waiting for a read (RESTORE) and cancelled makes no call; the read lands', async () => {
+    const [id] = await seed('inbox', 1);
+    const rt = await open(store());
+    await query(db.url, `REVOKE SELECT ON ${kv()} FROM lua_tasks`);
+    let granted = false;
+    try {
+      const caller = rt.spawn('mail', { args: [id, 'from a cancelled caller'] });
+      caller.result.catch(() => {});
+      expect(caller.waiting).toEqual({ instruction: 'RESTORE' });
+      expect(rt.cancel(caller.id)).toBe(true);
+      await expect(caller.result).rejects.toMatchObject({ code: 'ERR_TASK_CANCELLED' });
+      await query(db.url, `GRANT SELECT ON ${kv()} TO lua_tasks`);
+      granted = true;
+      await until(() => rt.stats().dormantTasks === 0); // read and restored
+      expect(rt.task(id)).toMatchObject({ status: 'waiting', waiting: { instruction: 'RECEIVE' } });
+      expect(await rt.sendDurable(id, 'the only message')).toBe(true);
+      await expect(rt.spawn('inbox', { durable: true, key: 'k0' }).result).resolves.toBe('the only message');
+    } finally {
+      if (!granted) await query(db.url, `GRANT SELECT ON ${kv()} TO lua_tasks`);
+    }
+    await rt.close();
+  });
+
   // Clear errors: a task that could not be restored, named again by its key.
   test('a key of a task that could not be restored, named again: one report, no second read', async () => {
     const [id] = await seed('forever', 1);
