@@ -5,6 +5,7 @@
 const { EventEmitter } = require('node:events');
 const binding = require('../binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
+const { RestoredCalls } = require('./restored_calls');
 const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { PERSIST, normalizeOptions, clockOffsetOf, checkSpawnOptions } = require('./options');
 const { installModules } = require('./modules');
@@ -64,6 +65,7 @@ class Runtime extends EventEmitter {
   #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
   #durable = false; // the store keeps journals and inboxes (its spaces include 2 and 3)
   #restorer = null; // the DurableRestore of a runtime with durable tasks: activates dormant ones
+  #calls; // RestoredCalls: the embedder's calls on a task being read, and the durable calls' answers
   #tel = null; // RuntimeTelemetry with the telemetry option (docs/operations.md#metrics-and-traces)
 
   /**
@@ -135,6 +137,7 @@ class Runtime extends EventEmitter {
       const skipMissed = persist.durableCatchUp === 'skip';
       this.#native.setDurable(persist.durable, persist.durableRetention > 0, skipMissed, ...persist.indexing);
     }
+    this.#calls = new RestoredCalls(() => this.#restorer, this.#commits);
     if (!opts.keepAlive) this.#native.keepAlive(false);
     installModules(this.#native, opts);
     // A named runtime's tasks have addresses; Lua resumes another runtime's
@@ -557,45 +560,7 @@ class Runtime extends EventEmitter {
     // Either answer waits for the runtime's writes: a task whose end is not
     // yet written would be restored waiting after a crash (or a takeover),
     // and a message refused meanwhile is lost (docs/durable.md#messages).
-    return this.#written(id, this.#send(id, values, true));
-  }
-
-  // The answer of a call once what it answered is written. For a task read
-  // from the store meanwhile, the call's own answer once it was made there,
-  // its write asked for in the same turn (so no close comes between).
-  async #written(id, answer) {
-    if (answer === true || answer === false) {
-      if (this.#commits) await this.#commits.request();
-      return answer;
-    }
-    const made = await answer;
-    if (made === undefined) {
-      throw makeError(
-        'ERR_RUNTIME_CLOSED',
-        `This Lua runtime was closed while the durable task ${id} was read from the store: the call was not made.`,
-      );
-    }
-    await made.written;
-    return made.answer;
-  }
-
-  // A call the native side answered AFTER_RESTORE (the task is being read
-  // from the store): made once it is restored. `durable`: the promise of
-  // { answer, written } (its write asked for), or undefined if the runtime
-  // closed first; else its failure, with no caller left, is a warning.
-  #later(id, call, durable) {
-    const made = this.#restorer.after(id, () => {
-      const answer = call();
-      return { answer, written: durable && this.#commits ? this.#commits.request() : null };
-    });
-    if (durable) return made;
-    made.catch((e) =>
-      process.emitWarning(
-        `A call on the durable task ${id}, answered while it was read from the store, failed once it was restored: ${reasonText(e)}`,
-        { code: 'LUA_TASKS_RESTORED_CALL' },
-      ),
-    );
-    return true;
+    return this.#calls.written(id, this.#send(id, values, true));
   }
 
   /**
@@ -610,7 +575,7 @@ class Runtime extends EventEmitter {
     // The wake's record is journaled as the task runs with it (now, once a
     // COMMIT's snapshot lets go, or once it is read from the store): the
     // next write takes it. A refusal waits for it too, as in sendDurable.
-    return this.#written(id, this.#resume(id, values, true));
+    return this.#calls.written(id, this.#resume(id, values, true));
   }
 
   /**
@@ -647,12 +612,13 @@ class Runtime extends EventEmitter {
     return this.#resume(id, values, false) === true;
   }
 
-  // rt.resume's answer, or #later's.
+  // rt.resume's answer, or RestoredCalls.later's.
   #resume(id, values, durable) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     const resumed = this.#native.resume(id, values);
-    if (resumed === AFTER_RESTORE) return this.#later(id, () => this.#resume(id, values, false) === true, durable);
+    const again = () => this.#resume(id, values, false) === true;
+    if (resumed === AFTER_RESTORE) return this.#calls.later(id, again, durable);
     if (resumed !== 2) return resumed;
     // A dormant task activated during a COMMIT's snapshot replays at its end.
     this.#commits.afterUnlock(() => this.#native.resume(id, values));
@@ -675,7 +641,7 @@ class Runtime extends EventEmitter {
     return this.#send(id, values, false) === true;
   }
 
-  // rt.send's answer, or #later's.
+  // rt.send's answer, or RestoredCalls.later's.
   #send(id, values, durable) {
     this.#check();
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
@@ -686,7 +652,7 @@ class Runtime extends EventEmitter {
       );
     }
     const sent = this.#native.send(id, values);
-    return sent === AFTER_RESTORE ? this.#later(id, () => this.#native.send(id, values), durable) : sent;
+    return sent === AFTER_RESTORE ? this.#calls.later(id, () => this.#native.send(id, values), durable) : sent;
   }
 
   /**
@@ -699,7 +665,7 @@ class Runtime extends EventEmitter {
     if (typeof id !== 'string') throw invalidType('id', 'a task id string', id);
     if (reason !== undefined) this.#cancelReasons.set(id, reason);
     const ok = this.#native.cancel(id);
-    if (ok === AFTER_RESTORE) return this.#later(id, () => this.#native.cancel(id), false);
+    if (ok === AFTER_RESTORE) return this.#calls.later(id, () => this.#native.cancel(id), false);
     if (!ok) this.#cancelReasons.delete(id);
     return ok;
   }

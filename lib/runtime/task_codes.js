@@ -27,6 +27,8 @@ const ENDED_KEPT = C.finishedKept;
 
 /** What native resume(), send() and cancel() answer for a task being read from the store: the call follows its restore. */
 const AFTER_RESTORE = C.afterRestore;
+/** The payload of a durable index's mark that names no holder (kIndexMarkDefault). */
+const INDEX_MARK = C.indexMark;
 
 const START_SLOTS = C.startSlots;
 const STATE_WAIT_SHIFT = C.stateWaitShift;
@@ -62,6 +64,7 @@ module.exports = {
   ID_KEY_DIGITS,
   ENDED_KEPT,
   AFTER_RESTORE,
+  INDEX_MARK,
   startKey,
   startEnd,
   stateStatus,

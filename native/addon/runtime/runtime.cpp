@@ -513,6 +513,12 @@ const DormantTasks::Entry* DormantOf(const Napi::Value& id, const Scheduler& s) 
   return a != nullptr ? &a->entry : nullptr;
 }
 
+[[noreturn]] void ThrowMailboxFull(Napi::Env env, const Scheduler& s, const std::string& how) {
+  ThrowError(env, "ERR_MAILBOX_FULL",
+             "Cannot send a message: the task's mailbox is full" + how + " (" + std::to_string(s.mailbox_limit()) +
+                 " messages, the mailboxLimit option); it takes them with tasks.receive().");
+}
+
 // The task `id` names if a store reading asynchronously is restoring it
 // (after ResolveKey, which starts that): the call is answered from its
 // wait, and lib/runtime makes it once the task is restored (kAfterRestore).
@@ -576,8 +582,13 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   uint64_t key;
   if (!ResolveKey(info[0], *core->scheduler, &key)) {
+    // Held in JS until the task is read, as many as its mailbox would hold.
     Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
     if (a == nullptr || a->cancelled) return Napi::Boolean::New(env, false);
+    if (a->sends >= core->scheduler->mailbox_limit()) {
+      ThrowMailboxFull(env, *core->scheduler, " with the messages sent while it is read from the store");
+    }
+    a->sends++;
     return Napi::Number::New(env, kAfterRestore);
   }
   if (core->scheduler->Find(key) == nullptr) return Napi::Boolean::New(env, false);
@@ -598,12 +609,7 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
                    ": its messages must persist (strings, numbers, booleans, tables of them): " +
                    core->scheduler->last_send_error() + ".");
   }
-  if (r == Scheduler::SendResult::kFull) {
-    ThrowError(env, "ERR_MAILBOX_FULL",
-               "Cannot send a message: the task's mailbox is full (" +
-                   std::to_string(core->scheduler->mailbox_limit()) +
-                   " messages, the mailboxLimit option); it takes them with tasks.receive().");
-  }
+  if (r == Scheduler::SendResult::kFull) ThrowMailboxFull(env, *core->scheduler, "");
   return Napi::Boolean::New(env, r == Scheduler::SendResult::kQueued);
 }
 

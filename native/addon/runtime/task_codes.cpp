@@ -4,6 +4,7 @@
 
 #include <string_view>
 
+#include "core/durable/durable_record.hpp"
 #include "core/scheduling/scheduler.hpp"
 
 namespace lua_tasks {
@@ -55,6 +56,7 @@ Napi::Object TaskCodes(Napi::Env env) {
   codes.Set("startSlots", static_cast<double>(kStartSlots));
   codes.Set("stateWaitShift", static_cast<double>(kStateWaitShift));
   codes.Set("afterRestore", static_cast<double>(kAfterRestore));
+  codes.Set("indexMark", kIndexMarkDefault);
   return codes;
 }
 

@@ -27,6 +27,7 @@ class Activations {
     std::vector<uint64_t> waiters;  // keys of the tasks waiting for it
     bool resumed = false;           // the embedder answered a resume for it
     bool cancelled = false;         // the embedder answered a cancel for it
+    uint32_t sends = 0;             // messages the embedder sent it meanwhile: at most its mailbox's limit
   };
 
   // `id` is now being read; false (nothing changed) if it already was.

@@ -144,6 +144,8 @@ struct IndexEntry {
 // unfinished task of the name has an entry (a name written by an older
 // version has none until its first open).
 inline constexpr char kIndexMarkKey[] = "=index";
+// Its payload unless the embedder names the holder that kept it (set_index_mark).
+inline constexpr char kIndexMarkDefault[] = "mark";
 // An entry sealed as a kIndex record.
 std::string SealIndexEntry(const IndexEntry& e);
 // A kIndex record's payload read; false if it does not read.

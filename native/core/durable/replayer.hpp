@@ -127,7 +127,7 @@ class Replayer {
   // is among activations() until it is restored (Activated).
   void set_async_reads(bool v) { async_reads_ = v; }
   bool async_reads() const { return async_reads_; }
-  // The payload of the index's mark (the default "mark"; a leased store's
+  // The payload of the index's mark (kIndexMarkDefault; a leased store's
   // names the lease: docs/durable.md#restore-at-open).
   void set_index_mark(std::string payload) { mark_payload_ = std::move(payload); }
   // A replay-only runtime (`lua-tasks replay`, docs/operations.md#a-deploy-check):
@@ -247,7 +247,7 @@ class Replayer {
   bool indexed_ = false;
   bool mark_pending_ = false;  // WriteIndex found nothing: the mark goes with the first entry
   bool async_reads_ = false;
-  std::string mark_payload_ = "mark";
+  std::string mark_payload_ = kIndexMarkDefault;
   DormantTasks dormant_;
   Activations activations_;
   std::unordered_map<uint64_t, std::string> foreign_ids_;

@@ -187,6 +187,40 @@ describePg('lazy restore on PostgreSQL', () => {
     await rt.close();
   });
 
+  test('messages sent while a task is read are bounded by mailboxLimit: the next send throws ERR_MAILBOX_FULL', async () => {
+    const SOURCE_SUM =
+      'function collect(n) local t = {} for i = 1, n do t[i] = tasks.receive() end return table.concat(t, ",") end';
+    const s = store();
+    let rt = await Runtime.open({ name: 'game', store: s, setup: (r) => r.load(SOURCE_SUM) });
+    const { id } = rt.spawn('collect', { durable: true, key: 'c', args: [3] });
+    await until(() => written(rt, id));
+    await rt.close();
+    rt = await Runtime.open({ name: 'game', store: store(), mailboxLimit: 3, setup: (r) => r.load(SOURCE_SUM) });
+    const kv = `"lazy_${schema}".lua_tasks_kv`;
+    await query(db.url, `REVOKE SELECT ON ${kv} FROM lua_tasks`);
+    let granted = false;
+    try {
+      expect([rt.send(id, 'a'), rt.send(id, 'b'), rt.send(id, 'c')]).toEqual([true, true, true]);
+      expect(() => rt.send(id, 'd')).toThrow(
+        expect.objectContaining({
+          code: 'ERR_MAILBOX_FULL',
+          message: expect.stringContaining(
+            'sent while it is read from the store (3 messages, the mailboxLimit option)',
+          ),
+        }),
+      );
+      await expect(rt.sendDurable(id, 'e')).rejects.toMatchObject({ code: 'ERR_MAILBOX_FULL' });
+      expect(rt.stats().dormantTasks).toBe(1); // still being read
+      await query(db.url, `GRANT SELECT ON ${kv} TO lua_tasks`);
+      granted = true;
+      const done = new Promise((resolve) => rt.on('taskdone', (t, v) => t.id === id && resolve(v)));
+      await expect(done).resolves.toBe('a,b,c');
+    } finally {
+      if (!granted) await query(db.url, `GRANT SELECT ON ${kv} TO lua_tasks`);
+    }
+    await rt.close();
+  });
+
   test('closed while its task is read: sendDurable rejects, and the message was not sent', async () => {
     const [id] = await seed('inbox', 1);
     const s = store();
