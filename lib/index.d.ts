@@ -362,6 +362,8 @@ export class PostgresStore implements KeyedStore {
   reader(name: string): StoreReader;
   /** Journals and inboxes (any space), a page at a time, from PostgreSQL. */
   scan(name: string, space: number, after?: string, limit?: number): Promise<{ keys: string[]; values: Buffer[] }>;
+  /** Every record of a name's `space` as PostgreSQL's binary COPY rows of (key, value) in key order, each chunk to `onChunk` as it arrives (a throw of it ends the copy and rejects with it). */
+  copySpace(name: string, space: number, onChunk: (chunk: Buffer) => void): Promise<void>;
   /** The journals (and, with `inbox`, the inboxes) of the durable tasks `ids`, in one query, each in key order. */
   readTasks(
     name: string,

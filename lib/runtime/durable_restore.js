@@ -7,8 +7,8 @@ const { makeError } = require('../errors');
 const { reasonText } = require('./commit_queue');
 const { scanRecords, readIndex, readFailed } = require('./persist');
 const { Task, endRetained, endTask } = require('./task');
-const { END } = require('./task_codes');
-const { INDEX_MARK, BEFORE_MARK } = require('./task_list');
+const { END, INDEX_MARK_KEY } = require('./task_codes');
+const { BEFORE_MARK } = require('./task_list');
 const { readTasks } = require('./task_reads');
 
 // Dormant tasks read from an asynchronous store in one query, at most.
@@ -133,7 +133,8 @@ class DurableRestore {
       }
       if (this.#host.closed()) return;
       for (const id of keys) {
-        if (id !== INDEX_MARK && !known.has(id) && this.#host.rt.task(id) === undefined) this.#native.forgetDurable(id);
+        const stale = id !== INDEX_MARK_KEY && !known.has(id) && this.#host.rt.task(id) === undefined;
+        if (stale) this.#native.forgetDurable(id);
       }
       if (keys.length < PAGE) return;
       after = keys[keys.length - 1];
@@ -151,14 +152,21 @@ class DurableRestore {
     const name = this.#name;
     try {
       const first = await store.scan(name, SPACES.index, BEFORE_MARK, 1);
-      if (first.keys[0] !== INDEX_MARK || native.indexMark(first.values[0]) !== mark) return false;
+      if (first.keys[0] !== INDEX_MARK_KEY || native.indexMark(first.values[0]) !== mark) return false;
       // Every inbox first (which tasks have messages), then every entry.
+      // As binary COPY rows where the store streams them (PostgresStore),
+      // else a page at a time, the next asked for before this one is fed.
       for (const space of [SPACES.inbox, SPACES.index]) {
-        for (let after = ''; ;) {
-          const { keys, values } = await store.scan(name, space, after, PAGE);
+        if (typeof store.copySpace === 'function') {
+          await store.copySpace(name, space, (chunk) => native.indexFeedCopy(space, chunk));
+          native.indexFeedCopy(space, null);
+          continue;
+        }
+        for (let page = store.scan(name, space, '', PAGE); page !== null;) {
+          const { keys, values } = await page;
+          page = keys.length < PAGE ? null : store.scan(name, space, keys[keys.length - 1], PAGE);
+          page?.catch(() => {}); // awaited next, unless this page's feed throws
           if (keys.length > 0) native.indexFeed(space, keys, values);
-          if (keys.length < PAGE) break;
-          after = keys[keys.length - 1];
         }
       }
       // The journals of the tasks that run now.

@@ -7,7 +7,7 @@ const { checkName, NATIVE_SCAN, SPACES } = require('../store/contract');
 const { withTimeout, reasonText, nextTurn, SLICE_MS } = require('./commit_queue');
 const { makeError, typeName, invalidType } = require('../errors');
 const { checkNumber } = require('../validate');
-const { INDEX_MARK } = require('./task_codes');
+const { INDEX_MARK_DEFAULT } = require('./task_codes');
 
 const DEFAULT_STORE_TIMEOUT = 30000;
 // tasks.store's cache of committed values (the storeCacheBytes option).
@@ -258,7 +258,7 @@ async function openStore(options) {
 // one: each take adds one to the token). Else nulls: the default mark.
 function indexMarks(asyncReads, lease) {
   if (!asyncReads) return { indexMark: null, priorIndexMark: null };
-  if (!lease || lease.token === undefined) return { indexMark: null, priorIndexMark: INDEX_MARK };
+  if (!lease || lease.token === undefined) return { indexMark: null, priorIndexMark: INDEX_MARK_DEFAULT };
   return { indexMark: `mark ${lease.token}`, priorIndexMark: `mark ${lease.token - 1}` };
 }
 

@@ -27,8 +27,10 @@ const ENDED_KEPT = C.finishedKept;
 
 /** What native resume(), send() and cancel() answer for a task being read from the store: the call follows its restore. */
 const AFTER_RESTORE = C.afterRestore;
-/** The payload of a durable index's mark that names no holder (kIndexMarkDefault). */
-const INDEX_MARK = C.indexMark;
+/** The key of a durable index's own entry, its mark (kIndexMarkKey): '<' sorts just before it. */
+const INDEX_MARK_KEY = C.indexMarkKey;
+/** The mark's payload when it names no holder (kIndexMarkDefault). */
+const INDEX_MARK_DEFAULT = C.indexMark;
 
 const START_SLOTS = C.startSlots;
 const STATE_WAIT_SHIFT = C.stateWaitShift;
@@ -64,7 +66,8 @@ module.exports = {
   ID_KEY_DIGITS,
   ENDED_KEPT,
   AFTER_RESTORE,
-  INDEX_MARK,
+  INDEX_MARK_KEY,
+  INDEX_MARK_DEFAULT,
   startKey,
   startEnd,
   stateStatus,

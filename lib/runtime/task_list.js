@@ -16,6 +16,7 @@ const { checkOptionKeys } = require('../validate');
 const { SPACES, checkName } = require('../store/contract');
 const { makeError, invalidType, typeName } = require('../errors');
 const { openDecoder } = require('./inspect');
+const { INDEX_MARK_KEY } = require('./task_codes');
 
 const OPTIONS = ['name', 'status', 'entry', 'label', 'after', 'limit'];
 const STATUSES = ['running', 'waiting', 'done', 'failed', 'cancelled'];
@@ -26,10 +27,8 @@ const LIMIT_DEFAULT = 100;
 const EXAMINED_PER_RESULT = 10;
 // Records one scan of the store reads.
 const PAGE = 256;
-// The index's own entry (kIndexMarkKey, native/core/durable/durable_record.hpp):
-// present once every unfinished task of the name has an entry. '<' sorts
-// just before '=', and a task id has neither.
-const INDEX_MARK = '=index';
+// The index's own entry: present once every unfinished task of the name
+// has an entry. '<' sorts just before its key, and a task id has neither.
 const BEFORE_MARK = '<';
 
 /**
@@ -103,7 +102,7 @@ function listed(id, state, first, o) {
 async function indexed(store, name) {
   if (!Array.isArray(store.spaces) || !store.spaces.includes(SPACES.index)) return false;
   const page = await store.scan(name, SPACES.index, BEFORE_MARK, 1);
-  return page.keys[0] === INDEX_MARK;
+  return page.keys[0] === INDEX_MARK_KEY;
 }
 
 // From the index: an entry a task, and the start record of those that run or wait.
@@ -116,7 +115,7 @@ async function fromIndex(store, o, decoder) {
     for (let i = 0; i < page.keys.length; i++) {
       const id = page.keys[i];
       after = id;
-      if (id === INDEX_MARK) continue;
+      if (id === INDEX_MARK_KEY) continue;
       const [state] = decoder.describe([`${id}/0000000000`], [page.values[i]]);
       let first = state.kind === 'end' ? state : undefined;
       // A finished task's end record is its entry; the others need their start only past the status filter.
@@ -196,4 +195,4 @@ async function listTasks(store, options) {
   }
 }
 
-module.exports = { listTasks, listOptions, STATUSES, INDEX_MARK, BEFORE_MARK };
+module.exports = { listTasks, listOptions, STATUSES, BEFORE_MARK };

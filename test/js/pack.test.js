@@ -5,7 +5,7 @@
 // of its own in build-prebuilt/). The first install loads that binary and
 // compiles nothing; the second, with --build-from-source, compiles the addon
 // from the tarball's sources (about a minute on two cores), so it has a
-// generous timeout. Both run offline: node-addon-api is bundled.
+// generous timeout. Both run offline: node-addon-api and pg-copy-streams are bundled.
 'use strict';
 const { execFileSync } = require('node:child_process');
 const fs = require('node:fs');
@@ -88,10 +88,13 @@ test('the tarball holds the prebuilt binary and every file the build, the librar
     ...libFiles(path.join(root, 'examples'), 'examples'), // the README runs them
     ...libFiles(path.join(root, 'prebuilds'), 'prebuilds'),
   ];
-  // node-addon-api is bundled: the source build needs it, and the install no network.
+  // node-addon-api (the source build) and pg-copy-streams (PostgresStore's
+  // index reads) are bundled: the install needs no network.
   const bundled = files.filter((f) => f.startsWith('node_modules/'));
-  expect(bundled).toEqual(expect.arrayContaining(['node_modules/node-addon-api/napi.h']));
-  expect(bundled.every((f) => f.startsWith('node_modules/node-addon-api/'))).toBe(true);
+  expect(bundled).toEqual(
+    expect.arrayContaining(['node_modules/node-addon-api/napi.h', 'node_modules/pg-copy-streams/copy-to.js']),
+  );
+  expect(bundled.every((f) => /^node_modules\/(node-addon-api|pg-copy-streams)\//.test(f))).toBe(true);
   expect(files.filter((f) => !f.startsWith('node_modules/')).sort()).toEqual([...new Set(needed)].sort());
   expect(needed).toEqual(
     expect.arrayContaining([

@@ -49,7 +49,8 @@
 const os = require('node:os');
 const { randomUUID } = require('node:crypto');
 const { threadId } = require('node:worker_threads');
-const { makeError, typeName } = require('../../errors');
+const { to: copyTo } = require('pg-copy-streams');
+const { makeError, typeName, invalidType } = require('../../errors');
 const contract = require('../contract');
 const { SPACES, SPACE_LIST, checkName, checkScan, snapshotBatch } = contract;
 const { checkOptions, loadPg, describeTarget } = require('./options');
@@ -670,6 +671,39 @@ class PostgresStore {
       c.query({ ...this.#sql.scan, values: [name, space, page.after, page.limit >= 0 ? page.limit : null] }),
     );
     return { keys: rows.map((r) => r.key), values: rows.map((r) => r.value) };
+  }
+
+  /**
+   * A name's records in `space`, every one, as PostgreSQL's binary COPY of
+   * (key text, value bytea) rows in key order, each chunk handed to
+   * `onChunk` as the server sends it: what Runtime.open reads the durable
+   * index with, no JS value a row (docs/durable.md#restore-at-open). A throw
+   * of `onChunk` ends the copy (and its connection) and rejects with it.
+   * @param {string} name
+   * @param {number} space
+   * @param {(chunk: Buffer) => void} onChunk
+   * @returns {Promise<void>} once every chunk was handed over
+   */
+  async copySpace(name, space, onChunk) {
+    checkName(name);
+    checkScan(space);
+    if (typeof onChunk !== 'function') throw invalidType('onChunk', 'a function', onChunk);
+    this.#checkOpen();
+    await this.#with(
+      (c) =>
+        new Promise((resolve, reject) => {
+          const stream = c.query(copyTo(this.#sql.copy(c.escapeLiteral(name), space)));
+          stream.on('data', (chunk) => {
+            try {
+              onChunk(chunk);
+            } catch (e) {
+              stream.destroy(e);
+            }
+          });
+          stream.on('error', reject);
+          stream.on('end', resolve);
+        }),
+    );
   }
 
   /**

@@ -109,6 +109,10 @@ function statements(schema, t) {
       name: `lua_tasks_scan_${s}`,
       text: `SELECT key, value FROM ${kv} WHERE name = $1 AND space = $2 AND key > $3 ORDER BY key LIMIT $4`,
     },
+    // A name's space as binary COPY rows (COPY takes no parameters: the
+    // name goes in as a quoted literal, the space as a checked integer).
+    copy: (nameLiteral, space) =>
+      `COPY (SELECT key, value FROM ${kv} WHERE name = ${nameLiteral} AND space = ${space} ORDER BY key) TO STDOUT (FORMAT binary)`,
     // $2 task ids, $3 spaces: each task's records "<id>/<seq>" ('0' follows
     // '/'), a range of the primary key each.
     tasks: {

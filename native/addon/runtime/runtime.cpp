@@ -126,6 +126,7 @@ Napi::Function Runtime::Init(Napi::Env env) {
                          InstanceMethod<&Runtime::JS_restoreOne>("restoreOne"),
                          InstanceMethod<&Runtime::JS_indexMark>("indexMark"),
                          InstanceMethod<&Runtime::JS_indexFeed>("indexFeed"),
+                         InstanceMethod<&Runtime::JS_indexFeedCopy>("indexFeedCopy"),
                          InstanceMethod<&Runtime::JS_indexNow>("indexNow"),
                          InstanceMethod<&Runtime::JS_indexFinish>("indexFinish"),
                          InstanceMethod<&Runtime::JS_restoreDescribe>("restoreDescribe"),

@@ -70,17 +70,18 @@ class Runtime : public Napi::ObjectWrap<Runtime> {
   Napi::Value JS_putBackJournal(const Napi::CallbackInfo& info);  // (batch, or records) of a failed write
   // Runtime.open's restore of durable tasks (docs/durable.md#restore): their
   // records read in one pass, then each task started from its own.
-  Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);   // (NativeStore, name): the store's scan, natively
-  Napi::Value JS_restoreFeed(const Napi::CallbackInfo& info);   // (space, keys, records): a page of a JS reader's
-  Napi::Value JS_restoreTasks(const Napi::CallbackInfo& info);  // () -> [[id, entry, key] | [id, null, key, ...end]
-                                                                //        | [id, false, why]]
-  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);  // (id) its messages back into its mailbox
-  Napi::Value JS_restoreIndex(const Napi::CallbackInfo& info);  // (NativeStore, name) -> false | [dormant, id, key...]
-  Napi::Value JS_restoreOne(const Napi::CallbackInfo& info);    // (NativeStore, name, id) -> [description] | []
-  Napi::Value JS_indexMark(const Napi::CallbackInfo& info);     // (record) -> the index mark's payload | null
-  Napi::Value JS_indexFeed(const Napi::CallbackInfo& info);     // (space 3 | 4, keys[], records[])
-  Napi::Value JS_indexNow(const Napi::CallbackInfo& info);      // () -> [id, ...] whose journals are read now
-  Napi::Value JS_indexFinish(const Napi::CallbackInfo& info);   // () -> [dormant, [id, key...], [id, why...]]
+  Napi::Value JS_restoreScan(const Napi::CallbackInfo& info);    // (NativeStore, name): the store's scan, natively
+  Napi::Value JS_restoreFeed(const Napi::CallbackInfo& info);    // (space, keys, records): a page of a JS reader's
+  Napi::Value JS_restoreTasks(const Napi::CallbackInfo& info);   // () -> [[id, entry, key] | [id, null, key, ...end]
+                                                                 //        | [id, false, why]]
+  Napi::Value JS_restoreInbox(const Napi::CallbackInfo& info);   // (id) its messages back into its mailbox
+  Napi::Value JS_restoreIndex(const Napi::CallbackInfo& info);   // (NativeStore, name) -> false | [dormant, id, key...]
+  Napi::Value JS_restoreOne(const Napi::CallbackInfo& info);     // (NativeStore, name, id) -> [description] | []
+  Napi::Value JS_indexMark(const Napi::CallbackInfo& info);      // (record) -> the index mark's payload | null
+  Napi::Value JS_indexFeed(const Napi::CallbackInfo& info);      // (space 3 | 4, keys[], records[])
+  Napi::Value JS_indexFeedCopy(const Napi::CallbackInfo& info);  // (space 3 | 4, COPY chunk | null: its end)
+  Napi::Value JS_indexNow(const Napi::CallbackInfo& info);       // () -> [id, ...] whose journals are read now
+  Napi::Value JS_indexFinish(const Napi::CallbackInfo& info);    // () -> [dormant, [id, key...], [id, why...]]
   Napi::Value JS_restoreDescribe(const Napi::CallbackInfo& info);  // (id) -> [description] (restoreOne's, read)
   Napi::Value JS_activate(const Napi::CallbackInfo& info);         // (id) -> whether it is being read (async reads)
   Napi::Value JS_activated(const Napi::CallbackInfo& info);        // (id): its restore ended (Replayer::Activated)

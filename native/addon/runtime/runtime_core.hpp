@@ -18,6 +18,7 @@
 #include "core/host/lua_host.hpp"
 #include "core/host/lua_runtime.hpp"
 #include "core/scheduling/scheduler.hpp"
+#include "core/store/pg_copy_rows.hpp"
 
 namespace lua_tasks {
 
@@ -169,6 +170,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   std::unique_ptr<UvDriver> driver;            // closes its handles asynchronously
   std::unique_ptr<JournalRestore> restoring;   // Runtime.open's durable records, restoreScan .. restoreEnd
   std::unique_ptr<IndexReader> index_reading;  // a JS store's index, indexFeed .. indexFinish
+  std::unique_ptr<PgCopyRows> index_copy;      // a space of it as PostgreSQL COPY data, indexFeedCopy
   const void* jsref_mt[3] = {};  // identities of the JsRef metatables (function, object, error) in host's state
   napi_ref settle = nullptr;     // JS function settle(key, token, ok, value) for awaited promises
   napi_ref receiver = nullptr;   // `this` of the JS functions Lua calls: AddonData's object, held until closed

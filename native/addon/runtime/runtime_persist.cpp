@@ -441,6 +441,41 @@ Napi::Value Runtime::JS_indexFeed(const Napi::CallbackInfo& info) {
   return env.Undefined();
 }
 
+// A space streamed as PostgreSQL's binary COPY of (key, value) rows in key
+// order (PostgresStore.copySpace): the rows reach the reader with no JS
+// value a row. null ends the space; data that does not read, or ends
+// early, is damage.
+Napi::Value Runtime::JS_indexFeedCopy(const Napi::CallbackInfo& info) {
+  Napi::Env env = info.Env();
+  RuntimeCore* core = OpenCore(env);
+  IndexReader& reader = IndexReading(core);
+  const int space = info[0].As<Napi::Number>().Int32Value();
+  if (!core->index_copy) core->index_copy = std::make_unique<PgCopyRows>();
+  PgCopyRows& copy = *core->index_copy;
+  bool ok;
+  if (info[1].IsNull()) {
+    ok = copy.Finish();
+  } else {
+    auto b = info[1].As<Napi::Uint8Array>();
+    ok = copy.Feed(std::string_view(reinterpret_cast<const char*>(b.Data()), b.ByteLength()),
+                   [&](std::string_view key, std::string_view value) {
+                     if (space == kInboxSpace) {
+                       reader.Inbox(key, value);
+                     } else {
+                       reader.Entry(key, value);
+                     }
+                   });
+  }
+  if (!ok || info[1].IsNull()) {
+    const std::string why = copy.error();
+    core->index_copy.reset();
+    if (!ok)
+      ThrowError(env, "ERR_STORE_CORRUPT",
+                 "Cannot read space " + std::to_string(space) + " of the store: " + why + ".");
+  }
+  return env.Undefined();
+}
+
 Napi::Value Runtime::JS_indexNow(const Napi::CallbackInfo& info) {
   Napi::Env env = info.Env();
   RuntimeCore* core = OpenCore(env);
@@ -455,6 +490,7 @@ Napi::Value Runtime::JS_indexFinish(const Napi::CallbackInfo& info) {
   RuntimeCore* core = OpenCore(env);
   IndexRestore r = IndexReading(core).Finish();
   core->index_reading.reset();
+  core->index_copy.reset();
   return IndexRestored(core, env, r);
 }
 
@@ -577,6 +613,7 @@ Napi::Value Runtime::JS_restoreInbox(const Napi::CallbackInfo& info) {
 Napi::Value Runtime::JS_restoreEnd(const Napi::CallbackInfo& info) {
   core_->restoring.reset();
   core_->index_reading.reset();
+  core_->index_copy.reset();
   return info.Env().Undefined();
 }
 

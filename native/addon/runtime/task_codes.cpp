@@ -56,6 +56,7 @@ Napi::Object TaskCodes(Napi::Env env) {
   codes.Set("startSlots", static_cast<double>(kStartSlots));
   codes.Set("stateWaitShift", static_cast<double>(kStateWaitShift));
   codes.Set("afterRestore", static_cast<double>(kAfterRestore));
+  codes.Set("indexMarkKey", kIndexMarkKey);
   codes.Set("indexMark", kIndexMarkDefault);
   return codes;
 }

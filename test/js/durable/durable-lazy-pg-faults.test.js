@@ -242,6 +242,29 @@ describePg('lazy restore on PostgreSQL under faults', () => {
   });
 
   // tasks.wait on a dormant child, from a durable parent, across restarts.
+  test('an index whose COPY data is damaged or cut short in transit: open fails ERR_STORE_CORRUPT, the store unharmed', async () => {
+    const damages = [
+      (chunk) => Buffer.concat([chunk.subarray(0, 19), Buffer.from([0, 3])]), // a row of 3 columns
+      (chunk) => chunk.subarray(0, chunk.length - 5), // the trailer and a row's end lost
+    ];
+    for (const damage of damages) {
+      schema++; // a name of its own: a failed open leaves the index's mark naming its lease
+      const ids = await seed('forever', 3);
+      const s = store();
+      const copy = s.copySpace.bind(s);
+      s.copySpace = (name, space, onChunk) =>
+        copy(name, space, (chunk) => onChunk(space === 4 ? damage(Buffer.from(chunk)) : chunk));
+      await expect(open(s)).rejects.toMatchObject({
+        code: 'ERR_STORE_CORRUPT',
+        message: expect.stringContaining('PostgreSQL COPY data'),
+      });
+      await s.close();
+      const rt = await open(store());
+      expect(ids.map((id) => rt.task(id).status)).toEqual(['waiting', 'waiting', 'waiting']);
+      await rt.close();
+    }
+  });
+
   test('a durable parent joins a dormant task across restarts: the join gets its result once', async () => {
     const [child] = await seed('inbox', 1);
     const s = store();

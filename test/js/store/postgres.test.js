@@ -307,6 +307,52 @@ describePg('PostgresStore on PostgreSQL', () => {
     expect(() => make().reader('k').get('a')).toThrow(expect.objectContaining({ code: 'ERR_INVALID_STATE' }));
   });
 
+  test('copySpace streams a space as binary COPY rows, the same as scan(); a throw of its callback ends it alone', async () => {
+    const a = make();
+    const lease = await a.acquire('k');
+    const writes = [];
+    for (let i = 0; i < 3000; i++) {
+      writes.push({
+        space: 4,
+        key: `t${String(i).padStart(5, '0')}`,
+        value: Buffer.from(`entry ${i}`.repeat(1 + (i % 7))),
+      });
+    }
+    writes.push({ space: 3, key: 'other space', value: Buffer.from('x') });
+    await a.write({ name: 'k', token: lease.token, seq: 1, writes });
+    const chunks = [];
+    await a.copySpace('k', 4, (chunk) => chunks.push(Buffer.from(chunk)));
+    // PostgreSQL's binary COPY: signature, flags, extension, then rows of
+    // (field count, then each field's length and bytes), then -1.
+    const data = Buffer.concat(chunks);
+    expect(data.subarray(0, 11)).toEqual(Buffer.from('PGCOPY\n\xff\r\n\0', 'latin1'));
+    const rows = { keys: [], values: [] };
+    let at = 19 + data.readUInt32BE(15);
+    for (; data.readInt16BE(at) === 2;) {
+      const k = data.readUInt32BE(at + 2);
+      rows.keys.push(data.toString('utf8', at + 6, at + 6 + k));
+      const v = data.readUInt32BE(at + 6 + k);
+      rows.values.push(data.subarray(at + 10 + k, at + 10 + k + v));
+      at += 10 + k + v;
+    }
+    expect(data.readInt16BE(at)).toBe(-1);
+    expect(at + 2).toBe(data.length);
+    expect(rows).toEqual(await a.scan('k', 4, '', -1));
+    expect(rows.keys.length).toBe(3000);
+    expect(chunks.length).toBeGreaterThan(1); // streamed, not one value
+
+    const stop = new Error('enough');
+    await expect(
+      a.copySpace('k', 4, () => {
+        throw stop;
+      }),
+    ).rejects.toBe(stop);
+    expect((await a.scan('k', 3, '', 10)).keys).toEqual(['other space']); // the store goes on
+    await expect(a.copySpace('k', 9, () => {})).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    await expect(a.copySpace('bad name!', 4, () => {})).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_VALUE' });
+    await expect(a.copySpace('k', 4)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
+  });
+
   test('a schema of a newer format version is refused naming both versions, and left as it was', async () => {
     const schema = `own_${schemas}`;
     const first = make();
