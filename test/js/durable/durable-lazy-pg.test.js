@@ -147,6 +147,29 @@ describePg('lazy restore on PostgreSQL', () => {
     await rt.close();
   });
 
+  test('the runtime clock set forward while dormant, then back while it is read: it wakes at its deadline on that clock', async () => {
+    const s = store();
+    let rt = await open(s);
+    const t = rt.spawn('soon', { durable: true, args: [3600000] }); // an hour: dormant at open whatever the load
+    await until(() => rt.task(t.id).waiting?.instruction === 'FOR');
+    const deadline = rt.task(t.id).waiting.until.getTime();
+    await rt.close();
+    await s.close();
+    rt = await open(store());
+    expect(rt.stats().dormantTasks).toBe(1);
+    let offset = deadline - Date.now() - 2500; // due 2.5 s from now on the runtime's clock: read within a second of it
+    let endedAt;
+    rt.on('taskdone', (task, v) => task.id === t.id && (endedAt = [v, Date.now() + offset]));
+    rt.setClockOffset(offset);
+    await until(() => rt.stats().dormantTasks === 0); // activated by its nearing deadline
+    offset -= 1000; // back a second mid-wait: the deadline is a second further off on this clock
+    rt.setClockOffset(offset);
+    await until(() => endedAt !== undefined);
+    expect(endedAt[0]).toBe('woke');
+    expect(endedAt[1]).toBeGreaterThanOrEqual(deadline - 5);
+    await rt.close();
+  });
+
   test('rt.sendDurable to a dormant task resolves once the message is written: a crash after keeps it', async () => {
     const [id] = await seed('inbox', 1);
     const s = store();
