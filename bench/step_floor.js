@@ -176,8 +176,38 @@ async function pgFloor(url, n) {
   }
 }
 
+// PostgreSQL's floor for many tasks' steps: `n` autocommit upserts of
+// `rows` rows each (one statement, the rows as arrays), as a loop turn's
+// batch of steps from many tasks is one transaction.
+async function pgBatchFloor(url, n, rows) {
+  const { Client } = require('pg');
+  const c = new Client({ connectionString: url });
+  await c.connect();
+  try {
+    await c.query(`CREATE TABLE kv(name text COLLATE "C", space integer, key text COLLATE "C", value bytea NOT NULL,
+      PRIMARY KEY (name, space, key))`);
+    await c.query('SET synchronous_commit = on');
+    const put = {
+      name: 'floor_put_many',
+      text: `INSERT INTO kv(name, space, key, value) SELECT 'floor', 2, k, v FROM unnest($1::text[], $2::bytea[]) AS u(k, v)
+        ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value`,
+    };
+    const values = Array.from({ length: rows }, () => VALUE);
+    const t0 = nowMs();
+    for (let i = 1; i <= n; i++) {
+      const keys = Array.from({ length: rows }, (_, r) => `${r}/${String(i).padStart(10, '0')}`);
+      await c.query({ ...put, values: [keys, values] });
+    }
+    const ms = nowMs() - t0;
+    check('pg: rows', (await c.query('SELECT count(*)::int AS c FROM kv')).rows[0].c, n * rows);
+    return { steps: n * rows, ms };
+  } finally {
+    await c.end();
+  }
+}
+
 async function child(argv) {
-  const [what, where, n] = argv;
+  const [what, where, n, rows] = argv;
   switch (what) {
     case 'dir':
     case 'pg':
@@ -186,6 +216,8 @@ async function child(argv) {
       return sqliteFloor(where, Number(n));
     case 'upsert':
       return pgFloor(where, Number(n));
+    case 'upserts':
+      return pgBatchFloor(where, Number(n), Number(rows));
     default:
       throw new Error(`step_floor: unknown case ${what}`);
   }
@@ -315,7 +347,22 @@ function pgNotMeasured(why) {
   ].map(([kase, impl, unit]) => ({ case: kase, impl: IMPL[impl], value: NaN, unit, note: `NOT measured: ${why}` }));
 }
 
-module.exports = { dirRows, pgRows, pgNotMeasured };
+/**
+ * One rep of PostgreSQL's many-rows floor in a child on a database of its
+ * own: `transactions` upserts of `rows` rows each.
+ * @returns {Promise<number>} rows/s
+ */
+async function pgBatchRate(url, transactions, rows) {
+  const db = await pgDatabase(url, 'floor');
+  try {
+    const o = nodeChild(__filename, ['upserts', db.url, transactions, rows], { timeoutMs: CHILD_TIMEOUT_MS });
+    return o.steps / (o.ms / 1000);
+  } finally {
+    await db.drop();
+  }
+}
+
+module.exports = { dirRows, pgRows, pgNotMeasured, pgBatchRate };
 
 if (require.main === module) {
   child(process.argv.slice(2)).then(printAndExit, (e) => {

@@ -24,7 +24,9 @@
 // with no call made again; DBOS's system tables hold every workflow as
 // SUCCESS and every step's output. The target: lua-tasks ≥ 10×
 // DBOS's durable steps/s, stated on the lua-tasks rows of each case.
-// Beside them, PostgreSQL's floor: one task's step + COMMIT against
+// Beside them, PostgreSQL's floors: for the many-task case, upserts of
+// TASKS rows a statement (a loop turn's steps of every task go in one
+// transaction), a rep before each round; one task's step + COMMIT against
 // autocommit upserts of one row, and the WAL bytes of each
 // (bench/step_floor.js).
 //
@@ -231,7 +233,10 @@ async function run() {
   }
 
   const got = new Map(); // `${case}/${impl}` → [{ steps, ms, transactions? }]
+  const floor = []; // rows/s of upserts of TASKS rows each: the many-task case's floor, a rep each
   for (let rep = 0; rep < REPS + 1; rep++) {
+    const rate = await stepFloor.pgBatchRate(url, STEPS, TASKS);
+    if (rep > 0) floor.push(rate);
     for (const c of CASES) {
       for (const impl of IMPLS) {
         const db = await pgDatabase(url, 'w15');
@@ -249,6 +254,11 @@ async function run() {
     }
   }
 
+  // The many-task case beside its floor, as a fraction.
+  const ofFloor = (c, impl, v) =>
+    c.tasks > 1 && impl !== 'dbos'
+      ? `; ${fmt(v / median(floor), 2)} of the floor of ${fmt(TASKS)}-row transactions`
+      : '';
   const rows = [];
   for (const c of CASES) {
     const kase = kaseName(c);
@@ -270,7 +280,18 @@ async function run() {
         ...(impl === 'dbos'
           ? {}
           : { target: `≥ ${TARGET_X}× DBOS (${fmt(TARGET_X * dbosRate)}/s)`, ok: v >= TARGET_X * dbosRate }),
-        note: notes(impl, c, last, `${fmt(v / dbosRate, 1)}× DBOS`),
+        note: notes(impl, c, last, `${fmt(v / dbosRate, 1)}× DBOS${ofFloor(c, impl, v)}`),
+      });
+    }
+    if (c.tasks > 1) {
+      rows.push({
+        case: kase,
+        impl: `PostgreSQL autocommit upserts of ${fmt(TASKS)} rows each (node-pg): the floor`,
+        value: median(floor),
+        min: Math.min(...floor),
+        unit: 'rows/s',
+        ratio: median(floor) / base,
+        note: `${fmt(STEPS)} statements of ${fmt(TASKS)} rows (unnest), a rep before each round: what a loop turn's steps of ${fmt(TASKS)} tasks cost PostgreSQL at least`,
       });
     }
   }
