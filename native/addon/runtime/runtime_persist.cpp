@@ -14,6 +14,7 @@
 #include "addon/store/native_store.hpp"
 #include "addon/store/store_reader.hpp"
 #include "addon/values/convert.hpp"
+#include "addon/values/owned_buffer.hpp"
 #include "core/codec/state_codec.hpp"
 #include "core/durable/durable_record.hpp"
 #include "core/durable/index_restore.hpp"
@@ -35,16 +36,7 @@ constexpr size_t kCopySnapshotBelow = 16 * 1024;
 // are refused (a V8 sandbox).
 Napi::Value SnapshotBuffer(Napi::Env env, SnapshotBytes bytes) {
   if (bytes.size() < kCopySnapshotBelow) return Napi::Buffer<char>::Copy(env, bytes.data(), bytes.size());
-  auto owned = std::make_unique<SnapshotBytes>(std::move(bytes));
-  napi_value out;
-  if (napi_create_external_buffer(
-          env, owned->size(), const_cast<char*>(owned->data()),
-          [](napi_env, void*, void* hint) { std::unique_ptr<SnapshotBytes> freed(static_cast<SnapshotBytes*>(hint)); },
-          owned.get(), &out) == napi_ok) {
-    owned.release();  // the Buffer's finalizer has it now
-    return Napi::Value(env, out);
-  }
-  return Napi::Buffer<char>::Copy(env, owned->data(), owned->size());
+  return OwnedBuffer(env, std::move(bytes));
 }
 
 // A step's budget from JS milliseconds; anything else is the smallest slice.

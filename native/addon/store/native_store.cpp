@@ -8,6 +8,7 @@
 #include "addon/addon_data.hpp"
 #include "addon/errors.hpp"
 #include "addon/store/journal_batch.hpp"
+#include "addon/values/owned_buffer.hpp"
 #include "core/durable/durable_record.hpp"
 
 namespace lua_tasks {
@@ -101,11 +102,7 @@ int64_t IntegerOr(Napi::Value v, int64_t fallback) {
 }
 
 // A Buffer that owns the string's block: no copy of a big snapshot on the loop.
-Napi::Value BufferOf(Napi::Env env, std::string bytes) {
-  auto* owned = new std::string(std::move(bytes));  // NOLINT: the Buffer's finalizer deletes it
-  return Napi::Buffer<char>::New(
-      env, owned->data(), owned->size(), [](Napi::Env, char*, std::string* s) { delete s; }, owned);
-}
+Napi::Value BufferOf(Napi::Env env, std::string bytes) { return OwnedBuffer(env, std::move(bytes)); }
 
 }  // namespace
 
