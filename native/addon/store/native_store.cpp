@@ -102,7 +102,9 @@ int64_t IntegerOr(Napi::Value v, int64_t fallback) {
 }
 
 // A Buffer that owns the string's block: no copy of a big snapshot on the loop.
-Napi::Value BufferOf(Napi::Env env, std::string bytes) { return OwnedBuffer(env, std::move(bytes)); }
+Napi::Value BufferOf(Napi::Env env, std::string bytes) {
+  return OwnedBuffer(env, std::move(bytes));
+}
 
 }  // namespace
 

@@ -31,14 +31,14 @@ PgCopyRows::Step PgCopyRows::Bad(std::string why) {
   return Step::kBad;
 }
 
-PgCopyRows::Step PgCopyRows::Next(std::string_view data, size_t* pos, std::string_view* key,
-                                  std::string_view* value) {
+PgCopyRows::Step PgCopyRows::Next(std::string_view data, size_t* pos, std::string_view* key, std::string_view* value) {
   const char* p = data.data() + *pos;
   const size_t left = data.size() - *pos;
   switch (stage_) {
     case Stage::kHeader: {
       if (left < kSignatureBytes + 8) return Step::kMore;
-      if (std::memcmp(p, kSignature, kSignatureBytes) != 0) return Bad("it does not begin with the binary COPY signature");
+      if (std::memcmp(p, kSignature, kSignatureBytes) != 0)
+        return Bad("it does not begin with the binary COPY signature");
       if ((U32(p + kSignatureBytes) & kFlagOids) != 0) return Bad("its rows carry OIDs");
       const uint32_t extension = U32(p + kSignatureBytes + 4);
       if (left < kSignatureBytes + 8 + size_t{extension}) return Step::kMore;
