@@ -588,7 +588,7 @@ void RuntimeCore::OnCallbackError(napi_value error) {
 void RuntimeCore::OnCleanup(napi_async_cleanup_hook_handle handle, void* arg) {
   auto* core = static_cast<RuntimeCore*>(arg);
   core->cleanup_hook_ = handle;
-  core->CloseNow(false);
+  core->CloseNow(false, false);
 }
 
 void RuntimeCore::CheckMemory(lua_State* L, int base, size_t before) {
@@ -623,10 +623,10 @@ void RuntimeCore::ReportMemory() {
 void RuntimeCore::Close() {
   closing_ = true;
   if (host && host->busy()) return;  // AfterEntry finishes it
-  CloseNow(true);
+  CloseNow(true, true);
 }
 
-void RuntimeCore::CloseNow(bool notify) {
+void RuntimeCore::CloseNow(bool notify, bool release) {
   closing_ = true;
   notify_ = notify;
   // Dropped, not finished: the cancellations below enter the state. They
@@ -634,21 +634,21 @@ void RuntimeCore::CloseNow(bool notify) {
   encoder_.reset();
   decoder_.reset();
   restore_error_.clear();
-  if (restore_buffer_ != nullptr && notify) napi_delete_reference(env, restore_buffer_);
+  if (restore_buffer_ != nullptr && release) napi_delete_reference(env, restore_buffer_);
   restore_buffer_ = nullptr;
   if (host) host->set_entry_hook(nullptr, nullptr);
   if (scheduler) scheduler->CancelAll();  // runs <close> variables; observed tasks reject
   Free();                                 // lua_close runs __gc of JS references, which need env alive
   // The only kind of reader the addon sets; during teardown its ref is not ours to delete.
-  if (!notify && keyed.reader() != nullptr) static_cast<JsStoreReader*>(keyed.reader())->Abandon();
+  if (!release && keyed.reader() != nullptr) static_cast<JsStoreReader*>(keyed.reader())->Abandon();
   keyed.set_reader(nullptr);
   contexts.Clear();
-  if (reported_ != 0 && notify) {
+  if (reported_ != 0 && release) {
     int64_t ignored;
     napi_adjust_external_memory(env, -reported_, &ignored);
   }
   reported_ = 0;
-  if (notify) {
+  if (release) {
     if (listener_ != nullptr) napi_delete_reference(env, listener_);
     if (settle != nullptr) napi_delete_reference(env, settle);
     if (owner_ != nullptr) napi_delete_reference(env, owner_);
@@ -666,7 +666,7 @@ void RuntimeCore::CloseNow(bool notify) {
   commit_ = nullptr;
   activate_ = nullptr;
   settle = nullptr;
-  if (async_ != nullptr && notify) napi_async_destroy(env, async_);
+  if (async_ != nullptr && release) napi_async_destroy(env, async_);
   async_ = nullptr;
   napi_async_cleanup_hook_handle hook = cleanup_hook_;
   cleanup_hook_ = nullptr;

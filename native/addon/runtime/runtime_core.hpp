@@ -31,7 +31,9 @@ namespace lua_tasks {
 class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public SchedulerHooks, public LuaRuntime {
  public:
   explicit RuntimeCore(napi_env e) : env(e) {}
-  ~RuntimeCore() override { CloseNow(false); }
+  // Collected unclosed (Node-API is alive: what it holds is let go) or
+  // after the teardown hook (which let go of nothing, and left nothing).
+  ~RuntimeCore() override { CloseNow(false, true); }
   RuntimeCore(const RuntimeCore&) = delete;
   RuntimeCore& operator=(const RuntimeCore&) = delete;
 
@@ -120,7 +122,7 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   void Close();
   // Called after every outermost call into Lua.
   void AfterEntry() {
-    if (closing_ && host && !host->busy()) CloseNow(true);
+    if (closing_ && host && !host->busy()) CloseNow(true, true);
     if (host) ReportMemory();
   }
   // Runs f, a JS entry point that works on the Lua state, then AfterEntry,
@@ -219,7 +221,10 @@ class RuntimeCore : public std::enable_shared_from_this<RuntimeCore>, public Sch
   };
 
  private:
-  void CloseNow(bool notify);
+  // notify: JS may run (close(), not a collection or teardown); release:
+  // the references and async context are deleted (not during teardown,
+  // where Node-API frees them itself).
+  void CloseNow(bool notify, bool release);
   // The entry hook: finishes every unfinished job (see BeginSnapshot).
   static void FinishJobs(void* self);
   // Sets or clears the entry hook after a job changed.

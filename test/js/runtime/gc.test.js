@@ -22,6 +22,16 @@ test('500 dropped runtimes with data, functions and waiting tasks are all finali
   expect(out.externalGrownMiB).toBeLessThan(150);
 }, 120000);
 
+test('a runtime collected without close() lets go of what Node-API holds for it: its async resource is destroyed', async () => {
+  const r = await runNode(['--expose-gc', fixture('gc-async-resources.js'), '200'], { timeout: 120000 });
+  expectCleanExit(r);
+  const out = JSON.parse(r.stdout);
+  expect(out.initialised).toBe(200);
+  expect(out.collected).toBeGreaterThanOrEqual(180);
+  // Each collected runtime's resource is destroyed (before, none was).
+  expect(out.destroyed).toBeGreaterThanOrEqual(out.collected);
+}, 120000);
+
 test('a Lua function handle keeps working after its Runtime object is unreachable', async () => {
   const out = await runFixture('churn', '10', '100');
   expect(out.f).toBe(2); // inc(1) from JS, through Lua, back to JS
