@@ -129,8 +129,9 @@ async function luaTasks(kind, where, steps) {
   }
 }
 
-// SQLite's floor: `n` transactions of one upserted row, as the directory store opens its database.
-function sqliteFloor(dir, n) {
+// SQLite's floor: `n` transactions of `rows` upserted rows (one by
+// default), as the directory store opens its database.
+function sqliteFloor(dir, n, rows = 1) {
   const Database = require('better-sqlite3');
   fs.mkdirSync(dir, { recursive: true });
   const db = new Database(path.join(dir, 'floor.sqlite'));
@@ -142,16 +143,24 @@ function sqliteFloor(dir, n) {
     `INSERT INTO kv(name, space, key, value) VALUES('floor', 2, ?, ?)
      ON CONFLICT(name, space, key) DO UPDATE SET value = excluded.value`,
   );
+  const many = db.transaction((i) => {
+    for (let r = 0; r < rows; r++) put.run(`${r}/${String(i).padStart(10, '0')}`, VALUE);
+  });
   const t0 = nowMs();
-  for (let i = 1; i <= n; i++) put.run(`1/${String(i).padStart(10, '0')}`, VALUE);
+  for (let i = 1; i <= n; i++) {
+    if (rows === 1) put.run(`0/${String(i).padStart(10, '0')}`, VALUE);
+    else many(i);
+  }
   const ms = nowMs() - t0;
-  check('sqlite: rows', db.prepare('SELECT count(*) AS c FROM kv').get().c, n);
+  check('sqlite: rows', db.prepare('SELECT count(*) AS c FROM kv').get().c, n * rows);
   db.close();
-  return { steps: n, ms };
+  return { steps: n * rows, ms };
 }
 
-// PostgreSQL's floor: `n` autocommit upserts of one row, in a table shaped like the store's keyed rows.
-async function pgFloor(url, n) {
+// PostgreSQL's floor: `n` autocommit upserts of `rows` rows each (one by
+// default; more as one statement, the rows as arrays: a loop turn's steps of
+// many tasks are one transaction), in a table shaped like the store's keyed rows.
+async function pgFloor(url, n, rows = 1) {
   const { Client } = require('pg');
   const c = new Client({ connectionString: url });
   await c.connect();
@@ -159,48 +168,24 @@ async function pgFloor(url, n) {
     await c.query(`CREATE TABLE kv(name text COLLATE "C", space integer, key text COLLATE "C", value bytea NOT NULL,
       PRIMARY KEY (name, space, key))`);
     await c.query('SET synchronous_commit = on');
-    const put = {
-      name: 'floor_put',
-      text: `INSERT INTO kv(name, space, key, value) VALUES('floor', 2, $1, $2)
-        ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value`,
-    };
+    const conflict = 'ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value';
+    const put =
+      rows === 1
+        ? { name: 'floor_put', text: `INSERT INTO kv(name, space, key, value) VALUES('floor', 2, $1, $2) ${conflict}` }
+        : {
+            name: 'floor_put_many',
+            text: `INSERT INTO kv(name, space, key, value)
+              SELECT 'floor', 2, k, v FROM unnest($1::text[], $2::bytea[]) AS u(k, v) ${conflict}`,
+          };
+    const keys = (i) => Array.from({ length: rows }, (_, r) => `${r}/${String(i).padStart(10, '0')}`);
+    const values = rows === 1 ? VALUE : Array.from({ length: rows }, () => VALUE);
     const lsn0 = await walLsn(url);
     const t0 = nowMs();
-    for (let i = 1; i <= n; i++) await c.query({ ...put, values: [`1/${String(i).padStart(10, '0')}`, VALUE] });
+    for (let i = 1; i <= n; i++) await c.query({ ...put, values: [rows === 1 ? keys(i)[0] : keys(i), values] });
     const ms = nowMs() - t0;
     const lsn1 = await walLsn(url);
-    check('pg: rows', (await c.query('SELECT count(*)::int AS c FROM kv')).rows[0].c, n);
-    return { steps: n, ms, wal: walBytes(lsn0, lsn1) };
-  } finally {
-    await c.end();
-  }
-}
-
-// PostgreSQL's floor for many tasks' steps: `n` autocommit upserts of
-// `rows` rows each (one statement, the rows as arrays), as a loop turn's
-// batch of steps from many tasks is one transaction.
-async function pgBatchFloor(url, n, rows) {
-  const { Client } = require('pg');
-  const c = new Client({ connectionString: url });
-  await c.connect();
-  try {
-    await c.query(`CREATE TABLE kv(name text COLLATE "C", space integer, key text COLLATE "C", value bytea NOT NULL,
-      PRIMARY KEY (name, space, key))`);
-    await c.query('SET synchronous_commit = on');
-    const put = {
-      name: 'floor_put_many',
-      text: `INSERT INTO kv(name, space, key, value) SELECT 'floor', 2, k, v FROM unnest($1::text[], $2::bytea[]) AS u(k, v)
-        ON CONFLICT (name, space, key) DO UPDATE SET value = EXCLUDED.value`,
-    };
-    const values = Array.from({ length: rows }, () => VALUE);
-    const t0 = nowMs();
-    for (let i = 1; i <= n; i++) {
-      const keys = Array.from({ length: rows }, (_, r) => `${r}/${String(i).padStart(10, '0')}`);
-      await c.query({ ...put, values: [keys, values] });
-    }
-    const ms = nowMs() - t0;
     check('pg: rows', (await c.query('SELECT count(*)::int AS c FROM kv')).rows[0].c, n * rows);
-    return { steps: n * rows, ms };
+    return { steps: n * rows, ms, wal: walBytes(lsn0, lsn1) };
   } finally {
     await c.end();
   }
@@ -213,11 +198,11 @@ async function child(argv) {
     case 'pg':
       return luaTasks(what, where, Number(n));
     case 'sqlite':
-      return sqliteFloor(where, Number(n));
+      return sqliteFloor(where, Number(n), Number(rows || 1));
     case 'upsert':
       return pgFloor(where, Number(n));
     case 'upserts':
-      return pgBatchFloor(where, Number(n), Number(rows));
+      return pgFloor(where, Number(n), Number(rows));
     default:
       throw new Error(`step_floor: unknown case ${what}`);
   }
@@ -362,7 +347,22 @@ async function pgBatchRate(url, transactions, rows) {
   }
 }
 
-module.exports = { dirRows, pgRows, pgNotMeasured, pgBatchRate };
+/**
+ * One rep of SQLite's many-rows floor in a child, in a directory of its own
+ * under `root`: `transactions` transactions of `rows` rows each.
+ * @returns {number} rows/s
+ */
+function sqliteBatchRate(root, transactions, rows) {
+  const dir = fs.mkdtempSync(path.join(root, 'sqlite-many-'));
+  try {
+    const o = nodeChild(__filename, ['sqlite', dir, transactions, rows], { timeoutMs: CHILD_TIMEOUT_MS });
+    return o.steps / (o.ms / 1000);
+  } finally {
+    fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+module.exports = { dirRows, pgRows, pgNotMeasured, pgBatchRate, sqliteBatchRate };
 
 if (require.main === module) {
   child(process.argv.slice(2)).then(printAndExit, (e) => {

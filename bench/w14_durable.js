@@ -291,8 +291,11 @@ const msText = (v) => fmt(v, v >= 100 ? 0 : v >= 10 ? 1 : 2);
 async function stepRows(root) {
   const impls = ['js', 'step', 'ephemeral'];
   const reps = new Map(impls.map((i) => [i, []]));
+  const floor = []; // rows/s of SQLite transactions of STEP_TASKS rows: the floor, a rep before each round
   let n = 0;
   for (let rep = 0; rep < STEP_REPS + 1; rep++) {
+    const rate = stepFloor.sqliteBatchRate(root, STEPS, STEP_TASKS);
+    if (rep > 0) floor.push(rate);
     for (const impl of impls) {
       const r = runChild('steps', impl, path.join(root, `steps-${n++}`));
       if (rep > 0) reps.get(impl).push(r.steps / (r.ms / 1000)); // the first round warms up
@@ -312,9 +315,18 @@ async function stepRows(root) {
       ratio: v / base, // steps/s: above 1 is faster than the durable JS call
       ...(durable ? { target: `≥ ${fmt(TARGETS.stepsPerS)}/s`, ok: v >= TARGETS.stepsPerS } : {}),
       note: durable
-        ? 'directory store; spawn to every result in and the last records written (rt.commit()); what dominates: docs/performance.md#durable-tasks'
+        ? `${fmt(v / median(floor), 2)} of the floor of ${fmt(STEP_TASKS)}-row transactions; directory store; spawn to every result in and the last records written (rt.commit()); what dominates: docs/performance.md#durable-tasks`
         : 'no store, no journal',
     };
+  });
+  rows.push({
+    case: kase,
+    impl: `SQLite transactions of ${fmt(STEP_TASKS)} upserted rows (better-sqlite3, WAL, synchronous=FULL): the floor`,
+    value: median(floor),
+    min: Math.min(...floor),
+    unit: 'rows/s',
+    ratio: median(floor) / base,
+    note: `${fmt(STEPS)} transactions, a rep before each round: what a loop turn's steps of ${fmt(STEP_TASKS)} tasks cost SQLite at least`,
   });
   return rows;
 }
