@@ -19,6 +19,15 @@
 //    memory (rt.stats().memoryUsed and RSS, after every wait is written, ÷
 //    tasks) and wake lateness (the yield's elapsed − requested) p99; beside
 //    them the same tasks ephemeral.
+//    Wakes (issue 34's row): 100,000 durable tasks all started and written
+//    (rt.commit()) before the first is due, then all due within one second
+//    (each FOR the time to a due instant W14_WAKE_LEAD_MS after the first
+//    spawn plus a seeded random 0-1 s): wake lateness p50/p99, and the
+//    loop's busy time (eventLoopUtilization) and the loop thread's CPU
+//    (/proc/self/task) over the wake second, from just before the first is
+//    due until every task has ended and its records are written, ÷ wakes.
+//    A collection runs before that second: the sleepers stand for tasks
+//    started long ago. The same tasks ephemeral beside them.
 // 3. Recovery: 100,000 durable tasks waiting INDEFINITELY after 8 steps
 //    each (10 journal records a task, counted in the store), and one task
 //    waiting after a loop of 100,000 steps (a 100,002-record journal): time from Runtime.open until it
@@ -47,6 +56,8 @@ const STEPS = env('W14_STEPS', 1000);
 const STEP_REPS = 3;
 const SLEEPERS = env('W14_SLEEPERS', 100000);
 const MAX_MS = 5000;
+const WAKE_SPREAD_MS = 1000;
+const WAKE_LEAD_MS = env('W14_WAKE_LEAD_MS', 10000); // room for 100,000 durable spawns and their writes
 const SEED = 0x2545f491;
 const CHUNK = 1000;
 const RECOVER_TASKS = env('W14_RECOVER_TASKS', 100000);
@@ -55,7 +66,7 @@ const LONG_STEPS = env('W14_LONG_STEPS', 100000); // one record a step: a 100,00
 const OPEN_REPS = 3;
 const CHILD_TIMEOUT_MS = 600000;
 
-const TARGETS = { stepsPerS: 100000, recoverMs: 300 };
+const TARGETS = { stepsPerS: 100000, recoverMs: 300, wakeP99Ms: 50, wakeLoopUs: 5 };
 
 const IMPL = {
   js: 'lua-tasks durable, JS call',
@@ -155,14 +166,14 @@ async function steps(impl, dir) {
   return { steps: STEP_TASKS * STEPS, ms };
 }
 
-function xorshiftDurations(n) {
+function xorshiftDurations(n, max = MAX_MS) {
   const out = new Uint16Array(n);
   let x = SEED;
   for (let i = 0; i < n; i++) {
     x = (x ^ (x << 13)) >>> 0;
     x = (x ^ (x >>> 17)) >>> 0;
     x = (x ^ (x << 5)) >>> 0;
-    out[i] = x % (MAX_MS + 1);
+    out[i] = x % (max + 1);
   }
   return out;
 }
@@ -204,6 +215,68 @@ async function sleeps(impl, dir) {
   check(`${impl}: tasks left`, rt.stats().tasks, 0);
   await rt.close();
   return { spawnMs, startMs, memPerTask: memoryUsed / SLEEPERS, rssPerTask: rss / SLEEPERS, ...s };
+}
+
+// CPU seconds of the loop thread (its tid is the pid) and of all others, from /proc.
+function threadCpu() {
+  let loop = 0;
+  let others = 0;
+  for (const t of fs.readdirSync('/proc/self/task')) {
+    let s;
+    try {
+      s = fs.readFileSync(`/proc/self/task/${t}/stat`, 'utf8');
+    } catch {
+      continue; // the thread ended
+    }
+    const f = s.slice(s.lastIndexOf(')') + 2).split(' ');
+    const ticks = Number(f[11]) + Number(f[12]); // utime + stime
+    if (Number(t) === process.pid) loop += ticks;
+    else others += ticks;
+  }
+  return { loop: loop / 100, others: others / 100 }; // USER_HZ is 100 on Linux
+}
+
+// Row group 2, wakes. impl: durable | ephemeral.
+async function wakes(impl, dir) {
+  const { performance } = require('perf_hooks');
+  const durable = impl === 'durable';
+  const counter = { calls: 0 };
+  const rt = await openRt(durable ? dir : null, counter);
+  const spread = xorshiftDurations(SLEEPERS, WAKE_SPREAD_MS);
+  const t0 = nowMs();
+  const due0 = t0 + WAKE_LEAD_MS;
+  for (let i = 0; i < SLEEPERS; i++) {
+    const args = [i + 1, (due0 + spread[i] - nowMs()) / 1e3];
+    rt.spawn('sleeper', durable ? { durable: true, args } : { args });
+    if ((i + 1) % CHUNK === 0) await new Promise(setImmediate);
+  }
+  if (durable) await rt.commit(); // every wait written
+  const startMs = nowMs() - t0;
+  if (nowMs() > due0 - 200) {
+    throw new Error(`${impl}: the start took ${fmt(startMs)} ms, past the first due time; raise W14_WAKE_LEAD_MS`);
+  }
+  global.gc();
+  await new Promise((r) => setTimeout(r, due0 - 20 - nowMs()));
+  const elu0 = performance.eventLoopUtilization();
+  const cpu0 = threadCpu();
+  const w0 = nowMs();
+  await waitFor(() => rt.get('woke') === SLEEPERS, WAKE_SPREAD_MS + 60000, `${impl}: wakes`);
+  if (durable) await rt.commit(); // every end written
+  const wallMs = nowMs() - w0;
+  const elu = performance.eventLoopUtilization(elu0);
+  const cpu = threadCpu();
+  const s = rt.load('return summary()')[0];
+  check(`${impl}: tasks left`, rt.stats().tasks, 0);
+  await rt.close();
+  const us = (v) => (v * 1e6) / SLEEPERS;
+  return {
+    startMs,
+    wallMs,
+    loopUs: (elu.active * 1e3) / SLEEPERS,
+    loopCpuUs: us(cpu.loop - cpu0.loop),
+    otherCpuUs: us(cpu.others - cpu0.others),
+    ...s,
+  };
 }
 
 // Row group 3: fills `dir` with `tasks` durable tasks parked after `n` steps each; counts their records.
@@ -273,6 +346,8 @@ async function child(argv) {
       return steps(impl, dir);
     case 'sleeps':
       return sleeps(impl, dir);
+    case 'wakes':
+      return wakes(impl, dir);
     case 'fill':
       return recoverFill(dir, Number(rest[0]), Number(rest[1]));
     case 'open':
@@ -406,6 +481,43 @@ async function sleepRows(root) {
       note: `p50 ${msText(e.p50)} ms, max ${msText(e.max)} ms`,
     },
   );
+  const wk = {};
+  for (const impl of ['durable', 'ephemeral']) {
+    warmMemory(2);
+    wk[impl] = runChild('wakes', impl, path.join(root, `wakes-${impl}`));
+    const r = wk[impl];
+    if (r.n !== SLEEPERS) throw new Error(`${impl}: ${r.n} of ${SLEEPERS} sleepers woke`);
+    if (r.max >= 1e9) throw new Error(`${impl}: a sleep did not answer "SCHEDULER"`);
+  }
+  const wkase = `${fmt(SLEEPERS)} tasks started, then all due within 1 s`;
+  const loopNote = (r) =>
+    `the loop's busy time over the wake second ÷ wakes; the loop thread's CPU ${msText(r.loopCpuUs)} µs, other threads' ${msText(r.otherCpuUs)} µs a wake; ${fmt(r.wallMs)} ms from the first due until all ended and were written`;
+  for (const impl of ['durable', 'ephemeral']) {
+    const r = wk[impl];
+    const durable = impl === 'durable';
+    rows.push(
+      {
+        case: `${wkase}: wake lateness p99`,
+        impl: name[impl],
+        value: r.p99,
+        unit: 'ms',
+        ...(durable
+          ? { target: `≤ ${TARGETS.wakeP99Ms} ms`, ok: r.p99 <= TARGETS.wakeP99Ms }
+          : { ratio: r.p99 / wk.durable.p99 }),
+        note: `p50 ${msText(r.p50)} ms, max ${msText(r.max)} ms; started in ${fmt(r.startMs)} ms, before the first was due`,
+      },
+      {
+        case: `${wkase}: loop time a wake`,
+        impl: name[impl],
+        value: r.loopUs,
+        unit: 'µs',
+        ...(durable
+          ? { target: `≤ ${TARGETS.wakeLoopUs} µs`, ok: r.loopUs <= TARGETS.wakeLoopUs }
+          : { ratio: r.loopUs / wk.durable.loopUs }),
+        note: loopNote(r),
+      },
+    );
+  }
   return rows;
 }
 

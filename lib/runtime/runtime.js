@@ -129,10 +129,16 @@ class Runtime extends EventEmitter {
         this.#tel,
       );
       if (persist.reader) this.#native.setStoreReader(persist.reader);
-      this.#durableKeys = new DurableKeys(persist.durableRetention, persist.durableRetainedMax, (id) => {
-        this.#endedLabels.delete(id);
-        this.#native.forgetDurable(id);
-      });
+      this.#durableKeys = new DurableKeys(
+        persist.durableRetention,
+        persist.durableRetainedMax,
+        (id) => {
+          this.#endedLabels.delete(id);
+          this.#native.forgetDurable(id);
+        },
+        (id) => this.#refOf(id),
+        (ref) => (typeof ref === 'number' ? this.#ownId(ref) : ref),
+      );
       this.#durable = persist.durable;
       const skipMissed = persist.durableCatchUp === 'skip';
       this.#native.setDurable(persist.durable, persist.durableRetention > 0, skipMissed, ...persist.indexing);
@@ -225,7 +231,26 @@ class Runtime extends EventEmitter {
       const id = this.#restoredIds.get(key);
       if (id !== undefined) return id;
     }
+    return this.#ownId(key);
+  }
+
+  #ownId(key) {
     return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
+  }
+
+  // An ended task's ref in DurableKeys (#refOf), from its key if given.
+  #endRef(key, task) {
+    if (key === undefined) return undefined;
+    return this.#restoredIds.size > 0 && this.#restoredIds.has(key) ? task.id : key;
+  }
+
+  // A durable task's ref in DurableKeys: its key when the id is this
+  // runtime's own, else the id (a restored task keeps its first run's).
+  #refOf(id) {
+    const prefix = this.#idPrefix;
+    if (typeof id !== 'string' || id.length !== prefix.length + ID_KEY_DIGITS || !id.startsWith(prefix)) return id;
+    const key = parseInt(id.slice(prefix.length), 36);
+    return Number.isSafeInteger(key) && this.#ownId(key) === id && !this.#restoredIds.has(key) ? key : id;
   }
 
   // The error a cancelled task's result rejects with, as a function that
@@ -266,11 +291,12 @@ class Runtime extends EventEmitter {
       return;
     }
     this.#tasks.delete(key);
-    this.#ended(task, kind, value);
+    this.#ended(task, kind, value, key);
   }
 
-  // A task started from JS ended: settle it, keep its labels a while, tell listeners.
-  #ended(task, kind, value) {
+  // A task started from JS ended: settle it, keep its labels a while, tell
+  // listeners. `key`: its key, when at hand (a durable one is retained by it).
+  #ended(task, kind, value, key) {
     if (this.#tel !== null) this.#tel.ended(task, kind, value);
     // Most tasks have no labels: no lookup by their id then (W8).
     const labels = this.#labels.size > 0 ? this.#labels.get(task.id) : undefined;
@@ -284,12 +310,12 @@ class Runtime extends EventEmitter {
       const err = value();
       value = () => err;
       endTask(task, kind, value);
-      if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value);
+      if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#endRef(key, task));
       this.emit('taskcancel', task, err);
       return;
     }
     endTask(task, kind, value);
-    if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value);
+    if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#endRef(key, task));
     if (kind === END.done) this.emit('taskdone', task, value);
     else if (kind === END.failed && wasRestored(task)) this.#restoreFailed(task, value);
     else if (kind === END.failed && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
@@ -531,7 +557,7 @@ class Runtime extends EventEmitter {
       this.#early.clear();
     }
     if (endKind !== -1) {
-      this.#ended(task, endKind, endValue);
+      this.#ended(task, endKind, endValue, key);
     } else {
       this.#tasks.set(key, task);
       if (signal && signal.aborted) {

@@ -3,7 +3,6 @@
 #include "core/durable/durable_record.hpp"
 
 #include <algorithm>
-#include <cstdio>
 #include <cstring>
 
 #include "core/base/crc32c.hpp"
@@ -75,12 +74,19 @@ const char* RecordKindKey(RecordKind kind) {
 }
 
 std::string RecordKey(std::string_view id, size_t seq) {
-  char digits[16];
-  std::snprintf(digits, sizeof digits, "%010zu", seq);
-  std::string key;
-  key.reserve(id.size() + 11);
-  key.append(id).push_back('/');
-  key.append(digits);
+  // Digits by hand, not snprintf: a durable wake makes a key for each of
+  // its records, and snprintf's parsing was a third of the key's cost.
+  char digits[20];
+  size_t n = 0;
+  do {
+    digits[n++] = static_cast<char>('0' + seq % 10);
+    seq /= 10;
+  } while (seq != 0);
+  const size_t width = std::max<size_t>(n, 10);
+  std::string key(id.size() + 1 + width, '0');
+  std::memcpy(key.data(), id.data(), id.size());
+  key[id.size()] = '/';
+  for (size_t i = 0; i < n; ++i) key[key.size() - 1 - i] = digits[i];
   return key;
 }
 

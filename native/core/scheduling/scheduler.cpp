@@ -647,12 +647,16 @@ void Scheduler::RunTimers() {
   {
     const LuaHost::Batch batch(host_, host_->current());
     for (;;) {
-      // Take every entry due now, then run them fetching ahead as RunImmediate
-      // does. A taken task has no timer: a resume or cancel meanwhile bumps its
-      // gen, which is how its entry here goes stale.
+      // Take the entries due now, up to kDueChunk, then run them fetching
+      // ahead as RunImmediate does. A taken task has no timer: a resume or
+      // cancel meanwhile bumps its gen, which is how its entry here goes
+      // stale. At most a chunk: what a slice's end leaves is armed again, and
+      // taking a backlog of 100,000 due wakes whole, to run a slice of them
+      // and arm the rest again, held the loop for the taking alone (one wake
+      // a slice, W14 wakes with timeSlice).
       uint64_t payload;
       TimerQueue::Handle h;
-      while (timers_.PopIfDue(now, before, &payload, &h)) {
+      while (due_.size() < kDueChunk && timers_.PopIfDue(now, before, &payload, &h)) {
         Task* t = reinterpret_cast<Task*>(static_cast<uintptr_t>(payload));
         if (t->timer != h) continue;  // stale: never wakes a task
         t->timer = 0;

@@ -269,6 +269,7 @@ class Scheduler {
   // turn about every kDirectChainNs.
   void Deliver(Task* t, int nargs);
   static constexpr int64_t kDirectChainNs = 1'000'000;  // 1 ms
+  static constexpr size_t kDueChunk = 256;              // due timers RunTimers takes at a time
   // The loop turned (polled for I/O): a new chain of direct runs may begin.
   void LoopTurned() { chain_start_ = -1; }
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Tests for durable records: keys, framing, payloads, the start and end records.
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -89,6 +90,22 @@ TEST(DurableRecordTest, ValuesRoundTripScalarsAndTablesAndADamagedScalarRecordIs
   lua_getfield(L, 1, "x");
   EXPECT_EQ(lua_tointeger(L, -1), 42);
   lua_close(L);
+}
+
+TEST(DurableRecordTest, AKeyIsTheIdASlashAndTheSeqInAtLeastTenDigits) {
+  // Stored keys: their form never changes (a store's journals sort by it).
+  const struct {
+    size_t seq;
+    const char* key;
+  } rows[] = {
+      {0, "t/0000000000"},
+      {7, "t/0000000007"},
+      {1234567890, "t/1234567890"},
+      {12345678901, "t/12345678901"},
+      {SIZE_MAX, "t/18446744073709551615"},
+  };
+  for (const auto& row : rows) EXPECT_EQ(RecordKey("t", row.seq), row.key) << row.seq;
+  EXPECT_EQ(RecordKey("", 3), "/0000000003");
 }
 
 TEST(DurableRecordTest, AKeysSeqReadsBackAndAKeyWithoutOneIsRefused) {

@@ -94,8 +94,18 @@ class BudgetTest : public ::testing::Test {
   Scheduler* sched = nullptr;
 };
 
+// Each reading is 10 us after the last: work that reads the clock once an
+// item takes time by the item.
+class SlowReadClock final : public Clock {
+ public:
+  int64_t MonoNs() const override { return mono += 10'000; }
+  int64_t WallNs() const override { return int64_t{1'700'000'000} * 1'000'000'000 + (mono += 10'000); }
+  mutable int64_t mono = 0;
+};
+
 using FakeBudgetTest = BudgetTest<FakeClock>;
 using TickingBudgetTest = BudgetTest<TickingClock>;
+using SlowReadBudgetTest = BudgetTest<SlowReadClock>;
 
 // ---------------------------------------------------------------- deadline inheritance
 
@@ -253,6 +263,36 @@ TEST_F(TickingBudgetTest, StartsHeldBackByTheCommitLockRunASliceAtATime) {
   EXPECT_LT(Global("ran"), 20);  // the rest were filed as ready, in order
   for (int i = 0; i < 40 && Global("ran") < 20; ++i) sched->RunImmediate();
   EXPECT_EQ(Global("ran"), 20);
+  sched->CancelAll();
+}
+
+TEST_F(SlowReadBudgetTest, ABacklogOfDueTimersRunsASliceOfWakesAtATimeNotOne) {
+  // 10,000 waits due at once on the wall clock (taking each reads it): the
+  // timer batch took them all before it ran one, so the taking alone used
+  // the slice up, the rest were armed again, and each batch woke one task
+  // (W14 wakes with a timeSlice: 100,000 durable sleepers woke ~30 a second).
+  ASSERT_NO_FATAL_FAILURE(Make(5 * kMs, 0));
+  Define(R"(
+    woke = 0
+    function sleeper(at) coroutine.yield("UNTIL_TIME", at) woke = woke + 1 end)");
+  lua_State* L = host->main();
+  const double at = static_cast<double>(clock.WallNs() + 10000 * kMs) / 1e9;  // past the starts
+  for (int i = 0; i < 10000; ++i) {
+    lua_getglobal(L, "sleeper");
+    lua_pushnumber(L, at);
+    sched->Start(L, 1, false);
+  }
+  // Those past the starts' slice were filed as ready: on to their waits.
+  for (int i = 0; i < 10000 && sched->HasReady(); ++i) sched->RunImmediate();
+  ASSERT_FALSE(sched->HasReady());
+  ASSERT_EQ(Global("woke"), 0);
+  clock.mono += 20000 * kMs;  // every one is due
+  sched->RunTimers();
+  EXPECT_GE(Global("woke"), 50);
+  int batches = 1;
+  for (; Global("woke") < 10000 && batches < 1000; ++batches) sched->RunTimers();
+  EXPECT_EQ(Global("woke"), 10000);
+  EXPECT_LT(batches, 500);
   sched->CancelAll();
 }
 

@@ -117,6 +117,27 @@ test('an idempotency key gives the live task, across a restart too', async () =>
   await rt.close();
 });
 
+test('a finished durable task past the native recent results answers its status by id, and a made-up id of the same shape none', async () => {
+  // Retained by its key, not its id string (DurableKeys refs): rt.task(id)
+  // must find it from the id all the same, here and after a restart.
+  const dir = tmpdir();
+  let rt = await open(dir, 'function f(x) return x end');
+  const tasks = [];
+  for (let i = 0; i < 1100; i++) tasks.push(rt.spawn('f', { durable: true, args: [i] }));
+  await Promise.all(tasks.map((t) => t.result));
+  const first = tasks[0].id;
+  expect(rt.task(first)).toEqual({ id: first, status: 'done' });
+  expect(tasks[0].status).toBe('done');
+  const prefix = first.slice(0, -13); // ids end in their key's 13 base-36 digits
+  expect(rt.task(`${prefix}0000000zzzzzz`)).toBeUndefined();
+  expect(rt.task(`${prefix}zzzzzzzzzzzzz`)).toBeUndefined();
+  expect(rt.task(`${first}x`)).toBeUndefined();
+  await rt.close();
+  rt = await open(dir, 'function f(x) return x end');
+  expect(rt.task(first)).toEqual({ id: first, status: 'done' });
+  await rt.close();
+});
+
 test('durableRetainedMax keeps the latest finished tasks: an older one is forgotten, in the store too, and its key starts anew', async () => {
   const dir = tmpdir();
   const SOURCE = 'function f(x) return x end';
