@@ -122,6 +122,7 @@ ThreadArena::Slab* ThreadArena::Map(uint32_t index) noexcept {
   }
   ++empty_kept_;
   ++maps_;
+  if (unmaps_ > 0 && reserve_ < kMaxReserve) ++reserve_;
   MarkHasFree(index, true);
   return slabs_[index].get();
 }
@@ -141,6 +142,7 @@ void ThreadArena::Unmap(uint32_t index) noexcept {
   by_base_.erase(base);
   slabs_[index].reset();
   MarkHasFree(index, false);
+  ++unmaps_;
 }
 
 void* ThreadArena::NewState(size_t bytes) noexcept {
@@ -219,7 +221,7 @@ bool ThreadArena::Free(void* p, size_t bytes) noexcept {
   --live_;
   MarkHasFree(w.index, true);
   if (--w.slab->live == 0) {
-    if (empty_kept_ > 0) {
+    if (empty_kept_ >= reserve_) {
       Unmap(w.index);
     } else {
       ++empty_kept_;

@@ -29,7 +29,8 @@ namespace lua_tasks {
 // stack. A stack that Lua grows moves to the heap; a size that does not fit
 // (another Lua build) stays on the heap. Freeing a slot's last part frees the
 // slot; an empty slab is unmapped, but one is kept to spare a workload making
-// and dropping a single coroutine from mapping each time.
+// and dropping a single coroutine from mapping each time, and more once the
+// workload has come back for slabs that were unmapped (see reserve_).
 class ThreadArena {
  public:
   static constexpr uint32_t kSlabSlots = 1024;  // = ThreadAnchors::kChunk: a slab is an anchor chunk
@@ -64,6 +65,7 @@ class ThreadArena {
 
   size_t mapped_slabs() const { return by_base_.size(); }
   size_t maps() const { return maps_; }  // slabs mapped so far
+  uint32_t reserve() const { return reserve_; }
   size_t live_slots() const { return live_; }
 
  private:
@@ -116,6 +118,17 @@ class ThreadArena {
   mutable uint32_t last_index_ = 0;
   size_t first_free_word_ = 0;  // has_free_ words below this are 0
   uint32_t empty_kept_ = 0;     // mapped slabs with no slot in use
+  // How many empty slabs stay mapped. One at first, so slabs filled once and
+  // emptied (a burst of tasks that ends) go back to the system at once; each
+  // slab mapped again after an unmap raises it by one, up to kMaxReserve
+  // (15 MB), so a workload that fills and empties the same slabs over and
+  // over (10,000 tasks a run in W2 and W5) stops paying the kernel to zero
+  // their pages again (MADV_POPULATE_WRITE) and to unmap them: a fifth of
+  // the time of W5's starts. It never shrinks: a runtime keeps at most that
+  // much mapped for coroutines it may not make again.
+  static constexpr uint32_t kMaxReserve = 16;
+  uint32_t reserve_ = 1;
+  size_t unmaps_ = 0;
   size_t live_ = 0;
   size_t maps_ = 0;
   uint32_t pending_ = kNoSlot;  // global slot whose state was the last allocation

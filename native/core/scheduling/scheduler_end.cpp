@@ -204,6 +204,25 @@ void Scheduler::Remember(Task* t, const TaskEnding& end) {
     return;
   }
   const int nres = end.nres;
+  // The one value, result or error, is on top: a number or a boolean is kept
+  // in the entry itself.
+  if ((end.kind == TaskEnd::kDone && nres == 1) || end.kind == TaskEnd::kFailed) {
+    const int type = lua_type(co, -1);
+    if (type == LUA_TNUMBER || type == LUA_TBOOLEAN) {
+      f.nres = 1;
+      f.scalar = type;
+      if (type == LUA_TBOOLEAN) {
+        f.i = lua_toboolean(co, -1);
+      } else if (lua_isinteger(co, -1)) {
+        f.integer = true;
+        f.i = lua_tointeger(co, -1);
+      } else {
+        f.n = lua_tonumber(co, -1);
+      }
+      finished_.Add(std::move(f));
+      return;
+    }
+  }
   if (end.kind == TaskEnd::kDone) {
     f.nres = nres;
     if (nres == 1) {
@@ -232,8 +251,17 @@ int Scheduler::PushFinished(const Finished& f, lua_State* L) const {
     return 1;
   }
   if (f.nres <= 1) {
-    if (f.nres == 1) f.values.Push(L);
-    return f.nres;
+    if (f.nres == 0) return 0;
+    if (f.scalar == LUA_TBOOLEAN) {
+      lua_pushboolean(L, static_cast<int>(f.i));
+    } else if (f.scalar == LUA_TNUMBER && f.integer) {
+      lua_pushinteger(L, f.i);
+    } else if (f.scalar == LUA_TNUMBER) {
+      lua_pushnumber(L, f.n);
+    } else {
+      f.values.Push(L);
+    }
+    return 1;
   }
   f.values.Push(L);
   for (int i = 1; i <= f.nres; ++i) lua_rawgeti(L, -i, i);

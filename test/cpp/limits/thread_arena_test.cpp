@@ -117,6 +117,33 @@ TEST(ThreadArenaTest, ReusesTheKeptSlabRatherThanMappingALowerOne) {
   EXPECT_EQ(arena.maps(), 3u);
 }
 
+// Slabs filled and emptied once go back at once; a workload that comes back
+// for them (10,000 tasks a run) keeps as many as it reused, up to the cap,
+// and stops mapping them.
+TEST(ThreadArenaTest, KeepsTheEmptySlabsAWorkloadComesBackFor) {
+  ThreadArena arena;
+  auto fill_and_empty = [&](uint32_t slabs) {
+    std::vector<char*> all;
+    for (uint32_t i = 0; i < slabs * ThreadArena::kSlabSlots; ++i) all.push_back(NewCoroutine(arena));
+    for (char* p : all) {
+      ASSERT_TRUE(arena.Free(p, kState));
+      ASSERT_TRUE(arena.Free(p + kState, kStack));
+    }
+  };
+  fill_and_empty(4);
+  EXPECT_EQ(arena.mapped_slabs(), 1u);
+  EXPECT_EQ(arena.maps(), 4u);
+  fill_and_empty(4);  // maps the three unmapped again
+  EXPECT_EQ(arena.reserve(), 4u);
+  EXPECT_EQ(arena.mapped_slabs(), 4u);
+  EXPECT_EQ(arena.maps(), 7u);
+  fill_and_empty(4);
+  EXPECT_EQ(arena.maps(), 7u);
+  for (int i = 0; i < 3; ++i) fill_and_empty(20);
+  EXPECT_EQ(arena.reserve(), 16u);
+  EXPECT_EQ(arena.mapped_slabs(), 16u);
+}
+
 // Lua's own coroutines through MemoryBudget: each lands in a slot, a deep
 // recursion grows (and so moves) a stack, and collecting them empties the
 // arena and returns every byte.

@@ -381,5 +381,28 @@ TEST_F(SchedulerTest, WaitJoinsATaskAndReRaisesItsError) {
   EXPECT_EQ(Log(), "7+8,boom");
 }
 
+// A task's single number or boolean is kept without a registry reference:
+// each kind comes back as it was, from a wait after the end.
+TEST_F(SchedulerTest, WaitAfterTheEndGivesBackASingleValueAsItWas) {
+  Run(R"(function t()
+    local ids = {}
+    for i, v in ipairs({7, 2.5, 3.0, true, false, "s", {1}}) do
+      ids[i] = tasks.start(function() return v end)
+    end
+    local e = tasks.start(function() error(42, 0) end)
+    for i = 1, #ids do
+      local v = tasks.wait(ids[i])
+      note(type(v) .. ":" .. (math.type(v) or tostring(type(v) == "table" and v[1] or v)))
+    end
+    local ok, err = pcall(tasks.wait, e)
+    note(tostring(ok) .. ":" .. math.type(err) .. ":" .. err)
+  end)");
+  Start("t");
+  Turn(0);
+  EXPECT_EQ(Log(),
+            "number:integer,number:float,number:float,boolean:true,boolean:false,string:s,table:1,"
+            "false:integer:42");
+}
+
 }  // namespace
 }  // namespace lua_tasks
