@@ -353,6 +353,43 @@ describePg('PostgresStore on PostgreSQL', () => {
     await expect(a.copySpace('k', 4)).rejects.toMatchObject({ code: 'ERR_INVALID_ARG_TYPE' });
   });
 
+  test('copySpace whose connection is terminated mid-stream rejects, never resolves with part of the rows', async () => {
+    const a = make();
+    const lease = await a.acquire('k');
+    const big = Buffer.alloc(1000, 7);
+    for (let b = 0; b < 20; b++) {
+      const writes = Array.from({ length: 1000 }, (_, i) => ({ space: 4, key: `t${b}-${i}`, value: big }));
+      await a.write({ name: 'k', token: lease.token, seq: b + 1, writes });
+    }
+    // Connected beforehand, so the kill leaves as soon as the first chunk is in.
+    const { Client } = require('pg');
+    const admin = new Client({ connectionString: db.url });
+    await admin.connect();
+    let chunks = 0;
+    let killing = null;
+    const copied = a.copySpace('k', 4, () => {
+      chunks++;
+      if (killing) return;
+      killing = admin.query(
+        `SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE query LIKE 'COPY (SELECT key%' AND pid <> pg_backend_pid()`,
+      );
+      const until = Date.now() + 50; // the rest of the 20 MB waits in the server meanwhile
+      while (Date.now() < until);
+    });
+    const outcome = await Promise.race([
+      copied.then(
+        () => 'resolved',
+        (e) => e.message,
+      ),
+      sleep(15000).then(() => 'hung'),
+    ]);
+    await killing;
+    await admin.end();
+    expect(outcome).toMatch(/terminat/i);
+    expect(chunks).toBeGreaterThan(0);
+    expect((await a.scan('k', 4, '', 1)).keys).toEqual(['t0-0']); // the store goes on
+  });
+
   test('a schema of a newer format version is refused naming both versions, and left as it was', async () => {
     const schema = `own_${schemas}`;
     const first = make();
