@@ -541,9 +541,7 @@ Napi::Value Runtime::JS_resume(const Napi::CallbackInfo& info) {
   if (!ResolveKey(info[0], *core->scheduler, &key)) {
     // The first resume of a task being restored whose wait takes one.
     Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
-    if (a == nullptr || a->cancelled || a->resumed || !IsResumable(a->entry.kind))
-      return Napi::Boolean::New(env, false);
-    a->resumed = true;
+    if (a == nullptr || a->Resume() == Activations::Answer::kRefused) return Napi::Boolean::New(env, false);
     return Napi::Number::New(env, kAfterRestore);
   }
   Task* t = core->scheduler->Find(key);
@@ -585,11 +583,12 @@ Napi::Value Runtime::JS_send(const Napi::CallbackInfo& info) {
   if (!ResolveKey(info[0], *core->scheduler, &key)) {
     // Held in JS until the task is read, as many as its mailbox would hold.
     Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
-    if (a == nullptr || a->cancelled) return Napi::Boolean::New(env, false);
-    if (a->sends >= core->scheduler->mailbox_limit()) {
+    const Activations::Answer answer =
+        a == nullptr ? Activations::Answer::kRefused : a->Send(core->scheduler->mailbox_limit());
+    if (answer == Activations::Answer::kFull) {
       ThrowMailboxFull(env, *core->scheduler, " with the messages sent while it is read from the store");
     }
-    a->sends++;
+    if (answer == Activations::Answer::kRefused) return Napi::Boolean::New(env, false);
     return Napi::Number::New(env, kAfterRestore);
   }
   if (core->scheduler->Find(key) == nullptr) return Napi::Boolean::New(env, false);
@@ -620,8 +619,7 @@ Napi::Value Runtime::JS_cancel(const Napi::CallbackInfo& info) {
   uint64_t key;
   if (!ResolveKey(info[0], *core->scheduler, &key)) {
     Activations::Activation* a = ActivationOf(info[0], *core->scheduler);
-    if (a == nullptr || a->cancelled) return Napi::Boolean::New(env, false);
-    a->cancelled = true;
+    if (a == nullptr || a->Cancel() == Activations::Answer::kRefused) return Napi::Boolean::New(env, false);
     return Napi::Number::New(env, kAfterRestore);
   }
   const bool ok = core->Entered([&] { return core->scheduler->Cancel(key); });

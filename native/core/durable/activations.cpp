@@ -5,8 +5,27 @@
 
 namespace lua_tasks {
 
+Activations::Answer Activations::Activation::Resume() {
+  if (cancelled || resumed || !IsResumable(entry.kind)) return Answer::kRefused;
+  resumed = true;
+  return Answer::kLater;
+}
+
+Activations::Answer Activations::Activation::Send(uint32_t limit) {
+  if (cancelled) return Answer::kRefused;
+  if (sends >= limit) return Answer::kFull;
+  ++sends;
+  return Answer::kLater;
+}
+
+Activations::Answer Activations::Activation::Cancel() {
+  if (cancelled) return Answer::kRefused;
+  cancelled = true;
+  return Answer::kLater;
+}
+
 bool Activations::Begin(std::string_view id, DormantTasks::Entry entry) {
-  return map_.try_emplace(std::string(id), Activation{entry, {}, false, false}).second;
+  return map_.try_emplace(std::string(id), Activation{entry, {}, false, false, 0}).second;
 }
 
 Activations::Activation* Activations::Find(std::string_view id) {

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/durable/dormant_tasks.hpp"
+#include "core/scheduling/yield_instruction.hpp"
 
 namespace lua_tasks {
 
@@ -22,12 +23,24 @@ namespace lua_tasks {
 // (docs/durable.md#restore-at-open).
 class Activations {
  public:
+  // What the embedder's call on a task being read answers; the call itself
+  // is made once the task is restored (kLater).
+  enum class Answer { kRefused, kLater, kFull };
+
   struct Activation {
     DormantTasks::Entry entry;      // what its index entry said
     std::vector<uint64_t> waiters;  // keys of the tasks waiting for it
     bool resumed = false;           // the embedder answered a resume for it
     bool cancelled = false;         // the embedder answered a cancel for it
     uint32_t sends = 0;             // messages the embedder sent it meanwhile: at most its mailbox's limit
+
+    // rt.resume: only the first, and only if its wait takes a resume (the
+    // task will have moved on from it by a second).
+    Answer Resume();
+    // rt.send: as many as its mailbox holds (`limit`), held meanwhile.
+    Answer Send(uint32_t limit);
+    // rt.cancel: the first; every call after it is refused.
+    Answer Cancel();
   };
 
   // `id` is now being read; false (nothing changed) if it already was.

@@ -301,5 +301,29 @@ TEST(ActivationsTest, ATaskIsBeingReadOnceAndItsWaitersComeOutWhenItEnds) {
   EXPECT_TRUE(a.empty());
 }
 
+TEST(ActivationsTest, TheEmbeddersCallsOnATaskBeingReadAnswerAsTheyWillBeMade) {
+  using Answer = Activations::Answer;
+  Activations a;
+  a.Begin("forever", {WaitKind::kIndefinitely, 0});
+  a.Begin("inbox", {WaitKind::kReceive, 0});
+  Activations::Activation& forever = *a.Find("forever");
+  Activations::Activation& inbox = *a.Find("inbox");
+  // A resume: the first only, and only for a wait that takes one.
+  EXPECT_EQ(forever.Resume(), Answer::kLater);
+  EXPECT_EQ(forever.Resume(), Answer::kRefused);
+  EXPECT_EQ(inbox.Resume(), Answer::kRefused);
+  // Messages: as many as the mailbox holds.
+  EXPECT_EQ(inbox.Send(2), Answer::kLater);
+  EXPECT_EQ(inbox.Send(2), Answer::kLater);
+  EXPECT_EQ(inbox.Send(2), Answer::kFull);
+  EXPECT_EQ(inbox.sends, 2u);
+  // A cancel: after it, every call is refused.
+  EXPECT_EQ(inbox.Cancel(), Answer::kLater);
+  EXPECT_EQ(inbox.Cancel(), Answer::kRefused);
+  EXPECT_EQ(inbox.Send(10), Answer::kRefused);
+  EXPECT_EQ(forever.Cancel(), Answer::kLater);
+  EXPECT_EQ(forever.Resume(), Answer::kRefused);
+}
+
 }  // namespace
 }  // namespace lua_tasks
