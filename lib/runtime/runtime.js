@@ -6,6 +6,7 @@ const { EventEmitter } = require('node:events');
 const binding = require('../binding');
 const { CommitQueue, reasonText } = require('./commit_queue');
 const { RestoredCalls } = require('./restored_calls');
+const { TaskIds } = require('./task_ids');
 const { makeError, typeName, invalidType, AbortError } = require('../errors');
 const { PERSIST, normalizeOptions, clockOffsetOf, checkSpawnOptions } = require('./options');
 const { installModules } = require('./modules');
@@ -14,7 +15,7 @@ const { routeOf } = require('../resources/bridge');
 const { Task, endTask, kTaskInfo, taskSnapshot, cancelledError, isAbortSignal } = require('./task');
 const { inspectTask } = require('./inspect');
 const { DurableKeys, DURABLE_KEY } = require('./durable_keys');
-const { END, ID_KEY_DIGITS, ENDED_KEPT, AFTER_RESTORE, startKey, startEnd, stateStatus } = require('./task_codes');
+const { END, ENDED_KEPT, AFTER_RESTORE, startKey, startEnd, stateStatus } = require('./task_codes');
 const { openStore, restore } = require('./persist');
 const { DurableRestore, ACTIVATE, wasRestored, markRestored } = require('./durable_restore');
 const { RuntimeTelemetry } = require('../telemetry/runtime');
@@ -44,6 +45,7 @@ function checkFn(fn) {
 class Runtime extends EventEmitter {
   #native;
   #idPrefix; // a task's id is this + its key in 13 base-36 digits (as the native side writes it)
+  #ids; // TaskIds: ids from keys and back
   #startOut = [undefined]; // see start()
   #tasks = new Map(); // key -> Task, for tasks started from JS
   #early = new Map(); // key -> [kind, value] for tasks that ended inside start()
@@ -59,7 +61,6 @@ class Runtime extends EventEmitter {
   #closing = null; // what close() returns
   #durableKeys = new DurableKeys(0, Infinity, () => {}); // durable tasks by key, finished ones retained
   #clockOffsetMs = 0; // added to Date.now() for the runtime's wall clock (setClockOffset)
-  #restoredIds = new Map(); // key -> id of a restored durable task (its id is its first run's)
   #hasDurable = false; // a durable task was started or restored: close() writes their records first
   #restoreFailures = 0; // restored tasks that failed or could not be restored (stats())
   #heldReports = null; // while Runtime.open restores: failures reported once it has resolved
@@ -114,6 +115,7 @@ class Runtime extends EventEmitter {
       Runtime.#dispatchCommit,
     );
     this.#idPrefix = this.#native.idPrefix();
+    this.#ids = new TaskIds(this.#idPrefix);
     this.#tel = RuntimeTelemetry.of(opts.telemetry, this, this.#native, persist ? persist.name : null);
     if (persist) {
       this.#name = persist.name;
@@ -136,8 +138,8 @@ class Runtime extends EventEmitter {
           this.#endedLabels.delete(id);
           this.#native.forgetDurable(id);
         },
-        (id) => this.#refOf(id),
-        (ref) => (typeof ref === 'number' ? this.#ownId(ref) : ref),
+        (id) => this.#ids.refOf(id),
+        (ref) => this.#ids.idOfRef(ref),
       );
       this.#durable = persist.durable;
       const skipMissed = persist.durableCatchUp === 'skip';
@@ -226,33 +228,6 @@ class Runtime extends EventEmitter {
     return this.#commits.request();
   }
 
-  #idOf(key) {
-    if (this.#restoredIds.size > 0) {
-      const id = this.#restoredIds.get(key);
-      if (id !== undefined) return id;
-    }
-    return this.#ownId(key);
-  }
-
-  #ownId(key) {
-    return this.#idPrefix + key.toString(36).padStart(ID_KEY_DIGITS, '0');
-  }
-
-  // An ended task's ref in DurableKeys (#refOf), from its key if given.
-  #endRef(key, task) {
-    if (key === undefined) return undefined;
-    return this.#restoredIds.size > 0 && this.#restoredIds.has(key) ? task.id : key;
-  }
-
-  // A durable task's ref in DurableKeys: its key when the id is this
-  // runtime's own, else the id (a restored task keeps its first run's).
-  #refOf(id) {
-    const prefix = this.#idPrefix;
-    if (typeof id !== 'string' || id.length !== prefix.length + ID_KEY_DIGITS || !id.startsWith(prefix)) return id;
-    const key = parseInt(id.slice(prefix.length), 36);
-    return Number.isSafeInteger(key) && this.#ownId(key) === id && !this.#restoredIds.has(key) ? key : id;
-  }
-
   // The error a cancelled task's result rejects with, as a function that
   // makes it: only a result someone took needs it, and making an Error (its
   // stack) was over half of what rt.cancel cost (6.5 us a call).
@@ -281,13 +256,13 @@ class Runtime extends EventEmitter {
         return;
       }
     }
-    if (kind === END.cancelled) value = this.#cancelledError(task ? task.id : this.#idOf(key));
+    if (kind === END.cancelled) value = this.#cancelledError(task ? task.id : this.#ids.of(key));
     if (!task) {
       if (this.#starting) {
         this.#early.set(key, [kind, value]);
         return;
       }
-      if (kind === END.failed) this.#reportUnowned({ id: this.#idOf(key) }, value);
+      if (kind === END.failed) this.#reportUnowned({ id: this.#ids.of(key) }, value);
       return;
     }
     this.#tasks.delete(key);
@@ -310,12 +285,12 @@ class Runtime extends EventEmitter {
       const err = value();
       value = () => err;
       endTask(task, kind, value);
-      if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#endRef(key, task));
+      if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#ids.endRef(key, task));
       this.emit('taskcancel', task, err);
       return;
     }
     endTask(task, kind, value);
-    if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#endRef(key, task));
+    if (task[DURABLE_KEY] !== undefined) this.#durableKeys.retire(task, kind, value, this.#ids.endRef(key, task));
     if (kind === END.done) this.emit('taskdone', task, value);
     else if (kind === END.failed && wasRestored(task)) this.#restoreFailed(task, value);
     else if (kind === END.failed && this.listenerCount('taskerror') > 0) this.emit('taskerror', task, value);
@@ -530,8 +505,8 @@ class Runtime extends EventEmitter {
       this.#starting--;
     }
     const key = startKey(started);
-    if (durable && durable.id) this.#restoredIds.set(key, durable.id);
-    const id = this.#idOf(key);
+    if (durable && durable.id) this.#ids.restored(key, durable.id);
+    const id = this.#ids.of(key);
     // (One named by its key while it was read from the store has its Task.)
     const task =
       (durable && durable.task) || new Task(this, id, labels && labels.name, labels && labels.meta, fn, args);
@@ -552,7 +527,7 @@ class Runtime extends EventEmitter {
     if (this.#starting === 0 && this.#early.size > 0) {
       // Tasks started from Lua that failed while this start() ran: unowned.
       for (const [k, [kind, value]] of this.#early) {
-        if (kind === END.failed) this.#reportUnowned({ id: this.#idOf(k) }, value);
+        if (kind === END.failed) this.#reportUnowned({ id: this.#ids.of(k) }, value);
       }
       this.#early.clear();
     }
@@ -721,7 +696,7 @@ class Runtime extends EventEmitter {
     const rows = this.#native.tasks(); // key, state code, until: per live task, oldest first
     const list = [];
     for (let i = 0; i < rows.length; i += 3) {
-      list.push(this.#labelled(taskSnapshot(this.#idOf(rows[i]), rows[i + 1], rows[i + 2])));
+      list.push(this.#labelled(taskSnapshot(this.#ids.of(rows[i]), rows[i + 1], rows[i + 2])));
     }
     // Then the durable tasks left in the store at open (dormant), by id.
     const dormant = this.#restorer ? this.#native.dormantTasks() : [];
