@@ -7,27 +7,14 @@ const { spawn } = require('node:child_process');
 const { Runtime, PostgresStore } = require('../../..');
 const { describePg, createDatabase, query, privateCluster } = require('../pg-helpers');
 const { sleep } = require('../helpers');
+const { SOURCE, runs, written } = require('../fixtures/lazy-pg');
 
-const SOURCE = `
-runs = {}
-local function ran(name) runs[name] = (runs[name] or 0) + 1 end
-function forever() ran("forever"); return coroutine.yield("INDEFINITELY") end
-function inbox() ran("inbox"); return tasks.receive() end
-function inbox2() ran("inbox2"); local a = tasks.receive(); local b = tasks.receive(); return a .. "," .. b end
-function soon(ms) ran("soon"); coroutine.yield("FOR", ms, "MILLISECONDS"); return "woke" end
-function poke(id, ...) local ok, why = tasks.resume(id, ...); return ok or why end
-function mail(id, ...) return tasks.send(id, ...) end
-function stop(id) return tasks.cancel(id) end
-function joiner(id) return tasks.wait(id) end
-`;
 // The same names, `forever` changed: its replay meets another wait.
 const CHANGED = SOURCE.replace(
   'function forever() ran("forever"); return coroutine.yield("INDEFINITELY") end',
   'function forever() ran("forever"); return coroutine.yield("FOR", 60, "SECONDS") end',
 );
 
-const runs = (rt, entry) => rt.load(`return runs.${entry} or 0`)[0];
-const written = (rt, id) => !['NONE', 'COMMIT'].includes(rt.task(id).waiting?.instruction ?? 'NONE');
 // until(pred), given up after `ms` (never left spinning): whether pred held.
 async function within(pred, ms) {
   const end = Date.now() + ms;

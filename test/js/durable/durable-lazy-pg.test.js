@@ -8,22 +8,7 @@ const { spawn } = require('node:child_process');
 const { Runtime, PostgresStore } = require('../../..');
 const { describePg, createDatabase, query } = require('../pg-helpers');
 const { until, sleep } = require('../helpers');
-
-const SOURCE = `
-runs = {}
-local function ran(name) runs[name] = (runs[name] or 0) + 1 end
-function forever() ran("forever"); return coroutine.yield("INDEFINITELY") end
-function inbox() ran("inbox"); return tasks.receive() end
-function soon(ms) ran("soon"); coroutine.yield("FOR", ms, "MILLISECONDS"); return "woke" end
-function poke(id, ...) local ok, why = tasks.resume(id, ...); return ok or why end
-function mail(id, ...) return tasks.send(id, ...) end
-function stop(id) return tasks.cancel(id) end
-function joiner(id) return tasks.wait(id) end
-`;
-
-const runs = (rt, entry) => rt.load(`return runs.${entry} or 0`)[0];
-// A durable wait is reported as itself (not COMMIT) once it is written.
-const written = (rt, id) => !['NONE', 'COMMIT'].includes(rt.task(id).waiting?.instruction ?? 'NONE');
+const { SOURCE, runs, written } = require('../fixtures/lazy-pg');
 
 describePg('lazy restore on PostgreSQL', () => {
   let db;
